@@ -1,0 +1,16 @@
+import { migration0001 } from './0001-tasks-and-outbox';
+
+/**
+ * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
+ * that esbuild bundles them into the migrate custom resource with no asset copying, and the
+ * local runtime imports the very same objects. One statement per entry: the Data API runs
+ * one statement per call.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly statements: readonly string[];
+}
+
+/** Every migration, in version order. Append only: never edit one that has shipped. */
+export const migrations: readonly Migration[] = [migration0001];

@@ -1,0 +1,280 @@
+import type { OutboundEvent } from '../events/cloud-event';
+import { type SqlClient, type SqlExecutor, sqlParam } from '../db/sql-client';
+
+/** A row the relay claimed: publish it, then settle it with its own token. */
+export interface ClaimedEvent extends OutboundEvent {
+  /** Publish attempts so far, this one included. */
+  readonly attempts: number;
+  /** Fencing token of this claim: settling requires it unchanged. */
+  readonly claimToken: number;
+  /** The row had a lease that ran out without being settled (a relay died or stalled). */
+  readonly leaseExpired: boolean;
+}
+
+export interface Delivered {
+  readonly eventId: string;
+  readonly claimToken: number;
+  readonly busEventId: string;
+}
+
+export interface Failed {
+  readonly eventId: string;
+  readonly claimToken: number;
+  readonly error: string;
+  /** `dead`: never try again; otherwise try again after `retryInMs`. */
+  readonly dead: boolean;
+  readonly retryInMs: number;
+}
+
+export interface OutboxStats {
+  readonly pending: number;
+  readonly delivered: number;
+  readonly dead: number;
+  /** Age of the oldest pending event in seconds, 0 when none is pending. */
+  readonly oldestPendingAgeSeconds: number;
+}
+
+export interface DeadEvent {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly aggregateId: string;
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly createdAt: Date;
+}
+
+interface ClaimRow {
+  event_id: string;
+  event_type: string;
+  aggregate_id: string;
+  aggregate_version: number;
+  payload: unknown;
+  created_at: Date;
+  attempts: number;
+  claim_token: number;
+  lease_expired: boolean;
+  [k: string]: unknown;
+}
+
+/** Everything the outbox needs from PostgreSQL, in one place and through the SqlClient port. */
+export class OutboxStore {
+  constructor(private readonly db: SqlClient) {}
+
+  /**
+   * Appends an event inside the caller's transaction: the state change and its event commit
+   * or roll back together.
+   */
+  async append(
+    tx: SqlExecutor,
+    event: { eventId: string; eventType: string; aggregateId: string; aggregateVersion: number; payload: unknown },
+  ): Promise<void> {
+    await tx.query(
+      `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)
+       VALUES (:eventId, :eventType, :aggregateId, :aggregateVersion, :payload)`,
+      {
+        eventId: sqlParam.uuid(event.eventId),
+        eventType: event.eventType,
+        aggregateId: sqlParam.uuid(event.aggregateId),
+        aggregateVersion: event.aggregateVersion,
+        payload: sqlParam.json(event.payload),
+      },
+    );
+  }
+
+  /**
+   * Claims up to `limit` due pending rows for `owner` for `leaseSeconds`.
+   *
+   * The lock: the inner SELECT takes row locks with FOR UPDATE SKIP LOCKED, so concurrent
+   * relays each get disjoint rows without waiting on each other; the UPDATE then bumps
+   * `claim_token` (the fencing token) and `attempts` and sets the lease. A row whose lease ran
+   * out is claimable again; its old owner's token no longer matches, so that owner can neither
+   * mark it delivered nor failed. `lease_expired` reports such take-overs for the metric.
+   */
+  async claim(owner: string, limit: number, leaseSeconds: number): Promise<ClaimedEvent[]> {
+    const { rows } = await this.db.query<ClaimRow>(
+      `WITH due AS (
+         SELECT event_id, lease_until IS NOT NULL AS lease_expired
+           FROM outbox
+          WHERE status = 'pending'
+            AND next_attempt_at <= now()
+            AND (lease_until IS NULL OR lease_until < now())
+          ORDER BY created_at
+          LIMIT :limit
+          FOR UPDATE SKIP LOCKED
+       )
+       UPDATE outbox o
+          SET claim_owner = :owner,
+              claim_token = o.claim_token + 1,
+              lease_until = clock_timestamp() + make_interval(secs => :leaseSeconds::float8),
+              attempts    = o.attempts + 1
+         FROM due
+        WHERE o.event_id = due.event_id
+       RETURNING o.event_id, o.event_type, o.aggregate_id, o.aggregate_version, o.payload, o.created_at,
+                 o.attempts, o.claim_token, due.lease_expired`,
+      { owner, limit, leaseSeconds },
+    );
+    return rows
+      .map((r) => ({
+        eventId: r.event_id,
+        eventType: r.event_type,
+        aggregateId: r.aggregate_id,
+        aggregateVersion: r.aggregate_version,
+        payload: r.payload,
+        createdAt: r.created_at,
+        attempts: r.attempts,
+        claimToken: r.claim_token,
+        leaseExpired: r.lease_expired,
+      }))
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  /**
+   * Marks published rows delivered, fenced: only rows still pending, still claimed by `owner`
+   * with the same token and within the lease. Returns the ids it marked; a row left out was
+   * taken over by another relay (which will publish it again: at least once, by design).
+   */
+  async markDelivered(owner: string, items: readonly Delivered[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    const { rows } = await this.db.query<{ event_id: string }>(
+      `UPDATE outbox o
+          SET status = 'delivered', delivered_at = now(), bus_event_id = x.bus_event_id,
+              lease_until = NULL, last_error = NULL
+         FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint, bus_event_id text)
+        WHERE o.event_id = x.event_id
+          AND o.status = 'pending'
+          AND o.claim_owner = :owner
+          AND o.claim_token = x.claim_token
+          AND o.lease_until >= clock_timestamp()
+       RETURNING o.event_id`,
+      {
+        owner,
+        items: sqlParam.json(
+          items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken, bus_event_id: i.busEventId })),
+        ),
+      },
+    );
+    return rows.map((r) => r.event_id);
+  }
+
+  /** Records failed publishes, fenced like `markDelivered`: back off, or `dead` with the reason. */
+  async markFailed(owner: string, items: readonly Failed[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    const { rows } = await this.db.query<{ event_id: string }>(
+      `UPDATE outbox o
+          SET status = CASE WHEN x.dead THEN 'dead' ELSE 'pending' END,
+              next_attempt_at = now() + x.retry_in_ms * interval '1 millisecond',
+              last_error = left(x.error, 2000),
+              lease_until = NULL
+         FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint, error text, dead boolean, retry_in_ms bigint)
+        WHERE o.event_id = x.event_id
+          AND o.status = 'pending'
+          AND o.claim_owner = :owner
+          AND o.claim_token = x.claim_token
+       RETURNING o.event_id`,
+      {
+        owner,
+        items: sqlParam.json(
+          items.map((i) => ({
+            event_id: i.eventId,
+            claim_token: i.claimToken,
+            error: i.error,
+            dead: i.dead,
+            retry_in_ms: Math.max(0, Math.round(i.retryInMs)),
+          })),
+        ),
+      },
+    );
+    return rows.map((r) => r.event_id);
+  }
+
+  /**
+   * Gives claimed rows back unpublished (shutdown): claimable at once, and the attempt the
+   * claim counted is returned.
+   */
+  async release(owner: string, items: readonly { eventId: string; claimToken: number }[]): Promise<string[]> {
+    if (items.length === 0) return [];
+    const { rows } = await this.db.query<{ event_id: string }>(
+      `UPDATE outbox o
+          SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0)
+         FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint)
+        WHERE o.event_id = x.event_id AND o.status = 'pending'
+          AND o.claim_owner = :owner AND o.claim_token = x.claim_token
+       RETURNING o.event_id`,
+      { owner, items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))) },
+    );
+    return rows.map((r) => r.event_id);
+  }
+
+  /** Counts by status and the oldest pending age, in one statement. */
+  async stats(): Promise<OutboxStats> {
+    const { rows } = await this.db.query<{
+      pending: number;
+      delivered: number;
+      dead: number;
+      oldest_age: number;
+    }>(
+      `SELECT count(*) FILTER (WHERE status = 'pending')::int   AS pending,
+              count(*) FILTER (WHERE status = 'delivered')::int AS delivered,
+              count(*) FILTER (WHERE status = 'dead')::int      AS dead,
+              coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')), 0)::float8
+                AS oldest_age
+         FROM outbox`,
+    );
+    const r = rows[0];
+    return {
+      pending: r?.pending ?? 0,
+      delivered: r?.delivered ?? 0,
+      dead: r?.dead ?? 0,
+      oldestPendingAgeSeconds: Math.max(0, r?.oldest_age ?? 0),
+    };
+  }
+
+  /** Deletes at most `batchSize` delivered rows older than `retentionHours`; returns how many. */
+  async purgeDelivered(retentionHours: number, batchSize: number): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `DELETE FROM outbox
+        WHERE event_id IN (
+          SELECT event_id FROM outbox
+           WHERE status = 'delivered' AND delivered_at < now() - make_interval(hours => :retentionHours::int)
+           ORDER BY delivered_at
+           LIMIT :batchSize
+           FOR UPDATE SKIP LOCKED)`,
+      { retentionHours, batchSize },
+    );
+    return rowCount;
+  }
+
+  /** Dead events, oldest first. */
+  async listDead(limit = 100): Promise<DeadEvent[]> {
+    const { rows } = await this.db.query<{
+      event_id: string;
+      event_type: string;
+      aggregate_id: string;
+      attempts: number;
+      last_error: string | null;
+      created_at: Date;
+    }>(
+      `SELECT event_id, event_type, aggregate_id, attempts, last_error, created_at
+         FROM outbox WHERE status = 'dead' ORDER BY created_at LIMIT :limit`,
+      { limit },
+    );
+    return rows.map((r) => ({
+      eventId: r.event_id,
+      eventType: r.event_type,
+      aggregateId: r.aggregate_id,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      createdAt: r.created_at,
+    }));
+  }
+
+  /** Puts a dead event back to pending with fresh attempts; false when it is not dead. */
+  async redriveDead(eventId: string): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_until = NULL
+        WHERE event_id = :eventId AND status = 'dead'`,
+      { eventId: sqlParam.uuid(eventId) },
+    );
+    return rowCount > 0;
+  }
+}

@@ -1,0 +1,147 @@
+import { backoffDelay, sleep as realSleep } from '../db/retry';
+import type { RelayConfig } from '../topology';
+import type { ClaimedEvent, Delivered, Failed, OutboxStats, OutboxStore } from './outbox-store';
+import type { EventPublisher } from './publisher';
+
+/** The relay settings it reads from the topology (tests shrink them). */
+export type RelaySettings = Pick<
+  RelayConfig,
+  'claimBatchSize' | 'leaseSeconds' | 'maxAttempts' | 'backoff' | 'pollIntervalMs' | 'budgetMarginMs' | 'purge'
+>;
+
+export interface RelayDeps {
+  readonly outbox: Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'>;
+  readonly publisher: EventPublisher;
+  /** This relay instance's identity (claim owner); unique per invocation. */
+  readonly owner: string;
+  readonly settings: RelaySettings;
+  readonly random?: () => number;
+}
+
+/** What one claim-publish-settle round did. */
+export interface RelayRound {
+  readonly claimed: number;
+  /** Marked delivered. */
+  readonly published: number;
+  /** Failed and scheduled for another attempt. */
+  readonly failed: number;
+  /** Failed for good this round (max attempts, or an error that can never succeed). */
+  readonly dead: number;
+  /** Rows taken over from a relay whose lease ran out. */
+  readonly expiredLeases: number;
+  /** Settles refused by the fence: another relay took the row over meanwhile. */
+  readonly fencedOut: number;
+}
+
+const emptyRound: RelayRound = { claimed: 0, published: 0, failed: 0, dead: 0, expiredLeases: 0, fencedOut: 0 };
+
+function addRounds(a: RelayRound, b: RelayRound): RelayRound {
+  return {
+    claimed: a.claimed + b.claimed,
+    published: a.published + b.published,
+    failed: a.failed + b.failed,
+    dead: a.dead + b.dead,
+    expiredLeases: a.expiredLeases + b.expiredLeases,
+    fencedOut: a.fencedOut + b.fencedOut,
+  };
+}
+
+/**
+ * One round: claim a batch, publish it, settle every row with its claim token.
+ * Invariant: a row leaves `pending` only through a fenced update by the relay holding its
+ * current token, so a relay that stalled past its lease cannot undo a newer claim. A crash
+ * anywhere leaves rows pending, to be claimed again once the lease runs out: at least once.
+ */
+export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
+  const { outbox, publisher, owner, settings } = deps;
+  const claimed = await outbox.claim(owner, settings.claimBatchSize, settings.leaseSeconds);
+  if (claimed.length === 0) return emptyRound;
+
+  const outcomes = await publisher.publish(claimed);
+  const byId = new Map<string, ClaimedEvent>(claimed.map((c) => [c.eventId, c]));
+  const delivered: Delivered[] = [];
+  const failed: Failed[] = [];
+  for (const outcome of outcomes) {
+    const row = byId.get(outcome.eventId);
+    if (!row) continue;
+    byId.delete(outcome.eventId);
+    if (outcome.ok) {
+      delivered.push({ eventId: row.eventId, claimToken: row.claimToken, busEventId: outcome.busEventId });
+    } else {
+      failed.push(failure(row, outcome.retryable, `${outcome.errorCode}: ${outcome.errorMessage}`, deps));
+    }
+  }
+  // A publisher that forgot an event must not strand it under a lease: retry it.
+  for (const row of byId.values()) failed.push(failure(row, true, 'NoOutcome: publisher returned no result', deps));
+
+  const [marked, settledFailures] = await Promise.all([
+    outbox.markDelivered(owner, delivered),
+    outbox.markFailed(owner, failed),
+  ]);
+  const settled = new Set(settledFailures);
+  const dead = failed.filter((f) => f.dead && settled.has(f.eventId)).length;
+  return {
+    claimed: claimed.length,
+    published: marked.length,
+    failed: settled.size - dead,
+    dead,
+    expiredLeases: claimed.filter((c) => c.leaseExpired).length,
+    fencedOut: delivered.length - marked.length + (failed.length - settled.size),
+  };
+}
+
+function failure(row: ClaimedEvent, retryable: boolean, error: string, deps: RelayDeps): Failed {
+  const dead = !retryable || row.attempts >= deps.settings.maxAttempts;
+  return {
+    eventId: row.eventId,
+    claimToken: row.claimToken,
+    error: dead && retryable ? `max attempts (${row.attempts}) reached; last error ${error}` : error,
+    dead,
+    retryInMs: dead ? 0 : backoffDelay(row.attempts, deps.settings.backoff, deps.random),
+  };
+}
+
+export interface RunOptions {
+  /** Milliseconds left in this invocation (Lambda's `getRemainingTimeInMillis`). */
+  readonly remainingMs: () => number;
+  /** Stop as soon as a round finds nothing due (a nudge), instead of polling until the budget ends. */
+  readonly untilDrained?: boolean;
+  /** Stop claiming when aborted (shutdown); the round in flight still settles. */
+  readonly signal?: AbortSignal;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export interface RunReport extends RelayRound {
+  readonly rounds: number;
+  readonly purged: number;
+  readonly stats: OutboxStats;
+}
+
+/**
+ * Runs rounds until the time budget (remaining time minus the margin) is spent, sleeping the
+ * poll interval whenever the outbox is drained; then purges delivered rows past retention in
+ * small batches and reads the stats the metrics report.
+ */
+export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<RunReport> {
+  const { settings } = deps;
+  const pause = options.sleep ?? realSleep;
+  const budgetLeft = () => options.remainingMs() - settings.budgetMarginMs;
+  let total = emptyRound;
+  let rounds = 0;
+  while (budgetLeft() > 0 && !options.signal?.aborted) {
+    const round = await relayOnce(deps);
+    total = addRounds(total, round);
+    rounds++;
+    if (round.claimed < settings.claimBatchSize) {
+      if (options.untilDrained || budgetLeft() <= settings.pollIntervalMs) break;
+      await pause(settings.pollIntervalMs);
+    }
+  }
+  let purged = 0;
+  for (let batch = 0; batch < settings.purge.maxBatchesPerRun && budgetLeft() > 0; batch++) {
+    const deleted = await deps.outbox.purgeDelivered(settings.purge.retentionHours, settings.purge.batchSize);
+    purged += deleted;
+    if (deleted < settings.purge.batchSize) break;
+  }
+  return { ...total, rounds, purged, stats: await deps.outbox.stats() };
+}

