@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SqlClient } from '../../shared/db/sql-client';
+import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { createTestDatabase } from '../support/database';
+import { seedPending, statusCounts } from '../support/outbox-fixtures';
+import { sqlAdapters } from '../support/sql-adapters';
+
+// The outbox repository contract, run once per SqlClient adapter on the same real PostgreSQL.
+describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
+  let db: SqlClient;
+  let store: OutboxStore;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const database = await createTestDatabase();
+    const opened = await adapter.open(database.url);
+    db = opened.db;
+    store = new OutboxStore(db);
+    cleanup = async () => {
+      await opened.close();
+      await database.drop();
+    };
+  });
+  afterAll(() => cleanup());
+  beforeEach(async () => {
+    await db.query('DELETE FROM outbox');
+  });
+
+  it('appends inside a transaction and rolls back with it', async () => {
+    const eventId = randomUUID();
+    await expect(
+      db.transaction(async (tx) => {
+        await store.append(tx, {
+          eventId,
+          eventType: 'content.approved',
+          aggregateId: randomUUID(),
+          aggregateVersion: 2,
+          payload: { a: 1 },
+        });
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await statusCounts(db)).toEqual({});
+  });
+
+  it('claims due rows oldest first, with a token, an attempt and a lease', async () => {
+    await seedPending(db, 5);
+    const claimed = await store.claim('relay-a', 3, 30);
+    expect(claimed).toHaveLength(3);
+    expect(claimed.map((c) => c.attempts)).toEqual([1, 1, 1]);
+    expect(claimed.every((c) => c.claimToken === 1 && !c.leaseExpired)).toBe(true);
+    expect(claimed[0]?.createdAt).toBeInstanceOf(Date);
+    const times = claimed.map((c) => c.createdAt.getTime());
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // The lease hides claimed rows from the next claim.
+    const rest = await store.claim('relay-b', 10, 30);
+    expect(rest).toHaveLength(2);
+    expect(new Set([...claimed, ...rest].map((c) => c.eventId)).size).toBe(5);
+  });
+
+  it('marks delivered only with the current owner and token, storing the bus event id', async () => {
+    await seedPending(db, 2);
+    const [first, second] = await store.claim('relay-a', 2, 30);
+    if (!first || !second) throw new Error('expected two claims');
+    const marked = await store.markDelivered('relay-a', [
+      { eventId: first.eventId, claimToken: first.claimToken, busEventId: 'bus-1' },
+      { eventId: second.eventId, claimToken: second.claimToken + 1, busEventId: 'bus-2' },
+    ]);
+    expect(marked).toEqual([first.eventId]);
+    expect(await store.markDelivered('relay-b', [{ ...first, busEventId: 'x' }])).toEqual([]);
+    const { rows } = await db.query<{ bus_event_id: string }>(
+      "SELECT bus_event_id FROM outbox WHERE status = 'delivered'",
+    );
+    expect(rows).toEqual([{ bus_event_id: 'bus-1' }]);
+  });
+
+  it('an expired lease: the old owner cannot mark, the new owner can', async () => {
+    await seedPending(db, 1);
+    const [stale] = await store.claim('relay-a', 1, 0.2);
+    if (!stale) throw new Error('expected a claim');
+    await new Promise((r) => setTimeout(r, 300));
+    // Even before anyone takes it over, a lapsed lease no longer authorizes the owner.
+    expect(await store.markDelivered('relay-a', [{ ...stale, busEventId: 'late' }])).toEqual([]);
+    const [fresh] = await store.claim('relay-b', 1, 30);
+    expect(fresh?.leaseExpired).toBe(true);
+    expect(fresh?.claimToken).toBe(stale.claimToken + 1);
+    expect(fresh?.attempts).toBe(2);
+    expect(await store.markDelivered('relay-a', [{ ...stale, busEventId: 'late' }])).toEqual([]);
+    expect(await store.markFailed('relay-a', [{ ...stale, error: 'x', dead: true, retryInMs: 0 }])).toEqual([]);
+    if (!fresh) throw new Error('expected a claim');
+    expect(await store.markDelivered('relay-b', [{ ...fresh, busEventId: 'ok' }])).toEqual([fresh.eventId]);
+  });
+
+  it('failed rows back off and keep the error; dead rows leave the claimable set', async () => {
+    await seedPending(db, 2);
+    const [a, b] = await store.claim('relay-a', 2, 30);
+    if (!a || !b) throw new Error('expected two claims');
+    await store.markFailed('relay-a', [
+      { eventId: a.eventId, claimToken: a.claimToken, error: 'ThrottlingException: slow down', dead: false, retryInMs: 60_000 },
+      { eventId: b.eventId, claimToken: b.claimToken, error: 'MalformedDetail: bad', dead: true, retryInMs: 0 },
+    ]);
+    expect(await store.claim('relay-a', 10, 30)).toEqual([]);
+    const { rows } = await db.query<{ status: string; last_error: string; delay: number }>(
+      `SELECT status, last_error, extract(epoch FROM next_attempt_at - now())::float8 AS delay
+         FROM outbox ORDER BY status`,
+    );
+    expect(rows[0]).toMatchObject({ status: 'dead', last_error: 'MalformedDetail: bad' });
+    expect(rows[1]).toMatchObject({ status: 'pending', last_error: 'ThrottlingException: slow down' });
+    expect(rows[1]?.delay).toBeGreaterThan(50);
+    expect(await store.listDead()).toMatchObject([{ eventId: b.eventId, lastError: 'MalformedDetail: bad' }]);
+  });
+
+  it('release gives claimed rows back at once without counting the attempt', async () => {
+    await seedPending(db, 1);
+    const [c] = await store.claim('relay-a', 1, 30);
+    if (!c) throw new Error('expected a claim');
+    expect(await store.release('relay-a', [c])).toEqual([c.eventId]);
+    const [again] = await store.claim('relay-b', 1, 30);
+    expect(again?.eventId).toBe(c.eventId);
+    expect(again?.attempts).toBe(1);
+  });
+
+  it('stats count by status and age the oldest pending row', async () => {
+    await seedPending(db, 3);
+    await db.query("UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)");
+    const [c] = await store.claim('relay-a', 1, 30);
+    if (!c) throw new Error('expected a claim');
+    await store.markDelivered('relay-a', [{ ...c, busEventId: 'b' }]);
+    const stats = await store.stats();
+    expect(stats).toMatchObject({ pending: 2, delivered: 1, dead: 0 });
+    expect(stats.oldestPendingAgeSeconds).toBeGreaterThan(0);
+    expect(stats.oldestPendingAgeSeconds).toBeLessThan(90);
+    await db.query('DELETE FROM outbox');
+    expect(await store.stats()).toEqual({ pending: 0, delivered: 0, dead: 0, oldestPendingAgeSeconds: 0 });
+  });
+
+  it('purges only delivered rows past retention, one small batch at a time', async () => {
+    await seedPending(db, 7);
+    await db.query(
+      `UPDATE outbox SET status = 'delivered', delivered_at = now() - interval '8 days'
+        WHERE event_id IN (SELECT event_id FROM outbox ORDER BY created_at LIMIT 5)`,
+    );
+    await db.query(
+      `UPDATE outbox SET status = 'delivered', delivered_at = now()
+        WHERE event_id IN (SELECT event_id FROM outbox WHERE status = 'pending' ORDER BY created_at LIMIT 1)`,
+    );
+    expect(await store.purgeDelivered(24 * 7, 3)).toBe(3);
+    expect(await store.purgeDelivered(24 * 7, 3)).toBe(2);
+    expect(await store.purgeDelivered(24 * 7, 3)).toBe(0);
+    expect(await statusCounts(db)).toEqual({ pending: 1, delivered: 1 });
+  });
+
+  it('redrives a dead event back to pending with fresh attempts', async () => {
+    await seedPending(db, 1);
+    const [c] = await store.claim('relay-a', 1, 30);
+    if (!c) throw new Error('expected a claim');
+    await store.markFailed('relay-a', [{ ...c, error: 'InvalidArgument', dead: true, retryInMs: 0 }]);
+    expect(await store.redriveDead(c.eventId)).toBe(true);
+    expect(await store.redriveDead(c.eventId)).toBe(false);
+    const [again] = await store.claim('relay-a', 1, 30);
+    expect(again).toMatchObject({ eventId: c.eventId, attempts: 1 });
+  });
+});

@@ -1,0 +1,279 @@
+import { EventBridgeClient, PutEventsCommand, type PutEventsCommandInput } from '@aws-sdk/client-eventbridge';
+import { mockClient } from 'aws-sdk-client-mock';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SqlClient } from '../../shared/db/sql-client';
+import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
+import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { relayOnce, runRelay } from '../../shared/outbox/relay';
+import { topology } from '../../shared/topology';
+import { createTestDatabase } from '../support/database';
+import { makeAllDue, RecordingPublisher, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
+import { pgAdapter } from '../support/sql-adapters';
+
+const eventBridge = mockClient(EventBridgeClient);
+
+function ebPublisher(maxRequestBytes: number = topology.relay.maxRequestBytes) {
+  // maxAttempts 1: the SDK's own retries are not what these tests are about.
+  const client = new EventBridgeClient({ region: 'us-east-1', maxAttempts: 1 });
+  return new EventBridgePublisher(client, {
+    busName: topology.busName,
+    source: topology.source,
+    maxEntries: topology.relay.putEventsMaxEntries,
+    maxRequestBytes,
+    concurrency: topology.relay.publishConcurrency,
+  });
+}
+
+const sentEventIds = (call: number) =>
+  ((eventBridge.commandCalls(PutEventsCommand)[call]?.args[0].input as PutEventsCommandInput).Entries ?? []).map(
+    (e) => JSON.parse(e.Detail ?? '{}').id as string,
+  );
+
+describe('relay on real PostgreSQL', () => {
+  let db: SqlClient;
+  let store: OutboxStore;
+  let url: string;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const database = await createTestDatabase();
+    url = database.url;
+    const opened = await pgAdapter.open(url);
+    db = opened.db;
+    store = new OutboxStore(db);
+    cleanup = async () => {
+      await opened.close();
+      await database.drop();
+    };
+  });
+  afterAll(() => cleanup());
+  beforeEach(async () => {
+    eventBridge.reset();
+    await db.query('DELETE FROM outbox');
+  });
+
+  it('four relays draining 5,000 events concurrently publish each exactly once', async () => {
+    await seedPending(db, 5_000);
+    const publisher = new RecordingPublisher();
+    const relays = await Promise.all(
+      [1, 2, 3, 4].map(async (n) => {
+        const own = await pgAdapter.open(url);
+        try {
+          return await runRelay(
+            { outbox: new OutboxStore(own.db), publisher, owner: `relay-${n}`, settings: testSettings() },
+            { remainingMs: () => 60_000, untilDrained: true },
+          );
+        } finally {
+          await own.close();
+        }
+      }),
+    );
+    const ids = publisher.published.map((e) => e.eventId);
+    expect(ids).toHaveLength(5_000);
+    expect(new Set(ids).size).toBe(5_000);
+    expect(relays.reduce((n, r) => n + r.published, 0)).toBe(5_000);
+    // Work really was shared, not done by one relay while the others idled.
+    expect(relays.filter((r) => r.published > 0).length).toBeGreaterThan(1);
+    expect(await statusCounts(db)).toEqual({ delivered: 5_000 });
+  });
+
+  it('publishes CloudEvents and stores the bus EventId of each entry', async () => {
+    await seedPending(db, 3);
+    eventBridge.on(PutEventsCommand).callsFake((input: PutEventsCommandInput) => ({
+      FailedEntryCount: 0,
+      Entries: (input.Entries ?? []).map((_, i) => ({ EventId: `bus-${i}` })),
+    }));
+    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    expect(round).toMatchObject({ claimed: 3, published: 3, failed: 0, dead: 0 });
+    const entry = (eventBridge.commandCalls(PutEventsCommand)[0]?.args[0].input as PutEventsCommandInput)
+      .Entries?.[0];
+    expect(entry).toMatchObject({ Source: topology.source, DetailType: 'content.approved', EventBusName: topology.busName });
+    const detail = JSON.parse(entry?.Detail ?? '{}');
+    expect(detail).toMatchObject({ specversion: '1.0', source: topology.source, type: 'content.approved' });
+    expect(detail.subject).toBe(detail.data.taskId);
+    const { rows } = await db.query<{ bus_event_id: string; event_id: string }>(
+      'SELECT event_id, bus_event_id FROM outbox ORDER BY created_at',
+    );
+    expect(rows.map((r) => r.bus_event_id)).toEqual(['bus-0', 'bus-1', 'bus-2']);
+    expect(rows[0]?.event_id).toBe(detail.id);
+  });
+
+  it('a PutEvents response with some failed entries re-sends only those', async () => {
+    await seedPending(db, 10);
+    eventBridge
+      .on(PutEventsCommand)
+      .resolvesOnce({
+        FailedEntryCount: 2,
+        Entries: Array.from({ length: 10 }, (_, i) =>
+          i === 2 || i === 7
+            ? { ErrorCode: 'InternalFailure', ErrorMessage: 'try again' }
+            : { EventId: `ok-${i}` },
+        ),
+      })
+      .callsFake((input: PutEventsCommandInput) => ({
+        FailedEntryCount: 0,
+        Entries: (input.Entries ?? []).map((_, i) => ({ EventId: `retry-${i}` })),
+      }));
+    const publisher = ebPublisher();
+    const first = await relayOnce({ outbox: store, publisher, owner: 'r', settings: testSettings() });
+    expect(first).toMatchObject({ claimed: 10, published: 8, failed: 2, dead: 0 });
+    const failedIds = [sentEventIds(0)[2], sentEventIds(0)[7]];
+
+    await makeAllDue(db);
+    const second = await relayOnce({ outbox: store, publisher, owner: 'r', settings: testSettings() });
+    expect(second).toMatchObject({ claimed: 2, published: 2 });
+    expect(sentEventIds(1).sort()).toEqual(failedIds.sort());
+    expect(await statusCounts(db)).toEqual({ delivered: 10 });
+  });
+
+  it('throttling: the whole call and single entries are retried later, nothing goes dead', async () => {
+    await seedPending(db, 4);
+    const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+    eventBridge
+      .on(PutEventsCommand)
+      .rejectsOnce(throttled)
+      .resolvesOnce({
+        FailedEntryCount: 1,
+        Entries: [
+          { ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' },
+          { EventId: 'a' },
+          { EventId: 'b' },
+          { EventId: 'c' },
+        ],
+      })
+      .resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'd' }] });
+    const publisher = ebPublisher();
+    const settings = testSettings({ backoff: { baseMs: 60_000, maxMs: 60_000 } });
+
+    const first = await relayOnce({ outbox: store, publisher, owner: 'r', settings, random: () => 0.5 });
+    expect(first).toMatchObject({ claimed: 4, published: 0, failed: 4, dead: 0 });
+    // Backoff holds them back: nothing is due yet.
+    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({ claimed: 0 });
+    const { rows } = await db.query<{ last_error: string; delay: number }>(
+      'SELECT last_error, extract(epoch FROM next_attempt_at - now())::float8 AS delay FROM outbox',
+    );
+    expect(rows.every((r) => r.last_error.startsWith('ThrottlingException'))).toBe(true);
+    expect(rows.every((r) => r.delay > 20 && r.delay <= 30)).toBe(true);
+
+    await makeAllDue(db);
+    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({
+      published: 3,
+      failed: 1,
+    });
+    await makeAllDue(db);
+    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({ published: 1 });
+    expect(await statusCounts(db)).toEqual({ delivered: 4 });
+  });
+
+  it('an event that keeps failing goes dead after the maximum attempts, with the reason', async () => {
+    await seedPending(db, 1);
+    eventBridge.on(PutEventsCommand).resolves({
+      FailedEntryCount: 1,
+      Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'internal' }],
+    });
+    const settings = testSettings({ maxAttempts: 3 });
+    const publisher = ebPublisher();
+    const rounds = [];
+    for (let i = 0; i < 3; i++) {
+      rounds.push(await relayOnce({ outbox: store, publisher, owner: 'r', settings }));
+      await makeAllDue(db);
+    }
+    expect(rounds.map((r) => [r.failed, r.dead])).toEqual([
+      [1, 0],
+      [1, 0],
+      [0, 1],
+    ]);
+    const [dead] = await store.listDead();
+    expect(dead?.attempts).toBe(3);
+    expect(dead?.lastError).toMatch(/max attempts \(3\).*InternalFailure/);
+    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({ claimed: 0 });
+  });
+
+  it('an entry that can never succeed goes dead at once', async () => {
+    await seedPending(db, 1);
+    eventBridge.on(PutEventsCommand).resolves({
+      FailedEntryCount: 1,
+      Entries: [{ ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' }],
+    });
+    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    expect(round).toMatchObject({ dead: 1, failed: 0 });
+    expect((await store.listDead())[0]?.lastError).toBe('MalformedDetail: Detail is malformed.');
+  });
+
+  it('an oversize entry goes dead at once without being sent; its batch mates are published', async () => {
+    await seedPending(db, 2);
+    await db.query(
+      `UPDATE outbox SET payload = payload || jsonb_build_object('padding', repeat('x', 300000))
+        WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)`,
+    );
+    eventBridge.on(PutEventsCommand).callsFake((input: PutEventsCommandInput) => ({
+      FailedEntryCount: 0,
+      Entries: (input.Entries ?? []).map(() => ({ EventId: 'ok' })),
+    }));
+    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    expect(round).toMatchObject({ claimed: 2, published: 1, dead: 1 });
+    expect(eventBridge.commandCalls(PutEventsCommand)).toHaveLength(1);
+    expect(sentEventIds(0)).toHaveLength(1);
+    expect((await store.listDead())[0]?.lastError).toMatch(/^EntryTooLarge: entry is \d+ bytes, over the 262144/);
+  });
+
+  it('the loop stops claiming when the time budget is spent', async () => {
+    await seedPending(db, 250);
+    let remaining = 100_000;
+    const inner = new RecordingPublisher();
+    // Each round costs 30 s of the invocation: 100 s minus a 10 s margin allows three rounds.
+    const slowPublisher = {
+      publish: async (events: Parameters<RecordingPublisher['publish']>[0]) => {
+        remaining -= 30_000;
+        return inner.publish(events);
+      },
+    };
+    const settings = testSettings({ claimBatchSize: 50, budgetMarginMs: 10_000 });
+    const report = await runRelay(
+      { outbox: store, publisher: slowPublisher, owner: 'r', settings },
+      { remainingMs: () => remaining, sleep: async () => {} },
+    );
+    expect(report).toMatchObject({ rounds: 3, published: 150 });
+    expect(report.stats).toMatchObject({ pending: 100, delivered: 150 });
+  });
+
+  it('polls while drained until the budget ends, picking up events committed meanwhile', async () => {
+    let remaining = 10_000;
+    const publisher = new RecordingPublisher();
+    const report = await runRelay(
+      { outbox: store, publisher, owner: 'r', settings: testSettings({ pollIntervalMs: 1_000 }) },
+      {
+        remainingMs: () => remaining,
+        sleep: async (ms) => {
+          remaining -= ms;
+          if (remaining === 7_000) await seedPending(db, 5);
+        },
+      },
+    );
+    expect(report.published).toBe(5);
+    expect(report.rounds).toBe(10);
+  });
+
+  it('purges delivered rows past retention in small batches, keeping recent and pending ones', async () => {
+    await seedPending(db, 130);
+    await db.query(
+      `UPDATE outbox SET status = 'delivered', delivered_at = now() - interval '30 days'
+        WHERE event_id IN (SELECT event_id FROM outbox ORDER BY created_at LIMIT 120)`,
+    );
+    await db.query(
+      `UPDATE outbox SET status = 'delivered', delivered_at = now()
+        WHERE event_id IN (SELECT event_id FROM outbox WHERE status = 'pending' ORDER BY created_at LIMIT 5)`,
+    );
+    const settings = testSettings({
+      claimBatchSize: 1,
+      purge: { retentionHours: 24, batchSize: 50, maxBatchesPerRun: 20 },
+    });
+    const report = await runRelay(
+      { outbox: store, publisher: new RecordingPublisher(), owner: 'r', settings },
+      { remainingMs: () => 60_000, untilDrained: true, signal: AbortSignal.abort() },
+    );
+    expect(report.rounds).toBe(0);
+    expect(report.purged).toBe(120);
+    expect(await statusCounts(db)).toEqual({ delivered: 5, pending: 5 });
+  });
+});

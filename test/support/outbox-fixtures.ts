@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import type { OutboundEvent } from '../../shared/events/cloud-event';
+import type { SqlClient } from '../../shared/db/sql-client';
+import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
+import type { RelaySettings } from '../../shared/outbox/relay';
+import { topology } from '../../shared/topology';
+
+/**
+ * Inserts `count` pending content.approved rows in one statement (generate_series), oldest
+ * first, each with its own task id. `padding` adds that many characters to the payload.
+ */
+export async function seedPending(db: SqlClient, count: number, padding = 0): Promise<void> {
+  await db.query(
+    `WITH t AS (SELECT g, gen_random_uuid() AS id FROM generate_series(1, :count) AS g)
+     INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload, created_at)
+     SELECT gen_random_uuid(), 'content.approved', t.id, 2,
+            jsonb_build_object('taskId', t.id, 'version', 2, 'title', 'task ' || t.g, 'assignee', NULL,
+                               'reviewer', 'rita', 'approvedAt', '2026-11-30T00:00:00.000Z',
+                               'padding', repeat('x', :padding)),
+            clock_timestamp() - make_interval(secs => (:count - t.g)::float8 / 1000)
+       FROM t`,
+    { count, padding },
+  );
+}
+
+/** Row counts by status. */
+export async function statusCounts(db: SqlClient): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM outbox GROUP BY status',
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** Makes every pending row due now (skips the backoff a test does not want to wait for). */
+export async function makeAllDue(db: SqlClient): Promise<void> {
+  await db.query("UPDATE outbox SET next_attempt_at = now() WHERE status = 'pending'");
+}
+
+/** A publisher that accepts everything at once and records what it saw. */
+export class RecordingPublisher implements EventPublisher {
+  readonly published: OutboundEvent[] = [];
+  constructor(private readonly decide: (e: OutboundEvent) => PublishOutcome | undefined = () => undefined) {}
+  async publish(events: readonly OutboundEvent[]): Promise<PublishOutcome[]> {
+    return events.map((e) => {
+      const decided = this.decide(e);
+      if (decided) return decided;
+      this.published.push(e);
+      return { eventId: e.eventId, ok: true, busEventId: randomUUID() };
+    });
+  }
+}
+
+/** Topology relay settings with test-sized timing. */
+export function testSettings(overrides: Partial<RelaySettings> = {}): RelaySettings {
+  return {
+    ...topology.relay,
+    pollIntervalMs: 10,
+    budgetMarginMs: 0,
+    ...overrides,
+  };
+}
