@@ -228,7 +228,7 @@ describe('relay on real PostgreSQL', () => {
         return inner.publish(events);
       },
     };
-    const settings = testSettings({ claimBatchSize: 50, budgetMarginMs: 10_000 });
+    const settings = testSettings({ claimBatchSize: 50, budgetMarginMs: 10_000, roundsInFlight: 1 });
     const report = await runRelay(
       { outbox: store, publisher: slowPublisher, owner: 'r', settings },
       { remainingMs: () => remaining, sleep: async () => {} },
@@ -241,7 +241,7 @@ describe('relay on real PostgreSQL', () => {
     let remaining = 10_000;
     const publisher = new RecordingPublisher();
     const report = await runRelay(
-      { outbox: store, publisher, owner: 'r', settings: testSettings({ pollIntervalMs: 1_000 }) },
+      { outbox: store, publisher, owner: 'r', settings: testSettings({ pollIntervalMs: 1_000, roundsInFlight: 1 }) },
       {
         remainingMs: () => remaining,
         sleep: async (ms) => {

@@ -16,7 +16,7 @@ export async function seedPending(db: SqlClient, count: number, padding = 0): Pr
      SELECT gen_random_uuid(), 'content.approved', t.id, 2,
             jsonb_build_object('taskId', t.id, 'version', 2, 'title', 'task ' || t.g, 'assignee', NULL,
                                'reviewer', 'rita', 'approvedAt', '2026-11-30T00:00:00.000Z',
-                               'padding', repeat('x', :padding)),
+                               'padding', repeat('x', :padding::int)),
             clock_timestamp() - make_interval(secs => (:count - t.g)::float8 / 1000)
        FROM t`,
     { count, padding },
