@@ -1,0 +1,122 @@
+import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import { z } from 'zod';
+import { DataApiSqlClient } from './db/data-api-client';
+import { PgSqlClient } from './db/pg-client';
+import type { SqlClient } from './db/sql-client';
+import { PipelineError } from './errors';
+
+/** Where the database is: a postgres:// URL (local, LocalStack, tests) or Aurora through the RDS Data API. */
+export type DatabaseConfig =
+  | { readonly kind: 'pg'; readonly url: string }
+  | {
+      readonly kind: 'data-api';
+      readonly resourceArn: string;
+      readonly secretArn: string;
+      readonly database: string;
+    };
+
+/** The settings the functions read from their environment, already validated. */
+export interface AppConfig {
+  readonly database: DatabaseConfig;
+  /** The relay function the API nudges after a commit; unset means no nudge (the schedule runs it). */
+  readonly relayFunctionName: string | undefined;
+}
+
+// Deploy tooling often sets a variable to '' rather than leaving it out: treat both as unset.
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
+
+const envSchema = z
+  .object({
+    DATABASE_URL: optional(z.string().regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL')),
+    DB_CLUSTER_ARN: optional(
+      z.string().regex(/^arn:aws[\w-]*:rds:[\w-]+:\d{12}:cluster:\S+$/, 'must be an RDS cluster ARN'),
+    ),
+    DB_SECRET_ARN: optional(
+      z
+        .string()
+        .regex(/^arn:aws[\w-]*:secretsmanager:[\w-]+:\d{12}:secret:\S+$/, 'must be a Secrets Manager ARN'),
+    ),
+    DB_NAME: optional(
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_$]{0,62}$/, 'must be a PostgreSQL database name'),
+    ),
+    RELAY_FUNCTION_NAME: optional(
+      z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
+    ),
+  })
+  .superRefine((env, ctx) => {
+    const dataApi = [env.DB_CLUSTER_ARN, env.DB_SECRET_ARN, env.DB_NAME];
+    const anyDataApi = dataApi.some((v) => v !== undefined);
+    if (env.DATABASE_URL !== undefined && anyDataApi) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DATABASE_URL'],
+        message: 'set either DATABASE_URL or DB_CLUSTER_ARN + DB_SECRET_ARN + DB_NAME, not both',
+      });
+    } else if (env.DATABASE_URL === undefined && !anyDataApi) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DATABASE_URL'],
+        message: 'required (or DB_CLUSTER_ARN + DB_SECRET_ARN + DB_NAME for the Data API)',
+      });
+    } else if (anyDataApi) {
+      for (const name of ['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME'] as const) {
+        if (env[name] === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: 'required with the other Data API settings',
+          });
+        }
+      }
+    }
+  });
+
+/**
+ * Parses and validates the environment. Call it at module scope in a handler so a bad deploy
+ * fails on cold start with every problem listed, not on the first request that touches it.
+ * Throws PipelineError CONFIG (`details.fields`); values are never echoed, since
+ * DATABASE_URL may hold a password.
+ */
+export function parseConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const fields = parsed.error.issues.map((i) => ({
+      path: i.path.map(String).join('.'),
+      message: i.message,
+    }));
+    throw new PipelineError(
+      'CONFIG',
+      `invalid configuration: ${fields.map((f) => `${f.path}: ${f.message}`).join('; ')}`,
+      { fields },
+    );
+  }
+  const e = parsed.data;
+  const database: DatabaseConfig =
+    e.DATABASE_URL !== undefined
+      ? { kind: 'pg', url: e.DATABASE_URL }
+      : {
+          kind: 'data-api',
+          // superRefine guarantees all three are set when DATABASE_URL is not.
+          resourceArn: e.DB_CLUSTER_ARN ?? '',
+          secretArn: e.DB_SECRET_ARN ?? '',
+          database: e.DB_NAME ?? '',
+        };
+  return { database, relayFunctionName: e.RELAY_FUNCTION_NAME };
+}
+
+/** Builds the SqlClient adapter the config names, so handlers never choose an adapter themselves. */
+export function createSqlClient(config: Pick<AppConfig, 'database'>): SqlClient {
+  const db = config.database;
+  switch (db.kind) {
+    case 'pg':
+      return new PgSqlClient({ connectionString: db.url });
+    case 'data-api':
+      return new DataApiSqlClient({
+        client: new RDSDataClient({}),
+        resourceArn: db.resourceArn,
+        secretArn: db.secretArn,
+        database: db.database,
+      });
+  }
+}

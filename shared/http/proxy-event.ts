@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+
+/** A plain HTTP request, as a local server (node:http) or a test has it. */
+export interface PlainHttpRequest {
+  readonly method: string;
+  /** Path with an optional query string, e.g. `/tasks/abc?x=1`. */
+  readonly url: string;
+  /** Any casing; arrays for repeated headers (node:http's `IncomingHttpHeaders` fits). */
+  readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** Text is passed as is; bytes travel base64-encoded, as API Gateway sends binary bodies. */
+  readonly body?: string | Uint8Array | null;
+}
+
+/**
+ * Builds the API Gateway REST proxy event for a plain HTTP request, so the local runtime can
+ * call the very handler Lambda runs. Like a `{proxy+}` integration it fills `path`, not
+ * `resource`: the API routes on the path then.
+ */
+export function toProxyEvent(request: PlainHttpRequest): APIGatewayProxyEvent {
+  const url = new URL(request.url, 'http://localhost');
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  for (const [name, value] of Object.entries(request.headers ?? {})) {
+    if (value === undefined) continue;
+    const values = typeof value === 'string' ? [value] : [...value];
+    multiValueHeaders[name] = values;
+    headers[name] = values.join(', ');
+  }
+  const query: Record<string, string> = {};
+  const multiQuery: Record<string, string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    query[name] = value;
+    multiQuery[name] = [...(multiQuery[name] ?? []), value];
+  }
+  const body = request.body ?? null;
+  const isBinary = body instanceof Uint8Array;
+  const now = Date.now();
+  return {
+    resource: '',
+    path: url.pathname,
+    httpMethod: request.method.toUpperCase(),
+    headers,
+    multiValueHeaders,
+    queryStringParameters: url.search ? query : null,
+    multiValueQueryStringParameters: url.search ? multiQuery : null,
+    pathParameters: null,
+    stageVariables: null,
+    body: isBinary ? Buffer.from(body).toString('base64') : body,
+    isBase64Encoded: isBinary,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      authorizer: undefined,
+      protocol: 'HTTP/1.1',
+      httpMethod: request.method.toUpperCase(),
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: '127.0.0.1',
+        user: null,
+        userAgent: headers['user-agent'] ?? null,
+        userArn: null,
+      },
+      path: url.pathname,
+      stage: 'local',
+      requestId: randomUUID(),
+      requestTimeEpoch: now,
+      resourceId: 'local',
+      resourcePath: '',
+    },
+  };
+}
+
+/** A Lambda context for calling a handler outside Lambda (local runtime, tests); `timeoutMs` bounds the call like a function timeout does. */
+export function localLambdaContext(functionName: string, timeoutMs = 30_000): Context {
+  const deadline = Date.now() + timeoutMs;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}

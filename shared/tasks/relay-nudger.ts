@@ -1,0 +1,64 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+
+/**
+ * Wakes the outbox relay right after a commit, for low latency. Only a hint: the relay's
+ * schedule is the safety net, so callers log a failed nudge and never fail a request on it.
+ */
+export interface RelayNudger {
+  nudge(): Promise<void>;
+}
+
+/** Thrown when the relay could not be nudged; the SDK error travels as `cause`. */
+export class RelayNudgeError extends Error {
+  override readonly name = 'RelayNudgeError';
+}
+
+/** The payload the relay handler recognizes as a nudge rather than a scheduled run. */
+export const nudgePayload = { nudge: true } as const;
+
+/** AWS adapter: an asynchronous (`Event`) invoke of the relay function, so the API never waits on a relay run. */
+export class LambdaRelayNudger implements RelayNudger {
+  private readonly client: LambdaClient;
+  private readonly functionName: string;
+  private readonly payload = new TextEncoder().encode(JSON.stringify(nudgePayload));
+
+  constructor(props: { readonly client: LambdaClient; readonly functionName: string }) {
+    this.client = props.client;
+    this.functionName = props.functionName;
+  }
+
+  async nudge(): Promise<void> {
+    let statusCode: number | undefined;
+    try {
+      const out = await this.client.send(
+        new InvokeCommand({
+          FunctionName: this.functionName,
+          InvocationType: 'Event',
+          Payload: this.payload,
+        }),
+      );
+      statusCode = out.StatusCode;
+    } catch (err) {
+      throw new RelayNudgeError(`invoking ${this.functionName} failed`, { cause: err });
+    }
+    // An accepted asynchronous invoke answers 202; anything else means it was not queued.
+    if (statusCode !== 202) {
+      throw new RelayNudgeError(`invoking ${this.functionName} answered status ${statusCode ?? 'none'}`);
+    }
+  }
+}
+
+/** For targets without a relay function to wake (RELAY_FUNCTION_NAME unset): the schedule alone drives the relay. */
+export const noopRelayNudger: RelayNudger = {
+  async nudge() {},
+};
+
+/** Picks the nudger for a target: the Lambda adapter when a relay function is named, else the no-op. */
+export function createRelayNudger(
+  functionName: string | undefined,
+  client: () => LambdaClient = () => new LambdaClient({}),
+): RelayNudger {
+  return functionName === undefined
+    ? noopRelayNudger
+    : new LambdaRelayNudger({ client: client(), functionName });
+}

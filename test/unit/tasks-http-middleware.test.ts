@@ -1,0 +1,120 @@
+import middy from '@middy/core';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { describe, expect, it, vi } from 'vitest';
+import { PipelineError } from '../../shared/errors';
+import { HttpError } from '../../shared/http/http-error';
+import { httpErrors } from '../../shared/http/http-errors';
+import { type JsonBodyEvent, jsonBody } from '../../shared/http/json-body';
+import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+
+/** A handler behind both middlewares that echoes the parsed body, or throws what it is given. */
+function echo(options: { maxBytes?: number; fail?: unknown } = {}) {
+  const logger = { error: vi.fn() };
+  const handler = middy<JsonBodyEvent, APIGatewayProxyResult>(async (event: JsonBodyEvent) => {
+    if (options.fail !== undefined) throw options.fail;
+    return { statusCode: 200, body: JSON.stringify({ got: event.jsonBody ?? null }) };
+  })
+    .use(httpErrors({ logger }))
+    .use(jsonBody({ maxBytes: options.maxBytes }));
+  const call = async (
+    body: string | null,
+    headers: Record<string, string> = { 'content-type': 'application/json' },
+  ) => {
+    const res = await handler(
+      toProxyEvent({ method: 'POST', url: '/x', headers, body }),
+      localLambdaContext('t'),
+    );
+    return { status: res.statusCode, body: JSON.parse(res.body) };
+  };
+  return { call, logger };
+}
+
+describe('jsonBody middleware enforces the byte limit, the JSON content type and JSON syntax', () => {
+  it('accepts a body of exactly maxBytes and refuses one byte more with 413', async () => {
+    const { call } = echo({ maxBytes: 20 });
+    const exact = JSON.stringify({ a: 'x'.repeat(12) }); // 20 bytes
+
+    const ok = await call(exact);
+    const over = await call(JSON.stringify({ a: 'x'.repeat(13) }));
+
+    expect(exact).toHaveLength(20);
+    expect(ok).toEqual({ status: 200, body: { got: { a: 'x'.repeat(12) } } });
+    expect(over.status).toBe(413);
+  });
+
+  it('leaves jsonBody undefined for an absent or empty body, whatever the content type', async () => {
+    const { call } = echo();
+
+    const absent = await call(null, { 'content-type': 'text/plain' });
+    const empty = await call('', {});
+
+    expect(absent).toEqual({ status: 200, body: { got: null } });
+    expect(empty).toEqual({ status: 200, body: { got: null } });
+  });
+
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'application/jsonp', 'multipart/form-data'])(
+    'answers 415 for content type %s',
+    async (contentType) => {
+      const { call } = echo();
+
+      const res = await call('{}', { 'Content-Type': contentType });
+
+      expect(res.status).toBe(415);
+    },
+  );
+
+  it('finds the content type in multiValueHeaders when headers lacks it', async () => {
+    const handler = middy<JsonBodyEvent, APIGatewayProxyResult>(async (event: JsonBodyEvent) => ({
+      statusCode: 200,
+      body: JSON.stringify(event.jsonBody),
+    })).use(jsonBody());
+    const event = {
+      ...toProxyEvent({ method: 'POST', url: '/x', body: '{"a":1}' }),
+      multiValueHeaders: { 'Content-Type': ['application/json'] },
+    };
+
+    const res = await handler(event, localLambdaContext('t'));
+
+    expect(res).toMatchObject({ statusCode: 200, body: '{"a":1}' });
+  });
+
+  it('answers 400 with a root field for malformed JSON', async () => {
+    const { call } = echo();
+
+    const res = await call('{"a":');
+
+    expect(res.status).toBe(400);
+    expect(res.body.fields).toEqual([{ path: '', message: expect.any(String) }]);
+  });
+});
+
+describe('httpErrors middleware shows caller faults and hides everything else', () => {
+  it.each([
+    [new PipelineError('VALIDATION', 'invalid request', { fields: [{ path: 'a', message: 'bad' }] }), 400],
+    [new PipelineError('NOT_FOUND', 'task t not found', { taskId: 't' }), 404],
+    [new PipelineError('CONFLICT', 'cannot approve', { currentStatus: 'approved' }), 409],
+    [new HttpError(405, 'method not allowed', { allow: 'GET' }, { allow: 'GET' }), 405],
+  ])('maps %s to %i with its message and details, without logging an error', async (err, status) => {
+    const { call, logger } = echo({ fail: err });
+
+    const res = await call(null);
+
+    expect(res.status).toBe(status);
+    expect(res.body).toMatchObject({ error: err.message });
+    expect(logger.error).not.toHaveBeenCalled();
+  });
+
+  it.each([
+    new PipelineError('DB_CONSTRAINT', 'duplicate key value violates unique constraint "tasks_pkey"'),
+    new PipelineError('DB_TRANSIENT', 'the database is resuming'),
+    new TypeError("Cannot read properties of undefined (reading 'x')"),
+    'a thrown string',
+  ])('maps %s to a generic 500 and logs it', async (err) => {
+    const { call, logger } = echo({ fail: err });
+
+    const res = await call(null);
+
+    expect(res).toEqual({ status: 500, body: { error: 'internal error' } });
+    expect(logger.error).toHaveBeenCalledWith('unhandled error', err);
+  });
+});
