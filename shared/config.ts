@@ -4,6 +4,7 @@ import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
 import type { SqlClient } from './db/sql-client';
 import { PipelineError } from './errors';
+import { topology } from './topology';
 
 /** Where the database is: a postgres:// URL (local, LocalStack, tests) or Aurora through the RDS Data API. */
 export type DatabaseConfig =
@@ -20,6 +21,8 @@ export interface AppConfig {
   readonly database: DatabaseConfig;
   /** The relay function the API nudges after a commit; unset means no nudge (the schedule runs it). */
   readonly relayFunctionName: string | undefined;
+  /** The custom bus the relay publishes to; defaults to the topology's bus name. */
+  readonly eventBusName: string;
 }
 
 // Deploy tooling often sets a variable to '' rather than leaving it out: treat both as unset.
@@ -39,6 +42,14 @@ const envSchema = z
     ),
     DB_NAME: optional(
       z.string().regex(/^[A-Za-z_][A-Za-z0-9_$]{0,62}$/, 'must be a PostgreSQL database name'),
+    ),
+    EVENT_BUS_NAME: optional(
+      z
+        .string()
+        .regex(
+          /^(?:[\w.\-/]{1,256}|arn:aws[\w-]*:events:[\w-]+:\d{12}:event-bus\/[\w.\-/]+)$/,
+          'must be an event bus name or ARN',
+        ),
     ),
     RELAY_FUNCTION_NAME: optional(
       z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
@@ -102,7 +113,11 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>> = 
           secretArn: e.DB_SECRET_ARN ?? '',
           database: e.DB_NAME ?? '',
         };
-  return { database, relayFunctionName: e.RELAY_FUNCTION_NAME };
+  return {
+    database,
+    relayFunctionName: e.RELAY_FUNCTION_NAME,
+    eventBusName: e.EVENT_BUS_NAME ?? topology.busName,
+  };
 }
 
 /** Builds the SqlClient adapter the config names, so handlers never choose an adapter themselves. */

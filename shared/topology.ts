@@ -45,16 +45,98 @@ const defaultConsumerPolicy = {
   asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
 } as const;
 
+/** Relay settings: how often, how much, how long, and when to give up. */
+export interface RelayConfig {
+  readonly scheduleSeconds: number;
+  readonly claimBatchSize: number;
+  readonly roundsInFlight: number;
+  readonly putEventsMaxEntries: number;
+  readonly maxRequestBytes: number;
+  readonly publishConcurrency: number;
+  readonly leaseSeconds: number;
+  readonly maxAttempts: number;
+  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  readonly pollIntervalMs: number;
+  readonly budgetMarginMs: number;
+  readonly timeoutSeconds: number;
+  readonly purge: {
+    readonly retentionHours: number;
+    readonly batchSize: number;
+    readonly maxBatchesPerRun: number;
+  };
+}
+
+const consumers: Readonly<Record<ConsumerName, ConsumerPolicy>> = {
+  index: { description: 'Keeps the content search index in step with approvals', ...defaultConsumerPolicy },
+  notify: { description: 'Tells the assignee their content was approved', ...defaultConsumerPolicy },
+  archive: { description: 'Stores an immutable snapshot of each approved version', ...defaultConsumerPolicy },
+};
+
+const relay: RelayConfig = {
+  /** EventBridge Scheduler / local scheduler period. */
+  scheduleSeconds: 60,
+  /** Rows claimed per statement. */
+  claimBatchSize: 100,
+  /** Claim-publish-settle rounds a relay runs side by side (overlaps DB and PutEvents latency). */
+  roundsInFlight: 2,
+  /** PutEvents takes 1-10 entries per call. */
+  putEventsMaxEntries: 10,
+  /**
+   * Bytes per PutEvents request (and so per entry). AWS raised the limit to 1 MB on
+   * 2026-01-29; 256 KB stays the default because older accounts' docs and LocalStack use it.
+   */
+  maxRequestBytes: 256 * 1024,
+  /** PutEvents calls in flight at once per relay. */
+  publishConcurrency: 4,
+  /** A claim is the owner's for this long; it must exceed one publish round trip by far. */
+  leaseSeconds: 30,
+  /** Publish attempts before an event goes `dead`. */
+  maxAttempts: 10,
+  backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
+  /** Sleep between polls when the outbox is drained. */
+  pollIntervalMs: 1_000,
+  /** Stop claiming when less than this remains of the invocation. */
+  budgetMarginMs: 10_000,
+  /** Lambda timeout of the relay: one scheduled run covers the whole period. */
+  timeoutSeconds: 60,
+  purge: { retentionHours: 7 * 24, batchSize: 500, maxBatchesPerRun: 20 },
+};
+
+/** Alarm thresholds; both the CDK alarms and the local status page evaluate these. */
+export interface AlarmThresholds {
+  readonly oldestPendingAgeSeconds: number;
+  readonly deadEvents: number;
+  readonly relayErrors: number;
+  readonly consumerDeadRecords: number;
+  readonly dlqMessages: number;
+  readonly failedInvocations: number;
+  readonly periodSeconds: number;
+  readonly evaluationPeriods: number;
+}
+
+const alarms: AlarmThresholds = {
+  /** Oldest undelivered event older than this alarms; missing data breaches (silent relay). */
+  oldestPendingAgeSeconds: 300,
+  /** Any dead outbox event alarms. */
+  deadEvents: 1,
+  /** Relay errors in one period. */
+  relayErrors: 1,
+  /** Any dead inbox record of a consumer alarms. */
+  consumerDeadRecords: 1,
+  /** Any message in a DLQ or on-failure destination alarms. */
+  dlqMessages: 1,
+  /** Rule FailedInvocations in one period. */
+  failedInvocations: 1,
+  periodSeconds: 60,
+  evaluationPeriods: 5,
+};
+
 export const topology = {
   /** EventBridge `Source` of every event the pipeline publishes. */
   source,
   busName: 'content-pipeline',
   eventTypes,
-  consumers: {
-    index: { description: 'Keeps the content search index in step with approvals', ...defaultConsumerPolicy },
-    notify: { description: 'Tells the assignee their content was approved', ...defaultConsumerPolicy },
-    archive: { description: 'Stores an immutable snapshot of each approved version', ...defaultConsumerPolicy },
-  } satisfies Record<ConsumerName, ConsumerPolicy>,
+  consumers,
   rules: [
     {
       name: 'content-approved',
@@ -68,53 +150,9 @@ export const topology = {
       pattern: { source: [source], 'detail-type': [eventTypes.withdrawn] },
       targets: ['index'],
     },
-  ] satisfies readonly RuleSpec[],
-  relay: {
-    /** EventBridge Scheduler / local scheduler period. */
-    scheduleSeconds: 60,
-    /** Rows claimed per statement. */
-    claimBatchSize: 100,
-    /** Claim-publish-settle rounds a relay runs side by side (overlaps DB and PutEvents latency). */
-    roundsInFlight: 2,
-    /** PutEvents takes 1-10 entries per call. */
-    putEventsMaxEntries: 10,
-    /**
-     * Bytes per PutEvents request (and so per entry). AWS raised the limit to 1 MB on
-     * 2026-01-29; 256 KB stays the default because older accounts' docs and LocalStack use it.
-     */
-    maxRequestBytes: 256 * 1024,
-    /** PutEvents calls in flight at once per relay. */
-    publishConcurrency: 4,
-    /** A claim is the owner's for this long; it must exceed one publish round trip by far. */
-    leaseSeconds: 30,
-    /** Publish attempts before an event goes `dead`. */
-    maxAttempts: 10,
-    backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
-    /** Sleep between polls when the outbox is drained. */
-    pollIntervalMs: 1_000,
-    /** Stop claiming when less than this remains of the invocation. */
-    budgetMarginMs: 10_000,
-    /** Lambda timeout of the relay: one scheduled run covers the whole period. */
-    timeoutSeconds: 60,
-    purge: { retentionHours: 7 * 24, batchSize: 500, maxBatchesPerRun: 20 },
-  },
-  alarms: {
-    /** Oldest undelivered event older than this alarms; missing data breaches (silent relay). */
-    oldestPendingAgeSeconds: 300,
-    /** Any dead outbox event alarms. */
-    deadEvents: 1,
-    /** Relay errors in one period. */
-    relayErrors: 1,
-    /** Any dead inbox record of a consumer alarms. */
-    consumerDeadRecords: 1,
-    /** Any message in a DLQ or on-failure destination alarms. */
-    dlqMessages: 1,
-    /** Rule FailedInvocations in one period. */
-    failedInvocations: 1,
-    periodSeconds: 60,
-    evaluationPeriods: 5,
-  },
+  ] as readonly RuleSpec[],
+  relay,
+  alarms,
 } as const;
 
 export type Topology = typeof topology;
-export type RelayConfig = Topology['relay'];

@@ -1,4 +1,4 @@
-import { type Migration, migrations as allMigrations } from './migrations/index';
+import { migrations as allMigrations, type Migration } from './migrations/index';
 import type { SqlClient } from './sql-client';
 
 /** Any fixed key works; this one is 'content-pipeline migrations' hashed by PostgreSQL. */
@@ -16,7 +16,10 @@ export interface MigrateResult {
  * second sees the version recorded and skips it. Transaction-scoped, not session-scoped,
  * because the Data API gives no session to hold a lock across calls.
  */
-export async function migrate(db: SqlClient, migrations: readonly Migration[] = allMigrations): Promise<MigrateResult> {
+export async function migrate(
+  db: SqlClient,
+  migrations: readonly Migration[] = allMigrations,
+): Promise<MigrateResult> {
   // CREATE TABLE IF NOT EXISTS itself races (a unique violation in pg_type), so it takes the lock too.
   await db.transaction(async (tx) => {
     await tx.query(lockStatement);

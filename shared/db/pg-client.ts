@@ -28,7 +28,12 @@ export function translatePgError(err: unknown): PipelineError {
   const sqlState = e.code ?? '';
   const message = e.message ?? String(err);
   if (sqlState.startsWith('23')) {
-    return new PipelineError('DB_CONSTRAINT', message, { sqlState, constraint: e.constraint }, { cause: err });
+    return new PipelineError(
+      'DB_CONSTRAINT',
+      message,
+      { sqlState, constraint: e.constraint },
+      { cause: err },
+    );
   }
   if (transientStates.has(sqlState) || transientNetworkCodes.has(sqlState)) {
     return new PipelineError('DB_TRANSIENT', message, { sqlState }, { cause: err });
@@ -87,7 +92,10 @@ export class PgSqlClient implements SqlClient {
   private readonly retry: RetryPolicy;
 
   constructor(private readonly options: PgClientOptions) {
-    this.pool = new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.maxConnections ?? 10,
+    });
     // An idle client's error (server restart) must not crash the process; the next query reconnects.
     this.pool.on('error', () => {});
     this.retry = options.retry ?? { attempts: 5, baseMs: 100, maxMs: 2_000 };

@@ -15,7 +15,11 @@ export interface RetryDeps {
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Full-jitter exponential delay for the n-th retry (1-based): uniform in [0, min(max, base*2^(n-1))]. */
-export function backoffDelay(attempt: number, policy: { baseMs: number; maxMs: number }, random = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  policy: { baseMs: number; maxMs: number },
+  random = Math.random,
+): number {
   const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
   return Math.floor(random() * ceiling);
 }

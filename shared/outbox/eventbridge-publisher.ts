@@ -1,4 +1,8 @@
-import { type EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import {
+  type EventBridgeClient,
+  PutEventsCommand,
+  type PutEventsRequestEntry,
+} from '@aws-sdk/client-eventbridge';
 import { type OutboundEvent, toCloudEvent } from '../events/cloud-event';
 import type { EventPublisher, PublishOutcome } from './publisher';
 
@@ -36,7 +40,11 @@ export function entrySize(entry: PutEventsRequestEntry): number {
 }
 
 /** Packs entries into calls of at most `maxEntries` and `maxBytes`, keeping their order. */
-export function packEntries(entries: readonly SizedEntry[], maxEntries: number, maxBytes: number): SizedEntry[][] {
+export function packEntries(
+  entries: readonly SizedEntry[],
+  maxEntries: number,
+  maxBytes: number,
+): SizedEntry[][] {
   const calls: SizedEntry[][] = [];
   let current: SizedEntry[] = [];
   let bytes = 0;

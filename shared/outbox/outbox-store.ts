@@ -1,5 +1,5 @@
-import type { OutboundEvent } from '../events/cloud-event';
 import { type SqlClient, type SqlExecutor, sqlParam } from '../db/sql-client';
+import type { OutboundEvent } from '../events/cloud-event';
 
 /** A row the relay claimed: publish it, then settle it with its own token. */
 export interface ClaimedEvent extends OutboundEvent {
@@ -66,7 +66,13 @@ export class OutboxStore {
    */
   async append(
     tx: SqlExecutor,
-    event: { eventId: string; eventType: string; aggregateId: string; aggregateVersion: number; payload: unknown },
+    event: {
+      eventId: string;
+      eventType: string;
+      aggregateId: string;
+      aggregateVersion: number;
+      payload: unknown;
+    },
   ): Promise<void> {
     await tx.query(
       `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)

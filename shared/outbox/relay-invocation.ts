@@ -35,8 +35,9 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
     const { stats, ...counts } = report;
     const summary: RelaySummary = { owner, ...counts, ...stats };
     if (report.dead > 0) deps.logger.warn('events went dead', { dead: report.dead, totalDead: stats.dead });
-    if (report.expiredLeases > 0) deps.logger.warn('took over expired leases', { expiredLeases: report.expiredLeases });
-    deps.logger.info('relay run', summary);
+    if (report.expiredLeases > 0)
+      deps.logger.warn('took over expired leases', { expiredLeases: report.expiredLeases });
+    deps.logger.info('relay run', { ...summary });
     return summary;
   };
 }

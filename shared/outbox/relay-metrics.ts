@@ -24,7 +24,11 @@ export const metricsNamespace = 'ContentPipeline';
  */
 export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
   metrics.addMetric(relayMetricNames.pending, MetricUnit.Count, report.stats.pending);
-  metrics.addMetric(relayMetricNames.oldestPendingAge, MetricUnit.Seconds, report.stats.oldestPendingAgeSeconds);
+  metrics.addMetric(
+    relayMetricNames.oldestPendingAge,
+    MetricUnit.Seconds,
+    report.stats.oldestPendingAgeSeconds,
+  );
   metrics.addMetric(relayMetricNames.dead, MetricUnit.Count, report.stats.dead);
   metrics.addMetric(relayMetricNames.published, MetricUnit.Count, report.published);
   metrics.addMetric(relayMetricNames.failed, MetricUnit.Count, report.failed);

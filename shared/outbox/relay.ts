@@ -40,7 +40,14 @@ export interface RelayRound {
   readonly fencedOut: number;
 }
 
-const emptyRound: RelayRound = { claimed: 0, published: 0, failed: 0, dead: 0, expiredLeases: 0, fencedOut: 0 };
+const emptyRound: RelayRound = {
+  claimed: 0,
+  published: 0,
+  failed: 0,
+  dead: 0,
+  expiredLeases: 0,
+  fencedOut: 0,
+};
 
 function addRounds(a: RelayRound, b: RelayRound): RelayRound {
   return {
@@ -79,7 +86,8 @@ export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
     }
   }
   // A publisher that forgot an event must not strand it under a lease: retry it.
-  for (const row of byId.values()) failed.push(failure(row, true, 'NoOutcome: publisher returned no result', deps));
+  for (const row of byId.values())
+    failed.push(failure(row, true, 'NoOutcome: publisher returned no result', deps));
 
   const [marked, settledFailures] = await Promise.all([
     outbox.markDelivered(owner, delivered),

@@ -87,7 +87,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     expect(fresh?.claimToken).toBe(stale.claimToken + 1);
     expect(fresh?.attempts).toBe(2);
     expect(await store.markDelivered('relay-a', [{ ...stale, busEventId: 'late' }])).toEqual([]);
-    expect(await store.markFailed('relay-a', [{ ...stale, error: 'x', dead: true, retryInMs: 0 }])).toEqual([]);
+    expect(await store.markFailed('relay-a', [{ ...stale, error: 'x', dead: true, retryInMs: 0 }])).toEqual(
+      [],
+    );
     if (!fresh) throw new Error('expected a claim');
     expect(await store.markDelivered('relay-b', [{ ...fresh, busEventId: 'ok' }])).toEqual([fresh.eventId]);
   });
@@ -97,8 +99,20 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     const [a, b] = await store.claim('relay-a', 2, 30);
     if (!a || !b) throw new Error('expected two claims');
     await store.markFailed('relay-a', [
-      { eventId: a.eventId, claimToken: a.claimToken, error: 'ThrottlingException: slow down', dead: false, retryInMs: 60_000 },
-      { eventId: b.eventId, claimToken: b.claimToken, error: 'MalformedDetail: bad', dead: true, retryInMs: 0 },
+      {
+        eventId: a.eventId,
+        claimToken: a.claimToken,
+        error: 'ThrottlingException: slow down',
+        dead: false,
+        retryInMs: 60_000,
+      },
+      {
+        eventId: b.eventId,
+        claimToken: b.claimToken,
+        error: 'MalformedDetail: bad',
+        dead: true,
+        retryInMs: 0,
+      },
     ]);
     expect(await store.claim('relay-a', 10, 30)).toEqual([]);
     const { rows } = await db.query<{ status: string; last_error: string; delay: number }>(
@@ -123,7 +137,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('stats count by status and age the oldest pending row', async () => {
     await seedPending(db, 3);
-    await db.query("UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)");
+    await db.query(
+      "UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)",
+    );
     const [c] = await store.claim('relay-a', 1, 30);
     if (!c) throw new Error('expected a claim');
     await store.markDelivered('relay-a', [{ ...c, busEventId: 'b' }]);

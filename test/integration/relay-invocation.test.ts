@@ -48,7 +48,13 @@ describe('relay invocation', () => {
     await seedPending(db, 120);
     const { run, publisher } = build();
     let reads = 0;
-    const summary = await run({ nudge: true }, lambdaContext(() => (reads++, 50_000)));
+    const summary = await run(
+      { nudge: true },
+      lambdaContext(() => {
+        reads++;
+        return 50_000;
+      }),
+    );
     expect(summary).toMatchObject({ published: 120, pending: 0, delivered: 120, owner: 'relay-req-1' });
     expect(publisher.published).toHaveLength(120);
     expect(reads).toBeLessThan(20);
@@ -58,7 +64,10 @@ describe('relay invocation', () => {
     await seedPending(db, 3);
     const { run } = build();
     const deadline = Date.now() + 300;
-    const summary = await run(undefined, lambdaContext(() => deadline - Date.now()));
+    const summary = await run(
+      undefined,
+      lambdaContext(() => deadline - Date.now()),
+    );
     expect(summary.published).toBe(3);
     expect(summary.rounds).toBeGreaterThan(5);
   });
@@ -75,12 +84,29 @@ describe('relay invocation', () => {
     const { run, metrics } = build(
       new RecordingPublisher((e) => {
         n++;
-        if (n === 1) return { eventId: e.eventId, ok: false, retryable: false, errorCode: 'InvalidArgument', errorMessage: 'x' };
-        if (n === 2) return { eventId: e.eventId, ok: false, retryable: true, errorCode: 'InternalFailure', errorMessage: 'y' };
+        if (n === 1)
+          return {
+            eventId: e.eventId,
+            ok: false,
+            retryable: false,
+            errorCode: 'InvalidArgument',
+            errorMessage: 'x',
+          };
+        if (n === 2)
+          return {
+            eventId: e.eventId,
+            ok: false,
+            retryable: true,
+            errorCode: 'InternalFailure',
+            errorMessage: 'y',
+          };
         return undefined;
       }),
     );
-    await run({ nudge: true }, lambdaContext(() => 50_000));
+    await run(
+      { nudge: true },
+      lambdaContext(() => 50_000),
+    );
     const emf = metrics.serializeMetrics();
     const values = emf as unknown as Record<string, unknown>;
     const definitions = emf._aws.CloudWatchMetrics[0]?.Metrics.map((m) => m.Name) ?? [];

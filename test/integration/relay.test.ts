@@ -7,7 +7,13 @@ import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { relayOnce, runRelay } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';
 import { createTestDatabase } from '../support/database';
-import { makeAllDue, RecordingPublisher, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
+import {
+  makeAllDue,
+  RecordingPublisher,
+  seedPending,
+  statusCounts,
+  testSettings,
+} from '../support/outbox-fixtures';
 import { pgAdapter } from '../support/sql-adapters';
 
 const eventBridge = mockClient(EventBridgeClient);
@@ -24,10 +30,15 @@ function ebPublisher(maxRequestBytes: number = topology.relay.maxRequestBytes) {
   });
 }
 
+/** The PutEvents input of the n-th call the mock saw. */
+const putEventsInput = (call: number): PutEventsCommandInput => {
+  const recorded = eventBridge.commandCalls(PutEventsCommand)[call];
+  if (!recorded) throw new Error(`no PutEvents call #${call}`);
+  return recorded.args[0].input as PutEventsCommandInput;
+};
+
 const sentEventIds = (call: number) =>
-  ((eventBridge.commandCalls(PutEventsCommand)[call]?.args[0].input as PutEventsCommandInput).Entries ?? []).map(
-    (e) => JSON.parse(e.Detail ?? '{}').id as string,
-  );
+  (putEventsInput(call).Entries ?? []).map((e) => JSON.parse(e.Detail ?? '{}').id as string);
 
 describe('relay on real PostgreSQL', () => {
   let db: SqlClient;
@@ -83,11 +94,19 @@ describe('relay on real PostgreSQL', () => {
       FailedEntryCount: 0,
       Entries: (input.Entries ?? []).map((_, i) => ({ EventId: `bus-${i}` })),
     }));
-    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    const round = await relayOnce({
+      outbox: store,
+      publisher: ebPublisher(),
+      owner: 'r',
+      settings: testSettings(),
+    });
     expect(round).toMatchObject({ claimed: 3, published: 3, failed: 0, dead: 0 });
-    const entry = (eventBridge.commandCalls(PutEventsCommand)[0]?.args[0].input as PutEventsCommandInput)
-      .Entries?.[0];
-    expect(entry).toMatchObject({ Source: topology.source, DetailType: 'content.approved', EventBusName: topology.busName });
+    const entry = putEventsInput(0).Entries?.[0];
+    expect(entry).toMatchObject({
+      Source: topology.source,
+      DetailType: 'content.approved',
+      EventBusName: topology.busName,
+    });
     const detail = JSON.parse(entry?.Detail ?? '{}');
     expect(detail).toMatchObject({ specversion: '1.0', source: topology.source, type: 'content.approved' });
     expect(detail.subject).toBe(detail.data.taskId);
@@ -161,7 +180,9 @@ describe('relay on real PostgreSQL', () => {
       failed: 1,
     });
     await makeAllDue(db);
-    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({ published: 1 });
+    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({
+      published: 1,
+    });
     expect(await statusCounts(db)).toEqual({ delivered: 4 });
   });
 
@@ -195,7 +216,12 @@ describe('relay on real PostgreSQL', () => {
       FailedEntryCount: 1,
       Entries: [{ ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' }],
     });
-    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    const round = await relayOnce({
+      outbox: store,
+      publisher: ebPublisher(),
+      owner: 'r',
+      settings: testSettings(),
+    });
     expect(round).toMatchObject({ dead: 1, failed: 0 });
     expect((await store.listDead())[0]?.lastError).toBe('MalformedDetail: Detail is malformed.');
   });
@@ -210,11 +236,18 @@ describe('relay on real PostgreSQL', () => {
       FailedEntryCount: 0,
       Entries: (input.Entries ?? []).map(() => ({ EventId: 'ok' })),
     }));
-    const round = await relayOnce({ outbox: store, publisher: ebPublisher(), owner: 'r', settings: testSettings() });
+    const round = await relayOnce({
+      outbox: store,
+      publisher: ebPublisher(),
+      owner: 'r',
+      settings: testSettings(),
+    });
     expect(round).toMatchObject({ claimed: 2, published: 1, dead: 1 });
     expect(eventBridge.commandCalls(PutEventsCommand)).toHaveLength(1);
     expect(sentEventIds(0)).toHaveLength(1);
-    expect((await store.listDead())[0]?.lastError).toMatch(/^EntryTooLarge: entry is \d+ bytes, over the 262144/);
+    expect((await store.listDead())[0]?.lastError).toMatch(
+      /^EntryTooLarge: entry is \d+ bytes, over the 262144/,
+    );
   });
 
   it('the loop stops claiming when the time budget is spent', async () => {
@@ -241,7 +274,12 @@ describe('relay on real PostgreSQL', () => {
     let remaining = 10_000;
     const publisher = new RecordingPublisher();
     const report = await runRelay(
-      { outbox: store, publisher, owner: 'r', settings: testSettings({ pollIntervalMs: 1_000, roundsInFlight: 1 }) },
+      {
+        outbox: store,
+        publisher,
+        owner: 'r',
+        settings: testSettings({ pollIntervalMs: 1_000, roundsInFlight: 1 }),
+      },
       {
         remainingMs: () => remaining,
         sleep: async (ms) => {

@@ -44,7 +44,13 @@ export async function startEmbeddedPostgres(options: { durable?: boolean } = {})
     createPostgresUser: true,
     // Tests trade durability for speed; the benchmark keeps PostgreSQL's defaults (fsync on),
     // as Aurora does, so per-commit costs are real.
-    postgresFlags: ['-c', 'max_connections=200', '-c', 'TimeZone=UTC', ...(options.durable ? [] : ['-c', 'fsync=off'])],
+    postgresFlags: [
+      '-c',
+      'max_connections=200',
+      '-c',
+      'TimeZone=UTC',
+      ...(options.durable ? [] : ['-c', 'fsync=off']),
+    ],
     onLog: () => {},
     onError: () => {},
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { OutboundEvent } from '../../shared/events/cloud-event';
 import type { SqlClient } from '../../shared/db/sql-client';
+import type { OutboundEvent } from '../../shared/events/cloud-event';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
 import type { RelaySettings } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';

@@ -12,7 +12,9 @@ describe('backoff with full jitter', () => {
   });
 
   it('spreads retries: different draws give different delays', () => {
-    const delays = new Set(Array.from({ length: 50 }, () => backoffDelay(8, { baseMs: 1_000, maxMs: 60_000 })));
+    const delays = new Set(
+      Array.from({ length: 50 }, () => backoffDelay(8, { baseMs: 1_000, maxMs: 60_000 })),
+    );
     expect(delays.size).toBeGreaterThan(40);
   });
 
@@ -24,10 +26,17 @@ describe('backoff with full jitter', () => {
       return Promise.reject(new Error(`fail ${calls}`));
     };
     await expect(
-      withRetry(failing, () => true, { attempts: 3, baseMs: 100, maxMs: 1_000 }, { sleep: async (ms) => void slept.push(ms) }),
+      withRetry(
+        failing,
+        () => true,
+        { attempts: 3, baseMs: 100, maxMs: 1_000 },
+        { sleep: async (ms) => void slept.push(ms) },
+      ),
     ).rejects.toThrow('fail 3');
     expect(slept).toHaveLength(2);
     calls = 0;
-    await expect(withRetry(failing, () => false, { attempts: 3, baseMs: 100, maxMs: 1_000 })).rejects.toThrow('fail 1');
+    await expect(withRetry(failing, () => false, { attempts: 3, baseMs: 100, maxMs: 1_000 })).rejects.toThrow(
+      'fail 1',
+    );
   });
 });

@@ -38,9 +38,9 @@ describe('EventBridge publisher', () => {
 
   it('counts entry size the way AWS does: UTF-8 bytes plus 14 for Time', () => {
     expect(entrySize({ Source: 'ab', DetailType: 'c', Detail: '{"é":1}' })).toBe(2 + 1 + 8); // '{"é":1}' is 7 characters, 8 bytes
-    expect(entrySize({ Source: 'ab', DetailType: 'c', Detail: '{}', Time: new Date(), Resources: ['xyz'] })).toBe(
-      14 + 2 + 1 + 2 + 3,
-    );
+    expect(
+      entrySize({ Source: 'ab', DetailType: 'c', Detail: '{}', Time: new Date(), Resources: ['xyz'] }),
+    ).toBe(14 + 2 + 1 + 2 + 3);
   });
 
   it('packs at most 10 entries and the byte limit per call, in order', () => {
@@ -95,18 +95,49 @@ describe('EventBridge publisher', () => {
     const outcomes = await publisher().publish([event(1), event(2), event(3), event(4)]);
     expect(outcomes).toEqual([
       { eventId: event(1).eventId, ok: true, busEventId: 'ok' },
-      { eventId: event(2).eventId, ok: false, retryable: true, errorCode: 'ThrottlingException', errorMessage: 'slow' },
-      { eventId: event(3).eventId, ok: false, retryable: false, errorCode: 'InvalidArgument', errorMessage: 'bad' },
-      expect.objectContaining({ eventId: event(4).eventId, ok: false, retryable: true, errorCode: 'MissingResult' }),
+      {
+        eventId: event(2).eventId,
+        ok: false,
+        retryable: true,
+        errorCode: 'ThrottlingException',
+        errorMessage: 'slow',
+      },
+      {
+        eventId: event(3).eventId,
+        ok: false,
+        retryable: false,
+        errorCode: 'InvalidArgument',
+        errorMessage: 'bad',
+      },
+      expect.objectContaining({
+        eventId: event(4).eventId,
+        ok: false,
+        retryable: true,
+        errorCode: 'MissingResult',
+      }),
     ]);
   });
 
   it('reports a failed call on each of its entries as retryable', async () => {
-    eventBridge.on(PutEventsCommand).rejects(Object.assign(new Error('down'), { name: 'ServiceUnavailable' }));
+    eventBridge
+      .on(PutEventsCommand)
+      .rejects(Object.assign(new Error('down'), { name: 'ServiceUnavailable' }));
     const outcomes = await publisher().publish([event(1), event(2)]);
     expect(outcomes).toEqual([
-      { eventId: event(1).eventId, ok: false, retryable: true, errorCode: 'ServiceUnavailable', errorMessage: 'down' },
-      { eventId: event(2).eventId, ok: false, retryable: true, errorCode: 'ServiceUnavailable', errorMessage: 'down' },
+      {
+        eventId: event(1).eventId,
+        ok: false,
+        retryable: true,
+        errorCode: 'ServiceUnavailable',
+        errorMessage: 'down',
+      },
+      {
+        eventId: event(2).eventId,
+        ok: false,
+        retryable: true,
+        errorCode: 'ServiceUnavailable',
+        errorMessage: 'down',
+      },
     ]);
   });
 
