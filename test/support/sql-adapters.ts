@@ -1,5 +1,8 @@
+import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
+import { startDataApiServer } from './data-api-server';
 
 /**
  * Every SqlClient adapter, for contract suites: `describe.each(sqlAdapters)` runs the same
@@ -19,4 +22,37 @@ export const pgAdapter: SqlAdapterFactory = {
   },
 };
 
-export const sqlAdapters: readonly SqlAdapterFactory[] = [pgAdapter];
+/**
+ * The Data API adapter through the real SDK and a local Data API endpoint (one per open), so
+ * the suite also covers the wire format: field types, error names, SQLStates in messages.
+ */
+export const dataApiAdapter: SqlAdapterFactory = {
+  name: 'data-api',
+  async open(url) {
+    const server = await startDataApiServer(url);
+    const client = new RDSDataClient({
+      endpoint: server.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const db = new DataApiSqlClient({
+      client,
+      resourceArn: server.resourceArn,
+      secretArn: server.secretArn,
+      database: server.database,
+      // Against a local endpoint a resume never happens; a short policy keeps a real failure fast.
+      retry: { attempts: 3, baseMs: 10, maxMs: 50 },
+    });
+    return {
+      db,
+      async close() {
+        await db.close();
+        client.destroy();
+        await server.close();
+      },
+    };
+  },
+};
+
+/** What contract suites iterate over: every adapter the pipeline ships. */
+export const sqlAdapters: readonly SqlAdapterFactory[] = [pgAdapter, dataApiAdapter];

@@ -1,0 +1,290 @@
+import {
+  type ArrayValue,
+  BeginTransactionCommand,
+  type ColumnMetadata,
+  CommitTransactionCommand,
+  ExecuteStatementCommand,
+  type ExecuteStatementCommandOutput,
+  type Field,
+  type RDSDataClient,
+  RollbackTransactionCommand,
+  type SqlParameter,
+} from '@aws-sdk/client-rds-data';
+import { PipelineError } from '../errors';
+import { type RetryDeps, type RetryPolicy, withRetry } from './retry';
+import {
+  assertPortableParams,
+  type QueryResult,
+  type Row,
+  type SqlClient,
+  type SqlExecutor,
+  type SqlParams,
+  type SqlValue,
+  toPositional,
+} from './sql-client';
+
+/**
+ * Aurora Serverless v2 resumes from auto-pause in roughly 15 s, sometimes more, and the SDK does
+ * not retry DatabaseResumingException: 8 tries with a 10 s ceiling wait ~9–35 s in total.
+ */
+export const dataApiDefaultRetry: RetryPolicy = { attempts: 8, baseMs: 500, maxMs: 10_000 };
+
+/** Deadlocks and serialization failures roll the statement back, so running it again is safe. */
+const transientSqlStates = new Set(['40001', '40P01']);
+
+/**
+ * AWS errors after which the statement did not run (resuming, throttled) or that the service
+ * itself calls passing. A 500/503 may hide a statement that did run; the SDK already retries
+ * those, and our writes carry primary keys, so a replay surfaces as DB_CONSTRAINT, not a duplicate.
+ */
+const transientErrorNames = new Set([
+  'DatabaseResumingException',
+  'DatabaseUnavailableException',
+  'ServiceUnavailableError',
+  'InternalServerErrorException',
+  'ThrottlingException',
+  'TooManyRequestsException',
+]);
+
+/** Translates a Data API (SDK) error into a PipelineError; the SQLSTATE is only in the message text. */
+export function translateDataApiError(err: unknown): PipelineError {
+  if (err instanceof PipelineError) return err;
+  const e = err as { name?: string; message?: string; $retryable?: { throttling?: boolean } };
+  const name = e.name ?? 'Error';
+  const message = e.message ?? String(err);
+  if (name === 'DatabaseErrorException') {
+    const sqlState = /SQLState: ([0-9A-Z]{5})/.exec(message)?.[1];
+    if (sqlState?.startsWith('23')) {
+      const constraint = /constraint "([^"]+)"/.exec(message)?.[1];
+      return new PipelineError('DB_CONSTRAINT', message, { sqlState, constraint }, { cause: err });
+    }
+    if (sqlState && transientSqlStates.has(sqlState)) {
+      return new PipelineError('DB_TRANSIENT', message, { sqlState }, { cause: err });
+    }
+    return new PipelineError('DB_ERROR', message, { sqlState }, { cause: err });
+  }
+  if (transientErrorNames.has(name) || e.$retryable?.throttling) {
+    return new PipelineError('DB_TRANSIENT', message, { awsError: name }, { cause: err });
+  }
+  return new PipelineError('DB_ERROR', message, { awsError: name }, { cause: err });
+}
+
+const isTransient = (err: unknown) => err instanceof PipelineError && err.code === 'DB_TRANSIENT';
+
+/** `YYYY-MM-DD HH:MM:SS.FFF` in UTC: the only shape the TIMESTAMP hint parses (ISO `T…Z` is refused). */
+function formatTimestamp(name: string, value: Date): string {
+  if (Number.isNaN(value.getTime())) throw new TypeError(`SQL parameter :${name} is an invalid Date`);
+  return value.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+function toParameter(name: string, value: SqlValue | undefined): SqlParameter {
+  if (value === null || value === undefined) return { name, value: { isNull: true } };
+  switch (typeof value) {
+    case 'string':
+      // No hint: AWS binds it as character varying, which is why uuids need sqlParam.uuid.
+      return { name, value: { stringValue: value } };
+    case 'number':
+      // Beyond 2^53 the value is already inexact; a double keeps it from overflowing a Java long.
+      return { name, value: Number.isSafeInteger(value) ? { longValue: value } : { doubleValue: value } };
+    case 'boolean':
+      return { name, value: { booleanValue: value } };
+  }
+  switch (value.kind) {
+    case 'uuid':
+      return { name, value: { stringValue: value.value }, typeHint: 'UUID' };
+    case 'timestamp':
+      return { name, value: { stringValue: formatTimestamp(name, value.value) }, typeHint: 'TIMESTAMP' };
+    case 'json': {
+      // JSON.stringify(undefined) is undefined: send NULL, as node-postgres does for the pg adapter.
+      const text = JSON.stringify(value.value) as string | undefined;
+      return text === undefined
+        ? { name, value: { isNull: true } }
+        : { name, value: { stringValue: text }, typeHint: 'JSON' };
+    }
+  }
+}
+
+/** Only the names the SQL uses: the scan (and its missing-value error) is the pg adapter's own. */
+function toParameters(sql: string, params: SqlParams | undefined): SqlParameter[] {
+  assertPortableParams(params);
+  const { names } = toPositional(sql, params);
+  return names.map((name) => toParameter(name, params?.[name]));
+}
+
+const integerTypes = new Set(['int2', 'int4', 'int8', 'oid', 'serial', 'bigserial', 'smallserial']);
+const timestampTypes = new Set(['timestamptz', 'timestamp']);
+const jsonTypes = new Set(['json', 'jsonb']);
+const timestampText = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$/;
+
+/** The Data API gives timestamps in UTC without offset; the fraction is truncated to ms like node-postgres. */
+function parseTimestamp(text: string): Date | string {
+  const m = timestampText.exec(text);
+  // infinity / BC: no Date can hold them faithfully, so the text goes through unchanged.
+  if (!m) return text;
+  const [, y, mo, d, h, mi, s, frac = ''] = m;
+  const ms = Number(frac.padEnd(3, '0').slice(0, 3));
+  return new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), ms));
+}
+
+function decodeString(text: string, typeName: string): unknown {
+  if (timestampTypes.has(typeName)) return parseTimestamp(text);
+  if (jsonTypes.has(typeName)) return JSON.parse(text);
+  // longReturnType STRING, should a caller ever set it.
+  if (integerTypes.has(typeName)) return Number(text);
+  return text;
+}
+
+function decodeArray(array: ArrayValue, elementType: string): unknown[] {
+  if (array.arrayValues)
+    return array.arrayValues.map((a) => (a === null ? null : decodeArray(a, elementType)));
+  if (array.stringValues)
+    return array.stringValues.map((s) => (s === null ? null : decodeString(s, elementType)));
+  return array.longValues ?? array.doubleValues ?? array.booleanValues ?? [];
+}
+
+function decodeField(field: Field, column: ColumnMetadata | undefined): unknown {
+  const typeName = column?.typeName?.toLowerCase() ?? '';
+  if (field.isNull) return null;
+  if (field.stringValue !== undefined) return decodeString(field.stringValue, typeName);
+  if (field.longValue !== undefined) return field.longValue;
+  if (field.doubleValue !== undefined) return field.doubleValue;
+  if (field.booleanValue !== undefined) return field.booleanValue;
+  // node-postgres gives bytea as a Buffer.
+  if (field.blobValue !== undefined) return Buffer.from(field.blobValue);
+  // pgjdbc names array types `_int4`, `_text`, ...
+  if (field.arrayValue !== undefined) return decodeArray(field.arrayValue, typeName.replace(/^_/, ''));
+  return null;
+}
+
+function toResult<R extends Row>(output: ExecuteStatementCommandOutput): QueryResult<R> {
+  const columns = output.columnMetadata ?? [];
+  const records = output.records ?? [];
+  const rows = records.map((record) => {
+    const row: Row = {};
+    record.forEach((field, i) => {
+      const column = columns[i];
+      row[column?.label ?? column?.name ?? `?column?${i}`] = decodeField(field, column);
+    });
+    return row as R;
+  });
+  // A statement that returns rows (SELECT, ... RETURNING) reports 0 records updated on the Data API,
+  // while node-postgres counts the rows: the returned rows are the count in both cases.
+  const returnsRows = columns.length > 0 || records.length > 0;
+  return { rows, rowCount: returnsRows ? records.length : (output.numberOfRecordsUpdated ?? 0) };
+}
+
+/** Every SDK call goes through here so that no AWS error leaves the adapter untranslated. */
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw translateDataApiError(err);
+  }
+}
+
+/** Where and how to reach the cluster; the SDK client is built once per Lambda container and shared. */
+export interface DataApiClientOptions {
+  readonly client: RDSDataClient;
+  readonly resourceArn: string;
+  readonly secretArn: string;
+  readonly database: string;
+  readonly retry?: RetryPolicy;
+  readonly retryDeps?: RetryDeps;
+}
+
+/**
+ * SqlClient over the RDS Data API, for Lambdas that must not hold connections to Aurora.
+ * Rows decode to what PgSqlClient returns (the contract suite holds both to it). Retries
+ * (DB_TRANSIENT only) cover auto-commit statements and BeginTransaction; a statement inside
+ * a transaction is never replayed, because the failure may have ended the transaction.
+ */
+export class DataApiSqlClient implements SqlClient {
+  private readonly retry: RetryPolicy;
+
+  constructor(private readonly options: DataApiClientOptions) {
+    this.retry = options.retry ?? dataApiDefaultRetry;
+  }
+
+  query<R extends Row = Row>(sql: string, params?: SqlParams): Promise<QueryResult<R>> {
+    return withRetry(() => this.execute<R>(sql, params), isTransient, this.retry, this.options.retryDeps);
+  }
+
+  /**
+   * The Data API refuses a second call on a transactionId while one runs, so the executor
+   * queues statements (and the final commit or rollback) behind each other: concurrent
+   * `tx.query` calls behave as they do on one pg connection.
+   */
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    const { client, resourceArn, secretArn, database } = this.options;
+    const begun = await withRetry(
+      () => call(() => client.send(new BeginTransactionCommand({ resourceArn, secretArn, database }))),
+      isTransient,
+      this.retry,
+      this.options.retryDeps,
+    );
+    const transactionId = begun.transactionId;
+    if (!transactionId) throw new PipelineError('DB_ERROR', 'BeginTransaction returned no transactionId');
+
+    let tail: Promise<unknown> = Promise.resolve();
+    const serial = <X>(fn: () => Promise<X>): Promise<X> => {
+      const next = tail.then(fn, fn);
+      tail = next.catch(() => {}); // the caller of `fn` gets its failure; the queue only has to move on
+      return next;
+    };
+
+    try {
+      const result = await work({
+        query: <R extends Row = Row>(sql: string, params?: SqlParams) =>
+          serial(() => this.execute<R>(sql, params, transactionId)),
+      });
+      await serial(() =>
+        call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),
+      );
+      return result;
+    } catch (err) {
+      const rollbackError = await serial(() => this.rollback(transactionId));
+      // The original error is the one the caller acts on; a failed rollback travels with it.
+      if (rollbackError && err instanceof PipelineError) err.details.rollbackError = rollbackError;
+      throw err;
+    }
+  }
+
+  /** Nothing to release: the Data API is stateless HTTP, and the SDK client belongs to the caller. */
+  async close(): Promise<void> {}
+
+  private async execute<R extends Row>(sql: string, params?: SqlParams, transactionId?: string) {
+    const parameters = toParameters(sql, params);
+    const { client, resourceArn, secretArn, database } = this.options;
+    const output = await call(() =>
+      client.send(
+        new ExecuteStatementCommand({
+          resourceArn,
+          secretArn,
+          database,
+          sql,
+          parameters,
+          transactionId,
+          includeResultMetadata: true,
+        }),
+      ),
+    );
+    return toResult<R>(output);
+  }
+
+  /**
+   * Returns (not throws) a rollback failure. TransactionNotFoundException means there is nothing
+   * left to roll back: a failed commit ends the transaction, and Aurora drops one idle for 3 minutes.
+   */
+  private async rollback(transactionId: string): Promise<PipelineError | undefined> {
+    const { client, resourceArn, secretArn } = this.options;
+    try {
+      await call(() =>
+        client.send(new RollbackTransactionCommand({ resourceArn, secretArn, transactionId })),
+      );
+      return undefined;
+    } catch (err) {
+      const cause = (err as PipelineError).cause as { name?: string } | undefined;
+      return cause?.name === 'TransactionNotFoundException' ? undefined : (err as PipelineError);
+    }
+  }
+}
