@@ -115,7 +115,16 @@ export class PgSqlClient implements SqlClient {
     let broken = false;
     try {
       await run(conn, 'BEGIN');
-      const result = await work({ query: (sql, params) => run(conn, sql, params) });
+      // One statement at a time on the connection, as the Data API demands of a transaction:
+      // node-postgres would queue overlapping queries itself, but that queue is deprecated.
+      let queue: Promise<unknown> = Promise.resolve();
+      const result = await work({
+        query: <R extends Row>(sql: string, params?: SqlParams) => {
+          const next = queue.then(() => run<R>(conn, sql, params));
+          queue = next.catch(() => {});
+          return next;
+        },
+      });
       await run(conn, 'COMMIT');
       return result;
     } catch (err) {

@@ -3,6 +3,7 @@ import { createSqlClient, parseConfig } from '../../shared/config';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import { isPipelineError, type PipelineError } from '../../shared/errors';
+import { topology } from '../../shared/topology';
 
 const dataApiEnv = {
   DB_CLUSTER_ARN: 'arn:aws:rds:eu-west-1:123456789012:cluster:content-pipeline',
@@ -29,11 +30,16 @@ describe('parseConfig reads the database and relay settings from the environment
     expect(config).toEqual({
       database: { kind: 'pg', url: 'postgres://app:pw@127.0.0.1:5432/content' },
       relayFunctionName: undefined,
+      eventBusName: topology.busName,
     });
   });
 
   it('reads the cluster ARN, secret ARN and name as a Data API database, and the relay function', () => {
-    const config = parseConfig({ ...dataApiEnv, RELAY_FUNCTION_NAME: 'content-relay' });
+    const config = parseConfig({
+      ...dataApiEnv,
+      RELAY_FUNCTION_NAME: 'content-relay',
+      EVENT_BUS_NAME: 'my-bus',
+    });
 
     expect(config).toEqual({
       database: {
@@ -43,6 +49,7 @@ describe('parseConfig reads the database and relay settings from the environment
         database: 'content',
       },
       relayFunctionName: 'content-relay',
+      eventBusName: 'my-bus',
     });
   });
 
@@ -51,6 +58,12 @@ describe('parseConfig reads the database and relay settings from the environment
 
     expect(config.database.kind).toBe('data-api');
     expect(config.relayFunctionName).toBeUndefined();
+  });
+
+  it('rejects an EVENT_BUS_NAME that is neither a bus name nor a bus ARN', () => {
+    const err = configError({ DATABASE_URL: 'postgres://a@h/db', EVENT_BUS_NAME: 'bad name!' });
+
+    expect(fieldPaths(err)).toEqual(['EVENT_BUS_NAME']);
   });
 
   it('fails with CONFIG naming DATABASE_URL when no database is configured', () => {
