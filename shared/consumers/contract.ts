@@ -1,0 +1,33 @@
+/**
+ * Names the consumer functions, the CDK stack and the local runtime must agree on: the
+ * environment each consumer reads and the metrics it emits. One place, so a rename cannot
+ * leave an alarm watching a metric nobody emits.
+ */
+
+/** Environment variables of the consumer functions. */
+export const consumerEnv = {
+  /** Always set: which consumer this function is (`index`, `notify`, `archive`). */
+  consumerName: 'CONSUMER_NAME',
+  /** DynamoDB inbox table, key (consumer, eventId). */
+  inboxTable: 'INBOX_TABLE_NAME',
+  /** DynamoDB content-index table (index consumer). */
+  indexTable: 'CONTENT_INDEX_TABLE_NAME',
+  /** S3 bucket of task snapshots (archive consumer). */
+  archiveBucket: 'ARCHIVE_BUCKET_NAME',
+  /** SNS topic notifications go to (notify consumer). */
+  notifyTopic: 'NOTIFY_TOPIC_ARN',
+  /** Local runtime only: directory of local effect adapters' files. */
+  dataDir: 'PIPELINE_DATA_DIR',
+} as const;
+
+/** The CloudWatch dimension that tells consumers' metrics apart. */
+export const consumerDimension = 'Consumer';
+
+/** Metric names every consumer emits (namespace `ContentPipeline`, dimension `Consumer`). */
+export const consumerMetricNames = {
+  processed: 'EventsProcessed',
+  duplicate: 'DuplicateDeliveries',
+  failed: 'FailedAttempts',
+  dead: 'InboxDeadRecords',
+  poison: 'PoisonEvents',
+} as const;
