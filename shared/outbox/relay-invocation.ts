@@ -14,6 +14,8 @@ export type RelayEvent = { readonly nudge?: boolean } | null | undefined;
 export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner'> {
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Aborted on shutdown (local runtime): stop claiming, settle the round in flight. */
+  readonly signal?: AbortSignal;
 }
 
 /** The JSON the relay function returns (visible in a test invoke and in the local runtime). */
@@ -29,7 +31,11 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
     const owner = `relay-${context.awsRequestId || randomUUID()}`;
     const report = await runRelay(
       { outbox: deps.outbox, publisher: deps.publisher, settings: deps.settings, random: deps.random, owner },
-      { remainingMs: () => context.getRemainingTimeInMillis(), untilDrained: event?.nudge === true },
+      {
+        remainingMs: () => context.getRemainingTimeInMillis(),
+        untilDrained: event?.nudge === true,
+        signal: deps.signal,
+      },
     );
     addRelayMetrics(deps.metrics, report);
     const { stats, ...counts } = report;
