@@ -166,6 +166,13 @@ export class LocalBus {
     return true;
   }
 
+  /** Delivers a stored event to one consumer again (an inbox redrive), journalled like any other. */
+  redeliver(consumer: ConsumerName, event: BusEvent): void {
+    const rule = 'redrive';
+    this.journal([{ t: 'event', event, targets: [{ rule, consumer }] }], true);
+    this.schedule({ event, rule, consumer, firstAttemptAt: Date.now() });
+  }
+
   // --- PutEvents -------------------------------------------------------------------------
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,0 +1,78 @@
+/**
+ * `npm start`: the whole pipeline on this machine. Environment:
+ * PORT (3000), PIPELINE_DATA_DIR (./.pipeline), PIPELINE_DYNAMO (dynalite | dynamodb-local),
+ * PIPELINE_FAULTS and PIPELINE_FAULT_SEED (fault injection in the local adapters).
+ */
+import { z } from 'zod';
+import { parseFaults } from './faults';
+import { startRuntime } from './runtime';
+
+const log = (message: string, extra?: Record<string, unknown>) => {
+  const time = new Date().toISOString().slice(11, 23);
+  console.log(`${time} ${message}${extra && Object.keys(extra).length > 0 ? ` ${JSON.stringify(extra)}` : ''}`);
+};
+
+const env = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    PIPELINE_DATA_DIR: z.string().min(1).default('./.pipeline'),
+    PIPELINE_DYNAMO: z.enum(['dynalite', 'dynamodb-local']).default('dynalite'),
+    PIPELINE_FAULTS: z.string().optional(),
+    PIPELINE_FAULT_SEED: z.coerce.number().int().optional(),
+  })
+  .safeParse(process.env);
+
+async function main(): Promise<void> {
+  if (!env.success) {
+    for (const issue of env.error.issues) console.error(`invalid ${issue.path.join('.')}: ${issue.message}`);
+    process.exit(2);
+  }
+  const config = env.data;
+  let faults: ReturnType<typeof parseFaults>;
+  try {
+    faults = parseFaults(config.PIPELINE_FAULTS);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  const seed = config.PIPELINE_FAULT_SEED ?? Date.now() % 2 ** 31;
+  if (Object.values(faults).some((r) => r > 0)) log('fault injection on', { ...faults, seed });
+
+  const runtime = await startRuntime({
+    dataDir: config.PIPELINE_DATA_DIR,
+    port: config.PORT,
+    dynamo: config.PIPELINE_DYNAMO,
+    faults,
+    faultSeed: seed,
+    log,
+  });
+  log(`data in ${runtime.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);
+  console.log(`pipeline ready: ${runtime.url}`);
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      log(`${signal} again: exiting now (pending events stay pending for the next start)`);
+      process.exit(130);
+    }
+    stopping = true;
+    log(`${signal}: stopping (finishing in-flight work; press Ctrl-C again to exit at once)`);
+    runtime.stop().then(
+      () => {
+        log('stopped');
+        process.exit(0);
+      },
+      (err) => {
+        console.error('stop failed', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(`pipeline failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});
