@@ -1,0 +1,4 @@
+import { createPipelineApp } from './pipeline-app';
+
+// cdk.json runs this file: `npx cdk synth|deploy -c stage=sandbox -c alarmEmail=...`.
+createPipelineApp().app.synth();

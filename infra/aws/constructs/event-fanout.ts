@@ -1,0 +1,109 @@
+import { Duration } from 'aws-cdk-lib';
+import { type Archive, EventBus, type EventPattern, Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import type {
+  ConsumerName,
+  ConsumerPolicy,
+  RuleSpec,
+  EventPattern as TopologyPattern,
+} from '../../../shared/topology';
+import { DeadLetterQueue } from './dead-letter-queue';
+
+export interface EventFanoutProps {
+  readonly busName: string;
+  /** The pipeline's event source: the archive keeps every event from it. */
+  readonly source: string;
+  readonly rules: readonly RuleSpec[];
+  readonly consumers: Readonly<Record<ConsumerName, ConsumerPolicy>>;
+  /** The consumer functions the rules target. */
+  readonly targets: Readonly<Record<ConsumerName, IFunction>>;
+  /** How long the archive keeps events for replay. @default 30 days */
+  readonly archiveRetention?: Duration;
+}
+
+/** One rule target: which consumer, and the queue that catches invokes EventBridge gave up on. */
+export interface FanoutTarget {
+  readonly rule: string;
+  readonly consumer: ConsumerName;
+  readonly deadLetterQueue: DeadLetterQueue;
+}
+
+// EventBridge pattern keys as the topology writes them, and as CDK's EventPattern names them.
+const patternKeys: Readonly<Record<string, keyof EventPattern>> = {
+  version: 'version',
+  id: 'id',
+  'detail-type': 'detailType',
+  source: 'source',
+  account: 'account',
+  time: 'time',
+  region: 'region',
+  resources: 'resources',
+  detail: 'detail',
+};
+
+/** Converts a topology pattern (EventBridge JSON) to CDK's camel-cased EventPattern, rejecting unknown keys. */
+export function toCdkPattern(pattern: TopologyPattern): EventPattern {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(pattern)) {
+    const cdkKey = patternKeys[key];
+    if (!cdkKey) throw new Error(`event pattern key "${key}" is not an EventBridge envelope field`);
+    out[cdkKey] = value;
+  }
+  return out as EventPattern;
+}
+
+/**
+ * The custom bus, its archive and the topology's rules. Each rule target is a consumer
+ * function with the consumer's retry policy (`targetRetry`) and its own encrypted dead-letter
+ * queue: those cover only failed invokes (throttles, a missing function or permission); the
+ * function's own errors go to its on-failure destination (see `Consumer`).
+ */
+export class EventFanout extends Construct {
+  public readonly bus: EventBus;
+  public readonly archive: Archive;
+  public readonly rules: ReadonlyMap<string, Rule>;
+  public readonly targets: readonly FanoutTarget[];
+
+  constructor(scope: Construct, id: string, props: EventFanoutProps) {
+    super(scope, id);
+    this.bus = new EventBus(this, 'Bus', {
+      eventBusName: props.busName,
+      description: 'Content pipeline events (CloudEvents in detail)',
+    });
+    this.archive = this.bus.archive('Archive', {
+      description: 'Every pipeline event, for replay',
+      eventPattern: { source: [props.source] },
+      retention: props.archiveRetention ?? Duration.days(30),
+    });
+
+    const rules = new Map<string, Rule>();
+    const targets: FanoutTarget[] = [];
+    for (const spec of props.rules) {
+      const rule = new Rule(this, `Rule-${spec.name}`, {
+        eventBus: this.bus,
+        ruleName: spec.name,
+        description: spec.description,
+        eventPattern: toCdkPattern(spec.pattern),
+      });
+      for (const consumer of spec.targets) {
+        const policy = props.consumers[consumer];
+        const deadLetterQueue = new DeadLetterQueue(this, `Dlq-${spec.name}-${consumer}`, {
+          purpose: `events rule ${spec.name} could not deliver to the ${consumer} consumer`,
+        });
+        rule.addTarget(
+          new LambdaFunction(props.targets[consumer], {
+            deadLetterQueue,
+            retryAttempts: policy.targetRetry.maximumRetryAttempts,
+            maxEventAge: Duration.seconds(policy.targetRetry.maximumEventAgeSeconds),
+          }),
+        );
+        targets.push({ rule: spec.name, consumer, deadLetterQueue });
+      }
+      rules.set(spec.name, rule);
+    }
+    this.rules = rules;
+    this.targets = targets;
+  }
+}

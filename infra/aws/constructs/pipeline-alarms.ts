@@ -1,0 +1,228 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import {
+  Alarm,
+  ComparisonOperator,
+  type IMetric,
+  Metric,
+  Stats,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IEventBus, IRule } from 'aws-cdk-lib/aws-events';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { consumerDimension, consumerMetricNames } from '../../../shared/consumers/contract';
+import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
+import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
+
+/** The metric dimensions each emitter's Powertools `Metrics` writes (its `service` included). */
+export interface PipelineMetricDimensions {
+  readonly relay: Readonly<Record<string, string>>;
+  readonly consumer: (name: ConsumerName) => Readonly<Record<string, string>>;
+}
+
+/** A queue that must stay empty, with a short name for its alarm. */
+export interface WatchedQueue {
+  readonly name: string;
+  readonly queue: IQueue;
+}
+
+export interface PipelineAlarmsProps {
+  /** `topology.alarms`. */
+  readonly thresholds: AlarmThresholds;
+  readonly dimensions: PipelineMetricDimensions;
+  readonly relayFunction: IFunction;
+  readonly consumers: readonly ConsumerName[];
+  /** Every rule-target DLQ and every on-failure destination. */
+  readonly queues: readonly WatchedQueue[];
+  readonly bus: IEventBus;
+  readonly rules: readonly { readonly name: string; readonly rule: IRule }[];
+  /** Subscribed by email when given (the owner confirms the subscription). */
+  readonly email?: string;
+}
+
+/** The pipeline's metrics in one place, so the alarms and the dashboard plot the same series. */
+export class PipelineMetrics {
+  constructor(
+    private readonly thresholds: AlarmThresholds,
+    private readonly dimensions: PipelineMetricDimensions,
+  ) {}
+
+  private get period(): Duration {
+    return Duration.seconds(this.thresholds.periodSeconds);
+  }
+
+  relay(name: keyof typeof relayMetricNames, statistic: string = Stats.MAXIMUM): Metric {
+    return new Metric({
+      namespace: metricsNamespace,
+      metricName: relayMetricNames[name],
+      dimensionsMap: { ...this.dimensions.relay },
+      statistic,
+      period: this.period,
+    });
+  }
+
+  consumer(consumer: ConsumerName, name: keyof typeof consumerMetricNames): Metric {
+    return new Metric({
+      namespace: metricsNamespace,
+      metricName: consumerMetricNames[name],
+      dimensionsMap: { ...this.dimensions.consumer(consumer) },
+      statistic: Stats.SUM,
+      period: this.period,
+      label: `${consumer} ${consumerMetricNames[name]}`,
+    });
+  }
+
+  ruleFailedInvocations(bus: IEventBus, rule: IRule): Metric {
+    return this.rule(bus, rule, 'FailedInvocations');
+  }
+
+  rule(bus: IEventBus, rule: IRule, metricName: string): Metric {
+    return new Metric({
+      namespace: 'AWS/Events',
+      metricName,
+      dimensionsMap: { EventBusName: bus.eventBusName, RuleName: rule.ruleName },
+      statistic: Stats.SUM,
+      period: this.period,
+    });
+  }
+
+  queueDepth(queue: IQueue): Metric {
+    return queue.metricApproximateNumberOfMessagesVisible({ statistic: Stats.MAXIMUM, period: this.period });
+  }
+}
+
+/**
+ * Every way an event can be late or lost, alarmed to one SNS topic: the oldest pending outbox
+ * event (missing data breaches, so a relay that stopped reporting alarms too), dead outbox
+ * events, relay errors, each consumer's dead inbox records, every DLQ and on-failure queue
+ * that is not empty, and each rule's failed invocations. Thresholds come from the topology.
+ */
+export class PipelineAlarms extends Construct {
+  public readonly topic: Topic;
+  public readonly metrics: PipelineMetrics;
+  public readonly oldestPendingAge: Alarm;
+  public readonly outboxDead: Alarm;
+  public readonly relayErrors: Alarm;
+  public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
+  public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
+  public readonly all: readonly Alarm[];
+
+  constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
+    super(scope, id);
+    const t = props.thresholds;
+    const prefix = Stack.of(this).stackName;
+    this.metrics = new PipelineMetrics(t, props.dimensions);
+
+    // CloudWatch cannot publish to a topic under the AWS managed SNS key: a key of our own
+    // whose policy lets CloudWatch use it.
+    const key = new Key(this, 'TopicKey', {
+      description: 'Encrypts the content pipeline alarm topic',
+      enableKeyRotation: true,
+    });
+    key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
+    this.topic = new Topic(this, 'Topic', {
+      displayName: 'Content pipeline alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    if (props.email) this.topic.addSubscription(new EmailSubscription(props.email));
+    const action = new SnsAction(this.topic);
+    const all: Alarm[] = [];
+
+    const alarm = (
+      alarmId: string,
+      description: string,
+      metric: IMetric,
+      threshold: number,
+      opts: { comparison?: ComparisonOperator; evaluationPeriods?: number; missing?: TreatMissingData } = {},
+    ): Alarm => {
+      const a = new Alarm(this, alarmId, {
+        alarmName: `${prefix}-${alarmId}`,
+        alarmDescription: description,
+        metric,
+        threshold,
+        comparisonOperator: opts.comparison ?? ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: opts.evaluationPeriods ?? 1,
+        treatMissingData: opts.missing ?? TreatMissingData.NOT_BREACHING,
+      });
+      a.addAlarmAction(action);
+      a.addOkAction(action);
+      all.push(a);
+      return a;
+    };
+
+    this.oldestPendingAge = alarm(
+      'oldest-pending-age',
+      `An outbox event has waited more than ${t.oldestPendingAgeSeconds} s, or the relay stopped reporting (missing data breaches).`,
+      this.metrics.relay('oldestPendingAge'),
+      t.oldestPendingAgeSeconds,
+      {
+        comparison: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: t.evaluationPeriods,
+        missing: TreatMissingData.BREACHING,
+      },
+    );
+    this.outboxDead = alarm(
+      'outbox-dead',
+      'Outbox events are dead (never published): inspect and redrive with the ops CLI.',
+      this.metrics.relay('dead'),
+      t.deadEvents,
+    );
+    this.relayErrors = alarm(
+      'relay-errors',
+      'The outbox relay function failed.',
+      props.relayFunction.metricErrors({ statistic: Stats.SUM, period: Duration.seconds(t.periodSeconds) }),
+      t.relayErrors,
+    );
+
+    const consumerDead = new Map<ConsumerName, Alarm>();
+    for (const consumer of props.consumers) {
+      consumerDead.set(
+        consumer,
+        alarm(
+          `inbox-dead-${consumer}`,
+          `The ${consumer} consumer gave up on events (inbox records went DEAD).`,
+          this.metrics.consumer(consumer, 'dead'),
+          t.consumerDeadRecords,
+        ),
+      );
+    }
+    this.consumerDead = consumerDead;
+
+    const queueNotEmpty = new Map<string, Alarm>();
+    for (const { name, queue } of props.queues) {
+      queueNotEmpty.set(
+        name,
+        alarm(
+          `queue-not-empty-${name}`,
+          `Undelivered events are waiting in ${name}.`,
+          this.metrics.queueDepth(queue),
+          t.dlqMessages,
+        ),
+      );
+    }
+    this.queueNotEmpty = queueNotEmpty;
+
+    const ruleFailed = new Map<string, Alarm>();
+    for (const { name, rule } of props.rules) {
+      ruleFailed.set(
+        name,
+        alarm(
+          `rule-failed-invocations-${name}`,
+          `EventBridge rule ${name} failed to invoke a target (see its DLQs).`,
+          this.metrics.ruleFailedInvocations(props.bus, rule),
+          t.failedInvocations,
+        ),
+      );
+    }
+    this.ruleFailedInvocations = ruleFailed;
+    this.all = all;
+  }
+}

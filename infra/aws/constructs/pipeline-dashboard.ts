@@ -1,0 +1,164 @@
+import { Aws, Duration, Stack } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import {
+  type Alarm,
+  AlarmStatusWidget,
+  Dashboard,
+  GraphWidget,
+  type HorizontalAnnotation,
+  SingleValueWidget,
+  Stats,
+  TextWidget,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import type { IEventBus, IRule } from 'aws-cdk-lib/aws-events';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
+import type { PipelineMetrics, WatchedQueue } from './pipeline-alarms';
+
+export interface PipelineDashboardProps {
+  readonly metrics: PipelineMetrics;
+  readonly thresholds: AlarmThresholds;
+  readonly relayFunction: IFunction;
+  readonly consumers: readonly { readonly name: ConsumerName; readonly function: IFunction }[];
+  readonly queues: readonly WatchedQueue[];
+  readonly bus: IEventBus;
+  readonly rules: readonly { readonly name: string; readonly rule: IRule }[];
+  readonly api: RestApi;
+  readonly alarms: readonly Alarm[];
+}
+
+const width = 8;
+const height = 6;
+
+/**
+ * One CloudWatch dashboard with the figures an operator needs: alarm states, the relay's
+ * backlog and throughput, each consumer's outcomes, queue depths, rule deliveries and the API.
+ */
+export class PipelineDashboard extends Construct {
+  public readonly dashboard: Dashboard;
+  /** Console link to the dashboard. */
+  public readonly url: string;
+
+  constructor(scope: Construct, id: string, props: PipelineDashboardProps) {
+    super(scope, id);
+    const m = props.metrics;
+    const period = Duration.seconds(props.thresholds.periodSeconds);
+    const name = `${Stack.of(this).stackName}-pipeline`;
+    this.dashboard = new Dashboard(this, 'Dashboard', { dashboardName: name });
+    this.url = `https://${Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region=${Aws.REGION}#dashboards:name=${name}`;
+
+    const consumerGraph = (title: string, metric: Parameters<PipelineMetrics['consumer']>[1]) =>
+      new GraphWidget({
+        title,
+        width,
+        height,
+        left: props.consumers.map((c) => m.consumer(c.name, metric)),
+      });
+
+    this.dashboard.addWidgets(
+      new TextWidget({
+        markdown:
+          '# Content pipeline\nOutbox relay → EventBridge → consumers. Missing relay data means the relay is silent: the age alarm treats it as breaching.',
+        width: 24,
+        height: 2,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new AlarmStatusWidget({ title: 'Alarms', alarms: [...props.alarms], width: 24 }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Oldest pending event age (s)',
+        width,
+        height,
+        left: [m.relay('oldestPendingAge')],
+        leftAnnotations: [
+          { value: props.thresholds.oldestPendingAgeSeconds, label: 'alarm' } satisfies HorizontalAnnotation,
+        ],
+      }),
+      new GraphWidget({
+        title: 'Outbox: pending and dead',
+        width,
+        height,
+        left: [m.relay('pending'), m.relay('dead')],
+      }),
+      new GraphWidget({
+        title: 'Relay: published / failed / dead-lettered',
+        width,
+        height,
+        left: [
+          m.relay('published', Stats.SUM),
+          m.relay('failed', Stats.SUM),
+          m.relay('newlyDead', Stats.SUM),
+        ],
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Relay: leases taken over / fenced out / purged',
+        width,
+        height,
+        left: [
+          m.relay('expiredLeases', Stats.SUM),
+          m.relay('fencedOut', Stats.SUM),
+          m.relay('purged', Stats.SUM),
+        ],
+      }),
+      new GraphWidget({
+        title: 'Relay function',
+        width,
+        height,
+        left: [
+          props.relayFunction.metricInvocations({ period }),
+          props.relayFunction.metricErrors({ period }),
+          props.relayFunction.metricThrottles({ period }),
+        ],
+        right: [props.relayFunction.metricDuration({ period, statistic: Stats.MAXIMUM })],
+      }),
+      new GraphWidget({
+        title: 'Rule deliveries',
+        width,
+        height,
+        left: props.rules.flatMap(({ rule }) => [
+          m.rule(props.bus, rule, 'Invocations'),
+          m.rule(props.bus, rule, 'FailedInvocations'),
+        ]),
+      }),
+    );
+    this.dashboard.addWidgets(
+      consumerGraph('Consumers: processed', 'processed'),
+      consumerGraph('Consumers: duplicates skipped', 'duplicate'),
+      consumerGraph('Consumers: failed attempts', 'failed'),
+    );
+    this.dashboard.addWidgets(
+      consumerGraph('Consumers: dead records', 'dead'),
+      consumerGraph('Consumers: poison events', 'poison'),
+      new GraphWidget({
+        title: 'Consumer functions: errors',
+        width,
+        height,
+        left: props.consumers.map((c) => c.function.metricErrors({ period, label: `${c.name} errors` })),
+      }),
+    );
+    this.dashboard.addWidgets(
+      new SingleValueWidget({
+        title: 'Undelivered messages (DLQs and on-failure queues)',
+        width: 16,
+        height,
+        metrics: props.queues.map((q) => m.queueDepth(q.queue).with({ label: q.name })),
+      }),
+      new GraphWidget({
+        title: 'Tasks API',
+        width,
+        height,
+        left: [
+          props.api.metricCount({ period }),
+          props.api.metricClientError({ period }),
+          props.api.metricServerError({ period }),
+        ],
+        right: [props.api.metricLatency({ period, statistic: Stats.percentile(99) })],
+      }),
+    );
+  }
+}

@@ -1,0 +1,219 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { consumerDimension, consumerEnv } from '../../shared/consumers/contract';
+import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
+import { ArchiveBucket } from './constructs/archive-bucket';
+import { Consumer, type ConsumerEffect, consumerServiceName } from './constructs/consumer';
+import { ContentIndexTable } from './constructs/content-index-table';
+import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
+import { EventFanout } from './constructs/event-fanout';
+import { InboxTable } from './constructs/inbox-table';
+import { NotificationTopic } from './constructs/notification-topic';
+import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
+import { PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
+import { PipelineDashboard } from './constructs/pipeline-dashboard';
+import { SchemaMigration } from './constructs/schema-migration';
+import { TasksApi } from './constructs/tasks-api';
+import type { PipelineSettings } from './settings';
+
+export interface PipelineStackProps extends StackProps {
+  readonly settings: PipelineSettings;
+  /** The pipeline description this stack realizes; tests may pass a variant. @default shared/topology */
+  readonly topology?: Topology;
+  /** How long the bus archive keeps events (not in the topology yet). @default 30 days */
+  readonly archiveRetention?: Duration;
+}
+
+/**
+ * The content pipeline on AWS: the topology realized. Database (Aurora Serverless v2 with the
+ * Data API, or a PostgreSQL URL on LocalStack), schema migration on deploy, the tasks API,
+ * the outbox relay, the bus with its rules, one function per consumer, their stores, alarms,
+ * a dashboard and the outputs an operator needs.
+ */
+export class PipelineStack extends Stack {
+  public readonly database: PipelineDatabase;
+  public readonly migration: SchemaMigration;
+  public readonly relay: OutboxRelay;
+  public readonly tasksApi: TasksApi;
+  public readonly fanout: EventFanout;
+  public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
+  public readonly inbox: InboxTable;
+  public readonly contentIndex: ContentIndexTable;
+  public readonly archive: ArchiveBucket;
+  public readonly notifications: NotificationTopic;
+  public readonly alarms: PipelineAlarms;
+  public readonly dashboard: PipelineDashboard;
+
+  constructor(scope: Construct, id: string, props: PipelineStackProps) {
+    super(scope, id, props);
+    const { settings } = props;
+    const topology = props.topology ?? defaultTopology;
+    const prod = settings.stage === 'prod';
+    const removalPolicy = prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const logRetention = prod ? RetentionDays.THREE_MONTHS : RetentionDays.TWO_WEEKS;
+    const common = { logRetention, removalPolicy };
+
+    const aurora =
+      settings.target === 'aws'
+        ? new AuroraDatabase(this, 'Database', {
+            minCapacity: settings.dbMinCapacity,
+            maxCapacity: settings.dbMaxCapacity,
+            retain: prod,
+            backupRetention: Duration.days(prod ? 14 : 1),
+            logRetention,
+          })
+        : undefined;
+    this.database = aurora ?? new UrlDatabase(settings.databaseUrl);
+
+    this.migration = new SchemaMigration(this, 'Schema', {
+      database: this.database,
+      dependsOn: aurora?.cluster,
+      ...common,
+    });
+
+    this.inbox = new InboxTable(this, 'Inbox', { removalPolicy, deletionProtection: prod });
+    this.contentIndex = new ContentIndexTable(this, 'ContentIndex', {
+      removalPolicy,
+      deletionProtection: prod,
+    });
+    this.archive = new ArchiveBucket(this, 'Archive', { removalPolicy, autoDeleteObjects: !prod });
+    this.notifications = new NotificationTopic(this, 'Notifications');
+
+    // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
+    const effects: Readonly<Record<ConsumerName, ConsumerEffect>> = {
+      index: {
+        environment: { [consumerEnv.indexTable]: this.contentIndex.table.tableName },
+        grant: (g) => this.contentIndex.grantUpsert(g),
+      },
+      notify: {
+        environment: { [consumerEnv.notifyTopic]: this.notifications.topic.topicArn },
+        grant: (g) => this.notifications.grantPublish(g),
+      },
+      archive: {
+        // The archive snapshot reads the task from PostgreSQL.
+        environment: {
+          [consumerEnv.archiveBucket]: this.archive.bucket.bucketName,
+          ...this.database.environment,
+        },
+        grant: (g) => {
+          this.archive.grantSnapshots(g);
+          this.database.grantAccess(g);
+        },
+      },
+    };
+    const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    const consumers = new Map<ConsumerName, Consumer>();
+    for (const name of consumerNames) {
+      consumers.set(
+        name,
+        new Consumer(this, `Consumer-${name}`, {
+          name,
+          policy: topology.consumers[name],
+          inbox: this.inbox,
+          effect: effects[name],
+          ...common,
+        }),
+      );
+    }
+    this.consumers = consumers;
+    const consumerFunction = (name: ConsumerName) => {
+      const consumer = consumers.get(name);
+      if (!consumer) throw new Error(`rule targets consumer "${name}", which the topology does not define`);
+      return consumer.function;
+    };
+
+    this.fanout = new EventFanout(this, 'Fanout', {
+      busName: topology.busName,
+      source: topology.source,
+      rules: topology.rules,
+      consumers: topology.consumers,
+      targets: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
+        ConsumerName,
+        ReturnType<typeof consumerFunction>
+      >,
+      archiveRetention: props.archiveRetention,
+    });
+
+    this.relay = new OutboxRelay(this, 'Relay', {
+      database: this.database,
+      eventBus: this.fanout.bus,
+      relay: topology.relay,
+      reservedConcurrency: settings.relayReservedConcurrency,
+      ...common,
+    });
+    // The relay must not publish into a schema that does not exist yet.
+    this.relay.schedule.node.addDependency(this.migration.resource);
+
+    this.tasksApi = new TasksApi(this, 'TasksApi', {
+      database: this.database,
+      relayFunction: this.relay.function,
+      ...common,
+    });
+
+    const queues: WatchedQueue[] = [
+      ...this.fanout.targets.map((t) => ({ name: `dlq-${t.rule}-${t.consumer}`, queue: t.deadLetterQueue })),
+      ...[...consumers.values()].map((c) => ({ name: `on-failure-${c.name}`, queue: c.onFailureQueue })),
+    ];
+    const rules = [...this.fanout.rules].map(([name, rule]) => ({ name, rule }));
+    this.alarms = new PipelineAlarms(this, 'Alarms', {
+      thresholds: topology.alarms,
+      dimensions: {
+        relay: { service: relayServiceName },
+        consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
+      },
+      relayFunction: this.relay.function,
+      consumers: consumerNames,
+      queues,
+      bus: this.fanout.bus,
+      rules,
+      email: settings.alarmEmail,
+    });
+    this.dashboard = new PipelineDashboard(this, 'Dashboard', {
+      metrics: this.alarms.metrics,
+      thresholds: topology.alarms,
+      relayFunction: this.relay.function,
+      consumers: [...consumers.values()].map((c) => ({ name: c.name, function: c.function })),
+      queues,
+      bus: this.fanout.bus,
+      rules,
+      api: this.tasksApi.api,
+      alarms: this.alarms.all,
+    });
+
+    const out = (id: string, value: string, description: string) =>
+      new CfnOutput(this, id, { value, description });
+    out('ApiUrl', this.tasksApi.url, 'Tasks API base URL (IAM/SigV4 auth)');
+    out('EventBusName', this.fanout.bus.eventBusName, 'Custom event bus the relay publishes to');
+    out('RelayFunctionName', this.relay.function.functionName, 'Outbox relay function');
+    if (aurora) {
+      out('ClusterArn', aurora.cluster.clusterArn, 'Aurora cluster (Data API resource ARN)');
+      out('SecretArn', aurora.environment.DB_SECRET_ARN ?? '', 'Database credentials (Data API secret ARN)');
+      out('DatabaseName', aurora.databaseName, 'Database name');
+    }
+    out('SchemaVersion', this.migration.schemaVersion, 'Highest applied migration');
+    out('InboxTableName', this.inbox.table.tableName, 'Consumers inbox table');
+    out('ContentIndexTableName', this.contentIndex.table.tableName, 'Content index table');
+    out('ArchiveBucketName', this.archive.bucket.bucketName, 'Task snapshot bucket');
+    out('NotifyTopicArn', this.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
+    out('AlarmTopicArn', this.alarms.topic.topicArn, 'Alarm topic');
+    out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
+
+    this.acknowledgeStackWide();
+  }
+
+  /** Findings that hold for every function of ours alike, acknowledged once with the reason. */
+  private acknowledgeStackWide(): void {
+    Validations.of(this).acknowledge(
+      {
+        id: 'AwsSolutions-L1',
+        reason:
+          'Functions target Node.js 22 on purpose (the runtime the code, Powertools and the tests are pinned to); moving to a newer runtime is a deliberate upgrade.',
+      },
+      {
+        id: 'Serverless-LambdaLatestVersion',
+        reason: 'Node.js 22 is the pinned runtime (see AwsSolutions-L1).',
+      },
+    );
+  }
+}

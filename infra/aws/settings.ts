@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */
+export type DeployTarget = 'aws' | 'localstack';
+
+/** What a stage changes: whether data survives a `cdk destroy` and whether deletion is guarded. */
+export type Stage = 'sandbox' | 'prod';
+
+/** The settings the CDK app takes from `-c key=value` context, validated. */
+export interface PipelineSettings {
+  readonly stage: Stage;
+  readonly target: DeployTarget;
+  /** Alarm notifications go here (an SNS email subscription the owner must confirm). */
+  readonly alarmEmail: string | undefined;
+  /** LocalStack only: the PostgreSQL the functions reach (`DATABASE_URL`). */
+  readonly databaseUrl: string;
+  /** Aurora Serverless v2 capacity in ACUs; 0 lets the cluster auto-pause. */
+  readonly dbMinCapacity: number;
+  readonly dbMaxCapacity: number;
+  /**
+   * Reserved concurrency of the relay; `undefined` reserves none (accounts whose concurrency
+   * quota is still the new-account 10 cannot reserve any: Lambda keeps 10 unreserved).
+   */
+  readonly relayReservedConcurrency: number | undefined;
+}
+
+/** The LocalStack default: the docker-compose PostgreSQL as the Lambda containers see it. */
+export const defaultLocalStackDatabaseUrl = 'postgres://pipeline:pipeline@postgres:5432/pipeline';
+
+// Context values arrive as strings from `-c`, as JSON values from cdk.json or tests.
+const num = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number());
+
+const contextSchema = z
+  .object({
+    stage: z.enum(['sandbox', 'prod']).default('sandbox'),
+    target: z.enum(['aws', 'localstack']).default('aws'),
+    alarmEmail: z.email('must be an email address').optional(),
+    databaseUrl: z
+      .string()
+      .regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL')
+      .default(defaultLocalStackDatabaseUrl),
+    dbMinCapacity: num.pipe(z.number().min(0).max(256)).optional(),
+    dbMaxCapacity: num.pipe(z.number().min(1).max(256)).optional(),
+    relayReservedConcurrency: z
+      .union([z.literal('none'), num.pipe(z.number().int().min(1).max(100))])
+      .default(3),
+  })
+  .refine((c) => (c.dbMinCapacity ?? 0) <= (c.dbMaxCapacity ?? 256), {
+    message: 'dbMinCapacity must not exceed dbMaxCapacity',
+    path: ['dbMinCapacity'],
+  });
+
+/** The context keys the app reads; anything else in context is CDK's own (feature flags). */
+export const contextKeys = Object.keys(contextSchema.shape) as readonly string[];
+
+/**
+ * Reads the app's settings from CDK context. Throws one error listing every bad key, so a
+ * typo in `-c` fails the synth instead of deploying a default.
+ */
+export function parseSettings(tryGetContext: (key: string) => unknown): PipelineSettings {
+  const raw = Object.fromEntries(contextKeys.map((k) => [k, tryGetContext(k)]));
+  const parsed = contextSchema.safeParse(
+    Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== '')),
+  );
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid CDK context: ${problems}`);
+  }
+  const c = parsed.data;
+  const prod = c.stage === 'prod';
+  return {
+    stage: c.stage,
+    target: c.target,
+    alarmEmail: c.alarmEmail,
+    databaseUrl: c.databaseUrl,
+    // Sandbox pauses when idle; prod keeps half an ACU warm so the first request is not a resume.
+    dbMinCapacity: c.dbMinCapacity ?? (prod ? 0.5 : 0),
+    dbMaxCapacity: c.dbMaxCapacity ?? (prod ? 8 : 2),
+    relayReservedConcurrency: c.relayReservedConcurrency === 'none' ? undefined : c.relayReservedConcurrency,
+  };
+}
