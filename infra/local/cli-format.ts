@@ -1,0 +1,235 @@
+import type { ConsumerName } from '../../shared/topology';
+import { consumerNames, type InboxState, inboxState, routedConsumers } from './cli-trace';
+
+/** Colours ALARM/OK when writing to a terminal; plain text otherwise (and with NO_COLOR set). */
+export interface Paint {
+  ok(text: string): string;
+  alarm(text: string): string;
+  dim(text: string): string;
+}
+
+export function paint(enabled: boolean): Paint {
+  const wrap = (code: number) => (text: string) => (enabled ? `\u001b[${code}m${text}\u001b[0m` : text);
+  return { ok: wrap(32), alarm: wrap(31), dim: wrap(2) };
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: stripping ANSI colour codes is the point
+const ansi = /\u001b\[[0-9;]*m/g;
+const width = (s: string) => s.replace(ansi, '').length;
+
+/** One line of a table cell: control characters (a newline in an error) would break the columns. */
+export function cell(value: unknown, max = 60): string {
+  if (value === null || value === undefined || value === '') return '-';
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is the point
+  const s = String(value).replace(/[\u0000-\u001f\u007f]+/g, ' ');
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** A left-aligned text table with a header row, columns two spaces apart. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ''))));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat((widths[i] ?? 0) - width(c))))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+/** `0s`, `42s`, `5m 03s`, `2h 07m`: the age of the oldest pending event, readable at a glance. */
+export function duration(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+const record = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+
+const effectLabels: Record<string, string> = {
+  indexDocuments: 'index documents',
+  notificationsSent: 'notifications sent',
+  distinctNotifiedEvents: 'distinct notified events',
+  archivedObjects: 'archived objects',
+};
+
+/** `GET /ops/status` as the `status` command prints it. */
+export function formatStatus(raw: unknown, p: Paint): string {
+  const s = record(raw);
+  const tasks = record(s.tasks);
+  const outbox = record(s.outbox);
+  const relay = record(s.relay);
+  const consumers = record(s.consumers);
+  const effects = record(s.effects);
+  const alarms = record(s.alarms);
+  const out: string[] = [];
+  out.push(
+    `tasks         ${Object.entries(tasks)
+      .map(([k, v]) => `${k} ${num(v)}`)
+      .join('   ')}`,
+  );
+  out.push(
+    `outbox        pending ${num(outbox.pending)}   delivered ${num(outbox.delivered)}   dead ${num(outbox.dead)}   oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
+  );
+  out.push(
+    `relay         last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
+  );
+  out.push(`dead letters  ${num(s.deadLetters)}`);
+  out.push('');
+  out.push(
+    table(
+      ['inbox', 'processed', 'in progress', 'failed', 'dead'],
+      Object.entries(consumers).map(([name, c]) => {
+        const r = record(c);
+        const dead = num(r.dead);
+        return [
+          name,
+          String(num(r.processed)),
+          String(num(r.inProgress)),
+          String(num(r.failed)),
+          dead > 0 ? p.alarm(String(dead)) : String(dead),
+        ];
+      }),
+    ),
+  );
+  out.push('');
+  out.push(
+    table(
+      ['effect', 'count'],
+      Object.entries(effects).map(([k, v]) => [effectLabels[k] ?? k, String(num(v))]),
+    ),
+  );
+  out.push('');
+  const firing = Object.values(alarms).filter((a) => a === 'ALARM').length;
+  out.push(firing === 0 ? `alarms        all OK` : `alarms        ${p.alarm(`${firing} in ALARM`)}`);
+  for (const [name, state] of Object.entries(alarms)) {
+    out.push(`  ${state === 'OK' ? p.ok('OK   ') : p.alarm(String(state).padEnd(5))}  ${name}`);
+  }
+  return out.join('\n');
+}
+
+/** A consumer's column in a trace: its inbox state, or why there is none. */
+export function traceCell(state: InboxState | null, routed: boolean): string {
+  if (!state) return routed ? 'not received' : 'not routed';
+  return state.attempts === null ? state.status : `${state.status} (${state.attempts})`;
+}
+
+/** `tasks show`: the task, then each of its events with every consumer's inbox state. */
+export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown): string {
+  const t = record(taskRaw);
+  const out: string[] = [];
+  const field = (label: string, value: unknown) => {
+    if (value !== null && value !== undefined && value !== '')
+      out.push(`${label.padEnd(10)}${cell(value, 200)}`);
+  };
+  field('task', t.taskId);
+  field('title', t.title);
+  field('status', `${String(t.status)} (version ${String(t.version)})`);
+  field('assignee', t.assignee);
+  field('reviewer', t.reviewer);
+  field(
+    'withdrawn',
+    t.withdrawnBy ? `by ${String(t.withdrawnBy)}${t.withdrawReason ? `: ${t.withdrawReason}` : ''}` : null,
+  );
+  field('created', t.createdAt);
+  field('updated', t.updatedAt);
+  const events = Array.isArray(record(traceRaw).events) ? (record(traceRaw).events as unknown[]) : [];
+  out.push('');
+  if (events.length === 0) {
+    out.push('events    none (no approve or withdraw yet)');
+    return out.join('\n');
+  }
+  const names = consumerColumns(events);
+  const errors: string[] = [];
+  const rows = events.map((raw) => {
+    const e = record(raw);
+    const routed = routedConsumers(String(e.eventType));
+    const states = record(e.consumers);
+    if (e.lastError) errors.push(`  ${String(e.eventId)} outbox: ${cell(e.lastError, 300)}`);
+    const cells = names.map((c) => {
+      const state = inboxState(states[c]);
+      if (state?.lastError) errors.push(`  ${String(e.eventId)} ${c}: ${cell(state.lastError, 300)}`);
+      return traceCell(state, routed.includes(c as ConsumerName));
+    });
+    return [
+      cell(e.eventId),
+      cell(e.eventType),
+      cell(e.version),
+      `${cell(e.status)} (${num(e.attempts)})`,
+      cell(e.createdAt),
+      cell(e.deliveredAt),
+      ...cells,
+    ];
+  });
+  out.push(table(['event', 'type', 'version', 'outbox', 'created', 'delivered', ...names], rows));
+  if (errors.length > 0) out.push('', 'last errors', ...errors);
+  return out.join('\n');
+}
+
+// The topology's consumers first, then any other name the server reports (never hide data).
+function consumerColumns(events: readonly unknown[]): string[] {
+  const names: string[] = [...consumerNames];
+  for (const e of events)
+    for (const c of Object.keys(record(record(e).consumers))) if (!names.includes(c)) names.push(c);
+  return names;
+}
+
+/** Dead outbox events as `outbox dead` lists them. */
+export function formatOutboxDead(list: readonly unknown[]): string {
+  if (list.length === 0) return 'no dead outbox events';
+  return table(
+    ['event', 'type', 'task', 'attempts', 'created', 'last error'],
+    list.map((raw) => {
+      const d = record(raw);
+      return [
+        cell(d.eventId),
+        cell(d.eventType),
+        cell(d.aggregateId),
+        cell(d.attempts),
+        cell(d.createdAt),
+        cell(d.lastError),
+      ];
+    }),
+  );
+}
+
+/** Dead inbox records of one consumer as `inbox dead` lists them. */
+export function formatInboxDead(consumer: string, list: readonly unknown[]): string {
+  if (list.length === 0) return `no dead ${consumer} inbox records`;
+  return table(
+    ['event', 'type', 'task', 'attempts', 'updated', 'last error'],
+    list.map((raw) => {
+      const d = record(raw);
+      const state = inboxState(d);
+      return [
+        cell(inboxEventId(d)),
+        cell(d.eventType),
+        cell(d.taskId),
+        cell(state?.attempts),
+        cell(state?.updatedAt),
+        cell(state?.lastError),
+      ];
+    }),
+  );
+}
+
+/** Bus dead letters as `dead-letters` lists them. */
+export function formatDeadLetters(list: readonly unknown[]): string {
+  if (list.length === 0) return 'no dead letters';
+  return table(
+    ['id', 'consumer', 'rule', 'attempts', 'dead at', 'error'],
+    list.map((raw) => {
+      const d = record(raw);
+      return [cell(d.id), cell(d.consumer), cell(d.rule), cell(d.attempts), cell(d.deadAt), cell(d.error)];
+    }),
+  );
+}
+
+/** The event id of an inbox record, whichever name the consumer side gives it. */
+export function inboxEventId(raw: unknown): string {
+  const d = record(raw);
+  const id = d.eventId ?? d.id;
+  return typeof id === 'string' ? id : '';
+}

@@ -1,0 +1,415 @@
+/**
+ * The ops CLI (`npx pipeline …`): the local pipeline's tasks API and ops API from a terminal or
+ * a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests call it with a fake
+ * fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
+ */
+import { parseArgs } from 'node:util';
+import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
+import {
+  formatDeadLetters,
+  formatInboxDead,
+  formatOutboxDead,
+  formatStatus,
+  formatTaskTrace,
+  inboxEventId,
+  type Paint,
+  paint,
+} from './cli-format';
+import { consumerNames } from './cli-trace';
+
+/** Where the CLI reads and writes; the process's own in `bin/pipeline.mjs`. */
+export interface CliIo {
+  readonly fetch: FetchLike;
+  readonly stdout: { write(chunk: string): unknown; readonly isTTY?: boolean };
+  readonly stderr: { write(chunk: string): unknown; readonly isTTY?: boolean };
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The `--help` text. */
+export const usage = `Usage: pipeline <command> [options]
+
+Operates the local pipeline started by \`npm start\`, through its HTTP API.
+
+Commands:
+  status                                       task counts, outbox, inboxes, effects, alarms
+  tasks create --title <t> [--body <b>] [--assignee <a>]
+  tasks approve <taskId> --by <name>
+  tasks withdraw <taskId> --by <name> [--reason <r>]
+  tasks show <taskId>                          the task and its trace: its events and each
+                                               consumer's inbox state for each of them
+  outbox dead [--redrive <eventId> | --all]    list (or redrive) dead outbox events
+  inbox dead --consumer <${consumerNames.join('|')}> [--redrive <eventId> | --all]
+                                               list (or redrive) a consumer's dead inbox records
+  dead-letters [--redrive <id> | --all]        list (or redrive) the bus's dead letters
+
+Options:
+  --url <url>   the pipeline's base URL (default http://127.0.0.1:$PORT, PORT defaulting to 3000)
+  --json        print one JSON document on stdout instead of tables
+  -h, --help    show this help
+
+--all redrives one id at a time, with progress on stderr.
+Exit status: 0 done; 1 the request failed (pipeline unreachable, 4xx, 5xx); 2 bad arguments.
+`;
+
+const optionSpec = {
+  url: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  title: { type: 'string' },
+  body: { type: 'string' },
+  assignee: { type: 'string' },
+  by: { type: 'string' },
+  reason: { type: 'string' },
+  consumer: { type: 'string' },
+  redrive: { type: 'string' },
+  all: { type: 'boolean' },
+} as const;
+
+type OptionName = keyof typeof optionSpec;
+type Values = { [K in OptionName]?: (typeof optionSpec)[K]['type'] extends 'string' ? string : boolean };
+
+const globalOptions: readonly OptionName[] = ['url', 'json', 'help'];
+
+interface Context {
+  readonly client: OpsClient;
+  readonly io: CliIo;
+  readonly values: Values;
+  readonly args: readonly string[];
+  readonly paint: Paint;
+}
+
+interface Command {
+  readonly words: readonly string[];
+  /** Names of the positional arguments after the command words. */
+  readonly positionals: readonly string[];
+  readonly options: readonly OptionName[];
+  readonly required?: readonly OptionName[];
+  run(ctx: Context): Promise<void>;
+}
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+// A task id goes into the URL path: anything but a UUID (`..`, `a/b`) could address another route.
+function taskIdArg(ctx: Context): string {
+  const id = ctx.args[0] ?? '';
+  if (!uuid.test(id)) throw new CliError('usage', `task id "${id}" is not a UUID`);
+  return id;
+}
+
+const print = (ctx: Context, human: string, json: unknown) => {
+  ctx.io.stdout.write(ctx.values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`);
+};
+
+const commands: readonly Command[] = [
+  {
+    words: ['status'],
+    positionals: [],
+    options: [],
+    async run(ctx) {
+      const status = await ctx.client.get('/ops/status');
+      print(ctx, formatStatus(status, ctx.paint), status);
+    },
+  },
+  {
+    words: ['tasks', 'create'],
+    positionals: [],
+    options: ['title', 'body', 'assignee'],
+    required: ['title'],
+    async run(ctx) {
+      const { title, body, assignee } = ctx.values;
+      const created = await ctx.client.post<{ taskId: string; status: string; version: number }>('/tasks', {
+        title,
+        ...(body === undefined ? {} : { body }),
+        ...(assignee === undefined ? {} : { assignee }),
+      });
+      print(ctx, `created task ${created.taskId} (${created.status}, version ${created.version})`, created);
+    },
+  },
+  {
+    words: ['tasks', 'approve'],
+    positionals: ['taskId'],
+    options: ['by'],
+    required: ['by'],
+    async run(ctx) {
+      const id = taskIdArg(ctx);
+      const changed = await ctx.client.post<{ status: string; version: number; eventId: string }>(
+        `/tasks/${id}/approve`,
+        { approvedBy: ctx.values.by },
+      );
+      print(ctx, `approved task ${id} (version ${changed.version}, event ${changed.eventId})`, changed);
+    },
+  },
+  {
+    words: ['tasks', 'withdraw'],
+    positionals: ['taskId'],
+    options: ['by', 'reason'],
+    required: ['by'],
+    async run(ctx) {
+      const id = taskIdArg(ctx);
+      const { by, reason } = ctx.values;
+      const changed = await ctx.client.post<{ status: string; version: number; eventId: string }>(
+        `/tasks/${id}/withdraw`,
+        { withdrawnBy: by, ...(reason === undefined ? {} : { reason }) },
+      );
+      print(ctx, `withdrew task ${id} (version ${changed.version}, event ${changed.eventId})`, changed);
+    },
+  },
+  {
+    words: ['tasks', 'show'],
+    positionals: ['taskId'],
+    options: [],
+    async run(ctx) {
+      const id = taskIdArg(ctx);
+      const task = await ctx.client.get(`/tasks/${id}`);
+      const trace = await ctx.client.get(`/ops/tasks/${id}/trace`);
+      print(ctx, formatTaskTrace(task, trace), { task, trace });
+    },
+  },
+  {
+    words: ['outbox', 'dead'],
+    positionals: [],
+    options: ['redrive', 'all'],
+    async run(ctx) {
+      await deadList(ctx, {
+        noun: 'dead outbox events',
+        listPath: '/ops/outbox/dead',
+        redrivePath: '/ops/outbox/dead/redrive',
+        key: (d) => String((d as { eventId?: unknown }).eventId ?? ''),
+        idOf: (d) => String((d as { eventId?: unknown }).eventId ?? ''),
+        format: formatOutboxDead,
+      });
+    },
+  },
+  {
+    words: ['inbox', 'dead'],
+    positionals: [],
+    options: ['consumer', 'redrive', 'all'],
+    required: ['consumer'],
+    async run(ctx) {
+      const consumer = ctx.values.consumer ?? '';
+      if (!(consumerNames as string[]).includes(consumer)) {
+        throw new CliError('usage', `unknown consumer "${consumer}"; one of ${consumerNames.join(', ')}`);
+      }
+      await deadList(ctx, {
+        noun: `dead ${consumer} inbox records`,
+        listPath: `/ops/inbox/${consumer}/dead`,
+        redrivePath: `/ops/inbox/${consumer}/dead/redrive`,
+        key: inboxEventId,
+        idOf: inboxEventId,
+        format: (list) => formatInboxDead(consumer, list),
+      });
+    },
+  },
+  {
+    words: ['dead-letters'],
+    positionals: [],
+    options: ['redrive', 'all'],
+    async run(ctx) {
+      const field = (d: unknown, name: string) => String((d as Record<string, unknown>)[name] ?? '');
+      await deadList(ctx, {
+        noun: 'dead letters',
+        listPath: '/ops/dead-letters',
+        redrivePath: '/ops/dead-letters/redrive',
+        // The same event can be dead for two consumers; each redrive by id takes one of them.
+        key: (d) => `${field(d, 'id')} ${field(d, 'consumer')}`,
+        idOf: (d) => field(d, 'id'),
+        format: formatDeadLetters,
+      });
+    },
+  },
+];
+
+interface DeadListSpec {
+  readonly noun: string;
+  readonly listPath: string;
+  readonly redrivePath: string;
+  /** Identity of a list entry, so `--all` never redrives one entry twice. */
+  readonly key: (entry: unknown) => string;
+  /** The id the redrive route takes. */
+  readonly idOf: (entry: unknown) => string;
+  readonly format: (list: readonly unknown[]) => string;
+}
+
+async function deadList(ctx: Context, spec: DeadListSpec): Promise<void> {
+  const { redrive, all } = ctx.values;
+  if (redrive !== undefined && all) throw new CliError('usage', '--redrive and --all exclude each other');
+  if (redrive !== undefined) {
+    if (redrive === '') throw new CliError('usage', '--redrive needs an id');
+    const result = await ctx.client.post<{ redriven: number }>(spec.redrivePath, { eventId: redrive });
+    print(ctx, `redrove ${redrive} (${result.redriven} redriven)`, { id: redrive, ...result });
+    return;
+  }
+  if (all) return redriveAll(ctx, spec);
+  const list = await ctx.client.get<unknown[]>(spec.listPath);
+  print(ctx, spec.format(Array.isArray(list) ? list : []), list);
+}
+
+/**
+ * `--all`: lists, then redrives one entry at a time so a long redrive shows progress and stops
+ * at the first failure with an exact count. Lists again afterwards because a server caps its
+ * lists (the outbox's at 500); `seen` keeps an entry that died again from being retried forever.
+ * An entry that is gone by the time its turn comes (someone else redrove it) is skipped.
+ */
+async function redriveAll(ctx: Context, spec: DeadListSpec): Promise<void> {
+  const seen = new Set<string>();
+  const skipped: string[] = [];
+  let redriven = 0;
+  let done = 0;
+  const progress = progressLine(ctx.io.stderr);
+  for (;;) {
+    const list = await ctx.client.get<unknown[]>(spec.listPath);
+    const fresh = (Array.isArray(list) ? list : []).filter((d) => !seen.has(spec.key(d)));
+    if (fresh.length === 0) break;
+    for (const d of fresh) seen.add(spec.key(d));
+    for (const d of fresh) {
+      const id = spec.idOf(d);
+      try {
+        const result = await ctx.client.post<{ redriven?: number }>(spec.redrivePath, { eventId: id });
+        redriven += typeof result.redriven === 'number' ? result.redriven : 1;
+      } catch (err) {
+        if (!(err instanceof CliError && err.status === 404)) {
+          progress.end();
+          ctx.io.stderr.write(`stopped after ${redriven} of ${seen.size} ${spec.noun} redriven\n`);
+          throw err;
+        }
+        skipped.push(id);
+      }
+      progress.show(++done, seen.size);
+    }
+  }
+  progress.end();
+  const human =
+    seen.size === 0
+      ? `no ${spec.noun} to redrive`
+      : `redrove ${redriven} of ${seen.size} ${spec.noun}${skipped.length > 0 ? ` (${skipped.length} no longer dead: ${skipped.join(', ')})` : ''}`;
+  print(ctx, human, { redriven, total: seen.size, skipped });
+}
+
+/** "redriving 37/120" on stderr: rewritten in place on a terminal, at most ~20 lines in a log. */
+function progressLine(stderr: CliIo['stderr']) {
+  let shown = false;
+  return {
+    show(done: number, total: number) {
+      const text = `redriving ${done}/${total}`;
+      if (stderr.isTTY) {
+        stderr.write(`\r${text}`);
+        shown = true;
+      } else if (done === total || done % Math.max(1, Math.ceil(total / 20)) === 0) {
+        stderr.write(`${text}\n`);
+      }
+    },
+    end() {
+      if (shown) stderr.write('\n');
+      shown = false;
+    },
+  };
+}
+
+function baseUrl(values: Values, env: CliIo['env']): string {
+  let raw = values.url;
+  if (raw === undefined) {
+    const port = env.PORT === undefined || env.PORT === '' ? '3000' : env.PORT;
+    if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+      throw new CliError('usage', `PORT=${port} is not a TCP port; set PORT or pass --url`);
+    }
+    raw = `http://127.0.0.1:${port}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new CliError('usage', `--url "${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CliError('usage', `--url "${raw}" is not an http(s) URL`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+function parse(argv: readonly string[]): { values: Values; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: optionSpec,
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as Values, positionals };
+  } catch (err) {
+    // parseArgs' messages name the option; its hint about '--' does not apply to this CLI.
+    const message = (err as Error).message.replace(/\s*To specify a positional argument.*$/s, '');
+    throw new CliError('usage', message, { cause: err });
+  }
+}
+
+function findCommand(positionals: readonly string[]): Command {
+  const command = commands.find((c) => c.words.every((w, i) => positionals[i] === w));
+  if (command) return command;
+  const [first, second] = positionals;
+  if (first === undefined) throw new CliError('usage', 'no command given');
+  const group = commands.filter((c) => c.words[0] === first && c.words.length > 1);
+  if (group.length > 0) {
+    const subs = group.map((c) => c.words[1]).join(', ');
+    throw new CliError(
+      'usage',
+      second === undefined
+        ? `${first}: which one? ${subs}`
+        : `unknown command "${first} ${second}"; ${first} commands: ${subs}`,
+    );
+  }
+  throw new CliError('usage', `unknown command "${first}"`);
+}
+
+/**
+ * Runs one CLI invocation and returns its exit status; never throws and never exits the process,
+ * so tests can drive it. Errors go to stderr as one clear message.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const { values, positionals } = parse(argv);
+    if (values.help || positionals[0] === 'help') {
+      io.stdout.write(usage);
+      return 0;
+    }
+    const command = findCommand(positionals);
+    const args = positionals.slice(command.words.length);
+    const name = command.words.join(' ');
+    if (args.length !== command.positionals.length) {
+      const expected = command.positionals.map((p) => `<${p}>`).join(' ');
+      throw new CliError(
+        'usage',
+        args.length > command.positionals.length
+          ? `${name}: unexpected argument "${args[command.positionals.length]}"`
+          : `${name}: missing ${expected}`,
+      );
+    }
+    for (const option of Object.keys(values) as OptionName[]) {
+      if (!globalOptions.includes(option) && !command.options.includes(option)) {
+        throw new CliError('usage', `${name} does not take --${option}`);
+      }
+    }
+    for (const option of command.required ?? []) {
+      if (values[option] === undefined) throw new CliError('usage', `${name} needs --${option}`);
+    }
+    const color = io.stdout.isTTY === true && !values.json && (io.env.NO_COLOR ?? '') === '';
+    await command.run({
+      client: new OpsClient(baseUrl(values, io.env), io.fetch),
+      io,
+      values,
+      args,
+      paint: paint(color),
+    });
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.stderr.write(`pipeline: ${err.message}\n`);
+      if (err.code === 'usage') io.stderr.write('Run `pipeline --help` for usage.\n');
+      return exitCodes[err.code];
+    }
+    // A bug, not a user error: show the stack so it can be reported.
+    io.stderr.write(
+      `pipeline: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return 1;
+  }
+}
