@@ -155,7 +155,7 @@ export class PipelineStack extends Stack {
       ...this.fanout.targets.map((t) => ({ name: `dlq-${t.rule}-${t.consumer}`, queue: t.deadLetterQueue })),
       ...[...consumers.values()].map((c) => ({ name: `on-failure-${c.name}`, queue: c.onFailureQueue })),
     ];
-    const rules = [...this.fanout.rules].map(([name, rule]) => ({ name, rule }));
+    const rules = [...this.fanout.rules.keys()];
     this.alarms = new PipelineAlarms(this, 'Alarms', {
       thresholds: topology.alarms,
       dimensions: {

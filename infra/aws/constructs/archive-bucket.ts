@@ -40,11 +40,14 @@ export class ArchiveBucket extends Construct {
     });
   }
 
-  /** Read and write snapshots (the read lets the consumer see that a key already exists). */
+  /**
+   * Write snapshots: `s3:PutObject` only. The consumer writes with `If-None-Match: *`, so S3
+   * itself refuses a second write to a key, and nothing needs to read or overwrite.
+   */
   grantSnapshots(grantee: IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
-        actions: ['s3:GetObject', 's3:PutObject'],
+        actions: ['s3:PutObject'],
         resources: [this.bucket.arnForObjects('*')],
       }),
     );
@@ -54,7 +57,7 @@ export class ArchiveBucket extends Construct {
       Validations.of(principal).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${Stack.of(this).getLogicalId(this.bucket.node.defaultChild as CfnBucket)}.Arn>/*]`,
         reason:
-          'Snapshot keys are made of task id, version and event id at run time; the grant is limited to objects of this one bucket and to get/put.',
+          'Snapshot keys are made of task id, version and event id at run time; the grant is limited to PutObject on this one bucket.',
       });
     }
   }

@@ -29,11 +29,11 @@ export class ContentIndexTable extends Construct {
     });
   }
 
-  /** Read and conditionally upsert or remove entries: what the index effect does, nothing more. */
+  /** Read entries and put them conditionally: what the index effect does, nothing more. */
   grantUpsert(grantee: IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
         resources: [this.table.tableArn],
       }),
     );

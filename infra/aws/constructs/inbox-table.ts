@@ -11,13 +11,11 @@ export interface InboxTableProps {
 /** The inbox record's key and TTL attribute names, as the consumers write them. */
 export const inboxKeys = { partition: 'consumer', sort: 'eventId', ttl: 'expiresAt' } as const;
 
-/** The item operations the inbox state machine uses (begin, take over, read, renew, complete, fail). */
-export const inboxActions = [
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:ConditionCheckItem',
-] as const;
+/**
+ * The item operations a consumer's inbox uses (begin, take over, read, renew, complete, fail).
+ * Listing, counting and redriving (Query) belong to the ops CLI, run with an operator's role.
+ */
+export const inboxActions = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] as const;
 
 /**
  * The consumers' inbox, key `(consumer, eventId)`: each consumer dedupes only its own side

@@ -8,7 +8,7 @@ import {
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import type { IEventBus, IRule } from 'aws-cdk-lib/aws-events';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -41,7 +41,8 @@ export interface PipelineAlarmsProps {
   /** Every rule-target DLQ and every on-failure destination. */
   readonly queues: readonly WatchedQueue[];
   readonly bus: IEventBus;
-  readonly rules: readonly { readonly name: string; readonly rule: IRule }[];
+  /** The names of the bus's rules, as the topology names them (rules are created with these names). */
+  readonly rules: readonly string[];
   /** Subscribed by email when given (the owner confirms the subscription). */
   readonly email?: string;
 }
@@ -74,19 +75,18 @@ export class PipelineMetrics {
       dimensionsMap: { ...this.dimensions.consumer(consumer) },
       statistic: Stats.SUM,
       period: this.period,
-      label: `${consumer} ${consumerMetricNames[name]}`,
     });
   }
 
-  ruleFailedInvocations(bus: IEventBus, rule: IRule): Metric {
-    return this.rule(bus, rule, 'FailedInvocations');
-  }
-
-  rule(bus: IEventBus, rule: IRule, metricName: string): Metric {
+  /**
+   * A rule metric. The rule's name is passed as written, not as `rule.ruleName`: on a custom
+   * bus CloudFormation's `Ref` of a rule is `bus|rule`, which is not the `RuleName` dimension.
+   */
+  rule(bus: IEventBus, ruleName: string, metricName: string): Metric {
     return new Metric({
       namespace: 'AWS/Events',
       metricName,
-      dimensionsMap: { EventBusName: bus.eventBusName, RuleName: rule.ruleName },
+      dimensionsMap: { EventBusName: bus.eventBusName, RuleName: ruleName },
       statistic: Stats.SUM,
       period: this.period,
     });
@@ -211,13 +211,13 @@ export class PipelineAlarms extends Construct {
     this.queueNotEmpty = queueNotEmpty;
 
     const ruleFailed = new Map<string, Alarm>();
-    for (const { name, rule } of props.rules) {
+    for (const name of props.rules) {
       ruleFailed.set(
         name,
         alarm(
           `rule-failed-invocations-${name}`,
           `EventBridge rule ${name} failed to invoke a target (see its DLQs).`,
-          this.metrics.ruleFailedInvocations(props.bus, rule),
+          this.metrics.rule(props.bus, name, 'FailedInvocations'),
           t.failedInvocations,
         ),
       );

@@ -10,7 +10,7 @@ import {
   Stats,
   TextWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
-import type { IEventBus, IRule } from 'aws-cdk-lib/aws-events';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
@@ -23,7 +23,7 @@ export interface PipelineDashboardProps {
   readonly consumers: readonly { readonly name: ConsumerName; readonly function: IFunction }[];
   readonly queues: readonly WatchedQueue[];
   readonly bus: IEventBus;
-  readonly rules: readonly { readonly name: string; readonly rule: IRule }[];
+  readonly rules: readonly string[];
   readonly api: RestApi;
   readonly alarms: readonly Alarm[];
 }
@@ -53,7 +53,7 @@ export class PipelineDashboard extends Construct {
         title,
         width,
         height,
-        left: props.consumers.map((c) => m.consumer(c.name, metric)),
+        left: props.consumers.map((c) => m.consumer(c.name, metric).with({ label: c.name })),
       });
 
     this.dashboard.addWidgets(
@@ -120,9 +120,9 @@ export class PipelineDashboard extends Construct {
         title: 'Rule deliveries',
         width,
         height,
-        left: props.rules.flatMap(({ rule }) => [
-          m.rule(props.bus, rule, 'Invocations'),
-          m.rule(props.bus, rule, 'FailedInvocations'),
+        left: props.rules.flatMap((rule) => [
+          m.rule(props.bus, rule, 'Invocations').with({ label: `${rule} invocations` }),
+          m.rule(props.bus, rule, 'FailedInvocations').with({ label: `${rule} failed` }),
         ]),
       }),
     );
