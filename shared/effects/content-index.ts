@@ -1,0 +1,126 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { PipelineCloudEvent } from '../events/schemas';
+import { eventTypes } from '../topology';
+import type { ConsumerEffect } from './effect';
+
+/**
+ * The content-index table's shape, for `ensureTables` and the CDK table: one item per task,
+ * partition key `taskId` (string), no TTL (tombstones must outlive every late event).
+ */
+export const contentIndexTableSchema = { partitionKey: 'taskId' } as const;
+
+/**
+ * One task's entry. A withdrawn task keeps a tombstone (status `withdrawn`, its version, no
+ * content) instead of being deleted, so an older approve that arrives late finds a higher
+ * version and cannot bring it back.
+ */
+export type IndexEntry =
+  | {
+      readonly taskId: string;
+      readonly version: number;
+      readonly status: 'approved';
+      readonly title: string;
+      readonly assignee: string | null;
+      readonly reviewer: string;
+      readonly approvedAt: string;
+      readonly eventId: string;
+    }
+  | {
+      readonly taskId: string;
+      readonly version: number;
+      readonly status: 'withdrawn';
+      readonly withdrawnBy: string;
+      readonly reason: string | null;
+      readonly withdrawnAt: string;
+      readonly eventId: string;
+    };
+
+/** `applied`: the entry is now this version; `stale`: the index already holds this version or a later one. */
+export type IndexOutcome = 'applied' | 'stale';
+
+/** The content index port: versioned writes, so order of arrival never matters. */
+export interface ContentIndex {
+  /** Writes `entry` only over a lower version (or nothing): idempotent, and replays are no-ops. */
+  apply(entry: IndexEntry): Promise<IndexOutcome>;
+  get(taskId: string): Promise<IndexEntry | undefined>;
+}
+
+/**
+ * The content index on DynamoDB (AWS, and dynalite or DynamoDB Local for the local runtime):
+ * one PutItem conditional on a lower stored version, so concurrent and out-of-order events
+ * converge on the highest version.
+ */
+export class DynamoContentIndex implements ContentIndex {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    private readonly tableName: string,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  }
+
+  async apply(entry: IndexEntry): Promise<IndexOutcome> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...entry, indexedAt: new Date().toISOString() },
+          ConditionExpression: 'attribute_not_exists(#taskId) OR #version < :version',
+          ExpressionAttributeNames: { '#taskId': 'taskId', '#version': 'version' },
+          ExpressionAttributeValues: { ':version': entry.version },
+        }),
+      );
+      return 'applied';
+    } catch (err) {
+      if ((err as { name?: string } | null)?.name === 'ConditionalCheckFailedException') return 'stale';
+      throw new Error(`content index write of task ${entry.taskId} v${entry.version} failed`, { cause: err });
+    }
+  }
+
+  async get(taskId: string): Promise<IndexEntry | undefined> {
+    const output = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: { taskId }, ConsistentRead: true }),
+    );
+    if (!output.Item) return undefined;
+    const { indexedAt: _indexedAt, ...entry } = output.Item;
+    return entry as IndexEntry;
+  }
+}
+
+/** The index entry an event asks for: approved content, or a withdrawn tombstone. */
+export function indexEntryFor(event: PipelineCloudEvent): IndexEntry {
+  if (event.type === eventTypes.approved) {
+    const d = event.data;
+    return {
+      taskId: d.taskId,
+      version: d.version,
+      status: 'approved',
+      title: d.title,
+      assignee: d.assignee,
+      reviewer: d.reviewer,
+      approvedAt: d.approvedAt,
+      eventId: event.id,
+    };
+  }
+  const d = event.data;
+  return {
+    taskId: d.taskId,
+    version: d.version,
+    status: 'withdrawn',
+    withdrawnBy: d.withdrawnBy,
+    reason: d.reason,
+    withdrawnAt: d.withdrawnAt,
+    eventId: event.id,
+  };
+}
+
+/** The index consumer's effect: apply the event's entry; a stale version is a no-op, not an error. */
+export function indexEffect(index: ContentIndex): ConsumerEffect {
+  return async (event) => {
+    const entry = indexEntryFor(event);
+    const outcome = await index.apply(entry);
+    return { outcome, status: entry.status, version: entry.version };
+  };
+}

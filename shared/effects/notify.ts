@@ -1,0 +1,152 @@
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
+import type { PipelineCloudEvent } from '../events/schemas';
+import { eventTypes } from '../topology';
+import type { ConsumerEffect } from './effect';
+
+/** One notification: who should hear about which approval. `eventId` is its idempotency key. */
+export interface Notification {
+  readonly eventId: string;
+  readonly taskId: string;
+  readonly version: number;
+  readonly eventType: string;
+  readonly title: string;
+  readonly assignee: string | null;
+  readonly reviewer: string;
+  readonly approvedAt: string;
+  readonly message: string;
+}
+
+/** `sent`: handed to the channel now; `duplicate`: the channel already has this event's notification. */
+export type NotifyOutcome = 'sent' | 'duplicate';
+
+/** The notification channel port. */
+export interface Notifier {
+  send(notification: Notification): Promise<NotifyOutcome>;
+}
+
+/**
+ * Notifications over SNS. A standard topic cannot dedupe, so every message carries `eventId`
+ * and `taskId` attributes for subscribers to dedupe on; a FIFO topic (`.fifo`) also gets the
+ * event id as MessageDeduplicationId, which SNS honours for 5 minutes, and the task id as the
+ * group, so one task's notifications stay in order.
+ */
+export class SnsNotifier implements Notifier {
+  private readonly fifo: boolean;
+
+  constructor(
+    private readonly sns: SNSClient,
+    private readonly topicArn: string,
+  ) {
+    this.fifo = topicArn.endsWith('.fifo');
+  }
+
+  async send(n: Notification): Promise<NotifyOutcome> {
+    try {
+      await this.sns.send(
+        new PublishCommand({
+          TopicArn: this.topicArn,
+          Subject: `Approved: ${n.title}`.slice(0, 100),
+          Message: JSON.stringify(n),
+          MessageAttributes: {
+            eventId: { DataType: 'String', StringValue: n.eventId },
+            taskId: { DataType: 'String', StringValue: n.taskId },
+            eventType: { DataType: 'String', StringValue: n.eventType },
+            // SNS rejects empty attribute values; subscription filters can still match on absence.
+            ...(n.assignee ? { assignee: { DataType: 'String', StringValue: n.assignee } } : {}),
+            reviewer: { DataType: 'String', StringValue: n.reviewer },
+          },
+          ...(this.fifo ? { MessageDeduplicationId: n.eventId, MessageGroupId: n.taskId } : {}),
+        }),
+      );
+      return 'sent';
+    } catch (err) {
+      throw new Error(`notification for event ${n.eventId} to ${this.topicArn} failed`, { cause: err });
+    }
+  }
+}
+
+// One append at a time per file in this process, so the check-then-append below is not raced.
+const fileLocks = new Map<string, Promise<unknown>>();
+
+/**
+ * Notifications as JSON lines in `<dataDir>/notifications.jsonl` (the local runtime): one line
+ * per notification, skipped when a line with the same event id is already there.
+ */
+export class FileNotifier implements Notifier {
+  readonly path: string;
+
+  constructor(dataDir: string) {
+    this.path = join(dataDir, 'notifications.jsonl');
+  }
+
+  send(n: Notification): Promise<NotifyOutcome> {
+    const previous = fileLocks.get(this.path) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.appendOnce(n));
+    fileLocks.set(this.path, next);
+    return next;
+  }
+
+  /** Every notification in the file, in order (unreadable lines, e.g. a torn last write, skipped). */
+  async read(): Promise<Notification[]> {
+    return parseLines(await this.readText());
+  }
+
+  private async readText(): Promise<string> {
+    return readFile(this.path, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return '';
+      throw err;
+    });
+  }
+
+  private async appendOnce(n: Notification): Promise<NotifyOutcome> {
+    await mkdir(dirname(this.path), { recursive: true });
+    const text = await this.readText();
+    if (parseLines(text).some((line) => line.eventId === n.eventId)) return 'duplicate';
+    // A torn last line must not swallow this one.
+    const separator = text.length > 0 && !text.endsWith('\n') ? '\n' : '';
+    await appendFile(this.path, `${separator}${JSON.stringify(n)}\n`);
+    return 'sent';
+  }
+}
+
+function parseLines(text: string): Notification[] {
+  const out: Notification[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line) as Notification);
+    } catch {
+      // A line cut short by a crash mid-append: not a notification.
+    }
+  }
+  return out;
+}
+
+/** The notification for an approval (only `content.approved` is routed to notify). */
+export function notificationFor(event: PipelineCloudEvent): Notification {
+  if (event.type !== eventTypes.approved) {
+    throw new TypeError(`notify has no notification for ${event.type}`);
+  }
+  const d = event.data;
+  return {
+    eventId: event.id,
+    taskId: d.taskId,
+    version: d.version,
+    eventType: event.type,
+    title: d.title,
+    assignee: d.assignee,
+    reviewer: d.reviewer,
+    approvedAt: d.approvedAt,
+    message: `"${d.title}" was approved by ${d.reviewer}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
+  };
+}
+
+/** The notify consumer's effect: send the approval's notification once per channel's own dedupe. */
+export function notifyEffect(notifier: Notifier): ConsumerEffect {
+  return async (event) => {
+    const outcome = await notifier.send(notificationFor(event));
+    return { outcome };
+  };
+}

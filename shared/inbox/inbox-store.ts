@@ -1,0 +1,150 @@
+/**
+ * The inbox port: one record per (consumer, event id) that decides whether this delivery of an
+ * event may run the consumer's side effect. The state machine (`process-once.ts`) drives it;
+ * the DynamoDB adapter (`dynamo-inbox-store.ts`) implements it on AWS DynamoDB, dynalite and
+ * DynamoDB Local alike. Every time is passed in by the caller (epoch milliseconds), so a test
+ * clock controls leases and backoff and the store itself never reads a clock.
+ */
+
+/** Lifecycle of a record. `PROCESSED` and `DEAD` are final until an ops redrive. */
+export type InboxStatus = 'PROCESSING' | 'PROCESSED' | 'FAILED' | 'DEAD';
+
+/** All statuses, in lifecycle order (stats and ops pages list them in this order). */
+export const inboxStatuses: readonly InboxStatus[] = ['PROCESSING', 'PROCESSED', 'FAILED', 'DEAD'];
+
+/** The table key: each consumer dedupes only its own side effects. */
+export interface InboxKey {
+  readonly consumer: string;
+  readonly eventId: string;
+}
+
+/** A record as the domain sees it. */
+export interface InboxRecord extends InboxKey {
+  readonly status: InboxStatus;
+  /** Attempts started so far (claims), the current one included. */
+  readonly attempts: number;
+  /** The attempt that holds (or last held) the lease; unique per attempt, so it is the fencing token. */
+  readonly leaseOwner: string;
+  /** Epoch ms; a `PROCESSING` record whose lease is past may be taken over. */
+  readonly leaseUntil: number;
+  /** Epoch ms; a `FAILED` record may be taken over from then on. */
+  readonly nextAttemptAt: number;
+  /** Hash of the CloudEvent as first received; another payload under the same id is poison. */
+  readonly payloadHash: string;
+  readonly eventType: string;
+  readonly taskId: string | null;
+  /** The EventBridge event as received, for redrive (a string when it was too large to keep whole). */
+  readonly event: unknown;
+  readonly receivedAt: number;
+  readonly updatedAt: number;
+  readonly lastError?: string;
+  /** Epoch seconds: DynamoDB TTL deletes the record some time after this (finished records only). */
+  readonly expiresAt?: number;
+  /** Set on records written for poison events; their key carries a `#poison#` suffix. */
+  readonly poison?: boolean;
+  /** The CloudEvent id a poison record was received under, when it had one. */
+  readonly cloudEventId?: string | null;
+}
+
+/** What `begin` writes when no record exists: a fresh `PROCESSING` record at attempt 1. */
+export interface NewInboxRecord extends InboxKey {
+  readonly owner: string;
+  readonly leaseUntil: number;
+  readonly payloadHash: string;
+  readonly eventType: string;
+  readonly taskId: string | null;
+  readonly event: unknown;
+  readonly now: number;
+}
+
+/** The outcome of `begin`: either this attempt created the record, or the record that was already there. */
+export type BeginResult =
+  | { readonly created: true; readonly record: InboxRecord }
+  | { readonly created: false; readonly record: InboxRecord };
+
+/** The state a take-over or a fenced write expects to find (optimistic concurrency). */
+export interface ExpectedState {
+  readonly status: InboxStatus;
+  readonly leaseOwner: string;
+}
+
+/** A poison event, recorded `DEAD` at once with the reason. */
+export interface PoisonRecord extends InboxKey {
+  readonly cloudEventId: string | null;
+  readonly taskId: string | null;
+  readonly eventType: string;
+  readonly payloadHash: string;
+  readonly reason: string;
+  readonly event: unknown;
+  readonly now: number;
+  readonly expiresAt: number;
+}
+
+/** Record counts of one consumer by status. */
+export type InboxCounts = Readonly<Record<InboxStatus, number>> & { readonly total: number };
+
+/** One page of records; pass `cursor` back to get the next page. */
+export interface InboxPage {
+  readonly records: readonly InboxRecord[];
+  readonly cursor?: string;
+}
+
+/**
+ * The inbox store. Conditional writes throw the inbox's domain errors (errors.ts), never SDK
+ * errors: `RECORD_CHANGED` from a lost take-over, `FENCED_OUT` from a write by an attempt that
+ * lost its lease, `RECORD_EXISTS` from a create-only write.
+ */
+export interface InboxStore {
+  /**
+   * Creates a `PROCESSING` record owned by `record.owner` if none exists, in one write that
+   * also returns the record that was there before, so a duplicate costs exactly one call.
+   * Never changes an existing record.
+   */
+  begin(record: NewInboxRecord): Promise<BeginResult>;
+  /**
+   * Takes a `FAILED` record whose backoff passed, or a `PROCESSING` record whose lease
+   * expired, over for `owner`: attempts + 1, a new lease. Throws RECORD_CHANGED when the record
+   * is no longer in `expected` state or not yet due.
+   */
+  takeOver(
+    key: InboxKey,
+    expected: ExpectedState,
+    claim: { readonly owner: string; readonly leaseUntil: number; readonly now: number },
+  ): Promise<InboxRecord>;
+  /** Extends the lease of `owner`'s live attempt. Throws FENCED_OUT when the lease was lost. */
+  renew(key: InboxKey, owner: string, leaseUntil: number, now: number): Promise<void>;
+  /** `PROCESSING` -> `PROCESSED`, fenced on `owner`, TTL set. Throws FENCED_OUT. */
+  complete(
+    key: InboxKey,
+    owner: string,
+    at: { readonly now: number; readonly expiresAt: number },
+  ): Promise<void>;
+  /** `PROCESSING` -> `FAILED` with the next allowed attempt time, fenced on `owner`. Throws FENCED_OUT. */
+  fail(
+    key: InboxKey,
+    owner: string,
+    failure: { readonly now: number; readonly error: string; readonly nextAttemptAt: number },
+  ): Promise<void>;
+  /** -> `DEAD` from exactly the `expected` state, TTL set. Throws FENCED_OUT when it changed. */
+  markDead(
+    key: InboxKey,
+    expected: ExpectedState,
+    death: { readonly now: number; readonly reason: string; readonly expiresAt: number },
+  ): Promise<void>;
+  /** Writes a poison record `DEAD`; throws RECORD_EXISTS when it is already recorded `DEAD`. */
+  recordPoison(record: PoisonRecord): Promise<void>;
+  /** A strongly consistent read of one record. */
+  get(key: InboxKey): Promise<InboxRecord | undefined>;
+  /** Counts one consumer's records by status (a Query on its partition). */
+  counts(consumer: string): Promise<InboxCounts>;
+  /** Lists one consumer's `DEAD` records, oldest key first, with their stored events. */
+  listDead(
+    consumer: string,
+    page?: { readonly limit?: number; readonly cursor?: string },
+  ): Promise<InboxPage>;
+  /**
+   * Resets a `DEAD` record to `FAILED`, attempts 0, due now, so the next delivery of its event
+   * (the caller re-sends `record.event`) runs the effect again. Throws NOT_FOUND or NOT_DEAD.
+   */
+  redrive(key: InboxKey, now: number): Promise<InboxRecord>;
+}

@@ -1,0 +1,283 @@
+import { randomUUID } from 'node:crypto';
+import { backoffDelay } from '../db/retry';
+import { InboxBackoffError, InboxFencedOutError, InboxInProgressError, isInboxError } from './errors';
+import type { ExpectedState, InboxKey, InboxRecord, InboxStore } from './inbox-store';
+import type { InboxSettings } from './settings';
+
+/** What the inbox needs to know about one delivery of an event. */
+export interface InboxEvent extends InboxKey {
+  readonly taskId: string | null;
+  readonly eventType: string;
+  /** `payloadHash(cloudEvent)`: the same id with another hash is poison. */
+  readonly payloadHash: string;
+  /** The EventBridge event as received; stored on the record for redrive. */
+  readonly event: unknown;
+}
+
+/** Handed to the work: which attempt this is, and a signal raised when the lease is lost. */
+export interface WorkContext {
+  readonly attempt: number;
+  /** Aborted when a heartbeat finds another attempt took the record over: stop early if you can. */
+  readonly signal: AbortSignal;
+}
+
+/** Where heartbeat trouble is reported; the work itself goes on. */
+export interface ProcessLogger {
+  warn(message: string, ...extra: unknown[]): void;
+}
+
+/** Dependencies of {@link processOnce}. */
+export interface ProcessOnceDeps {
+  readonly inbox: InboxStore;
+  readonly settings: InboxSettings;
+  /** Epoch milliseconds; defaults to `Date.now`. Every lease and backoff time comes from it. */
+  readonly clock?: () => number;
+  /** Epoch ms at which the invocation will be stopped (Lambda's deadline); none means no limit. */
+  readonly deadline?: number;
+  /** This attempt's identity; must be unique per attempt (it is the fencing token). */
+  readonly owner?: string;
+  readonly random?: () => number;
+  readonly logger?: ProcessLogger;
+}
+
+/** How a delivery ended, when it ended without an error the platform must retry. */
+export type ProcessOutcome<T> =
+  /** The effect ran and the record is `PROCESSED`. */
+  | { readonly kind: 'processed'; readonly attempt: number; readonly takenOver: boolean; readonly result: T }
+  /** Already `PROCESSED` or `DEAD` (or the same poison already recorded): acknowledged, skipped. */
+  | { readonly kind: 'duplicate'; readonly status: InboxRecord['status'] }
+  /** The last allowed attempt failed (or crashed): `DEAD`, acknowledged, alarmed. */
+  | { readonly kind: 'dead'; readonly attempt: number; readonly reason: string }
+  /** Another payload arrived under a known id: recorded `DEAD` under a poison key, never retried. */
+  | { readonly kind: 'poison'; readonly reason: string; readonly poisonKey: string };
+
+/** The sort key a poison record is written under: never a real record's key, stable per payload. */
+export function poisonKey(eventId: string, hash: string): string {
+  return `${eventId}#poison#${hash.slice(0, 16)}`;
+}
+
+/** Lease length granted at `now`: capped, and never past the invocation's deadline plus grace. */
+export function leaseLength(settings: InboxSettings, now: number, deadline?: number): number {
+  if (deadline === undefined) return settings.leaseMs;
+  return Math.min(settings.leaseMs, Math.max(0, deadline - now) + settings.leaseGraceMs);
+}
+
+const epochSeconds = (ms: number) => Math.floor(ms / 1000);
+
+/**
+ * Runs `work` for `event` at most once per completed attempt, and exactly until one attempt
+ * completes, whatever the platform does (duplicates, concurrent deliveries, crashes).
+ *
+ * State machine of the (consumer, event id) record:
+ * - absent -> `PROCESSING` (begin, this attempt owns the lease);
+ * - `PROCESSING` with an expired lease, or `FAILED` past its backoff -> `PROCESSING` under a new
+ *   owner, attempts + 1 (take-over, conditional on the exact state observed);
+ * - `PROCESSING` (owner) -> `PROCESSED` (complete) | `FAILED` (fail, backoff) | `DEAD` (last attempt);
+ * - `PROCESSED`, `DEAD` -> acknowledged, unchanged; a live `PROCESSING` or a pending backoff ->
+ *   InboxInProgressError / InboxBackoffError, so the platform retries later.
+ *
+ * Invariant: the work runs only while this attempt holds the lease it claimed, and a record
+ * leaves `PROCESSING` only by a write fenced on that owner; so an attempt whose lease was taken
+ * over can never mark the event processed or failed over the newer attempt's state. A crash at
+ * any point leaves `PROCESSING` with a lease that runs out, after which a redelivery takes over:
+ * the effect may run again (it must be idempotent itself), but the event is never lost.
+ */
+export async function processOnce<T>(
+  event: InboxEvent,
+  work: (ctx: WorkContext) => Promise<T>,
+  deps: ProcessOnceDeps,
+): Promise<ProcessOutcome<T>> {
+  const { inbox, settings } = deps;
+  const clock = deps.clock ?? Date.now;
+  const owner = deps.owner ?? randomUUID();
+  const key: InboxKey = { consumer: event.consumer, eventId: event.eventId };
+
+  let now = clock();
+  const begun = await inbox.begin({
+    ...key,
+    owner,
+    leaseUntil: now + leaseLength(settings, now, deps.deadline),
+    payloadHash: event.payloadHash,
+    eventType: event.eventType,
+    taskId: event.taskId,
+    event: event.event,
+    now,
+  });
+
+  let attempt = 1;
+  let takenOver = false;
+  if (!begun.created) {
+    const existing = begun.record;
+    if (existing.payloadHash !== event.payloadHash) return recordChangedPayload(event, existing, deps, now);
+    switch (existing.status) {
+      case 'PROCESSED':
+      case 'DEAD':
+        return { kind: 'duplicate', status: existing.status };
+      case 'PROCESSING':
+        if (existing.leaseUntil >= now) throw new InboxInProgressError(key, existing.leaseUntil - now + 1);
+        break;
+      case 'FAILED':
+        if (existing.nextAttemptAt > now) throw new InboxBackoffError(key, existing.nextAttemptAt - now);
+        break;
+    }
+    const expected: ExpectedState = { status: existing.status, leaseOwner: existing.leaseOwner };
+    if (existing.attempts >= settings.maxAttempts) {
+      // Attempts that crashed count too: an event that kills its worker every time must stop.
+      const reason = `max attempts (${existing.attempts}) reached; last attempt ${
+        existing.status === 'PROCESSING'
+          ? 'lost its lease (crash or timeout)'
+          : `failed: ${existing.lastError}`
+      }`;
+      await markDeadOrInProgress(inbox, key, expected, { now, reason, settings });
+      return { kind: 'dead', attempt: existing.attempts, reason };
+    }
+    try {
+      const claimed = await inbox.takeOver(key, expected, {
+        owner,
+        leaseUntil: now + leaseLength(settings, now, deps.deadline),
+        now,
+      });
+      attempt = claimed.attempts;
+      takenOver = true;
+    } catch (err) {
+      // Someone else moved first (took it over, or finished it): try again later and see.
+      if (isInboxError(err, 'RECORD_CHANGED'))
+        throw new InboxInProgressError(key, settings.leaseMs, { cause: err });
+      throw err;
+    }
+  }
+
+  const heartbeat = startHeartbeat(key, owner, deps, clock);
+  let result: T;
+  try {
+    result = await work({ attempt, signal: heartbeat.signal });
+  } catch (workError) {
+    await heartbeat.stop();
+    now = clock();
+    const message = errorText(workError);
+    if (attempt >= settings.maxAttempts) {
+      const reason = `max attempts (${attempt}) reached; last error ${message}`;
+      await fencedOrRethrow(workError, () =>
+        inbox.markDead(key, { status: 'PROCESSING', leaseOwner: owner }, deathAt(now, reason, settings)),
+      );
+      return { kind: 'dead', attempt, reason };
+    }
+    const nextAttemptAt = now + backoffDelay(attempt, settings.backoff, deps.random);
+    await fencedOrRethrow(workError, () => inbox.fail(key, owner, { now, error: message, nextAttemptAt }));
+    throw workError;
+  }
+  await heartbeat.stop();
+  now = clock();
+  await inbox.complete(key, owner, { now, expiresAt: epochSeconds(now) + settings.retentionSeconds });
+  return { kind: 'processed', attempt, takenOver, result };
+}
+
+function deathAt(now: number, reason: string, settings: InboxSettings) {
+  return { now, reason, expiresAt: epochSeconds(now) + settings.deadRetentionSeconds };
+}
+
+async function markDeadOrInProgress(
+  inbox: InboxStore,
+  key: InboxKey,
+  expected: ExpectedState,
+  death: { now: number; reason: string; settings: InboxSettings },
+): Promise<void> {
+  try {
+    await inbox.markDead(key, expected, deathAt(death.now, death.reason, death.settings));
+  } catch (err) {
+    if (isInboxError(err, 'FENCED_OUT'))
+      throw new InboxInProgressError(key, death.settings.leaseMs, { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Records the failure of the work, unless a newer attempt owns the record: then that attempt
+ * decides, and the work's own error is what the platform sees.
+ */
+async function fencedOrRethrow(workError: unknown, write: () => Promise<void>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    if (isInboxError(err, 'FENCED_OUT')) throw workError;
+    throw err;
+  }
+}
+
+async function recordChangedPayload<T>(
+  event: InboxEvent,
+  existing: InboxRecord,
+  deps: ProcessOnceDeps,
+  now: number,
+): Promise<ProcessOutcome<T>> {
+  const reason = `payload differs from the first delivery of event ${event.eventId} (hash ${event.payloadHash.slice(
+    0,
+    12,
+  )} vs ${existing.payloadHash.slice(0, 12)})`;
+  const eventId = poisonKey(event.eventId, event.payloadHash);
+  try {
+    await deps.inbox.recordPoison({
+      consumer: event.consumer,
+      eventId,
+      cloudEventId: event.eventId,
+      taskId: event.taskId,
+      eventType: event.eventType,
+      payloadHash: event.payloadHash,
+      reason,
+      event: event.event,
+      now,
+      expiresAt: epochSeconds(now) + deps.settings.deadRetentionSeconds,
+    });
+  } catch (err) {
+    if (isInboxError(err, 'RECORD_EXISTS')) return { kind: 'duplicate', status: 'DEAD' };
+    throw err;
+  }
+  return { kind: 'poison', reason, poisonKey: eventId };
+}
+
+function errorText(err: unknown): string {
+  const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return text.length > 1_000 ? `${text.slice(0, 1_000)}…` : text;
+}
+
+interface Heartbeat {
+  readonly signal: AbortSignal;
+  /** Stops renewing and waits for a renewal in flight, so it cannot land after complete/fail. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Renews the lease every third of its length while the work runs. A renewal refused by the
+ * fence means a newer attempt owns the record: the work is told through the abort signal (and
+ * its completion will be refused anyway). Other renewal errors are reported and retried on the
+ * next beat, while the lease still has two thirds to run.
+ */
+function startHeartbeat(key: InboxKey, owner: string, deps: ProcessOnceDeps, clock: () => number): Heartbeat {
+  const controller = new AbortController();
+  const every = Math.max(1, Math.floor(leaseLength(deps.settings, clock(), deps.deadline) / 3));
+  let inFlight: Promise<void> = Promise.resolve();
+  const beat = () => {
+    const now = clock();
+    inFlight = deps.inbox
+      .renew(key, owner, now + leaseLength(deps.settings, now, deps.deadline), now)
+      .catch((err: unknown) => {
+        if (isInboxError(err, 'FENCED_OUT')) {
+          clearInterval(timer);
+          controller.abort(new InboxFencedOutError(key, owner, 'heartbeat', { cause: err }));
+        } else {
+          deps.logger?.warn('inbox heartbeat failed; retrying on the next beat', {
+            ...key,
+            error: errorText(err),
+          });
+        }
+      });
+  };
+  const timer = setInterval(beat, every);
+  return {
+    signal: controller.signal,
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}

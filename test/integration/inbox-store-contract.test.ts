@@ -1,0 +1,353 @@
+import { randomUUID } from 'node:crypto';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  InboxError,
+  InboxFencedOutError,
+  InboxNotDeadError,
+  InboxRecordChangedError,
+  InboxRecordExistsError,
+  InboxRecordNotFoundError,
+} from '../../shared/inbox/errors';
+import type { InboxKey, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
+import { describeEachEngine } from '../support/dynamo';
+
+const t0 = Date.parse('2026-11-30T12:00:00.000Z');
+
+describeEachEngine('inbox store contract', (fixture) => {
+  let store: DynamoInboxStore;
+  let consumer: string;
+
+  beforeEach(() => {
+    store = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, pageSize: 3 });
+    // A consumer name per test keeps counts and dead lists independent on the shared table.
+    consumer = `c-${randomUUID().slice(0, 8)}`;
+  });
+
+  function fresh(overrides: Partial<NewInboxRecord> = {}): NewInboxRecord {
+    return {
+      consumer,
+      eventId: randomUUID(),
+      owner: 'owner-a',
+      leaseUntil: t0 + 10_000,
+      payloadHash: 'hash-1',
+      eventType: 'content.approved',
+      taskId: randomUUID(),
+      event: { id: 'bus-1', detail: { id: 'x', data: { n: 1, nested: ['a', null] } } },
+      now: t0,
+      ...overrides,
+    };
+  }
+
+  function poison(overrides: Partial<PoisonRecord> = {}): PoisonRecord {
+    return {
+      consumer,
+      eventId: `${randomUUID()}#poison#abc`,
+      cloudEventId: null,
+      taskId: null,
+      eventType: 'unknown',
+      payloadHash: 'hash-p',
+      reason: 'detail is not a pipeline CloudEvent',
+      event: { junk: true },
+      now: t0,
+      expiresAt: t0 / 1000 + 100,
+      ...overrides,
+    };
+  }
+
+  const keyOf = (r: InboxKey): InboxKey => ({ consumer: r.consumer, eventId: r.eventId });
+
+  describe('begin', () => {
+    it('creates a PROCESSING record at attempt 1 owned by the caller, with the event stored', async () => {
+      const record = fresh();
+      const begun = await store.begin(record);
+      expect(begun.created).toBe(true);
+      const stored = await store.get(keyOf(record));
+      expect(stored).toMatchObject({
+        status: 'PROCESSING',
+        attempts: 1,
+        leaseOwner: 'owner-a',
+        leaseUntil: t0 + 10_000,
+        nextAttemptAt: 0,
+        payloadHash: 'hash-1',
+        taskId: record.taskId,
+        event: record.event,
+        receivedAt: t0,
+      });
+      expect(stored?.expiresAt).toBeUndefined();
+    });
+
+    it('returns the existing record and changes nothing on it', async () => {
+      const first = fresh();
+      await store.begin(first);
+      const second = await store.begin({ ...first, owner: 'owner-b', payloadHash: 'hash-2', now: t0 + 5 });
+      expect(second.created).toBe(false);
+      expect(second.record).toMatchObject({ leaseOwner: 'owner-a', payloadHash: 'hash-1', attempts: 1 });
+      expect(await store.get(keyOf(first))).toEqual(second.record);
+    });
+
+    it('leaves a finished record finished: status, TTL and owner stay', async () => {
+      const record = fresh();
+      await store.begin(record);
+      await store.complete(keyOf(record), 'owner-a', { now: t0 + 1, expiresAt: 1_900_000_000 });
+      const again = await store.begin({ ...record, owner: 'owner-b', now: t0 + 2 });
+      expect(again).toMatchObject({ created: false, record: { status: 'PROCESSED' } });
+      expect(await store.get(keyOf(record))).toMatchObject({
+        status: 'PROCESSED',
+        leaseOwner: 'owner-a',
+        expiresAt: 1_900_000_000,
+      });
+    });
+
+    it('stores an event larger than the limit truncated, as a string', async () => {
+      const small = new DynamoInboxStore(fixture().client, {
+        tableName: fixture().inboxTable,
+        maxStoredEventBytes: 100,
+      });
+      const record = fresh({ event: { padding: 'x'.repeat(500) } });
+      await small.begin(record);
+      const stored = await small.get(keyOf(record));
+      expect(typeof stored?.event).toBe('string');
+      expect(String(stored?.event)).toHaveLength(100);
+    });
+  });
+
+  describe('take-over', () => {
+    it('takes an expired PROCESSING lease over: new owner, attempts + 1', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const taken = await store.takeOver(
+        keyOf(record),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { owner: 'owner-b', leaseUntil: t0 + 40_000, now: t0 + 10_001 },
+      );
+      expect(taken).toMatchObject({
+        status: 'PROCESSING',
+        attempts: 2,
+        leaseOwner: 'owner-b',
+        leaseUntil: t0 + 40_000,
+      });
+    });
+
+    it('refuses a live lease, a backoff not yet passed, and a state other than the one observed', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const claim = { owner: 'owner-b', leaseUntil: t0 + 40_000, now: t0 + 9_999 };
+      await expect(
+        store.takeOver(keyOf(record), { status: 'PROCESSING', leaseOwner: 'owner-a' }, claim),
+      ).rejects.toBeInstanceOf(InboxRecordChangedError);
+      await expect(
+        store.takeOver(
+          keyOf(record),
+          { status: 'PROCESSING', leaseOwner: 'someone-else' },
+          { ...claim, now: t0 + 20_000 },
+        ),
+      ).rejects.toBeInstanceOf(InboxRecordChangedError);
+
+      await store.fail(keyOf(record), 'owner-a', { now: t0 + 1, error: 'boom', nextAttemptAt: t0 + 5_000 });
+      await expect(
+        store.takeOver(
+          keyOf(record),
+          { status: 'FAILED', leaseOwner: 'owner-a' },
+          { ...claim, now: t0 + 4_999 },
+        ),
+      ).rejects.toBeInstanceOf(InboxRecordChangedError);
+      const taken = await store.takeOver(
+        keyOf(record),
+        { status: 'FAILED', leaseOwner: 'owner-a' },
+        { ...claim, now: t0 + 5_000 },
+      );
+      expect(taken).toMatchObject({
+        status: 'PROCESSING',
+        attempts: 2,
+        leaseOwner: 'owner-b',
+        lastError: 'boom',
+      });
+    });
+
+    it('lets exactly one of two racing take-overs win', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const expected = { status: 'PROCESSING' as const, leaseOwner: 'owner-a' };
+      const results = await Promise.allSettled(
+        ['owner-b', 'owner-c'].map((owner) =>
+          store.takeOver(keyOf(record), expected, { owner, leaseUntil: t0 + 50_000, now: t0 + 20_000 }),
+        ),
+      );
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(lost.reason).toBeInstanceOf(InboxRecordChangedError);
+    });
+  });
+
+  describe('fenced writes', () => {
+    it('renews, completes and fails only for the lease owner', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const k = keyOf(record);
+      await store.renew(k, 'owner-a', t0 + 99_000, t0 + 1);
+      expect((await store.get(k))?.leaseUntil).toBe(t0 + 99_000);
+      await expect(store.renew(k, 'owner-b', t0 + 1, t0 + 1)).rejects.toBeInstanceOf(InboxFencedOutError);
+      await expect(store.complete(k, 'owner-b', { now: t0, expiresAt: 1 })).rejects.toBeInstanceOf(
+        InboxFencedOutError,
+      );
+      await expect(store.fail(k, 'owner-b', { now: t0, error: 'x', nextAttemptAt: 0 })).rejects.toMatchObject(
+        {
+          code: 'FENCED_OUT',
+          details: { operation: 'fail', owner: 'owner-b' },
+        },
+      );
+      await store.complete(k, 'owner-a', { now: t0 + 2, expiresAt: 1_900_000_000 });
+      expect(await store.get(k)).toMatchObject({
+        status: 'PROCESSED',
+        leaseUntil: t0 + 2,
+        expiresAt: 1_900_000_000,
+      });
+      // Finished: even the former owner cannot write any more.
+      await expect(store.renew(k, 'owner-a', t0 + 5, t0 + 3)).rejects.toBeInstanceOf(InboxFencedOutError);
+    });
+
+    it('fail records the error and when the next attempt may start', async () => {
+      const record = fresh();
+      await store.begin(record);
+      await store.fail(keyOf(record), 'owner-a', {
+        now: t0 + 3,
+        error: 'Error: down',
+        nextAttemptAt: t0 + 2_000,
+      });
+      expect(await store.get(keyOf(record))).toMatchObject({
+        status: 'FAILED',
+        lastError: 'Error: down',
+        nextAttemptAt: t0 + 2_000,
+        leaseUntil: t0 + 3,
+      });
+    });
+
+    it('markDead moves exactly the expected state to DEAD with the reason and a TTL', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const k = keyOf(record);
+      await expect(
+        store.markDead(
+          k,
+          { status: 'FAILED', leaseOwner: 'owner-a' },
+          { now: t0, reason: 'r', expiresAt: 5 },
+        ),
+      ).rejects.toBeInstanceOf(InboxFencedOutError);
+      await store.markDead(
+        k,
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0 + 1, reason: 'max attempts', expiresAt: 1_900_000_000 },
+      );
+      expect(await store.get(k)).toMatchObject({
+        status: 'DEAD',
+        lastError: 'max attempts',
+        expiresAt: 1_900_000_000,
+      });
+    });
+  });
+
+  describe('poison', () => {
+    it('records DEAD once; a second recording of the same poison is RECORD_EXISTS', async () => {
+      const record = poison();
+      await store.recordPoison(record);
+      expect(await store.get(keyOf(record))).toMatchObject({
+        status: 'DEAD',
+        poison: true,
+        lastError: record.reason,
+        event: { junk: true },
+        cloudEventId: null,
+      });
+      await expect(store.recordPoison(record)).rejects.toBeInstanceOf(InboxRecordExistsError);
+    });
+
+    it('overwrites a redriven poison record back to DEAD', async () => {
+      const record = poison();
+      await store.recordPoison(record);
+      await store.redrive(keyOf(record), t0 + 1);
+      await store.recordPoison({ ...record, now: t0 + 2 });
+      expect(await store.get(keyOf(record))).toMatchObject({ status: 'DEAD', updatedAt: t0 + 2 });
+    });
+  });
+
+  describe('ops reads and redrive', () => {
+    it('counts one consumer by status with a Query, across pages, and nobody else', async () => {
+      const records = Array.from({ length: 7 }, () => fresh());
+      for (const r of records) await store.begin(r);
+      await store.complete(keyOf(records[0] as NewInboxRecord), 'owner-a', { now: t0, expiresAt: 1 });
+      await store.complete(keyOf(records[1] as NewInboxRecord), 'owner-a', { now: t0, expiresAt: 1 });
+      await store.fail(keyOf(records[2] as NewInboxRecord), 'owner-a', {
+        now: t0,
+        error: 'e',
+        nextAttemptAt: t0,
+      });
+      await store.recordPoison(poison());
+      await store.begin(fresh({ consumer: `${consumer}-other` }));
+      expect(await store.counts(consumer)).toEqual({
+        PROCESSING: 4,
+        PROCESSED: 2,
+        FAILED: 1,
+        DEAD: 1,
+        total: 8,
+      });
+    });
+
+    it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {
+      const dead = Array.from({ length: 5 }, (_, i) => poison({ eventId: `dead-${i}`, event: { n: i } }));
+      for (const r of dead) await store.recordPoison(r);
+      for (let i = 0; i < 4; i++) await store.begin(fresh({ eventId: `live-${i}` }));
+      const first = await store.listDead(consumer, { limit: 2 });
+      expect(first.records.map((r) => r.eventId)).toEqual(['dead-0', 'dead-1']);
+      expect(first.records[1]?.event).toEqual({ n: 1 });
+      const second = await store.listDead(consumer, { limit: 2, cursor: first.cursor });
+      expect(second.records.map((r) => r.eventId)).toEqual(['dead-2', 'dead-3']);
+      const last = await store.listDead(consumer, { limit: 2, cursor: second.cursor });
+      expect(last.records.map((r) => r.eventId)).toEqual(['dead-4']);
+      expect(last.cursor).toBeUndefined();
+    });
+
+    it('redrive resets a DEAD record to a due FAILED record at attempt 0 without TTL', async () => {
+      const record = fresh();
+      await store.begin(record);
+      const k = keyOf(record);
+      await store.markDead(
+        k,
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0, reason: 'max attempts', expiresAt: 1_900_000_000 },
+      );
+      const redriven = await store.redrive(k, t0 + 10);
+      expect(redriven).toMatchObject({
+        status: 'FAILED',
+        attempts: 0,
+        nextAttemptAt: 0,
+        event: record.event,
+      });
+      expect(redriven.expiresAt).toBeUndefined();
+      expect(redriven.leaseOwner).toMatch(/^redrive\//);
+      // And a delivery can now take it over.
+      const taken = await store.takeOver(
+        k,
+        { status: 'FAILED', leaseOwner: redriven.leaseOwner },
+        { owner: 'owner-z', leaseUntil: t0 + 99_000, now: t0 + 11 },
+      );
+      expect(taken.attempts).toBe(1);
+    });
+
+    it('redrive refuses a record that is not DEAD, or is not there', async () => {
+      const record = fresh();
+      await store.begin(record);
+      await expect(store.redrive(keyOf(record), t0)).rejects.toBeInstanceOf(InboxNotDeadError);
+      await expect(store.redrive({ consumer, eventId: 'nope' }, t0)).rejects.toBeInstanceOf(
+        InboxRecordNotFoundError,
+      );
+    });
+  });
+
+  it('turns other SDK errors into STORE_ERROR carrying the cause', async () => {
+    const missing = new DynamoInboxStore(fixture().client, { tableName: 'no-such-table' });
+    const err = await missing.begin(fresh()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InboxError);
+    expect(err).toMatchObject({ code: 'STORE_ERROR', details: { errorName: 'ResourceNotFoundException' } });
+    expect((err as Error).cause).toBeDefined();
+  });
+});

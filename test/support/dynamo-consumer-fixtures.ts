@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import type { EventBridgeEvent } from 'aws-lambda';
+import type { ConsumerContext, ConsumerLogger } from '../../shared/consumers/consumer';
+import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
+import { payloadHash } from '../../shared/inbox/payload-hash';
+import type { InboxEvent } from '../../shared/inbox/process-once';
+import { type InboxSettings, inboxSettingsFor } from '../../shared/inbox/settings';
+import { eventTypes, topology } from '../../shared/topology';
+
+/** The EventBridge event a consumer receives for one outbox row, as the relay and AWS would build it. */
+export function busEvent(row: OutboundEvent): EventBridgeEvent<string, Record<string, unknown>> {
+  const detail = toCloudEvent(row) as unknown as Record<string, unknown>;
+  return {
+    version: '0',
+    // A new EventBridge id per publish: re-publishes of one outbox row differ only here.
+    id: randomUUID(),
+    'detail-type': row.eventType,
+    source: topology.source,
+    account: '123456789012',
+    time: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    region: 'us-east-1',
+    resources: [],
+    detail,
+  };
+}
+
+/** A content.approved outbox row; `overrides` changes the payload. */
+export function approvedRow(
+  options: {
+    taskId?: string;
+    eventId?: string;
+    version?: number;
+    title?: string;
+    assignee?: string | null;
+  } = {},
+): OutboundEvent {
+  const taskId = options.taskId ?? randomUUID();
+  const version = options.version ?? 2;
+  return {
+    eventId: options.eventId ?? randomUUID(),
+    eventType: eventTypes.approved,
+    aggregateId: taskId,
+    aggregateVersion: version,
+    payload: {
+      taskId,
+      version,
+      title: options.title ?? 'Spring launch copy',
+      assignee: options.assignee === undefined ? 'ana' : options.assignee,
+      reviewer: 'rita',
+      approvedAt: '2026-11-30T00:00:00.000Z',
+    },
+    createdAt: new Date('2026-11-30T00:00:00.000Z'),
+  };
+}
+
+/** A content.withdrawn outbox row. */
+export function withdrawnRow(
+  options: { taskId?: string; eventId?: string; version?: number } = {},
+): OutboundEvent {
+  const taskId = options.taskId ?? randomUUID();
+  const version = options.version ?? 3;
+  return {
+    eventId: options.eventId ?? randomUUID(),
+    eventType: eventTypes.withdrawn,
+    aggregateId: taskId,
+    aggregateVersion: version,
+    payload: {
+      taskId,
+      version,
+      title: 'Spring launch copy',
+      withdrawnBy: 'wes',
+      reason: 'outdated',
+      withdrawnAt: '2026-11-30T01:00:00.000Z',
+    },
+    createdAt: new Date('2026-11-30T01:00:00.000Z'),
+  };
+}
+
+/** The inbox's view of one delivery of `row` to `consumer`. */
+export function inboxEvent(consumer: string, row: OutboundEvent = approvedRow()): InboxEvent {
+  const event = busEvent(row);
+  return {
+    consumer,
+    eventId: row.eventId,
+    taskId: row.aggregateId,
+    eventType: row.eventType,
+    payloadHash: payloadHash(event.detail),
+    event,
+  };
+}
+
+/** A Lambda-like context; `remainingMs` defaults to a 30 s function with time to spare. */
+export function lambdaContext(remainingMs = 30_000, requestId = randomUUID()): ConsumerContext {
+  return {
+    awsRequestId: requestId,
+    functionName: 'consumer-test',
+    getRemainingTimeInMillis: () => remainingMs,
+  };
+}
+
+/** A clock tests move by hand: leases and backoff expire when the test says so. */
+export class TestClock {
+  constructor(public now = Date.parse('2026-11-30T12:00:00.000Z')) {}
+  readonly read = () => this.now;
+  advance(ms: number): void {
+    this.now += ms;
+  }
+}
+
+/** Inbox settings with small numbers tests can step through. */
+export function testInboxSettings(overrides: Partial<InboxSettings> = {}): InboxSettings {
+  return inboxSettingsFor('index', {
+    maxAttempts: 3,
+    backoff: { baseMs: 1_000, maxMs: 4_000 },
+    leaseMs: 10_000,
+    leaseGraceMs: 1_000,
+    ...overrides,
+  });
+}
+
+/** One recorded log line. */
+export interface LogLine {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly attributes: Record<string, unknown>;
+}
+
+/** A logger that keeps every line, so tests can check what was logged with which keys. */
+export class RecordingLogger implements ConsumerLogger {
+  readonly lines: LogLine[] = [];
+  info(message: string, ...extra: unknown[]): void {
+    this.lines.push({ level: 'info', message, attributes: merge(extra) });
+  }
+  warn(message: string, ...extra: unknown[]): void {
+    this.lines.push({ level: 'warn', message, attributes: merge(extra) });
+  }
+  error(message: string, ...extra: unknown[]): void {
+    this.lines.push({ level: 'error', message, attributes: merge(extra) });
+  }
+}
+
+function merge(extra: unknown[]): Record<string, unknown> {
+  return Object.assign({}, ...extra.filter((e) => typeof e === 'object' && e !== null));
+}
+
+/** A promise with its resolve handle, to hold work open while a test acts. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}

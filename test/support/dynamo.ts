@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { ensureTables } from '../../shared/consumers/ensure-tables';
+import type { DynamoEngineInfo } from './dynamo-global-setup';
+
+/** A DynamoDB client for a local engine: fixed region and dummy credentials (engines accept any). */
+export function dynamoClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+}
+
+/** What a contract suite gets: a client on one engine and a fresh inbox and index table on it. */
+export interface DynamoFixture {
+  readonly engine: DynamoEngineInfo['name'];
+  readonly endpoint: string;
+  readonly client: DynamoDBClient;
+  readonly inboxTable: string;
+  readonly indexTable: string;
+}
+
+/** Every engine of the run (global setup), the skipped ones with their reason. */
+export function dynamoEngines(): readonly DynamoEngineInfo[] {
+  return inject('dynamoEngines');
+}
+
+/**
+ * Registers `body` once per DynamoDB engine, as `title [engine]`, with its own tables made by
+ * ensureTables. An engine that cannot run here (no Java for DynamoDB Local) still shows up:
+ * its suite is registered skipped under a name that carries the reason, and the reason is
+ * printed, so a skip is never silent.
+ */
+export function describeEachEngine(title: string, body: (fixture: () => DynamoFixture) => void): void {
+  for (const engine of dynamoEngines()) {
+    const endpoint = engine.endpoint;
+    if (endpoint === undefined) {
+      const reason = engine.skipReason ?? 'unavailable';
+      console.warn(`[dynamo] skipping "${title}" on ${engine.name}: ${reason}`);
+      describe.skip(`${title} [${engine.name}: SKIPPED, ${reason}]`, () =>
+        body(() => {
+          throw new Error(`${engine.name} is unavailable: ${reason}`);
+        }));
+      continue;
+    }
+    describe(`${title} [${engine.name}]`, () => {
+      let fixture: DynamoFixture | undefined;
+      beforeAll(async () => {
+        const suffix = randomUUID().slice(0, 8);
+        const client = dynamoClient(endpoint);
+        const tables = { inboxTable: `inbox-${suffix}`, indexTable: `content-index-${suffix}` };
+        await ensureTables(client, tables);
+        fixture = { engine: engine.name, endpoint, client, ...tables };
+      });
+      afterAll(async () => {
+        if (!fixture) return;
+        for (const table of [fixture.inboxTable, fixture.indexTable]) {
+          await fixture.client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
+        }
+        fixture.client.destroy();
+      });
+      body(() => {
+        if (!fixture) throw new Error('the DynamoDB fixture is only ready inside tests and hooks');
+        return fixture;
+      });
+    });
+  }
+}
