@@ -1,0 +1,446 @@
+import { existsSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dashboardHtml } from '../../infra/local/dashboard';
+
+/*
+ * The dashboard page in headless Chromium against a fake ops server: node http serving
+ * `dashboardHtml()` and /ops/* JSON that each test sets, recording every request. The fake
+ * answers exactly what runtime.ts's routes answer (shapes from ops.ts, outbox-store.ts,
+ * local-bus.ts), so the page is tested on the contract, independent of the other runtime parts.
+ */
+
+const chromiumPath = '/usr/bin/chromium';
+const haveChromium = existsSync(chromiumPath);
+if (!haveChromium) {
+  console.warn(
+    `dashboard browser tests skipped: ${chromiumPath} is missing (install it: apt-get install -y chromium)`,
+  );
+}
+
+const taskId = '3f1c2b7e-8d4a-4c1e-9b0a-5e6f7a8b9c0d';
+const approvedEvent = '0b9f6c1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b';
+const withdrawnEvent = '7d8e9f0a-1b2c-4d3e-9f4a-5b6c7d8e9f0a';
+const deadOutboxEvent = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
+const deadInboxEvent = 'c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e6f';
+const deadLetterId = 'e5f6a7b8-c9d0-4e1f-9a2b-3c4d5e6f7a8b';
+
+interface Fake {
+  status: unknown;
+  events: unknown[];
+  outboxDead: { eventId: string }[];
+  inboxDead: Record<string, { eventId: string }[]>;
+  deadLetters: { id: string; consumer: string }[];
+  tasks: Record<string, unknown>;
+  traces: Record<string, unknown>;
+  failStatus: boolean;
+}
+
+const now = new Date('2026-05-04T10:00:00Z').toISOString();
+
+function freshFake(): Fake {
+  return {
+    status: {
+      tasks: { pending_review: 4, approved: 7, rejected: 0, withdrawn: 1 },
+      outbox: { pending: 3, delivered: 8, dead: 1, oldestPendingAgeSeconds: 400 },
+      consumers: {
+        index: { processed: 8, inProgress: 0, failed: 0, dead: 0 },
+        notify: { processed: 6, inProgress: 1, failed: 0, dead: 1 },
+        archive: { processed: 7, inProgress: 0, failed: 1, dead: 0 },
+      },
+      effects: { indexDocuments: 7, notificationsSent: 6, distinctNotifiedEvents: 6, archivedObjects: 7 },
+      deadLetters: 1,
+      alarms: {
+        oldestPendingAge: 'ALARM',
+        outboxDead: 'ALARM',
+        relayErrors: 'OK',
+        relaySilent: 'OK',
+        deadLetters: 'ALARM',
+        indexInboxDead: 'OK',
+        notifyInboxDead: 'ALARM',
+        archiveInboxDead: 'OK',
+      },
+      relay: { lastRunAt: now, errors: 0 },
+    },
+    events: [
+      {
+        eventId: withdrawnEvent,
+        eventType: 'content.withdrawn',
+        taskId,
+        version: 3,
+        status: 'pending',
+        attempts: 0,
+        createdAt: now,
+        deliveredAt: null,
+        lastError: null,
+      },
+      {
+        eventId: approvedEvent,
+        eventType: 'content.approved',
+        taskId,
+        version: 2,
+        status: 'delivered',
+        attempts: 1,
+        createdAt: now,
+        deliveredAt: now,
+        lastError: null,
+      },
+    ],
+    outboxDead: [
+      {
+        eventId: deadOutboxEvent,
+        eventType: 'content.approved',
+        aggregateId: taskId,
+        attempts: 10,
+        lastError: 'ThrottlingException: Rate exceeded',
+        createdAt: now,
+      } as { eventId: string },
+    ],
+    inboxDead: {
+      index: [],
+      notify: [
+        {
+          eventId: deadInboxEvent,
+          eventType: 'content.approved',
+          taskId,
+          status: 'DEAD',
+          attempts: 5,
+          lastError: 'SNS publish failed',
+          updatedAt: Date.parse(now),
+        } as { eventId: string },
+      ],
+      archive: [],
+    },
+    deadLetters: [
+      {
+        id: deadLetterId,
+        consumer: 'archive',
+        rule: 'content-approved',
+        attempts: 7,
+        error: 'Error: injected invoke failure',
+        deadAt: now,
+      },
+    ],
+    tasks: {
+      [taskId]: {
+        taskId,
+        title: 'Spring campaign copy',
+        body: null,
+        assignee: 'alice',
+        status: 'withdrawn',
+        version: 3,
+        reviewer: 'rita',
+        createdAt: now,
+        updatedAt: now,
+      },
+    },
+    traces: {
+      [taskId]: {
+        taskId,
+        events: [
+          {
+            eventId: approvedEvent,
+            eventType: 'content.approved',
+            taskId,
+            version: 2,
+            status: 'delivered',
+            attempts: 1,
+            createdAt: now,
+            deliveredAt: now,
+            lastError: null,
+            consumers: {
+              index: { status: 'PROCESSED', attempts: 1, lastError: null, updatedAt: Date.parse(now) },
+              notify: { status: 'DEAD', attempts: 5, lastError: 'SNS publish failed', updatedAt: now },
+              archive: null,
+            },
+          },
+          {
+            eventId: withdrawnEvent,
+            eventType: 'content.withdrawn',
+            taskId,
+            version: 3,
+            status: 'pending',
+            attempts: 0,
+            createdAt: now,
+            deliveredAt: null,
+            lastError: null,
+            consumers: { index: null, notify: null, archive: null },
+          },
+        ],
+      },
+    },
+    failStatus: false,
+  };
+}
+
+let fake = freshFake();
+const requests: { method: string; path: string; body: unknown }[] = [];
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  return raw === '' ? undefined : JSON.parse(raw);
+}
+
+function route(method: string, path: string, body: unknown): [number, unknown] {
+  const id = (body as { eventId?: string } | undefined)?.eventId;
+  let m: RegExpExecArray | null;
+  if (method === 'GET' && path === '/ops/status') {
+    return fake.failStatus ? [500, { error: 'internal error' }] : [200, fake.status];
+  }
+  if (method === 'GET' && path === '/ops/events') return [200, fake.events];
+  if (method === 'GET' && path === '/ops/outbox/dead') return [200, fake.outboxDead];
+  if (method === 'POST' && path === '/ops/outbox/dead/redrive') {
+    const before = fake.outboxDead.length;
+    fake.outboxDead = fake.outboxDead.filter((d) => d.eventId !== id);
+    return before === fake.outboxDead.length
+      ? [404, { error: `no dead outbox event ${id}` }]
+      : [200, { redriven: 1 }];
+  }
+  if ((m = /^\/ops\/inbox\/([^/]+)\/dead(\/redrive)?$/.exec(path))) {
+    const list = fake.inboxDead[m[1] ?? ''];
+    if (!list) return [400, { error: `unknown consumer "${m[1]}"` }];
+    if (!m[2]) return [200, list];
+    fake.inboxDead[m[1] ?? ''] = list.filter((d) => d.eventId !== id);
+    return [200, { redriven: list.length - (fake.inboxDead[m[1] ?? '']?.length ?? 0) }];
+  }
+  if (method === 'GET' && path === '/ops/dead-letters') return [200, fake.deadLetters];
+  if (method === 'POST' && path === '/ops/dead-letters/redrive') {
+    const before = fake.deadLetters.length;
+    fake.deadLetters = fake.deadLetters.filter((d) => d.id !== id);
+    return [200, { redriven: before - fake.deadLetters.length }];
+  }
+  if ((m = /^\/ops\/tasks\/([^/]+)\/trace$/.exec(path))) {
+    const trace = fake.traces[m[1] ?? ''];
+    return trace ? [200, trace] : [404, { error: `no task ${m[1]}` }];
+  }
+  if ((m = /^\/tasks\/([^/]+)$/.exec(path))) {
+    const task = fake.tasks[m[1] ?? ''];
+    return task ? [200, task] : [404, { error: 'task not found' }];
+  }
+  return [404, { error: `no route for ${method} ${path}` }];
+}
+
+let server: Server;
+let origin = '';
+let browser: Browser;
+let page: Page;
+
+async function open(hash = ''): Promise<void> {
+  await page.goto(`${origin}/${hash}`);
+  await expect.poll(() => page.getByTestId('outbox-pending').textContent()).toBe('3');
+}
+
+const testid = (id: string) => page.getByTestId(id);
+
+/** The background colour of an element as [r, g, b]. */
+async function background(id: string): Promise<number[]> {
+  const css = await testid(id).evaluate((el) => getComputedStyle(el).backgroundColor);
+  return (css.match(/\d+/g) ?? []).slice(0, 3).map(Number);
+}
+
+describe.skipIf(!haveChromium)(
+  haveChromium ? 'dashboard page in headless Chromium' : 'dashboard page (skipped: chromium not installed)',
+  () => {
+    beforeAll(async () => {
+      server = createServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        const method = req.method ?? 'GET';
+        readBody(req).then((body) => {
+          requests.push({ method, path: url.pathname, body });
+          if (method === 'GET' && url.pathname === '/') {
+            res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(dashboardHtml());
+            return;
+          }
+          const [status, json] = route(method, url.pathname, body);
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      browser = await chromium.launch({
+        executablePath: chromiumPath,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run',
+        ],
+      });
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    });
+
+    beforeEach(async () => {
+      fake = freshFake();
+      requests.length = 0;
+      page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    });
+
+    afterEach(async () => {
+      await page?.close();
+    });
+
+    it('shows the figures of /ops/status and each alarm in its colour', async () => {
+      await open();
+
+      expect(await testid('tasks-approved').textContent()).toBe('7');
+      expect(await testid('tasks-pending_review').textContent()).toBe('4');
+      expect(await testid('outbox-delivered').textContent()).toBe('8');
+      expect(await testid('outbox-dead').textContent()).toBe('1');
+      expect(await testid('outbox-oldest-pending-age').textContent()).toBe('6m 40s');
+      expect(await testid('inbox-notify-dead').textContent()).toBe('1');
+      expect(await testid('inbox-archive-failed').textContent()).toBe('1');
+      expect(await testid('inbox-index-processed').textContent()).toBe('8');
+      expect(await testid('effects-archivedObjects').textContent()).toBe('7');
+      expect(await testid('dead-letters-count').textContent()).toBe('1');
+      expect(await testid('alarm-oldestPendingAge').textContent()).toContain('oldestPendingAge');
+      expect(await testid('alarm-summary').textContent()).toBe('4 in ALARM');
+      const [ar, ag] = await background('alarm-oldestPendingAge');
+      const [or, og] = await background('alarm-relayErrors');
+      expect(ar).toBeGreaterThan(150); // red
+      expect(ag).toBeLessThan(80);
+      expect(og).toBeGreaterThan(100); // green
+      expect(or).toBeLessThan(80);
+      expect(await testid('alarm-notifyInboxDead').getAttribute('data-state')).toBe('ALARM');
+      expect(await testid('outbox-dead-list').textContent()).toContain('ThrottlingException');
+      expect(await testid('inbox-dead-notify-list').textContent()).toContain('SNS publish failed');
+      expect(await testid('dead-letters-list').textContent()).toContain('injected invoke failure');
+      expect(await testid('events-table').textContent()).toContain('content.withdrawn');
+
+      const screenshot = process.env.DASHBOARD_SCREENSHOT;
+      if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    });
+
+    it("clicking a task id in the latest events shows the task's events and each consumer's inbox state", async () => {
+      await open();
+
+      await testid(`event-task-${approvedEvent}`).click();
+
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      expect(await testid('trace-task-status').textContent()).toBe('withdrawn (version 3)');
+      expect(await testid(`trace-${approvedEvent}-index`).textContent()).toBe('PROCESSED (1)');
+      expect(await testid(`trace-${approvedEvent}-notify`).textContent()).toBe('DEAD (5)SNS publish failed');
+      expect(await testid(`trace-${approvedEvent}-archive`).textContent()).toBe('not received');
+      // content.withdrawn goes to the index only (topology rules): notify never sees it.
+      expect(await testid(`trace-${withdrawnEvent}-index`).textContent()).toBe('not received');
+      expect(await testid(`trace-${withdrawnEvent}-notify`).textContent()).toBe('not routed');
+      expect(await testid('trace-input').inputValue()).toBe(taskId);
+      expect(new URL(page.url()).hash).toBe(`#task=${taskId}`);
+      expect(requests.some((r) => r.path === `/ops/tasks/${taskId}/trace`)).toBe(true);
+
+      const screenshot = process.env.DASHBOARD_SCREENSHOT;
+      if (screenshot)
+        await page.screenshot({ path: screenshot.replace(/(\.png)?$/, '-trace.png'), fullPage: true });
+    });
+
+    it('the trace input looks a task up and says so when there is no such task', async () => {
+      await open();
+      const missing = '99999999-9999-4999-8999-999999999999';
+
+      await testid('trace-input').fill(missing);
+      await testid('trace-submit').click();
+
+      await expect.poll(() => testid('trace-error').textContent()).toContain('404');
+      expect(await testid('trace-error').isVisible()).toBe(true);
+      expect(await testid('trace').textContent()).toBe('');
+    });
+
+    it.each([
+      {
+        list: 'outbox',
+        button: `redrive-outbox-${deadOutboxEvent}`,
+        path: '/ops/outbox/dead/redrive',
+        id: deadOutboxEvent,
+        rows: 'outbox-dead-row',
+      },
+      {
+        list: 'notify inbox',
+        button: `redrive-inbox-notify-${deadInboxEvent}`,
+        path: '/ops/inbox/notify/dead/redrive',
+        id: deadInboxEvent,
+        rows: 'inbox-dead-notify-row',
+      },
+      {
+        list: 'bus dead letters',
+        button: `redrive-dead-letter-archive-${deadLetterId}`,
+        path: '/ops/dead-letters/redrive',
+        id: deadLetterId,
+        rows: 'dead-letter-row',
+      },
+    ])('the redrive button of a $list entry POSTs its id and the entry leaves the list', async (c) => {
+      await open();
+      expect(await testid(c.rows).count()).toBe(1);
+
+      await testid(c.button).click();
+
+      await expect.poll(() => testid(c.rows).count()).toBe(0);
+      const posts = requests.filter((r) => r.method === 'POST');
+      expect(posts).toEqual([{ method: 'POST', path: c.path, body: { eventId: c.id } }]);
+      expect(await testid('notice').textContent()).toContain('1 redriven');
+    });
+
+    it('a failing /ops/status shows an error banner and the page keeps refreshing until it recovers', async () => {
+      await open();
+      expect(await testid('error-banner').isVisible()).toBe(false);
+
+      fake.failStatus = true;
+      await expect.poll(() => testid('error-banner').isVisible(), { timeout: 6_000 }).toBe(true);
+      expect(await testid('error-banner').textContent()).toContain(
+        'GET /ops/status failed: 500 internal error',
+      );
+      expect(await testid('outbox-pending').textContent()).toBe('3'); // the last figures stay
+      fake.failStatus = false;
+      fake.status = {
+        ...(fake.status as object),
+        outbox: { pending: 0, delivered: 11, dead: 1, oldestPendingAgeSeconds: 0 },
+      };
+
+      await expect.poll(() => testid('error-banner').isVisible(), { timeout: 6_000 }).toBe(false);
+      expect(await testid('outbox-pending').textContent()).toBe('0');
+    });
+
+    it('renders data as text: markup in a title, an event type or an error never runs or renders', async () => {
+      const hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
+      (fake.tasks[taskId] as { title: string }).title = hostile;
+      (fake.events[0] as { eventType: string }).eventType = '<b id="injected">bold</b>';
+      (fake.outboxDead[0] as { lastError?: string }).lastError = '<img src=x onerror="window.__xss = 3">';
+      const errors: string[] = [];
+      page.on('pageerror', (err) => errors.push(err.message));
+
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe(hostile);
+
+      expect(await testid('events-table').textContent()).toContain('<b id="injected">bold</b>');
+      expect(await testid('outbox-dead-list').textContent()).toContain('<img src=x');
+      expect(await page.locator('img, b#injected, main script').count()).toBe(0);
+      expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+      expect(errors).toEqual([]);
+    });
+
+    it('requests nothing but same-origin URLs, and its script runs under its own Content-Security-Policy', async () => {
+      const urls: string[] = [];
+      page.on('request', (r) => urls.push(r.url()));
+      const violations: string[] = [];
+      page.on('console', (m) => {
+        if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+      });
+
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+
+      expect(urls.length).toBeGreaterThan(5);
+      expect(urls.filter((u) => !u.startsWith(`${origin}/`))).toEqual([]);
+      expect(violations).toEqual([]);
+    });
+  },
+);
