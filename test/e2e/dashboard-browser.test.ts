@@ -27,12 +27,14 @@ const deadOutboxEvent = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
 const deadInboxEvent = 'c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e6f';
 const deadLetterId = 'e5f6a7b8-c9d0-4e1f-9a2b-3c4d5e6f7a8b';
 
+type Entry = Record<string, unknown>;
+
 interface Fake {
   status: unknown;
   events: unknown[];
-  outboxDead: { eventId: string }[];
-  inboxDead: Record<string, { eventId: string }[]>;
-  deadLetters: { id: string; consumer: string }[];
+  outboxDead: Entry[];
+  inboxDead: Record<string, Entry[]>;
+  deadLetters: Entry[];
   tasks: Record<string, unknown>;
   traces: Record<string, unknown>;
   failStatus: boolean;
@@ -96,7 +98,7 @@ function freshFake(): Fake {
         attempts: 10,
         lastError: 'ThrottlingException: Rate exceeded',
         createdAt: now,
-      } as { eventId: string },
+      },
     ],
     inboxDead: {
       index: [],
@@ -109,7 +111,7 @@ function freshFake(): Fake {
           attempts: 5,
           lastError: 'SNS publish failed',
           updatedAt: Date.parse(now),
-        } as { eventId: string },
+        },
       ],
       archive: [],
     },
@@ -187,39 +189,46 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 
 function route(method: string, path: string, body: unknown): [number, unknown] {
   const id = (body as { eventId?: string } | undefined)?.eventId;
-  let m: RegExpExecArray | null;
+  const redrive = (list: Entry[], key: string): [Entry[], [number, unknown]] => {
+    const rest = list.filter((d) => d[key] !== id);
+    const redriven = list.length - rest.length;
+    return [rest, redriven === 0 ? [404, { error: `nothing dead with id ${id}` }] : [200, { redriven }]];
+  };
+  const inbox = /^\/ops\/inbox\/([^/]+)\/dead(\/redrive)?$/.exec(path);
+  const trace = /^\/ops\/tasks\/([^/]+)\/trace$/.exec(path);
+  const task = /^\/tasks\/([^/]+)$/.exec(path);
   if (method === 'GET' && path === '/ops/status') {
     return fake.failStatus ? [500, { error: 'internal error' }] : [200, fake.status];
   }
   if (method === 'GET' && path === '/ops/events') return [200, fake.events];
   if (method === 'GET' && path === '/ops/outbox/dead') return [200, fake.outboxDead];
   if (method === 'POST' && path === '/ops/outbox/dead/redrive') {
-    const before = fake.outboxDead.length;
-    fake.outboxDead = fake.outboxDead.filter((d) => d.eventId !== id);
-    return before === fake.outboxDead.length
-      ? [404, { error: `no dead outbox event ${id}` }]
-      : [200, { redriven: 1 }];
+    const [rest, answer] = redrive(fake.outboxDead, 'eventId');
+    fake.outboxDead = rest;
+    return answer;
   }
-  if ((m = /^\/ops\/inbox\/([^/]+)\/dead(\/redrive)?$/.exec(path))) {
-    const list = fake.inboxDead[m[1] ?? ''];
-    if (!list) return [400, { error: `unknown consumer "${m[1]}"` }];
-    if (!m[2]) return [200, list];
-    fake.inboxDead[m[1] ?? ''] = list.filter((d) => d.eventId !== id);
-    return [200, { redriven: list.length - (fake.inboxDead[m[1] ?? '']?.length ?? 0) }];
+  if (inbox) {
+    const consumer = inbox[1] ?? '';
+    const list = fake.inboxDead[consumer];
+    if (!list) return [400, { error: `unknown consumer "${consumer}"` }];
+    if (!inbox[2]) return [200, list];
+    const [rest, answer] = redrive(list, 'eventId');
+    fake.inboxDead[consumer] = rest;
+    return answer;
   }
   if (method === 'GET' && path === '/ops/dead-letters') return [200, fake.deadLetters];
   if (method === 'POST' && path === '/ops/dead-letters/redrive') {
-    const before = fake.deadLetters.length;
-    fake.deadLetters = fake.deadLetters.filter((d) => d.id !== id);
-    return [200, { redriven: before - fake.deadLetters.length }];
+    const [rest, answer] = redrive(fake.deadLetters, 'id');
+    fake.deadLetters = rest;
+    return answer;
   }
-  if ((m = /^\/ops\/tasks\/([^/]+)\/trace$/.exec(path))) {
-    const trace = fake.traces[m[1] ?? ''];
-    return trace ? [200, trace] : [404, { error: `no task ${m[1]}` }];
+  if (trace) {
+    const found = fake.traces[trace[1] ?? ''];
+    return found ? [200, found] : [404, { error: `no task ${trace[1]}` }];
   }
-  if ((m = /^\/tasks\/([^/]+)$/.exec(path))) {
-    const task = fake.tasks[m[1] ?? ''];
-    return task ? [200, task] : [404, { error: 'task not found' }];
+  if (task) {
+    const found = fake.tasks[task[1] ?? ''];
+    return found ? [200, found] : [404, { error: 'task not found' }];
   }
   return [404, { error: `no route for ${method} ${path}` }];
 }
@@ -238,7 +247,13 @@ const testid = (id: string) => page.getByTestId(id);
 
 /** The background colour of an element as [r, g, b]. */
 async function background(id: string): Promise<number[]> {
-  const css = await testid(id).evaluate((el) => getComputedStyle(el).backgroundColor);
+  // tsconfig has no DOM lib (this is a Node project): the browser's globals are typed by hand.
+  const css = await testid(id).evaluate(
+    (el) =>
+      (
+        globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }
+      ).getComputedStyle(el).backgroundColor,
+  );
   return (css.match(/\d+/g) ?? []).slice(0, 3).map(Number);
 }
 
@@ -423,7 +438,7 @@ describe.skipIf(!haveChromium)(
       expect(await testid('events-table').textContent()).toContain('<b id="injected">bold</b>');
       expect(await testid('outbox-dead-list').textContent()).toContain('<img src=x');
       expect(await page.locator('img, b#injected, main script').count()).toBe(0);
-      expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+      expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
       expect(errors).toEqual([]);
     });
 
