@@ -1,4 +1,4 @@
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import {
   Alarm,
   ComparisonOperator,
@@ -16,7 +16,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { consumerDimension, consumerMetricNames } from '../../../shared/consumers/contract';
+import { consumerMetricNames } from '../../../shared/consumers/contract';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 
@@ -132,7 +132,14 @@ export class PipelineAlarms extends Construct {
       masterKey: key,
       enforceSSL: true,
     });
-    if (props.email) this.topic.addSubscription(new EmailSubscription(props.email));
+    if (props.email) {
+      const subscription = this.topic.addSubscription(new EmailSubscription(props.email));
+      Validations.of(subscription).acknowledge({
+        id: 'Serverless-SNSRedrivePolicy',
+        reason:
+          'Email to a person: an undeliverable alarm mail shows in NumberOfNotificationsFailed and in the alarm history; a DLQ of alarm mails would need an alarm of its own.',
+      });
+    }
     const action = new SnsAction(this.topic);
     const all: Alarm[] = [];
 

@@ -1,0 +1,450 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Match } from 'aws-cdk-lib/assertions';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IConstruct } from 'constructs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { inboxActions } from '../../infra/aws/constructs/inbox-table';
+import { esmRequireBanner } from '../../infra/aws/constructs/pipeline-function';
+import { consumerEnv } from '../../shared/consumers/contract';
+import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
+import { type ConsumerName, topology } from '../../shared/topology';
+import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
+
+// One real synthesis (esbuild included) for the whole file: the sandbox stage on AWS.
+let s: Synthesized;
+beforeAll(() => {
+  s = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' }, { bundle: true });
+});
+
+const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+const logicalId = (c: IConstruct) => s.stack.getLogicalId(c.node.defaultChild as CfnFunction);
+const ref = (c: IConstruct) => ({ Ref: logicalId(c) });
+const arnOf = (c: IConstruct) => ({ 'Fn::GetAtt': [logicalId(c), 'Arn'] });
+const envOf = (c: IConstruct) =>
+  (s.json.Resources[logicalId(c)]?.Properties?.Environment as { Variables: Record<string, unknown> })
+    .Variables;
+const pipelineFunctions = () => [
+  s.stack.tasksApi.function,
+  s.stack.relay.function,
+  s.stack.migration.function,
+  ...[...s.stack.consumers.values()].map((c) => c.function),
+];
+
+describe('database', () => {
+  it('is Aurora PostgreSQL 17 Serverless v2 with the Data API, IAM auth, encryption and backups', () => {
+    s.template.hasResourceProperties('AWS::RDS::DBCluster', {
+      Engine: 'aurora-postgresql',
+      EngineVersion: Match.stringLikeRegexp('^17\\.'),
+      EnableHttpEndpoint: true,
+      EnableIAMDatabaseAuthentication: true,
+      StorageEncrypted: true,
+      BackupRetentionPeriod: Match.anyValue(),
+      DeletionProtection: false,
+      ServerlessV2ScalingConfiguration: { MinCapacity: 0, MaxCapacity: 2, SecondsUntilAutoPause: 600 },
+      MasterUserPassword: Match.objectLike({ 'Fn::Join': Match.anyValue() }),
+    });
+    s.template.hasResource('AWS::RDS::DBCluster', { DeletionPolicy: 'Delete' });
+    s.template.hasResourceProperties('AWS::RDS::DBInstance', {
+      DBInstanceClass: 'db.serverless',
+      PubliclyAccessible: false,
+    });
+    s.template.resourceCountIs('AWS::SecretsManager::Secret', 1);
+  });
+
+  it('sits in isolated subnets only: no internet or NAT gateway, no ingress', () => {
+    s.template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    s.template.resourceCountIs('AWS::EC2::InternetGateway', 0);
+    for (const [, subnet] of resourcesOfType(s, 'AWS::EC2::Subnet')) {
+      expect(subnet.Properties?.MapPublicIpOnLaunch).toBe(false);
+    }
+    s.template.resourceCountIs('AWS::EC2::SecurityGroupIngress', 0);
+    s.template.hasResourceProperties('AWS::RDS::DBSubnetGroup', { SubnetIds: Match.anyValue() });
+  });
+
+  it('is reached by every function through the Data API only (no function runs in the VPC)', () => {
+    for (const fn of pipelineFunctions()) {
+      expect(s.json.Resources[logicalId(fn)]?.Properties?.VpcConfig).toBeUndefined();
+    }
+    for (const fn of [s.stack.tasksApi.function, s.stack.relay.function, s.stack.migration.function]) {
+      expect(Object.keys(envOf(fn))).toEqual(
+        expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
+      );
+      expect(envOf(fn)).not.toHaveProperty('DATABASE_URL');
+    }
+  });
+});
+
+describe('schema migration', () => {
+  it('runs the migrate function through the Provider framework after the cluster exists', () => {
+    const [[id, resource]] = resourcesOfType(s, 'Custom::PipelineSchema') as [
+      [string, { DependsOn?: string[] }],
+    ];
+    expect(id).toBeTruthy();
+    const writer = resourcesOfType(s, 'AWS::RDS::DBInstance')[0]?.[0];
+    expect(resource.DependsOn).toEqual(expect.arrayContaining([writer]));
+    s.template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: { USER_ON_EVENT_FUNCTION_ARN: arnOf(s.stack.migration.function) } },
+    });
+    // Enough time for an auto-paused cluster to resume inside the Data API client's retries.
+    expect(s.json.Resources[logicalId(s.stack.migration.function)]?.Properties?.Timeout).toBe(300);
+  });
+});
+
+describe('tasks API', () => {
+  it('routes exactly the API route table to the tasks-api function, every method IAM-authorized and validated', () => {
+    const methods = resourcesOfType(s, 'AWS::ApiGateway::Method');
+    expect(methods).toHaveLength(tasksApiRoutes.length);
+    expect(methods.map(([, m]) => m.Properties?.HttpMethod).sort()).toEqual(
+      tasksApiRoutes.map((r) => r.method).sort(),
+    );
+    const validator = resourcesOfType(s, 'AWS::ApiGateway::RequestValidator')[0];
+    expect(validator?.[1].Properties).toMatchObject({
+      ValidateRequestBody: true,
+      ValidateRequestParameters: true,
+    });
+    for (const [, method] of methods) {
+      expect(method.Properties).toMatchObject({
+        AuthorizationType: 'AWS_IAM',
+        RequestValidatorId: { Ref: validator?.[0] },
+        Integration: { Type: 'AWS_PROXY' },
+      });
+      if (method.Properties?.HttpMethod === 'POST') expect(method.Properties.RequestModels).toBeDefined();
+    }
+    expect(
+      resourcesOfType(s, 'AWS::ApiGateway::Resource')
+        .map(([, r]) => r.Properties?.PathPart)
+        .sort(),
+    ).toEqual(['approve', 'tasks', 'withdraw', '{taskId}'].sort());
+  });
+
+  it('throttles, access-logs in JSON, traces, and keeps bodies out of the execution logs', () => {
+    s.template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      StageName: 'v1',
+      TracingEnabled: true,
+      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('"requestId"') },
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({
+          ThrottlingRateLimit: Match.anyValue(),
+          ThrottlingBurstLimit: Match.anyValue(),
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+        }),
+      ]),
+    });
+  });
+
+  it('lets the tasks-api nudge the relay by name and nothing else', () => {
+    expect(envOf(s.stack.tasksApi.function).RELAY_FUNCTION_NAME).toEqual(ref(s.stack.relay.function));
+    s.template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          { Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: arnOf(s.stack.relay.function) },
+        ]),
+      },
+    });
+  });
+});
+
+describe('outbox relay', () => {
+  it('runs on the topology schedule with the topology timeout and reserved concurrency', () => {
+    s.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [Match.objectLike({ Arn: arnOf(s.stack.relay.function) })],
+    });
+    expect(topology.relay.scheduleSeconds).toBe(60); // the literal above is this value, spelt as EventBridge does
+    expect(s.json.Resources[logicalId(s.stack.relay.function)]?.Properties).toMatchObject({
+      Timeout: topology.relay.timeoutSeconds,
+      ReservedConcurrentExecutions: 3,
+    });
+    expect(envOf(s.stack.relay.function).EVENT_BUS_NAME).toEqual(ref(s.stack.fanout.bus));
+  });
+
+  it('may put events on the pipeline bus only', () => {
+    s.template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          { Action: 'events:PutEvents', Effect: 'Allow', Resource: arnOf(s.stack.fanout.bus) },
+        ]),
+      },
+    });
+  });
+});
+
+describe('event fan-out', () => {
+  it('archives every pipeline event of the custom bus', () => {
+    s.template.hasResourceProperties('AWS::Events::EventBus', { Name: topology.busName });
+    s.template.hasResourceProperties('AWS::Events::Archive', {
+      SourceArn: arnOf(s.stack.fanout.bus),
+      EventPattern: { source: [topology.source] },
+      RetentionDays: 30,
+    });
+  });
+
+  it('gives each rule target the consumer retry policy and its own encrypted dead-letter queue', () => {
+    const dlqIds = new Set<string>();
+    for (const spec of topology.rules) {
+      const rule = resourcesOfType(s, 'AWS::Events::Rule').find(([, r]) => r.Properties?.Name === spec.name);
+      const targets = rule?.[1].Properties?.Targets as Record<string, { 'Fn::GetAtt': string[] }>[];
+      for (const target of targets) {
+        const dlq = target.DeadLetterConfig as unknown as { Arn: { 'Fn::GetAtt': string[] } };
+        const dlqId = dlq.Arn['Fn::GetAtt'][0] as string;
+        expect(dlqIds.has(dlqId)).toBe(false);
+        dlqIds.add(dlqId);
+        expect(s.json.Resources[dlqId]?.Properties).toMatchObject({ SqsManagedSseEnabled: true });
+      }
+      expect(targets.map((t) => t.RetryPolicy)).toEqual(
+        spec.targets.map((c) => ({
+          MaximumRetryAttempts: topology.consumers[c].targetRetry.maximumRetryAttempts,
+          MaximumEventAgeInSeconds: topology.consumers[c].targetRetry.maximumEventAgeSeconds,
+        })),
+      );
+    }
+  });
+
+  it('lets EventBridge write to each DLQ only from its own rule, over TLS only', () => {
+    for (const target of s.stack.fanout.targets) {
+      s.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [ref(target.deadLetterQueue)],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            Match.objectLike({
+              Action: 'sqs:SendMessage',
+              Principal: { Service: 'events.amazonaws.com' },
+              Condition: { ArnEquals: { 'aws:SourceArn': Match.anyValue() } },
+            }),
+          ]),
+        },
+      });
+    }
+  });
+});
+
+describe('consumers', () => {
+  it('retry their own errors through async invoke and then fail over to their own SQS destination', () => {
+    for (const name of consumerNames) {
+      const consumer = s.stack.consumers.get(name);
+      if (!consumer) throw new Error(`no ${name} consumer`);
+      s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: ref(consumer.function),
+        MaximumRetryAttempts: topology.consumers[name].asyncInvoke.retryAttempts,
+        MaximumEventAgeInSeconds: topology.consumers[name].asyncInvoke.maximumEventAgeSeconds,
+        DestinationConfig: { OnFailure: { Destination: arnOf(consumer.onFailureQueue) } },
+      });
+      expect(envOf(consumer.function)).toMatchObject({
+        [consumerEnv.consumerName]: name,
+        [consumerEnv.inboxTable]: ref(s.stack.inbox.table),
+      });
+    }
+  });
+
+  it('each get the store their effect writes to, and archive the database too', () => {
+    const env = (n: ConsumerName) => envOf(s.stack.consumers.get(n)?.function as IConstruct);
+    expect(env('index')[consumerEnv.indexTable]).toEqual(ref(s.stack.contentIndex.table));
+    expect(env('notify')[consumerEnv.notifyTopic]).toEqual(ref(s.stack.notifications.topic));
+    expect(env('archive')[consumerEnv.archiveBucket]).toEqual(ref(s.stack.archive.bucket));
+    expect(Object.keys(env('archive'))).toEqual(
+      expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
+    );
+    expect(Object.keys(env('index'))).not.toContain('DB_CLUSTER_ARN');
+  });
+
+  it('touch only their own inbox partition', () => {
+    for (const name of consumerNames) {
+      s.template.hasResourceProperties('AWS::IAM::Policy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            {
+              Action: [...inboxActions].sort(),
+              Effect: 'Allow',
+              Resource: arnOf(s.stack.inbox.table),
+              Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [name] } },
+            },
+          ]),
+        },
+      });
+    }
+  });
+});
+
+describe('stores', () => {
+  it('inbox: key (consumer, eventId) as strings, TTL expiresAt, point-in-time recovery', () => {
+    expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties).toMatchObject({
+      KeySchema: [
+        { AttributeName: 'consumer', KeyType: 'HASH' },
+        { AttributeName: 'eventId', KeyType: 'RANGE' },
+      ],
+      AttributeDefinitions: expect.arrayContaining([
+        { AttributeName: 'consumer', AttributeType: 'S' },
+        { AttributeName: 'eventId', AttributeType: 'S' },
+      ]),
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      BillingMode: 'PAY_PER_REQUEST',
+    });
+  });
+
+  it('content index: partition key taskId', () => {
+    expect(s.json.Resources[logicalId(s.stack.contentIndex.table)]?.Properties).toMatchObject({
+      KeySchema: [{ AttributeName: 'taskId', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'taskId', AttributeType: 'S' }],
+    });
+  });
+
+  it('archive bucket: encrypted, versioned, public access blocked, TLS only', () => {
+    expect(s.json.Resources[logicalId(s.stack.archive.bucket)]?.Properties).toMatchObject({
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      VersioningConfiguration: { Status: 'Enabled' },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+    });
+    s.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: ref(s.stack.archive.bucket),
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  it('notification topic: encrypted, publishable by the notify consumer only', () => {
+    expect(s.json.Resources[logicalId(s.stack.notifications.topic)]?.Properties).toMatchObject({
+      KmsMasterKeyId: expect.anything(),
+    });
+    const publishers = resourcesOfType(s, 'AWS::IAM::Policy').filter(([, p]) =>
+      JSON.stringify(p.Properties?.PolicyDocument).includes('"sns:Publish"'),
+    );
+    expect(publishers).toHaveLength(1);
+    expect(JSON.stringify(publishers[0]?.[1].Properties?.Roles)).toContain('Consumernotify');
+  });
+});
+
+describe('functions', () => {
+  it('run Node 22 on ARM64 with X-Ray, a log group with retention and the Powertools environment', () => {
+    for (const fn of pipelineFunctions()) {
+      const props = s.json.Resources[logicalId(fn)]?.Properties ?? {};
+      expect(props).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: { LogGroup: { Ref: expect.any(String) } },
+      });
+      expect(envOf(fn)).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: expect.any(String),
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
+      });
+      const logGroupId = (props.LoggingConfig as { LogGroup: { Ref: string } }).LogGroup.Ref;
+      expect(s.json.Resources[logGroupId]?.Properties?.RetentionInDays).toBe(14);
+    }
+  });
+
+  it('are real esbuild ESM bundles that define require for their CommonJS dependencies', () => {
+    const assetsDir = s.assembly.directory;
+    for (const fn of pipelineFunctions()) {
+      const code = s.json.Resources[logicalId(fn)]?.Properties?.Code as { S3Key: string };
+      const hash = code.S3Key.replace(/\.zip$/, '');
+      const bundle = join(assetsDir, `asset.${hash}`, 'index.mjs');
+      expect(existsSync(bundle), bundle).toBe(true);
+      expect(statSync(bundle).size).toBeGreaterThan(10_000);
+      expect(readFileSync(bundle, 'utf8').startsWith(esmRequireBanner)).toBe(true);
+    }
+  });
+
+  it('have no wildcard action, and "*" resources only for X-Ray, which has no resource-level permissions', () => {
+    const xray = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']);
+    const ours = new Set(pipelineFunctions().map((fn) => logicalId(fn.role as unknown as IConstruct)));
+    let checked = 0;
+    for (const [, policy] of resourcesOfType(s, 'AWS::IAM::Policy')) {
+      const roles = (policy.Properties?.Roles as { Ref: string }[]).map((r) => r.Ref);
+      if (!roles.some((r) => ours.has(r))) continue;
+      const statements = (policy.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] })
+        .Statement;
+      for (const st of statements) {
+        const actions = [st.Action].flat() as string[];
+        for (const action of actions) expect(action, JSON.stringify(st)).not.toContain('*');
+        if (JSON.stringify(st.Resource).includes('"*"')) {
+          expect(
+            actions.every((a) => xray.has(a)),
+            JSON.stringify(st),
+          ).toBe(true);
+        }
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(pipelineFunctions().length);
+  });
+});
+
+describe('alarms', () => {
+  it('alarm on the oldest pending age over the topology threshold, missing data breaching', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: metricsNamespace,
+      MetricName: relayMetricNames.oldestPendingAge,
+      Dimensions: [{ Name: 'service', Value: 'outbox-relay' }],
+      Statistic: 'Maximum',
+      Period: topology.alarms.periodSeconds,
+      Threshold: topology.alarms.oldestPendingAgeSeconds,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: topology.alarms.evaluationPeriods,
+      TreatMissingData: 'breaching',
+      AlarmActions: [ref(s.stack.alarms.topic)],
+    });
+  });
+
+  it('alarm on dead outbox events and relay errors', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: metricsNamespace,
+      MetricName: relayMetricNames.dead,
+      Threshold: topology.alarms.deadEvents,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.relay.function) }],
+      Threshold: topology.alarms.relayErrors,
+    });
+  });
+
+  it('send to an encrypted alarm topic with the email subscription', () => {
+    s.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+      TopicArn: ref(s.stack.alarms.topic),
+    });
+    s.template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' } }),
+        ]),
+      },
+    });
+  });
+
+  it('come with a dashboard and the outputs an operator needs', () => {
+    s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    const outputs = Object.keys(s.json.Outputs ?? {});
+    expect(outputs).toEqual(
+      expect.arrayContaining([
+        'ApiUrl',
+        'EventBusName',
+        'ClusterArn',
+        'SecretArn',
+        'InboxTableName',
+        'ContentIndexTableName',
+        'DashboardUrl',
+      ]),
+    );
+  });
+});

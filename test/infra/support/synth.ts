@@ -1,0 +1,61 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { projectRoot } from '../../../infra/aws/constructs/pipeline-function';
+import { createPipelineApp, type PipelineApp } from '../../../infra/aws/pipeline-app';
+
+export interface SynthOptions {
+  /**
+   * Run esbuild for every function. Off, CDK's own `aws:cdk:bundling-stacks` context skips
+   * bundling (what `cdk deploy -e OtherStack` does): the template is the same but the assets
+   * are not built. One test file bundles for real; the others need only the template.
+   */
+  readonly bundle?: boolean;
+}
+
+export interface Synthesized extends PipelineApp {
+  readonly template: Template;
+  readonly assembly: CloudAssembly;
+  /** The raw template, for checks that walk every resource. */
+  readonly json: { Resources: Record<string, CfnResourceJson>; Outputs?: Record<string, unknown> };
+}
+
+export interface CfnResourceJson {
+  readonly Type: string;
+  readonly Properties?: Record<string, unknown>;
+  readonly DeletionPolicy?: string;
+  readonly UpdateReplacePolicy?: string;
+  readonly DependsOn?: string[];
+}
+
+/** The context `cdk synth` runs with: cdk.json's feature flags, then the test's keys. */
+export function cdkJsonContext(): Record<string, unknown> {
+  const cdkJson = JSON.parse(readFileSync(join(projectRoot, 'cdk.json'), 'utf8')) as {
+    context?: Record<string, unknown>;
+  };
+  return { ...cdkJson.context };
+}
+
+/**
+ * Synthesizes the pipeline app as the CLI would (cdk.json context plus `context`), into a
+ * fresh temporary cloud assembly. cdk-nag runs as part of it: a finding fails the synth.
+ */
+export function synthPipeline(
+  context: Record<string, unknown> = {},
+  options: SynthOptions = {},
+): Synthesized {
+  const ctx: Record<string, unknown> = { ...cdkJsonContext(), ...context };
+  if (!options.bundle) ctx['aws:cdk:bundling-stacks'] = [];
+  const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cdk-'));
+  const pipeline = createPipelineApp({ context: ctx, outdir });
+  const assembly = pipeline.app.synth();
+  const template = Template.fromStack(pipeline.stack);
+  return { ...pipeline, template, assembly, json: template.toJSON() as Synthesized['json'] };
+}
+
+/** Resources of one type, by logical id. */
+export function resourcesOfType(synth: Pick<Synthesized, 'json'>, type: string): [string, CfnResourceJson][] {
+  return Object.entries(synth.json.Resources).filter(([, r]) => r.Type === type);
+}
