@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { EventBridgeEvent } from 'aws-lambda';
 import type { ConsumerContext, ConsumerLogger } from '../../shared/consumers/consumer';
 import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
@@ -150,4 +151,24 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
     resolve = r;
   });
   return { promise, resolve };
+}
+
+/** What a consumer emitted since the last call: values by metric name (summed), dimensions; then cleared. */
+export function takeMetrics(metrics: Metrics): {
+  values: Record<string, number>;
+  dimensionNames: string[];
+  dimensions: Record<string, unknown>;
+} {
+  const emf = metrics.serializeMetrics() as unknown as Record<string, unknown> & {
+    _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+  };
+  const directive = emf._aws.CloudWatchMetrics[0];
+  const values: Record<string, number> = {};
+  for (const definition of directive?.Metrics ?? []) {
+    const v = emf[definition.Name];
+    values[definition.Name] = Array.isArray(v) ? v.reduce((a: number, b: number) => a + b, 0) : Number(v);
+  }
+  const dimensionNames = (directive?.Dimensions ?? []).flat();
+  metrics.clearMetrics();
+  return { values, dimensionNames, dimensions: Object.fromEntries(dimensionNames.map((d) => [d, emf[d]])) };
 }

@@ -1,0 +1,363 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  InboxBackoffError,
+  InboxFencedOutError,
+  InboxInProgressError,
+  isInboxError,
+} from '../../shared/inbox/errors';
+import type { InboxStore } from '../../shared/inbox/inbox-store';
+import { payloadHash } from '../../shared/inbox/payload-hash';
+import { type InboxEvent, poisonKey, processOnce, type WorkContext } from '../../shared/inbox/process-once';
+import type { InboxSettings } from '../../shared/inbox/settings';
+import { describeEachEngine } from '../support/dynamo';
+import {
+  approvedRow,
+  busEvent,
+  deferred,
+  inboxEvent,
+  TestClock,
+  testInboxSettings,
+} from '../support/dynamo-consumer-fixtures';
+
+describeEachEngine('processOnce state machine', (fixture) => {
+  let inbox: DynamoInboxStore;
+  let clock: TestClock;
+  let settings: InboxSettings;
+  /** The side effect the work performs: how many times it ran, per event id. */
+  let runs: Map<string, number>;
+
+  beforeEach(() => {
+    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    clock = new TestClock();
+    settings = testInboxSettings();
+    runs = new Map();
+  });
+
+  const deps = (owner: string, overrides: Partial<Parameters<typeof processOnce>[2]> = {}) => ({
+    inbox,
+    settings,
+    clock: clock.read,
+    owner,
+    random: () => 0.999,
+    ...overrides,
+  });
+
+  const effect = (event: InboxEvent) => async (_ctx: WorkContext) => {
+    runs.set(event.eventId, (runs.get(event.eventId) ?? 0) + 1);
+    return 'done';
+  };
+
+  it('a duplicate delivery is acknowledged without running the work again', async () => {
+    const event = inboxEvent('index');
+    const first = await processOnce(event, effect(event), deps('a'));
+    const second = await processOnce(event, effect(event), deps('b'));
+    expect(first).toMatchObject({ kind: 'processed', attempt: 1, takenOver: false, result: 'done' });
+    expect(second).toEqual({ kind: 'duplicate', status: 'PROCESSED' });
+    expect(runs.get(event.eventId)).toBe(1);
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
+  });
+
+  it('a re-publish of the same outbox row (new EventBridge id, same CloudEvent) is a duplicate', async () => {
+    const row = approvedRow();
+    const first = inboxEvent('index', row);
+    const republished = inboxEvent('index', row);
+    expect((republished.event as { id: string }).id).not.toBe((first.event as { id: string }).id);
+    await processOnce(first, effect(first), deps('a'));
+    expect(await processOnce(republished, effect(republished), deps('b'))).toMatchObject({
+      kind: 'duplicate',
+    });
+    expect(runs.get(row.eventId)).toBe(1);
+  });
+
+  it('of two concurrent deliveries one runs and the other gets InboxInProgressError', async () => {
+    const event = inboxEvent('index');
+    const gate = deferred();
+    const running = processOnce(
+      event,
+      async (ctx) => {
+        await gate.promise;
+        return effect(event)(ctx);
+      },
+      deps('a'),
+    );
+    // Let the first delivery's begin land before the second arrives.
+    await waitFor(async () => (await inbox.get(event))?.status === 'PROCESSING');
+    const concurrent = await processOnce(event, effect(event), deps('b')).catch((e: unknown) => e);
+    expect(concurrent).toBeInstanceOf(InboxInProgressError);
+    expect((concurrent as InboxInProgressError).retryAfterMs).toBeGreaterThan(0);
+    gate.resolve();
+    expect(await running).toMatchObject({ kind: 'processed' });
+    expect(runs.get(event.eventId)).toBe(1);
+  });
+
+  it('a crash after the effect but before completion is retried once the lease runs out', async () => {
+    const event = inboxEvent('index');
+    // The process dies between the effect and the completion write: complete never lands.
+    const crashing: InboxStore = Object.assign(Object.create(inbox) as InboxStore, {
+      complete: async () => {
+        throw new Error('process died');
+      },
+    });
+    await expect(processOnce(event, effect(event), deps('a', { inbox: crashing }))).rejects.toThrow(
+      'process died',
+    );
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSING', leaseOwner: 'a' });
+
+    // Redelivered while the dead attempt's lease still runs: not yet.
+    await expect(processOnce(event, effect(event), deps('b'))).rejects.toBeInstanceOf(InboxInProgressError);
+    clock.advance(settings.leaseMs + 1);
+    const retried = await processOnce(event, effect(event), deps('c'));
+    expect(retried).toMatchObject({ kind: 'processed', attempt: 2, takenOver: true });
+    // The inbox does not hide a crash: the work ran twice, which is why effects are idempotent too.
+    expect(runs.get(event.eventId)).toBe(2);
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'c' });
+  });
+
+  it('an attempt whose lease was taken over cannot complete the record', async () => {
+    const event = inboxEvent('index');
+    const gate = deferred();
+    const stale = processOnce(
+      event,
+      async () => {
+        await gate.promise;
+        return 'late';
+      },
+      deps('a'),
+    );
+    await waitFor(async () => (await inbox.get(event))?.status === 'PROCESSING');
+    clock.advance(settings.leaseMs + 1);
+    expect(await processOnce(event, effect(event), deps('b'))).toMatchObject({
+      kind: 'processed',
+      takenOver: true,
+    });
+    gate.resolve();
+    const err = await stale.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InboxFencedOutError);
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'b' });
+  });
+
+  it('a failed attempt is recorded FAILED with backoff and rethrown; no retry before the backoff', async () => {
+    const event = inboxEvent('index');
+    const failing = async () => {
+      throw new Error('index unavailable');
+    };
+    await expect(processOnce(event, failing, deps('a'))).rejects.toThrow('index unavailable');
+    const failed = await inbox.get(event);
+    // random 0.999 of a 1 s base for attempt 1.
+    expect(failed).toMatchObject({ status: 'FAILED', attempts: 1, lastError: 'Error: index unavailable' });
+    expect(failed?.nextAttemptAt).toBe(clock.now + 999);
+
+    const early = await processOnce(event, effect(event), deps('b')).catch((e: unknown) => e);
+    expect(early).toBeInstanceOf(InboxBackoffError);
+    expect(runs.get(event.eventId)).toBeUndefined();
+
+    clock.advance(999);
+    expect(await processOnce(event, effect(event), deps('c'))).toMatchObject({
+      kind: 'processed',
+      attempt: 2,
+    });
+    expect(runs.get(event.eventId)).toBe(1);
+  });
+
+  it('backoff doubles per attempt up to its cap', async () => {
+    const event = inboxEvent('index');
+    settings = testInboxSettings({ maxAttempts: 5, backoff: { baseMs: 1_000, maxMs: 2_500 } });
+    const delays: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await processOnce(
+        event,
+        async () => {
+          throw new Error('down');
+        },
+        deps(`o${i}`, { random: () => 1 }),
+      ).catch(() => undefined);
+      const record = await inbox.get(event);
+      delays.push((record?.nextAttemptAt ?? 0) - clock.now);
+      clock.advance(10_000);
+    }
+    expect(delays).toEqual([1_000, 2_000, 2_500]);
+  });
+
+  it('the last allowed attempt that fails makes the record DEAD, acknowledged, and it stays dead', async () => {
+    const event = inboxEvent('index');
+    let calls = 0;
+    const failing = async () => {
+      calls++;
+      throw new Error(`failure ${calls}`);
+    };
+    await expect(processOnce(event, failing, deps('a'))).rejects.toThrow('failure 1');
+    clock.advance(10_000);
+    await expect(processOnce(event, failing, deps('b'))).rejects.toThrow('failure 2');
+    clock.advance(10_000);
+    const third = await processOnce(event, failing, deps('c'));
+    expect(third).toEqual({
+      kind: 'dead',
+      attempt: 3,
+      reason: 'max attempts (3) reached; last error Error: failure 3',
+    });
+    clock.advance(10_000);
+    expect(await processOnce(event, failing, deps('d'))).toEqual({ kind: 'duplicate', status: 'DEAD' });
+    expect(calls).toBe(3);
+    expect(await inbox.get(event)).toMatchObject({
+      status: 'DEAD',
+      attempts: 3,
+      lastError: third.kind === 'dead' ? third.reason : '',
+    });
+  });
+
+  it('an event whose attempts all crash goes DEAD without running again', async () => {
+    const event = inboxEvent('index');
+    const crashing: InboxStore = Object.assign(Object.create(inbox) as InboxStore, {
+      complete: async () => {
+        throw new Error('killed');
+      },
+    });
+    for (let i = 0; i < settings.maxAttempts; i++) {
+      await processOnce(event, effect(event), deps(`o${i}`, { inbox: crashing })).catch(() => undefined);
+      clock.advance(settings.leaseMs + 1);
+    }
+    expect(runs.get(event.eventId)).toBe(3);
+    const outcome = await processOnce(event, effect(event), deps('last'));
+    expect(outcome).toMatchObject({ kind: 'dead', attempt: 3 });
+    expect(outcome.kind === 'dead' && outcome.reason).toContain('lost its lease');
+    expect(runs.get(event.eventId)).toBe(3);
+  });
+
+  it('a different payload under a known id is poison: recorded DEAD apart, the original untouched', async () => {
+    const row = approvedRow();
+    const original = inboxEvent('index', row);
+    await processOnce(original, effect(original), deps('a'));
+    const tampered = inboxEvent('index', {
+      ...row,
+      payload: { ...(row.payload as object), title: 'Changed' },
+    });
+    expect(tampered.payloadHash).not.toBe(original.payloadHash);
+
+    const outcome = await processOnce(tampered, effect(tampered), deps('b'));
+    const key = poisonKey(row.eventId, tampered.payloadHash);
+    expect(outcome).toMatchObject({ kind: 'poison', poisonKey: key });
+    expect(outcome.kind === 'poison' && outcome.reason).toContain('payload differs');
+    expect(await inbox.get({ consumer: 'index', eventId: key })).toMatchObject({
+      status: 'DEAD',
+      poison: true,
+      cloudEventId: row.eventId,
+    });
+    expect(await inbox.get(original)).toMatchObject({
+      status: 'PROCESSED',
+      payloadHash: original.payloadHash,
+    });
+    // Delivered again: the same poison is already recorded, so it is a duplicate, never a retry.
+    expect(await processOnce(tampered, effect(tampered), deps('c'))).toEqual({
+      kind: 'duplicate',
+      status: 'DEAD',
+    });
+    expect(runs.get(row.eventId)).toBe(1);
+  });
+
+  it('the lease is sized from the invocation deadline when that comes first', async () => {
+    const event = inboxEvent('index');
+    await processOnce(
+      event,
+      async () => {
+        const record = await inbox.get(event);
+        // 2 s left in the invocation + 1 s grace, not the 10 s maximum lease.
+        expect(record?.leaseUntil).toBe(clock.now + 3_000);
+        return 'ok';
+      },
+      deps('a', { deadline: clock.now + 2_000 }),
+    );
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED' });
+  });
+
+  it('a redriven DEAD record runs again on its next delivery', async () => {
+    const event = inboxEvent('index');
+    settings = testInboxSettings({ maxAttempts: 1 });
+    const dead = await processOnce(
+      event,
+      async () => {
+        throw new Error('bad day');
+      },
+      deps('a'),
+    );
+    expect(dead.kind).toBe('dead');
+    const redriven = await inbox.redrive(event, clock.now);
+    expect(await processOnce({ ...event, event: redriven.event }, effect(event), deps('b'))).toMatchObject({
+      kind: 'processed',
+      attempt: 1,
+      takenOver: true,
+    });
+  });
+
+  describe('heartbeat (real clock)', () => {
+    it('renews the lease while long work runs, so a concurrent delivery still sees it live', async () => {
+      const event = inboxEvent('index');
+      const short = testInboxSettings({ leaseMs: 300, leaseGraceMs: 0 });
+      const started = Date.now();
+      let concurrent: unknown;
+      let leaseDuringWork = 0;
+      const outcome = await processOnce(
+        event,
+        async () => {
+          // Well past the first lease: only renewals keep it live.
+          await sleep(800);
+          leaseDuringWork = (await inbox.get(event))?.leaseUntil ?? 0;
+          concurrent = await processOnce(event, effect(event), { inbox, settings: short, owner: 'b' }).catch(
+            (e: unknown) => e,
+          );
+          return 'long';
+        },
+        { inbox, settings: short, owner: 'a' },
+      );
+      expect(outcome).toMatchObject({ kind: 'processed', result: 'long' });
+      expect(leaseDuringWork).toBeGreaterThan(started + 800);
+      expect(concurrent).toBeInstanceOf(InboxInProgressError);
+      expect(runs.get(event.eventId)).toBeUndefined();
+    });
+
+    it('aborts the work signal when a renewal finds the lease taken over', async () => {
+      const event = inboxEvent('index');
+      const short = testInboxSettings({ leaseMs: 150, leaseGraceMs: 0 });
+      let aborted: unknown;
+      const outcome = processOnce(
+        event,
+        async (ctx) => {
+          // Another attempt takes the record over behind this one's back.
+          await inbox.takeOver(
+            event,
+            { status: 'PROCESSING', leaseOwner: 'a' },
+            { owner: 'thief', leaseUntil: Date.now() + 60_000, now: Date.now() + 1_000 },
+          );
+          // Bounded, so a missing abort fails the assertion below instead of hanging the test.
+          await Promise.race([
+            new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve())),
+            sleep(3_000),
+          ]);
+          aborted = ctx.signal.reason;
+          return 'stopped';
+        },
+        { inbox, settings: short, owner: 'a' },
+      );
+      await expect(outcome).rejects.toBeInstanceOf(InboxFencedOutError);
+      expect(isInboxError(aborted, 'FENCED_OUT')).toBe(true);
+    });
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(5);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// Keeps the imports honest: the fixtures hash the CloudEvent, which is what the inbox compares.
+describe('inbox event fixture', () => {
+  it('hashes the CloudEvent, not the EventBridge envelope', () => {
+    const row = approvedRow();
+    expect(inboxEvent('index', row).payloadHash).toBe(payloadHash(busEvent(row).detail));
+  });
+});
