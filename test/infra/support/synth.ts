@@ -59,3 +59,10 @@ export function synthPipeline(
 export function resourcesOfType(synth: Pick<Synthesized, 'json'>, type: string): [string, CfnResourceJson][] {
   return Object.entries(synth.json.Resources).filter(([, r]) => r.Type === type);
 }
+
+/** The Properties of one resource; throws when the template has no such resource. */
+export function propertiesOf(synth: Pick<Synthesized, 'json'>, logicalId: string): Record<string, unknown> {
+  const resource = synth.json.Resources[logicalId];
+  if (!resource) throw new Error(`no resource ${logicalId} in the template`);
+  return resource.Properties ?? {};
+}

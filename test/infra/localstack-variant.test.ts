@@ -1,0 +1,62 @@
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { defaultLocalStackDatabaseUrl } from '../../infra/aws/settings';
+import { propertiesOf, resourcesOfType, synthPipeline } from './support/synth';
+
+describe('the LocalStack variant (-c target=localstack)', () => {
+  const url = 'postgres://pipeline:secret@db.internal:5432/pipeline';
+  const s = synthPipeline({ target: 'localstack', databaseUrl: url });
+  const envOf = (fn: CfnFunction | undefined) =>
+    (
+      propertiesOf(s, s.stack.getLogicalId(fn as CfnFunction)).Environment as {
+        Variables: Record<string, unknown>;
+      }
+    ).Variables;
+  const dbFunctions = () => [
+    s.stack.tasksApi.function,
+    s.stack.relay.function,
+    s.stack.migration.function,
+    s.stack.consumers.get('archive')?.function,
+  ];
+
+  it('replaces Aurora, its VPC and the Data API with the PostgreSQL URL', () => {
+    for (const type of ['AWS::RDS::DBCluster', 'AWS::EC2::VPC', 'AWS::SecretsManager::Secret']) {
+      expect(resourcesOfType(s, type), type).toHaveLength(0);
+    }
+    expect(JSON.stringify(s.json)).not.toContain('rds-data:');
+    expect(Object.keys(s.json.Outputs ?? {})).not.toContain('ClusterArn');
+  });
+
+  it('gives DATABASE_URL (the pg adapter) to every function that reads PostgreSQL, and nothing else', () => {
+    for (const fn of dbFunctions()) {
+      const env = envOf(fn?.node.defaultChild as CfnFunction);
+      expect(env.DATABASE_URL).toBe(url);
+      for (const key of ['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']) expect(env).not.toHaveProperty(key);
+    }
+    for (const name of ['index', 'notify'] as const) {
+      const env = envOf(s.stack.consumers.get(name)?.function.node.defaultChild as CfnFunction);
+      expect(env).not.toHaveProperty('DATABASE_URL');
+    }
+  });
+
+  it('keeps the rest of the pipeline: API, bus, rules, consumers, migration, alarms', () => {
+    for (const type of [
+      'AWS::ApiGateway::RestApi',
+      'AWS::Events::EventBus',
+      'AWS::Lambda::EventInvokeConfig',
+      'Custom::PipelineSchema',
+      'AWS::CloudWatch::Alarm',
+    ]) {
+      expect(resourcesOfType(s, type).length, type).toBeGreaterThan(0);
+    }
+  });
+
+  it('defaults the URL to the docker-compose PostgreSQL as LocalStack Lambdas see it', () => {
+    const d = synthPipeline({ target: 'localstack' });
+    const env = (
+      propertiesOf(d, d.stack.getLogicalId(d.stack.relay.function.node.defaultChild as CfnFunction))
+        .Environment as { Variables: Record<string, unknown> }
+    ).Variables;
+    expect(env.DATABASE_URL).toBe(defaultLocalStackDatabaseUrl);
+  });
+});

@@ -1,0 +1,112 @@
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { PipelineStack } from '../../infra/aws/pipeline-stack';
+import { parseSettings } from '../../infra/aws/settings';
+import { type ConsumerName, type Topology, topology } from '../../shared/topology';
+import { cdkJsonContext, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
+
+interface RealizedRule {
+  readonly name: string;
+  readonly pattern: unknown;
+  readonly targets: ConsumerName[];
+}
+
+/** Reads the rules back out of a template: name, pattern, and which consumer each target is. */
+function realizedRules(s: Pick<Synthesized, 'json'>, functionIds: Map<string, ConsumerName>): RealizedRule[] {
+  return resourcesOfType(s, 'AWS::Events::Rule')
+    .filter(([, r]) => r.Properties?.EventPattern !== undefined)
+    .map(([, r]) => ({
+      name: r.Properties?.Name as string,
+      pattern: r.Properties?.EventPattern,
+      targets: (r.Properties?.Targets as { Arn: { 'Fn::GetAtt': [string, string] } }[]).map((t) => {
+        const consumer = functionIds.get(t.Arn['Fn::GetAtt'][0]);
+        if (!consumer) throw new Error(`rule ${String(r.Properties?.Name)} targets a non-consumer`);
+        return consumer;
+      }),
+    }));
+}
+
+function consumerFunctionIds(stack: PipelineStack): Map<string, ConsumerName> {
+  return new Map(
+    [...stack.consumers.values()].map((c) => [
+      stack.getLogicalId(c.function.node.defaultChild as never),
+      c.name,
+    ]),
+  );
+}
+
+const expected = (t: Pick<Topology, 'rules'>): RealizedRule[] =>
+  t.rules.map((r) => ({ name: r.name, pattern: r.pattern, targets: [...r.targets] }));
+
+describe('the AWS stack realizes shared/topology', () => {
+  const s = synthPipeline();
+
+  it('has exactly the topology rules: names, patterns and target consumers', () => {
+    expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology));
+  });
+
+  it('has exactly one function per topology consumer, each a target of some rule', () => {
+    expect([...s.stack.consumers.keys()].sort()).toEqual(Object.keys(topology.consumers).sort());
+    const targeted = new Set(topology.rules.flatMap((r) => r.targets));
+    expect([...targeted].sort()).toEqual(Object.keys(topology.consumers).sort());
+  });
+
+  it('has one dead-letter queue per rule target and one on-failure queue per consumer, all alarmed', () => {
+    const targets = topology.rules.reduce((n, r) => n + r.targets.length, 0);
+    const consumers = Object.keys(topology.consumers).length;
+    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + consumers);
+    const queueAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').filter(
+      ([, a]) => a.Properties?.MetricName === 'ApproximateNumberOfMessagesVisible',
+    );
+    expect(queueAlarms).toHaveLength(targets + consumers);
+  });
+
+  it('alarms on each rule failing invocations, by the rule name EventBridge reports', () => {
+    const ruleAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm')
+      .filter(([, a]) => a.Properties?.MetricName === 'FailedInvocations')
+      .map(
+        ([, a]) =>
+          (a.Properties?.Dimensions as { Name: string; Value: unknown }[]).find((d) => d.Name === 'RuleName')
+            ?.Value,
+      );
+    expect(ruleAlarms.sort()).toEqual(topology.rules.map((r) => r.name).sort());
+  });
+
+  it('follows a changed topology: another rule, other targets, other retry figures', () => {
+    const variant: Topology = {
+      ...topology,
+      consumers: {
+        ...topology.consumers,
+        archive: {
+          ...topology.consumers.archive,
+          targetRetry: { maximumRetryAttempts: 7, maximumEventAgeSeconds: 3600 },
+          asyncInvoke: { retryAttempts: 1, maximumEventAgeSeconds: 900 },
+        },
+      },
+      rules: [
+        ...topology.rules,
+        {
+          name: 'content-withdrawn-archive',
+          description: 'Keep withdrawals too',
+          pattern: { source: [topology.source], 'detail-type': [topology.eventTypes.withdrawn] },
+          targets: ['archive'],
+        },
+      ],
+    };
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const settings = parseSettings((k) => app.node.tryGetContext(k));
+    const stack = new PipelineStack(app, 'Variant', { settings, topology: variant });
+    const json = Template.fromStack(stack).toJSON() as Synthesized['json'];
+    expect(realizedRules({ json }, consumerFunctionIds(stack))).toEqual(expected(variant));
+    const archiveTarget = JSON.stringify(
+      resourcesOfType({ json }, 'AWS::Events::Rule').find(
+        ([, r]) => r.Properties?.Name === 'content-withdrawn-archive',
+      ),
+    );
+    expect(archiveTarget).toContain('"MaximumRetryAttempts":7');
+    expect(JSON.stringify(resourcesOfType({ json }, 'AWS::Lambda::EventInvokeConfig'))).toContain(
+      '"MaximumEventAgeInSeconds":900',
+    );
+  });
+});
