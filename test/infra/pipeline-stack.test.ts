@@ -77,12 +77,11 @@ describe('database', () => {
 
 describe('schema migration', () => {
   it('runs the migrate function through the Provider framework after the cluster exists', () => {
-    const [[id, resource]] = resourcesOfType(s, 'Custom::PipelineSchema') as [
-      [string, { DependsOn?: string[] }],
-    ];
-    expect(id).toBeTruthy();
+    const schema = resourcesOfType(s, 'Custom::PipelineSchema');
+    expect(schema).toHaveLength(1);
+    const resource = schema[0]?.[1];
     const writer = resourcesOfType(s, 'AWS::RDS::DBInstance')[0]?.[0];
-    expect(resource.DependsOn).toEqual(expect.arrayContaining([writer]));
+    expect(resource?.DependsOn).toEqual(expect.arrayContaining([writer]));
     s.template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: { Variables: { USER_ON_EVENT_FUNCTION_ARN: arnOf(s.stack.migration.function) } },
     });
