@@ -1,0 +1,393 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../infra/local/cli';
+import type { FetchLike } from '../../infra/local/cli-client';
+
+// Each command against a fake fetch: the requests it makes (method, URL, body) and what it prints.
+
+interface Call {
+  readonly method: string;
+  readonly url: string;
+  readonly path: string;
+  readonly body: unknown;
+}
+type Reply = { status?: number; body?: unknown };
+
+function fakeApi(answer: (call: Call) => Reply) {
+  const calls: Call[] = [];
+  const fetch: FetchLike = async (url, init) => {
+    const u = new URL(url);
+    const call = {
+      method: init?.method ?? 'GET',
+      url,
+      path: u.pathname + u.search,
+      body: init?.body === undefined ? undefined : JSON.parse(String(init.body)),
+    };
+    calls.push(call);
+    const reply = answer(call);
+    return new Response(JSON.stringify(reply.body ?? {}), {
+      status: reply.status ?? 200,
+      headers: { 'content-type': 'application/json' },
+    });
+  };
+  return { fetch, calls };
+}
+
+async function run(
+  argv: string[],
+  fetch: FetchLike,
+  opts: { env?: Record<string, string>; tty?: boolean } = {},
+) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    fetch,
+    env: opts.env ?? {},
+    stdout: { write: (s: string) => (stdout += s), isTTY: opts.tty },
+    stderr: { write: (s: string) => (stderr += s), isTTY: opts.tty },
+  });
+  return { code, stdout, stderr };
+}
+
+const taskId = '3f1c2b7e-8d4a-4c1e-9b0a-5e6f7a8b9c0d';
+const eventA = '0b9f6c1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b';
+const eventW = '7d8e9f0a-1b2c-4d3e-9f4a-5b6c7d8e9f0a';
+
+const status = {
+  tasks: { pending_review: 2, approved: 5, rejected: 0, withdrawn: 1 },
+  outbox: { pending: 1, delivered: 6, dead: 1, oldestPendingAgeSeconds: 125 },
+  consumers: {
+    index: { processed: 6, inProgress: 0, failed: 0, dead: 0 },
+    notify: { processed: 4, inProgress: 0, failed: 0, dead: 1 },
+    archive: { processed: 5, inProgress: 0, failed: 0, dead: 0 },
+  },
+  effects: { indexDocuments: 5, notificationsSent: 4, distinctNotifiedEvents: 4, archivedObjects: 5 },
+  deadLetters: 0,
+  alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', notifyInboxDead: 'ALARM', deadLetters: 'OK' },
+  relay: { lastRunAt: '2026-05-04T10:00:00.000Z', errors: 0 },
+};
+
+describe('status', () => {
+  it('reads /ops/status on 127.0.0.1:$PORT and prints the figures and each alarm', async () => {
+    const api = fakeApi(() => ({ body: status }));
+
+    const r = await run(['status'], api.fetch, { env: { PORT: '4123' } });
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toEqual([
+      { method: 'GET', url: 'http://127.0.0.1:4123/ops/status', path: '/ops/status', body: undefined },
+    ]);
+    expect(r.stdout).toContain('tasks         pending_review 2   approved 5   rejected 0   withdrawn 1');
+    expect(r.stdout).toContain('outbox        pending 1   delivered 6   dead 1   oldest pending 2m 05s');
+    expect(r.stdout).toMatch(/notify\s+4\s+0\s+0\s+1/);
+    expect(r.stdout).toMatch(/archived objects\s+5/);
+    expect(r.stdout).toContain('alarms        2 in ALARM');
+    expect(r.stdout).toContain('  ALARM  outboxDead');
+    expect(r.stdout).toContain('  OK     oldestPendingAge');
+    expect(r.stdout).not.toContain('\u001b['); // no colour when stdout is not a terminal
+    expect(r.stderr).toBe('');
+  });
+
+  it('--json prints the server document as one JSON document; --url replaces the default', async () => {
+    const api = fakeApi(() => ({ body: status }));
+
+    const r = await run(['--url', 'http://pipeline.test:8080/', 'status', '--json'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls.map((c) => c.url)).toEqual(['http://pipeline.test:8080/ops/status']);
+    expect(JSON.parse(r.stdout)).toEqual(status);
+  });
+
+  it('colours ALARM red and OK green on a terminal, unless NO_COLOR is set', async () => {
+    const api = fakeApi(() => ({ body: status }));
+
+    const tty = await run(['status'], api.fetch, { tty: true });
+    const noColor = await run(['status'], api.fetch, { tty: true, env: { NO_COLOR: '1' } });
+
+    expect(tty.stdout).toContain('\u001b[31mALARM\u001b[0m  outboxDead');
+    expect(tty.stdout).toContain('\u001b[32mOK   \u001b[0m  oldestPendingAge');
+    expect(noColor.stdout).not.toContain('\u001b[');
+  });
+});
+
+describe('tasks', () => {
+  it('create POSTs the title, body and assignee and prints the new id', async () => {
+    const api = fakeApi(() => ({ status: 201, body: { taskId, status: 'pending_review', version: 1 } }));
+
+    const r = await run(
+      ['tasks', 'create', '--title', 'Hello', '--body', 'text', '--assignee', 'alice'],
+      api.fetch,
+    );
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toMatchObject([
+      { method: 'POST', path: '/tasks', body: { title: 'Hello', body: 'text', assignee: 'alice' } },
+    ]);
+    expect(r.stdout).toBe(`created task ${taskId} (pending_review, version 1)\n`);
+  });
+
+  it('create sends only the options given, and --json prints the created task', async () => {
+    const created = { taskId, status: 'pending_review', version: 1 };
+    const api = fakeApi(() => ({ status: 201, body: created }));
+
+    const r = await run(['tasks', 'create', '--title=Only a title', '--json'], api.fetch);
+
+    expect(api.calls[0]?.body).toEqual({ title: 'Only a title' });
+    expect(JSON.parse(r.stdout)).toEqual(created);
+  });
+
+  it('approve POSTs approvedBy to the task', async () => {
+    const api = fakeApi(() => ({ body: { taskId, status: 'approved', version: 2, eventId: eventA } }));
+
+    const r = await run(['tasks', 'approve', taskId, '--by', 'rita'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toMatchObject([
+      { method: 'POST', path: `/tasks/${taskId}/approve`, body: { approvedBy: 'rita' } },
+    ]);
+    expect(r.stdout).toBe(`approved task ${taskId} (version 2, event ${eventA})\n`);
+  });
+
+  it('withdraw POSTs withdrawnBy and the reason', async () => {
+    const api = fakeApi(() => ({ body: { taskId, status: 'withdrawn', version: 3, eventId: eventW } }));
+
+    const r = await run(['tasks', 'withdraw', taskId, '--by', 'rita', '--reason', 'legal hold'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toMatchObject([
+      {
+        method: 'POST',
+        path: `/tasks/${taskId}/withdraw`,
+        body: { withdrawnBy: 'rita', reason: 'legal hold' },
+      },
+    ]);
+    expect(r.stdout).toContain('withdrew task');
+  });
+
+  const task = {
+    taskId,
+    title: 'Spring copy',
+    body: null,
+    assignee: 'alice',
+    status: 'withdrawn',
+    version: 3,
+    reviewer: 'rita',
+    createdAt: '2026-05-04T10:00:00.000Z',
+    updatedAt: '2026-05-04T10:05:00.000Z',
+  };
+  const trace = {
+    taskId,
+    events: [
+      {
+        eventId: eventA,
+        eventType: 'content.approved',
+        taskId,
+        version: 2,
+        status: 'delivered',
+        attempts: 1,
+        createdAt: '2026-05-04T10:01:00.000Z',
+        deliveredAt: '2026-05-04T10:01:01.000Z',
+        lastError: null,
+        consumers: {
+          index: { status: 'PROCESSED', attempts: 1, lastError: null, updatedAt: 1777888861000 },
+          notify: { status: 'DEAD', attempts: 5, lastError: 'SNS publish failed' },
+          archive: null,
+        },
+      },
+      {
+        eventId: eventW,
+        eventType: 'content.withdrawn',
+        taskId,
+        version: 3,
+        status: 'pending',
+        attempts: 0,
+        createdAt: '2026-05-04T10:05:00.000Z',
+        deliveredAt: null,
+        lastError: null,
+        consumers: { index: null, notify: null, archive: null },
+      },
+    ],
+  };
+
+  it("show reads the task and its trace and prints each event with every consumer's inbox state", async () => {
+    const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? trace : task }));
+
+    const r = await run(['tasks', 'show', taskId], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual([
+      `GET /tasks/${taskId}`,
+      `GET /ops/tasks/${taskId}/trace`,
+    ]);
+    expect(r.stdout).toContain('title     Spring copy');
+    expect(r.stdout).toContain('status    withdrawn (version 3)');
+    const lines = r.stdout.split('\n');
+    expect(lines.find((l) => l.startsWith('event '))).toMatch(/index\s+notify\s+archive$/);
+    expect(lines.find((l) => l.startsWith(eventA))).toMatch(/PROCESSED \(1\)\s+DEAD \(5\)\s+not received$/);
+    // content.withdrawn is routed to the index only: the others are "not routed", not "missing".
+    expect(lines.find((l) => l.startsWith(eventW))).toMatch(
+      /pending \(0\).*not received\s+not routed\s+not routed$/,
+    );
+    expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
+  });
+
+  it('show --json prints the task and the trace as one document', async () => {
+    const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? trace : task }));
+
+    const r = await run(['tasks', 'show', taskId, '--json'], api.fetch);
+
+    expect(JSON.parse(r.stdout)).toEqual({ task, trace });
+  });
+});
+
+describe('dead lists', () => {
+  const outboxDead = [
+    {
+      eventId: eventA,
+      eventType: 'content.approved',
+      aggregateId: taskId,
+      attempts: 10,
+      lastError: 'ThrottlingException:\nRate exceeded',
+      createdAt: '2026-05-04T10:00:00.000Z',
+    },
+  ];
+
+  it('outbox dead lists the dead events as a table, one line each', async () => {
+    const api = fakeApi(() => ({ body: outboxDead }));
+
+    const r = await run(['outbox', 'dead'], api.fetch);
+
+    expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /ops/outbox/dead']);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^event\s+type\s+task\s+attempts\s+created\s+last error$/);
+    expect(lines[1]).toContain('ThrottlingException: Rate exceeded');
+  });
+
+  it('inbox dead reads the named consumer, dead-letters the bus, both as JSON with --json', async () => {
+    const inbox = [
+      { eventId: eventA, eventType: 'content.approved', taskId, attempts: 5, lastError: 'boom' },
+    ];
+    const letters = [{ id: eventA, consumer: 'archive', rule: 'content-approved', attempts: 3, error: 'x' }];
+    const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/inbox/') ? inbox : letters }));
+
+    const a = await run(['inbox', 'dead', '--consumer', 'notify', '--json'], api.fetch);
+    const b = await run(['dead-letters', '--json'], api.fetch);
+    const c = await run(['inbox', 'dead', '--consumer', 'notify'], api.fetch);
+
+    expect(api.calls.map((x) => x.path)).toEqual([
+      '/ops/inbox/notify/dead',
+      '/ops/dead-letters',
+      '/ops/inbox/notify/dead',
+    ]);
+    expect(JSON.parse(a.stdout)).toEqual(inbox);
+    expect(JSON.parse(b.stdout)).toEqual(letters);
+    expect(c.stdout).toMatch(
+      new RegExp(`^${eventA}\\s+content.approved\\s+${taskId}\\s+5\\s+-\\s+boom$`, 'm'),
+    );
+  });
+
+  it('says so when a list is empty', async () => {
+    const api = fakeApi(() => ({ body: [] }));
+
+    expect((await run(['outbox', 'dead'], api.fetch)).stdout).toBe('no dead outbox events\n');
+    expect((await run(['inbox', 'dead', '--consumer', 'index'], api.fetch)).stdout).toBe(
+      'no dead index inbox records\n',
+    );
+    expect((await run(['dead-letters'], api.fetch)).stdout).toBe('no dead letters\n');
+  });
+
+  it.each([
+    [['outbox', 'dead'], '/ops/outbox/dead/redrive'],
+    [['inbox', 'dead', '--consumer', 'archive'], '/ops/inbox/archive/dead/redrive'],
+    [['dead-letters'], '/ops/dead-letters/redrive'],
+  ])('%j --redrive <id> POSTs that one id', async (command, path) => {
+    const api = fakeApi(() => ({ body: { redriven: 1 } }));
+
+    const r = await run([...command, '--redrive', eventA], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toEqual([
+      { method: 'POST', url: `http://127.0.0.1:3000${path}`, path, body: { eventId: eventA } },
+    ]);
+    expect(r.stdout).toBe(`redrove ${eventA} (1 redriven)\n`);
+  });
+});
+
+describe('--all', () => {
+  /** A server whose dead list shrinks as entries are redriven, listing at most `cap` at a time. */
+  function deadServer(ids: string[], opts: { cap?: number; fail?: (id: string) => Reply | undefined } = {}) {
+    let dead = [...ids];
+    return fakeApi((c) => {
+      // Each entry as every list names it: outbox and inbox by eventId, dead letters by id and consumer.
+      const entry = (eventId: string) => ({ eventId, id: eventId, consumer: 'notify' });
+      if (c.method === 'GET') return { body: dead.slice(0, opts.cap ?? 500).map(entry) };
+      const id = (c.body as { eventId: string }).eventId;
+      const failure = opts.fail?.(id);
+      if (failure) return failure;
+      dead = dead.filter((d) => d !== id);
+      return { body: { redriven: 1 } };
+    });
+  }
+  const ids = Array.from({ length: 45 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+
+  it('redrives one id at a time, lists again past the server cap, and shows progress on stderr', async () => {
+    const api = deadServer(ids, { cap: 20 });
+
+    const r = await run(['outbox', 'dead', '--all'], api.fetch);
+
+    expect(r.code).toBe(0);
+    const posts = api.calls.filter((c) => c.method === 'POST');
+    expect(posts.map((c) => (c.body as { eventId: string }).eventId)).toEqual(ids);
+    expect(posts.every((c) => c.path === '/ops/outbox/dead/redrive')).toBe(true);
+    expect(api.calls.filter((c) => c.method === 'GET')).toHaveLength(4); // 20 + 20 + 5 + the empty list
+    expect(r.stderr).toContain('redriving 1/20\n');
+    expect(r.stderr).toContain('redriving 45/45\n');
+    expect(r.stdout).toBe('redrove 45 of 45 dead outbox events\n');
+  });
+
+  it('rewrites one progress line on a terminal, and --json prints the summary', async () => {
+    const api = deadServer(ids.slice(0, 3));
+
+    const r = await run(['dead-letters', '--all', '--json'], api.fetch, { tty: true });
+
+    expect(r.stderr).toBe('\rredriving 1/3\rredriving 2/3\rredriving 3/3\n');
+    expect(JSON.parse(r.stdout)).toEqual({ redriven: 3, total: 3, skipped: [] });
+  });
+
+  it('skips an entry someone else redrove meanwhile (404) and reports it', async () => {
+    const gone = ids[1] as string;
+    const api = deadServer(ids.slice(0, 3), {
+      fail: (id) =>
+        id === gone ? { status: 404, body: { error: `no dead outbox event ${id}` } } : undefined,
+    });
+
+    const r = await run(['inbox', 'dead', '--consumer', 'index', '--all'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`redrove 2 of 3 dead index inbox records (1 no longer dead: ${gone})\n`);
+  });
+
+  it('stops at the first failure, says how far it got, and exits 1', async () => {
+    const api = deadServer(ids.slice(0, 5), {
+      fail: (id) => (id === ids[2] ? { status: 500, body: { error: 'internal error' } } : undefined),
+    });
+
+    const r = await run(['outbox', 'dead', '--all'], api.fetch);
+
+    expect(r.code).toBe(1);
+    expect(api.calls.filter((c) => c.method === 'POST')).toHaveLength(3);
+    expect(r.stderr).toContain('stopped after 2 of 5 dead outbox events redriven');
+    expect(r.stderr).toContain('pipeline: POST /ops/outbox/dead/redrive failed: 500 internal error');
+    expect(r.stdout).toBe('');
+  });
+
+  it('has nothing to do on an empty list', async () => {
+    const api = deadServer([]);
+
+    const r = await run(['outbox', 'dead', '--all'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toHaveLength(1);
+    expect(r.stdout).toBe('no dead outbox events to redrive\n');
+  });
+});

@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { dashboardHtml } from '../../infra/local/dashboard';
+
+// What the browser test cannot see statically: the page's own text. Rendering and escaping are
+// checked in Chromium by test/e2e/dashboard-browser.test.ts.
+const html = dashboardHtml();
+const inline = (tag: string) =>
+  [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] ?? '');
+const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)?.[1] ?? '';
+const directive = (name: string) =>
+  csp
+    .split(';')
+    .map((d) => d.trim())
+    .find((d) => d.startsWith(`${name} `))
+    ?.slice(name.length + 1);
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+
+describe('the dashboard page', () => {
+  it('names no URL outside its own origin', () => {
+    expect(html).not.toMatch(/https?:\/\//i);
+    expect(html).not.toMatch(/(src|href|action)\s*=\s*["']?\/\//i); // scheme-relative //host
+    expect(html).not.toMatch(/url\(|@import/i);
+    const references = [...html.matchAll(/\b(?:src|href)\s*=\s*"([^"]*)"/g)].map((m) => m[1]);
+    expect(references).toEqual(['data:,']); // the empty favicon, so the browser asks for none
+  });
+
+  it('allows by Content-Security-Policy only its own inline script and style, and fetches to its origin', () => {
+    const [script] = inline('script');
+    const [style] = inline('style');
+
+    expect(directive('default-src')).toBe("'none'");
+    expect(directive('connect-src')).toBe("'self'");
+    expect(directive('script-src')).toBe(sha256(script ?? ''));
+    expect(directive('style-src')).toBe(sha256(style ?? ''));
+    expect(inline('script')).toHaveLength(1);
+    expect(html.match(/<script\b/g)).toHaveLength(2); // the code and its JSON config
+  });
+
+  it('never turns a string into markup or code in its script', () => {
+    const [script] = inline('script');
+
+    expect(script).not.toMatch(
+      /innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/,
+    );
+    expect(script).toContain('createTextNode');
+  });
+
+  it('embeds the routing of each event type and the 2 s refresh in a config no value can break out of', () => {
+    const config = /<script type="application\/json" id="config">([^<]*)<\/script>/.exec(html)?.[1];
+
+    expect(JSON.parse(config ?? 'null')).toEqual({
+      consumers: ['index', 'notify', 'archive'],
+      routes: { 'content.approved': ['index', 'notify', 'archive'], 'content.withdrawn': ['index'] },
+      refreshMs: 2000,
+    });
+  });
+});
