@@ -57,7 +57,10 @@ export interface AlarmInputs {
  * The topology's alarms evaluated on live figures, mirroring the CloudWatch alarms: a silent
  * relay (no run for two schedule periods) alarms like missing data does on AWS.
  */
-export function evaluateAlarms(input: AlarmInputs, thresholds: AlarmThresholds = topology.alarms): Record<string, AlarmState> {
+export function evaluateAlarms(
+  input: AlarmInputs,
+  thresholds: AlarmThresholds = topology.alarms,
+): Record<string, AlarmState> {
   const state = (breaching: boolean): AlarmState => (breaching ? 'ALARM' : 'OK');
   const silentAfterMs = 2 * topology.relay.scheduleSeconds * 1_000;
   const lastSign = input.relayLastRunAt ?? input.startedAt;

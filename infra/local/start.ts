@@ -9,7 +9,9 @@ import { startRuntime } from './runtime';
 
 const log = (message: string, extra?: Record<string, unknown>) => {
   const time = new Date().toISOString().slice(11, 23);
-  console.log(`${time} ${message}${extra && Object.keys(extra).length > 0 ? ` ${JSON.stringify(extra)}` : ''}`);
+  console.log(
+    `${time} ${message}${extra && Object.keys(extra).length > 0 ? ` ${JSON.stringify(extra)}` : ''}`,
+  );
 };
 
 const env = z

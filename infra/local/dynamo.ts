@@ -1,0 +1,102 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import dynalite from 'dynalite';
+import { sleep } from '../../shared/db/retry';
+import { freePort } from './ports';
+
+/** A DynamoDB engine on loopback. */
+export interface LocalDynamo {
+  readonly endpoint: string;
+  readonly engine: 'dynalite' | 'dynamodb-local';
+  stop(): Promise<void>;
+}
+
+/** dynalite (pure Node) with its LevelDB under `dir`, so inbox records and the index survive restarts. */
+export async function startDynalite(dir: string): Promise<LocalDynamo> {
+  mkdirSync(dir, { recursive: true });
+  const server = dynalite({ path: dir, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => ok());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    engine: 'dynalite',
+    stop: () =>
+      new Promise<void>((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections?.();
+      }),
+  };
+}
+
+const emulatorDir = resolve('node_modules', 'amplify-dynamodb-simulator', 'emulator');
+
+/** Why DynamoDB Local cannot run here, or undefined when it can. */
+export function dynamoDbLocalUnavailable(): string | undefined {
+  if (!existsSync(join(emulatorDir, 'DynamoDBLocal.jar')))
+    return `DynamoDBLocal.jar is not in ${emulatorDir}`;
+  const java = spawnSync('java', ['-version']);
+  if (java.error || java.status !== 0) return 'Java 17+ is not on PATH';
+  return undefined;
+}
+
+/**
+ * AWS's DynamoDB Local (the jar shipped in npm `amplify-dynamodb-simulator`, run with Java)
+ * with its database file under `dir`.
+ */
+export async function startDynamoDbLocal(dir: string): Promise<LocalDynamo> {
+  const unavailable = dynamoDbLocalUnavailable();
+  if (unavailable) throw new Error(`PIPELINE_DYNAMO=dynamodb-local needs DynamoDB Local: ${unavailable}`);
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    'java',
+    [
+      `-Djava.library.path=${join(emulatorDir, 'DynamoDBLocal_lib')}`,
+      '-jar',
+      'DynamoDBLocal.jar',
+      '-sharedDb',
+      '-dbPath',
+      resolve(dir),
+      '-disableTelemetry',
+      '-port',
+      String(port),
+    ],
+    { cwd: emulatorDir, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const keep = (d: Buffer) => {
+    output = (output + d.toString()).slice(-4_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const endpoint = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited (${child.exitCode}): ${output}`);
+    try {
+      await fetch(endpoint);
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`DynamoDB Local did not answer on ${endpoint}: ${output}`);
+      }
+      await sleep(100);
+    }
+  }
+  return {
+    endpoint,
+    engine: 'dynamodb-local',
+    stop: () =>
+      new Promise<void>((ok) => {
+        if (child.exitCode !== null) return ok();
+        child.once('exit', () => ok());
+        child.kill('SIGTERM');
+      }),
+  };
+}

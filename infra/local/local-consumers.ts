@@ -1,0 +1,234 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import type { EventBridgeEvent } from 'aws-lambda';
+import { type ConsumerFunction, createConsumer } from '../../shared/consumers/consumer';
+import { type BuiltConsumer, buildConsumerDeps } from '../../shared/consumers/consumer-deps';
+import { consumerEnv } from '../../shared/consumers/contract';
+import { ensureTables } from '../../shared/consumers/ensure-tables';
+import type { SqlClient } from '../../shared/db/sql-client';
+import type { ConsumerEffect } from '../../shared/effects/effect';
+import { localLambdaContext } from '../../shared/http/proxy-event';
+import type { InboxRecord } from '../../shared/inbox/inbox-store';
+import { type ConsumerName, topology } from '../../shared/topology';
+import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
+import { type FaultInjector, InjectedFaultError } from './faults';
+import type { BusEvent } from './local-bus';
+import type { EffectCounts, InboxCounts } from './ops';
+
+const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
+/** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
+const invocationTimeoutMs = 10_000;
+
+/** One consumer's inbox state for an event, as the trace shows it. */
+export interface TraceEntry {
+  readonly status: string;
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly updatedAt: string;
+}
+
+/** The consumer side of the local runtime, as the bus and the ops API use it. */
+export interface LocalConsumers {
+  readonly dynamo: LocalDynamo;
+  invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
+  inboxCounts(): Promise<Record<ConsumerName, InboxCounts>>;
+  effectCounts(): Promise<EffectCounts>;
+  inboxDead(consumer: ConsumerName): Promise<readonly InboxRecord[]>;
+  /** Resets DEAD records and hands each stored event back for re-delivery; returns how many. */
+  redriveInbox(
+    consumer: ConsumerName,
+    eventId: string | 'all',
+    redeliver: (event: BusEvent) => void,
+  ): Promise<number>;
+  trace(eventId: string): Promise<Record<ConsumerName, TraceEntry | null>>;
+  /** How many effectFailAfter faults struck `consumer` (effects that acted, then failed). */
+  injectedAfterFaults(consumer: ConsumerName): number;
+  stop(): Promise<void>;
+}
+
+export interface LocalConsumersOptions {
+  readonly dataDir: string;
+  readonly db: SqlClient;
+  readonly engine: 'dynalite' | 'dynamodb-local';
+  readonly faults: FaultInjector;
+  readonly log: (message: string, extra?: Record<string, unknown>) => void;
+}
+
+/**
+ * Wraps an effect with the local fault injection: before (throw without acting) or after
+ * (act, then throw, as a crash before the inbox records completion would). Only the local
+ * runtime wraps effects this way; the handler code is the same as on AWS.
+ */
+function withFaults(effect: ConsumerEffect, faults: FaultInjector, onAfter: () => void): ConsumerEffect {
+  if (!faults.active) return effect;
+  return async (event, ctx) => {
+    if (faults.strikes('effectFailBefore')) throw new InjectedFaultError('injected fault: effectFailBefore');
+    const result = await effect(event, ctx);
+    if (faults.strikes('effectFailAfter')) {
+      onAfter();
+      throw new InjectedFaultError('injected fault: effectFailAfter (the effect acted)');
+    }
+    return result;
+  };
+}
+
+/** Metrics stay in memory locally (the figures are on /ops/status); Powertools would flood stdout with EMF. */
+const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => undefined } as never;
+
+/**
+ * Starts the DynamoDB engine (data under `<dataDir>/dynamo`), creates the tables, and builds
+ * the three consumers with the same factory the Lambda handlers use, over the local adapters
+ * (`<dataDir>/effects/archive/…`, `<dataDir>/effects/notifications.jsonl`).
+ */
+export async function startLocalConsumers(options: LocalConsumersOptions): Promise<LocalConsumers> {
+  const { dataDir, faults, log } = options;
+  const dynamo =
+    options.engine === 'dynamodb-local'
+      ? await startDynamoDbLocal(join(dataDir, 'dynamodb-local'))
+      : await startDynalite(join(dataDir, 'dynamo'));
+  const client = new DynamoDBClient({
+    endpoint: dynamo.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    await ensureTables(client, tables);
+  } catch (err) {
+    client.destroy();
+    await dynamo.stop();
+    throw err;
+  }
+  const effectsDir = join(dataDir, 'effects');
+  const env = {
+    [consumerEnv.inboxTable]: tables.inboxTable,
+    [consumerEnv.indexTable]: tables.indexTable,
+    [consumerEnv.dataDir]: effectsDir,
+    AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+  };
+  const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
+  const built = {} as Record<ConsumerName, BuiltConsumer>;
+  const functions = {} as Record<ConsumerName, ConsumerFunction>;
+  for (const name of Object.keys(topology.consumers) as ConsumerName[]) {
+    const deps = buildConsumerDeps(name, env, { dynamo: client, db: options.db });
+    built[name] = deps;
+    const logger = new Logger({ serviceName: `consumer-${name}`, logLevel: 'ERROR' });
+    functions[name] = createConsumer({
+      ...deps,
+      logger,
+      metrics: quietMetrics,
+      effect: withFaults(deps.effect, faults, () => afterFaults[name]++),
+    });
+  }
+
+  const consumers = Object.keys(topology.consumers) as ConsumerName[];
+  const countFiles = async (dir: string): Promise<number> => {
+    const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+    return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
+  };
+
+  const inboxDead = async (consumer: ConsumerName): Promise<InboxRecord[]> => {
+    const records: InboxRecord[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await built[consumer].inbox.listDead(consumer, { limit: 100, cursor });
+      records.push(...page.records);
+      cursor = page.cursor;
+    } while (cursor && records.length < 10_000);
+    return records;
+  };
+
+  return {
+    dynamo,
+    invoke: (consumer, event) =>
+      functions[consumer](
+        event as unknown as EventBridgeEvent<string, unknown>,
+        localLambdaContext(`consumer-${consumer}`, invocationTimeoutMs),
+      ),
+    async inboxCounts() {
+      const entries = await Promise.all(
+        consumers.map(async (c) => {
+          const n = await built[c].inbox.counts(c);
+          return [
+            c,
+            { processed: n.PROCESSED, inProgress: n.PROCESSING, failed: n.FAILED, dead: n.DEAD },
+          ] as const;
+        }),
+      );
+      return Object.fromEntries(entries) as Record<ConsumerName, InboxCounts>;
+    },
+    async effectCounts() {
+      let indexDocuments = 0;
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const page = await client.send(
+          new ScanCommand({
+            TableName: tables.indexTable,
+            Select: 'COUNT',
+            FilterExpression: '#s = :approved',
+            ExpressionAttributeNames: { '#s': 'status' },
+            ExpressionAttributeValues: { ':approved': { S: 'approved' } },
+            ExclusiveStartKey: startKey as never,
+          }),
+        );
+        indexDocuments += page.Count ?? 0;
+        startKey = page.LastEvaluatedKey;
+      } while (startKey);
+      const text = await readFile(join(effectsDir, 'notifications.jsonl'), 'utf8').catch(() => '');
+      const ids: string[] = [];
+      for (const line of text.split('\n')) {
+        try {
+          if (line.trim()) ids.push((JSON.parse(line) as { eventId: string }).eventId);
+        } catch {
+          // a torn last line
+        }
+      }
+      return {
+        indexDocuments,
+        notificationsSent: ids.length,
+        distinctNotifiedEvents: new Set(ids).size,
+        archivedObjects: await countFiles(join(effectsDir, 'archive')),
+      };
+    },
+    inboxDead,
+    async redriveInbox(consumer, eventId, redeliver) {
+      const inbox = built[consumer].inbox;
+      const targets = eventId === 'all' ? (await inboxDead(consumer)).map((r) => r.eventId) : [eventId];
+      let redriven = 0;
+      for (const id of targets) {
+        try {
+          const record = await inbox.redrive({ consumer, eventId: id }, Date.now());
+          if (record.event && typeof record.event === 'object') redeliver(record.event as BusEvent);
+          redriven++;
+        } catch (err) {
+          if (eventId !== 'all') log('inbox redrive refused', { consumer, eventId: id, error: String(err) });
+        }
+      }
+      return redriven;
+    },
+    async trace(eventId) {
+      const entries = await Promise.all(
+        consumers.map(async (c) => {
+          const r = await built[c].inbox.get({ consumer: c, eventId });
+          const entry: TraceEntry | null = r
+            ? {
+                status: r.status,
+                attempts: r.attempts,
+                lastError: r.lastError ?? null,
+                updatedAt: new Date(r.updatedAt).toISOString(),
+              }
+            : null;
+          return [c, entry] as const;
+        }),
+      );
+      return Object.fromEntries(entries) as Record<ConsumerName, TraceEntry | null>;
+    },
+    injectedAfterFaults: (consumer) => afterFaults[consumer],
+    async stop() {
+      for (const c of consumers) await built[c].close();
+      client.destroy();
+      await dynamo.stop();
+    },
+  };
+}

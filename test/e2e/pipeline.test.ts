@@ -1,0 +1,92 @@
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Runtime, startRuntime } from '../../infra/local/runtime';
+import { converged, pipelineClient, tempDataDir, waitFor } from '../support/pipeline-client';
+
+const runtimes: Runtime[] = [];
+const dirs: string[] = [];
+
+async function start(dataDir: string, extra: Partial<Parameters<typeof startRuntime>[0]> = {}) {
+  const runtime = await startRuntime({ dataDir, port: 0, scheduleMs: 3_000, ...extra });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('the local pipeline end to end', () => {
+  it('100 tasks created and approved over HTTP reach all three consumers, each effect once', async () => {
+    const dir = tempDataDir();
+    dirs.push(dir);
+    const runtime = await start(dir);
+    const client = pipelineClient(runtime.url);
+
+    await client.createAndApprove(100);
+    const status = await waitFor(client.status, (s) => converged(s, 100), 60_000);
+
+    expect(status.tasks.approved).toBe(100);
+    expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
+    expect(status.consumers.index.processed).toBe(100);
+    expect(status.consumers.notify.processed).toBe(100);
+    expect(status.consumers.archive.processed).toBe(100);
+    expect(status.effects).toEqual({
+      indexDocuments: 100,
+      notificationsSent: 100,
+      distinctNotifiedEvents: 100,
+      archivedObjects: 100,
+    });
+    expect(status.deadLetters).toBe(0);
+    expect(Object.values(status.alarms).every((a) => a === 'OK')).toBe(true);
+  });
+
+  it('a graceful restart in the middle loses nothing', async () => {
+    const dir = tempDataDir();
+    dirs.push(dir);
+    const first = await start(dir);
+    await pipelineClient(first.url).createAndApprove(40);
+    await first.stop();
+    runtimes.splice(runtimes.indexOf(first), 1);
+
+    const second = await start(dir);
+    const client = pipelineClient(second.url);
+    await client.createAndApprove(10);
+    const status = await waitFor(client.status, (s) => converged(s, 50), 60_000);
+    expect(status.tasks.approved).toBe(50);
+    expect(status.effects).toMatchObject({
+      indexDocuments: 50,
+      archivedObjects: 50,
+      distinctNotifiedEvents: 50,
+    });
+  });
+
+  it('with every fault at 5-10% the pipeline still converges', async () => {
+    const dir = tempDataDir();
+    dirs.push(dir);
+    const runtime = await start(dir, {
+      faults: {
+        busReject: 0.1,
+        busAckLoss: 0.05,
+        busDuplicate: 0.1,
+        effectFailBefore: 0.1,
+        effectFailAfter: 0.05,
+      },
+      faultSeed: 42,
+    });
+    const client = pipelineClient(runtime.url);
+    await client.createAndApprove(60);
+    const status = await waitFor(client.status, (s) => converged(s, 60), 120_000, 500);
+
+    expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: 60 });
+    expect(status.effects.indexDocuments).toBe(60);
+    expect(status.effects.archivedObjects).toBe(60);
+    expect(status.effects.distinctNotifiedEvents).toBe(60);
+    // Repeats only come from a notify effect that acted and then failed (effectFailAfter).
+    const repeats = status.effects.notificationsSent - status.effects.distinctNotifiedEvents;
+    expect(repeats).toBeGreaterThanOrEqual(0);
+    expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
+    expect(status.deadLetters).toBe(0);
+  });
+});

@@ -1,0 +1,86 @@
+import { chmodSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { OpsStatus } from '../../infra/local/ops';
+
+/** A fresh data directory the embedded PostgreSQL (running as `postgres` when root) can use. */
+export function tempDataDir(prefix = 'pipeline-e2e-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** Minimal JSON client for the local runtime's HTTP API. */
+export function pipelineClient(baseUrl: string) {
+  const call = async <T>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T }> => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  };
+  return {
+    call,
+    async createAndApprove(n: number, concurrency = 10): Promise<string[]> {
+      const ids: string[] = [];
+      let next = 0;
+      const worker = async () => {
+        while (next < n) {
+          const i = next++;
+          const created = await call<{ taskId: string }>('POST', '/tasks', {
+            title: `task ${i}`,
+            assignee: `a${i % 7}`,
+          });
+          if (created.status !== 201)
+            throw new Error(`create ${created.status} ${JSON.stringify(created.body)}`);
+          const approved = await call('POST', `/tasks/${created.body.taskId}/approve`, {
+            approvedBy: 'rita',
+          });
+          if (approved.status !== 200)
+            throw new Error(`approve ${approved.status} ${JSON.stringify(approved.body)}`);
+          ids.push(created.body.taskId);
+        }
+      };
+      await Promise.all(Array.from({ length: concurrency }, worker));
+      return ids;
+    },
+    status: async () => (await call<OpsStatus>('GET', '/ops/status')).body,
+  };
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes; returns the last value seen for the message. */
+export async function waitFor<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out; last value: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+    last = await read();
+  }
+  return last;
+}
+
+/** True when every approval reached every consumer of content.approved exactly as the issue demands. */
+export function converged(status: OpsStatus, approvals: number): boolean {
+  return (
+    status.outbox.pending === 0 &&
+    status.outbox.dead === 0 &&
+    status.consumers.index.processed >= approvals &&
+    status.consumers.notify.processed >= approvals &&
+    status.consumers.archive.processed >= approvals &&
+    status.consumers.index.inProgress + status.consumers.index.failed === 0 &&
+    status.consumers.notify.inProgress + status.consumers.notify.failed === 0 &&
+    status.consumers.archive.inProgress + status.consumers.archive.failed === 0
+  );
+}
