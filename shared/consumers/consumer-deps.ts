@@ -12,7 +12,7 @@ import {
   S3SnapshotArchive,
   type SnapshotArchive,
 } from '../effects/archive';
-import { DynamoContentIndex, indexEffect } from '../effects/content-index';
+import { type ContentIndex, DynamoContentIndex, indexEffect } from '../effects/content-index';
 import type { ConsumerEffect } from '../effects/effect';
 import { FileNotifier, type Notifier, notifyEffect, SnsNotifier } from '../effects/notify';
 import { PipelineError } from '../errors';
@@ -121,6 +121,12 @@ export interface ConsumerClients {
 /** What {@link buildConsumerDeps} returns: the handler's deps, the parsed config and a way to release it. */
 export interface BuiltConsumer extends ConsumerHandlerDeps {
   readonly config: ConsumerConfig;
+  /** The effect's adapter, so the local runtime can read what it did (e.g. `FileNotifier.read()`). */
+  readonly adapters: {
+    readonly index?: ContentIndex;
+    readonly notifier?: Notifier;
+    readonly archive?: SnapshotArchive;
+  };
   /** Closes what the builder opened (the tasks database, SDK clients); not injected ones. */
   close(): Promise<void>;
 }
@@ -164,15 +170,20 @@ export function buildConsumerDeps(
     );
 
   let effect: ConsumerEffect;
+  let adapters: BuiltConsumer['adapters'];
   switch (name) {
-    case 'index':
-      effect = indexEffect(new DynamoContentIndex(dynamo, config.indexTable as string));
+    case 'index': {
+      const index = new DynamoContentIndex(dynamo, config.indexTable as string);
+      effect = indexEffect(index);
+      adapters = { index };
       break;
+    }
     case 'notify': {
       const notifier: Notifier = local
         ? new FileNotifier(config.dataDir as string)
         : new SnsNotifier(clients.sns ?? own(new SNSClient({})), config.notifyTopic as string);
       effect = notifyEffect(notifier);
+      adapters = { notifier };
       break;
     }
     case 'archive': {
@@ -186,6 +197,7 @@ export function buildConsumerDeps(
         db = opened;
       }
       effect = archiveEffect({ archive, db });
+      adapters = { archive };
       break;
     }
   }
@@ -195,6 +207,7 @@ export function buildConsumerDeps(
     name,
     config,
     effect,
+    adapters,
     inbox: new DynamoInboxStore(dynamo, { tableName: config.inboxTable }),
     settings: inboxSettingsFor(name),
     logger: new Logger({ serviceName }),

@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Context } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
+import { ensureTables } from '../../shared/consumers/ensure-tables';
+import { dynamoClient, dynamoEngines } from '../support/dynamo';
+import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
+
+const lambdaContext = (name: string) =>
+  ({
+    awsRequestId: randomUUID(),
+    functionName: name,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
+    memoryLimitInMB: '256',
+    logGroupName: `/aws/lambda/${name}`,
+    logStreamName: 'stream',
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => 30_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  }) as Context;
+
+describe('consumer Lambda handlers (module wiring, env from contract.ts)', () => {
+  const dynalite = dynamoEngines().find((e) => e.name === 'dynalite');
+  const endpoint = dynalite?.endpoint ?? '';
+  const tables = {
+    inboxTable: `inbox-h-${randomUUID().slice(0, 8)}`,
+    indexTable: `index-h-${randomUUID().slice(0, 8)}`,
+  };
+  let dataDir: string;
+
+  beforeAll(async () => {
+    const client = dynamoClient(endpoint);
+    await ensureTables(client, tables);
+    // ensureTables is idempotent: a second call over existing tables is a no-op.
+    await ensureTables(client, tables);
+    client.destroy();
+    dataDir = mkdtempSync(join(tmpdir(), 'consumer-handler-'));
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.restoreAllMocks();
+    vi.resetModules();
+  });
+
+  it('the notify handler processes an EventBridge event locally and flushes its metrics as EMF', async () => {
+    vi.stubEnv(consumerEnv.consumerName, 'notify');
+    vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
+    vi.stubEnv(consumerEnv.dataDir, dataDir);
+    vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoint);
+    vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'SILENT');
+    const written: string[] = [];
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const { handler } = await import('../../functions/consumers/notify/handler');
+    const row = approvedRow();
+    const result = await handler(busEvent(row), lambdaContext('notify'));
+    expect(result).toMatchObject({ status: 'processed', consumer: 'notify', eventId: row.eventId });
+    const lines = readFileSync(join(dataDir, 'notifications.jsonl'), 'utf8').trim().split('\n');
+    expect(lines.map((l) => JSON.parse(l).eventId)).toEqual([row.eventId]);
+
+    const emf = written
+      .flatMap((w) => w.split('\n'))
+      .filter((l) => l.includes('"_aws"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(emf).toHaveLength(1);
+    expect(emf[0]).toMatchObject({ Consumer: 'notify', [consumerMetricNames.processed]: 1 });
+  });
+
+  it('a handler whose environment is incomplete fails its cold start with every problem listed', async () => {
+    vi.stubEnv(consumerEnv.inboxTable, '');
+    vi.stubEnv(consumerEnv.indexTable, '');
+    vi.stubEnv(consumerEnv.dataDir, '');
+    await expect(import('../../functions/consumers/index/handler')).rejects.toMatchObject({
+      code: 'CONFIG',
+      message: expect.stringContaining(
+        `${consumerEnv.inboxTable}: required; ${consumerEnv.indexTable}: required`,
+      ),
+    });
+  });
+});

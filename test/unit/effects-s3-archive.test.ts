@@ -1,0 +1,47 @@
+import { PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { archiveKey, S3SnapshotArchive } from '../../shared/effects/archive';
+
+const s3 = mockClient(S3Client);
+
+const s3Error = (name: string, status: number) =>
+  new S3ServiceException({ name, $fault: 'client', $metadata: { httpStatusCode: status }, message: name });
+
+describe('S3 snapshot archive', () => {
+  let archive: S3SnapshotArchive;
+
+  beforeEach(() => {
+    s3.reset();
+    archive = new S3SnapshotArchive(new S3Client({ region: 'us-east-1', maxAttempts: 1 }), 'snapshots');
+  });
+
+  it('puts the snapshot write-once (If-None-Match: *) at the task/version/event key', async () => {
+    s3.on(PutObjectCommand).resolves({});
+    const key = archiveKey('t-1', 3, 'e-9');
+    expect(key).toBe('tasks/t-1/v3/e-9.json');
+    expect(await archive.put(key, '{"a":1}')).toBe('written');
+    expect(s3.commandCalls(PutObjectCommand)[0]?.args[0].input).toEqual({
+      Bucket: 'snapshots',
+      Key: 'tasks/t-1/v3/e-9.json',
+      Body: '{"a":1}',
+      ContentType: 'application/json',
+      IfNoneMatch: '*',
+    });
+  });
+
+  it('treats 412 PreconditionFailed as already archived: idempotent', async () => {
+    s3.on(PutObjectCommand).rejects(s3Error('PreconditionFailed', 412));
+    expect(await archive.put('tasks/t/v1/e.json', '{}')).toBe('exists');
+  });
+
+  it('rethrows anything else with the cause, so the inbox records the failure and retries', async () => {
+    const denied = s3Error('AccessDenied', 403);
+    s3.on(PutObjectCommand).rejects(denied);
+    const err = await archive.put('tasks/t/v1/e.json', '{}').catch((e: unknown) => e);
+    expect((err as Error).message).toContain('s3://snapshots/tasks/t/v1/e.json');
+    expect((err as Error).cause).toBe(denied);
+    s3.on(PutObjectCommand).rejects(s3Error('ConditionalRequestConflict', 409));
+    await expect(archive.put('tasks/t/v1/e.json', '{}')).rejects.toThrow('archive put');
+  });
+});

@@ -1,0 +1,70 @@
+import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type Notification, notificationFor, SnsNotifier } from '../../shared/effects/notify';
+import { pipelineCloudEvent } from '../../shared/events/schemas';
+import { approvedRow, busEvent, withdrawnRow } from '../support/dynamo-consumer-fixtures';
+
+const sns = mockClient(SNSClient);
+const topic = 'arn:aws:sns:us-east-1:123456789012:content-approvals';
+
+function notification(overrides: Partial<Notification> = {}): Notification {
+  const event = pipelineCloudEvent.parse(busEvent(approvedRow({ assignee: 'ana' })).detail);
+  return { ...notificationFor(event), ...overrides };
+}
+
+describe('SNS notifier', () => {
+  beforeEach(() => sns.reset());
+
+  const client = () => new SNSClient({ region: 'us-east-1', maxAttempts: 1 });
+
+  it('publishes the notification with event id and task id attributes for subscribers to dedupe on', async () => {
+    sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
+    const n = notification();
+    expect(await new SnsNotifier(client(), topic).send(n)).toBe('sent');
+    const input = sns.commandCalls(PublishCommand)[0]?.args[0].input;
+    expect(input).toMatchObject({
+      TopicArn: topic,
+      Subject: 'Approved: Spring launch copy',
+      MessageAttributes: {
+        eventId: { DataType: 'String', StringValue: n.eventId },
+        taskId: { DataType: 'String', StringValue: n.taskId },
+        assignee: { DataType: 'String', StringValue: 'ana' },
+      },
+    });
+    expect(JSON.parse(input?.Message ?? '{}')).toEqual(n);
+    // A standard topic has no dedupe id.
+    expect(input?.MessageDeduplicationId).toBeUndefined();
+  });
+
+  it('on a FIFO topic, dedupes by event id and keeps one task in order', async () => {
+    sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
+    const n = notification();
+    await new SnsNotifier(client(), `${topic}.fifo`).send(n);
+    expect(sns.commandCalls(PublishCommand)[0]?.args[0].input).toMatchObject({
+      MessageDeduplicationId: n.eventId,
+      MessageGroupId: n.taskId,
+    });
+  });
+
+  it('leaves out an empty assignee attribute (SNS refuses empty values)', async () => {
+    sns.on(PublishCommand).resolves({});
+    await new SnsNotifier(client(), topic).send(notification({ assignee: null }));
+    expect(sns.commandCalls(PublishCommand)[0]?.args[0].input.MessageAttributes).not.toHaveProperty(
+      'assignee',
+    );
+  });
+
+  it('rethrows a failed publish with the cause', async () => {
+    const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottledException' });
+    sns.on(PublishCommand).rejects(throttled);
+    const err = await new SnsNotifier(client(), topic).send(notification()).catch((e: unknown) => e);
+    expect((err as Error).cause).toBe(throttled);
+  });
+
+  it('has no notification for a withdrawal (not routed to notify)', () => {
+    expect(() => notificationFor(pipelineCloudEvent.parse(busEvent(withdrawnRow()).detail))).toThrow(
+      TypeError,
+    );
+  });
+});

@@ -1,0 +1,108 @@
+import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  InboxError,
+  InboxFencedOutError,
+  InboxRecordChangedError,
+  InboxRecordExistsError,
+} from '../../shared/inbox/errors';
+
+// The adapter sends through the document client it builds over the DynamoDBClient it is given.
+const dynamo = mockClient(DynamoDBDocumentClient);
+const key = { consumer: 'index', eventId: 'e-1' };
+const conditionFailed = () =>
+  new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+
+describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
+  let store: DynamoInboxStore;
+
+  beforeEach(() => {
+    dynamo.reset();
+    store = new DynamoInboxStore(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
+      tableName: 'inbox',
+    });
+  });
+
+  it('a refused complete, renew or fail is InboxFencedOutError, carrying the SDK error as cause', async () => {
+    dynamo.rejects(conditionFailed());
+    const complete = await store.complete(key, 'me', { now: 1, expiresAt: 2 }).catch((e: unknown) => e);
+    expect(complete).toBeInstanceOf(InboxFencedOutError);
+    expect((complete as Error).cause).toBeInstanceOf(ConditionalCheckFailedException);
+    await expect(store.renew(key, 'me', 5, 1)).rejects.toBeInstanceOf(InboxFencedOutError);
+    await expect(store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2 })).rejects.toBeInstanceOf(
+      InboxFencedOutError,
+    );
+  });
+
+  it('a refused take-over is InboxRecordChangedError; a refused poison write is InboxRecordExistsError', async () => {
+    dynamo.rejects(conditionFailed());
+    await expect(
+      store.takeOver(key, { status: 'FAILED', leaseOwner: 'old' }, { owner: 'me', leaseUntil: 9, now: 1 }),
+    ).rejects.toBeInstanceOf(InboxRecordChangedError);
+    await expect(
+      store.recordPoison({
+        ...key,
+        cloudEventId: null,
+        taskId: null,
+        eventType: 'x',
+        payloadHash: 'h',
+        reason: 'r',
+        event: {},
+        now: 1,
+        expiresAt: 2,
+      }),
+    ).rejects.toBeInstanceOf(InboxRecordExistsError);
+  });
+
+  it('throttling and other failures are STORE_ERROR with the operation and the cause', async () => {
+    const throttled = Object.assign(new Error('Rate exceeded'), {
+      name: 'ProvisionedThroughputExceededException',
+    });
+    dynamo.on(UpdateCommand).rejects(throttled);
+    const err = await store
+      .begin({
+        ...key,
+        owner: 'me',
+        leaseUntil: 2,
+        payloadHash: 'h',
+        eventType: 't',
+        taskId: null,
+        event: {},
+        now: 1,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InboxError);
+    expect(err).toMatchObject({
+      code: 'STORE_ERROR',
+      details: { operation: 'begin', errorName: 'ProvisionedThroughputExceededException' },
+    });
+    expect((err as Error).cause).toBe(throttled);
+  });
+
+  it('begin is one UpdateItem that creates only what is missing and asks for the old image', async () => {
+    dynamo.on(UpdateCommand).resolves({});
+    const begun = await store.begin({
+      ...key,
+      owner: 'me',
+      leaseUntil: 2,
+      payloadHash: 'h',
+      eventType: 't',
+      taskId: null,
+      event: { a: 1 },
+      now: 1,
+    });
+    expect(begun.created).toBe(true);
+    const calls = dynamo.commandCalls(UpdateCommand);
+    expect(calls).toHaveLength(1);
+    const input = calls[0]?.args[0].input;
+    expect(input?.ReturnValues).toBe('ALL_OLD');
+    expect(input?.ConditionExpression).toBeUndefined();
+    // Every SET is if_not_exists: a begin that finds a record changes nothing on it.
+    const sets = (input?.UpdateExpression ?? '').replace(/^SET\s+/, '').split(/,\s*(?=#\w+ =)/);
+    expect(sets.length).toBeGreaterThan(5);
+    for (const set of sets) expect(set).toMatch(/^(#\w+) = if_not_exists\(\1, :\w+\)$/);
+  });
+});
