@@ -177,7 +177,7 @@ const script = `
       stat('pending', num(outbox.pending), 'outbox-pending'),
       stat('delivered', num(outbox.delivered), 'outbox-delivered'),
       stat('dead', num(outbox.dead), 'outbox-dead', num(outbox.dead) > 0),
-      stat('oldest pending', age(outbox.oldestPendingAgeSeconds), 'outbox-oldest-pending-age'),
+      stat('oldest pending', age(outbox.oldestPendingAgeSeconds), 'outbox-oldest-pending-age', obj(s.alarms).oldestPendingAge === 'ALARM'),
       stat('relay last run', when(relay.lastRunAt), 'relay-last-run'),
       stat('relay errors', num(relay.errors), 'relay-errors', num(relay.errors) > 0));
     $('effects').replaceChildren.apply($('effects'), Object.keys(effects).map(function (k) {

@@ -1,9 +1,11 @@
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardHtml } from '../../infra/local/dashboard';
+import { type Runtime, startRuntime } from '../../infra/local/runtime';
+import { tempDataDir } from '../support/pipeline-client';
 
 /*
  * The dashboard page in headless Chromium against a fake ops server: node http serving
@@ -257,8 +259,26 @@ async function background(id: string): Promise<number[]> {
   return (css.match(/\d+/g) ?? []).slice(0, 3).map(Number);
 }
 
+/** Headless Chromium from the Debian package, with nothing of its own phoning home. */
+function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}
+
 describe.skipIf(!haveChromium)(
-  haveChromium ? 'dashboard page in headless Chromium' : 'dashboard page (skipped: chromium not installed)',
+  haveChromium
+    ? 'dashboard page in headless Chromium, against a fake ops server'
+    : 'dashboard page against a fake ops server (skipped: chromium not installed)',
   () => {
     beforeAll(async () => {
       server = createServer((req, res) => {
@@ -276,18 +296,7 @@ describe.skipIf(!haveChromium)(
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      browser = await chromium.launch({
-        executablePath: chromiumPath,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          '--no-first-run',
-        ],
-      });
+      browser = await launchChromium();
     });
 
     afterAll(async () => {
@@ -313,6 +322,7 @@ describe.skipIf(!haveChromium)(
       expect(await testid('outbox-delivered').textContent()).toBe('8');
       expect(await testid('outbox-dead').textContent()).toBe('1');
       expect(await testid('outbox-oldest-pending-age').textContent()).toBe('6m 40s');
+      expect(await testid('outbox-oldest-pending-age').getAttribute('class')).toContain('bad'); // its alarm fires
       expect(await testid('inbox-notify-dead').textContent()).toBe('1');
       expect(await testid('inbox-archive-failed').textContent()).toBe('1');
       expect(await testid('inbox-index-processed').textContent()).toBe('8');
@@ -456,6 +466,69 @@ describe.skipIf(!haveChromium)(
       expect(urls.length).toBeGreaterThan(5);
       expect(urls.filter((u) => !u.startsWith(`${origin}/`))).toEqual([]);
       expect(violations).toEqual([]);
+    });
+  },
+);
+
+describe.skipIf(!haveChromium)(
+  haveChromium
+    ? 'dashboard page in headless Chromium, against the local runtime'
+    : 'dashboard page against the local runtime (skipped: chromium not installed)',
+  () => {
+    let runtime: Runtime;
+    let dir: string;
+    let ownBrowser: Browser;
+    let approved: { taskId: string; eventId: string };
+    const title = '<script>window.__xss = 1</script> & "quotes"';
+
+    beforeAll(async () => {
+      dir = tempDataDir('pipeline-dashboard-');
+      runtime = await startRuntime({ dataDir: dir, port: 0, scheduleMs: 2_000 });
+      ownBrowser = await launchChromium();
+      const post = async (path: string, body: unknown) =>
+        (await fetch(`${runtime.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }).then((r) => r.json())) as { taskId: string; eventId: string };
+      const created = await post('/tasks', { title, assignee: 'alice' });
+      approved = await post(`/tasks/${created.taskId}/approve`, { approvedBy: 'rita' });
+    });
+
+    afterAll(async () => {
+      await ownBrowser?.close();
+      await runtime?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("shows the runtime's figures and the approved task's trace through every consumer", async () => {
+      const live = await ownBrowser.newPage({ viewport: { width: 1280, height: 900 } });
+      const errors: string[] = [];
+      live.on('pageerror', (err) => errors.push(err.message));
+      const id = (testId: string) => live.getByTestId(testId);
+
+      await live.goto(`${runtime.url}/`);
+      await expect.poll(() => id('inbox-archive-processed').textContent(), { timeout: 30_000 }).toBe('1');
+      await id(`event-task-${approved.eventId}`).click();
+      await expect
+        .poll(() => id(`trace-${approved.eventId}-notify`).textContent(), { timeout: 10_000 })
+        .toBe('PROCESSED (1)');
+
+      expect(await id('tasks-approved').textContent()).toBe('1');
+      expect(await id('outbox-delivered').textContent()).toBe('1');
+      expect(await id('effects-archivedObjects').textContent()).toBe('1');
+      expect(await id('alarm-outboxDead').getAttribute('data-state')).toBe('OK');
+      expect(await id('trace-task-title').textContent()).toBe(title);
+      expect(await id(`trace-${approved.eventId}-index`).textContent()).toBe('PROCESSED (1)');
+      expect(await id(`trace-${approved.eventId}-archive`).textContent()).toBe('PROCESSED (1)');
+      expect(await id('error-banner').isVisible()).toBe(false);
+      expect(await live.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
+      expect(errors).toEqual([]);
+
+      const screenshot = process.env.DASHBOARD_SCREENSHOT;
+      if (screenshot)
+        await live.screenshot({ path: screenshot.replace(/(\.png)?$/, '-runtime.png'), fullPage: true });
+      await live.close();
     });
   },
 );

@@ -1,0 +1,148 @@
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../infra/local/ports';
+import { type Runtime, startRuntime } from '../../infra/local/runtime';
+import { tempDataDir, waitFor } from '../support/pipeline-client';
+
+// The real launcher as a user runs it (`npx pipeline` runs bin/pipeline.mjs), from another
+// directory, against the real local runtime.
+
+const bin = fileURLToPath(new URL('../../bin/pipeline.mjs', import.meta.url));
+
+function pipeline(args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('bin/pipeline.mjs without a pipeline', () => {
+  it('prints its usage with --help and exits 2 on a bad argument', async () => {
+    const help = await pipeline(['--help']);
+    const bad = await pipeline(['inbox', 'dead', '--consumer', 'search']);
+
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: pipeline <command> \[options\]/);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('unknown consumer "search"; one of index, notify, archive');
+  });
+
+  it('exits 1 asking whether `npm start` is running when nothing listens on PORT', async () => {
+    const port = await freePort();
+
+    const r = await pipeline(['status'], { PORT: String(port) });
+
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `pipeline: cannot reach the pipeline at http://127.0.0.1:${port} (ECONNREFUSED): is \`npm start\` running? (or pass --url)\n`,
+    );
+  });
+});
+
+describe('bin/pipeline.mjs against the local runtime', () => {
+  let runtime: Runtime;
+  let dir: string;
+  const at = () => ['--url', runtime.url];
+
+  beforeAll(async () => {
+    dir = tempDataDir('pipeline-cli-');
+    runtime = await startRuntime({ dataDir: dir, port: 0, scheduleMs: 2_000 });
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates and approves a task, then shows it processed by every consumer', async () => {
+    const created = await pipeline([
+      ...at(),
+      'tasks',
+      'create',
+      '--title',
+      'CLI task',
+      '--assignee',
+      'alice',
+      '--json',
+    ]);
+    expect(created.code).toBe(0);
+    const { taskId } = JSON.parse(created.stdout) as { taskId: string };
+
+    const approved = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+    expect(approved).toMatchObject({ code: 0, stderr: '' });
+    expect(approved.stdout).toMatch(
+      new RegExp(`^approved task ${taskId} \\(version 2, event [0-9a-f-]{36}\\)\\n$`),
+    );
+
+    type Shown = {
+      task: { status: string };
+      trace: { events: { consumers: Record<string, { status: string } | null> }[] };
+    };
+    const shown = await waitFor(
+      async () => JSON.parse((await pipeline([...at(), 'tasks', 'show', taskId, '--json'])).stdout) as Shown,
+      (s) => Object.values(s.trace.events[0]?.consumers ?? {}).every((c) => c?.status === 'PROCESSED'),
+      30_000,
+    );
+    expect(shown.task.status).toBe('approved');
+    expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
+
+    const human = await pipeline([...at(), 'tasks', 'show', taskId]);
+    expect(human.stdout).toContain('title     CLI task');
+    expect(human.stdout).toMatch(
+      /content\.approved\s+2\s+delivered \(1\).*PROCESSED \(1\)\s+PROCESSED \(1\)\s+PROCESSED \(1\)$/m,
+    );
+    const status = JSON.parse((await pipeline([...at(), 'status', '--json'])).stdout) as {
+      tasks: Record<string, number>;
+    };
+    expect(status.tasks.approved).toBe(1);
+  });
+
+  it("exits 1 with the server's words on a conflict and on a redrive of nothing dead", async () => {
+    const { taskId } = JSON.parse(
+      (await pipeline([...at(), 'tasks', 'create', '--title', 'to withdraw', '--json'])).stdout,
+    ) as { taskId: string };
+    const withdrawn = await pipeline([
+      ...at(),
+      'tasks',
+      'withdraw',
+      taskId,
+      '--by',
+      'rita',
+      '--reason',
+      'dup',
+    ]);
+    expect(withdrawn.code).toBe(0);
+
+    const again = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+    const missing = '99999999-9999-4999-8999-999999999999';
+    const redrive = await pipeline([...at(), 'outbox', 'dead', '--redrive', missing]);
+
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`POST /tasks/${taskId}/approve failed: 409`);
+    expect(again.stderr).toContain('(current status: withdrawn)');
+    expect(redrive.code).toBe(1);
+    expect(redrive.stderr).toBe(
+      `pipeline: POST /ops/outbox/dead/redrive failed: 404 no dead outbox event ${missing}\n`,
+    );
+  });
+
+  it('lists the empty dead lists of the real ops API', async () => {
+    const outbox = await pipeline([...at(), 'outbox', 'dead']);
+    const inbox = await pipeline([...at(), 'inbox', 'dead', '--consumer', 'notify', '--all']);
+    const letters = await pipeline([...at(), 'dead-letters', '--json']);
+
+    expect(outbox.stdout).toBe('no dead outbox events\n');
+    expect(inbox.stdout).toBe('no dead notify inbox records to redrive\n');
+    expect(JSON.parse(letters.stdout)).toEqual([]);
+  });
+});
