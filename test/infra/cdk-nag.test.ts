@@ -1,7 +1,7 @@
-import { Validations } from 'aws-cdk-lib';
+import { type App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { synthPipeline } from './support/synth';
 
 const variants = {
@@ -15,8 +15,11 @@ function allConstructs(root: IConstruct): IConstruct[] {
 }
 
 describe.each(Object.entries(variants))('cdk-nag on the %s variant', (_name, context) => {
-  // Synthesis itself runs both packs as validation plugins and throws on any finding.
-  const { app } = synthPipeline(context);
+  let app: App;
+  beforeAll(() => {
+    // Synthesis itself runs both packs as validation plugins and throws on any finding.
+    app = synthPipeline(context).app;
+  });
 
   it('reports no unacknowledged error or warning in the AWS Solutions and Serverless packs', () => {
     for (const pack of [new AwsSolutionsChecks(), new ServerlessChecks()]) {

@@ -1,12 +1,15 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { inboxActions } from '../../infra/aws/constructs/inbox-table';
-import { esmRequireBanner } from '../../infra/aws/constructs/pipeline-function';
-import { consumerEnv } from '../../shared/consumers/contract';
+import { relayServiceName } from '../../infra/aws/constructs/outbox-relay';
+import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
+import { buildConsumerDeps } from '../../shared/consumers/consumer-deps';
+import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
@@ -17,6 +20,11 @@ let s: Synthesized;
 beforeAll(() => {
   s = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' }, { bundle: true });
 });
+
+interface EmfDocument {
+  readonly _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] };
+  readonly [key: string]: unknown;
+}
 
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 const logicalId = (c: IConstruct) => s.stack.getLogicalId(c.node.defaultChild as CfnFunction);
@@ -268,6 +276,13 @@ describe('consumers', () => {
 });
 
 describe('stores', () => {
+  it('can all be destroyed in the sandbox stage: deleted on stack deletion, the bucket emptied first', () => {
+    for (const [id, table] of resourcesOfType(s, 'AWS::DynamoDB::Table'))
+      expect(table.DeletionPolicy, id).toBe('Delete');
+    s.template.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
+    expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(1);
+  });
+
   it('inbox: key (consumer, eventId) as strings, TTL expiresAt, point-in-time recovery', () => {
     expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties).toMatchObject({
       KeySchema: [
@@ -382,6 +397,52 @@ describe('functions', () => {
       }
     }
     expect(checked).toBeGreaterThan(pipelineFunctions().length);
+  });
+});
+
+// An alarm whose dimensions differ from what the code emits watches nothing: it never fires
+// (or, missing data breaching, always fires). These compare the alarms with what is emitted.
+describe('alarm dimensions match what the functions emit', () => {
+  const alarmsOn = (metricName: string) =>
+    resourcesOfType(s, 'AWS::CloudWatch::Alarm')
+      .map(([, a]) => a.Properties ?? {})
+      .filter((p) => p.Namespace === metricsNamespace && p.MetricName === metricName)
+      .map((p) =>
+        Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
+      );
+
+  it.each(consumerNames)(
+    'consumer %s: the dead-records alarm has the dimensions its Metrics writes',
+    async (name) => {
+      const built = buildConsumerDeps(name, {
+        [consumerEnv.consumerName]: name,
+        [consumerEnv.inboxTable]: 'inbox',
+        [consumerEnv.indexTable]: 'index',
+        [consumerEnv.archiveBucket]: 'bucket',
+        [consumerEnv.notifyTopic]: 'arn:aws:sns:us-east-1:123456789012:notify',
+        DATABASE_URL: 'postgres://u:p@127.0.0.1:9/none',
+        AWS_REGION: 'us-east-1',
+      });
+      try {
+        const metrics = built.metrics as unknown as Metrics;
+        metrics.addMetric(consumerMetricNames.dead, 'Count', 1);
+        const emf = metrics.serializeMetrics() as unknown as EmfDocument;
+        const declared = emf._aws.CloudWatchMetrics[0];
+        const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
+        expect(declared?.Namespace).toBe(metricsNamespace);
+        expect(alarmsOn(consumerMetricNames.dead)).toContainEqual(emitted);
+      } finally {
+        await built.close();
+      }
+    },
+  );
+
+  it('relay: the age and dead alarms use the service name the relay handler gives Powertools', () => {
+    const handler = readFileSync(join(projectRoot, 'functions/outbox-relay/handler.ts'), 'utf8');
+    expect(handler).toMatch(new RegExp(`new Metrics\\(\\{[^}]*serviceName: '${relayServiceName}'`));
+    for (const metric of [relayMetricNames.oldestPendingAge, relayMetricNames.dead]) {
+      expect(alarmsOn(metric)).toEqual([{ service: relayServiceName }]);
+    }
   });
 });
 

@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseSettings } from '../../infra/aws/settings';
-import { resourcesOfType, synthPipeline } from './support/synth';
+import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the prod stage (-c stage=prod)', () => {
-  const s = synthPipeline({ stage: 'prod', dbMinCapacity: '0.5', relayReservedConcurrency: 'none' });
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthPipeline({ stage: 'prod', dbMinCapacity: '0.5', relayReservedConcurrency: 'none' });
+  });
 
   it('retains the data stores and turns deletion protection on', () => {
     s.template.hasResource('AWS::RDS::DBCluster', {
@@ -25,17 +28,6 @@ describe('the prod stage (-c stage=prod)', () => {
     });
     const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);
     expect(s.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
-  });
-});
-
-describe('the sandbox stage (default)', () => {
-  const s = synthPipeline();
-
-  it('can be destroyed: data stores deleted, the bucket emptied first', () => {
-    s.template.hasResource('AWS::RDS::DBCluster', { DeletionPolicy: 'Delete' });
-    for (const [id, table] of resourcesOfType(s, 'AWS::DynamoDB::Table'))
-      expect(table.DeletionPolicy, id).toBe('Delete');
-    expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(1);
   });
 });
 

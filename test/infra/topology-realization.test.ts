@@ -1,6 +1,6 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { type ConsumerName, type Topology, topology } from '../../shared/topology';
@@ -40,7 +40,10 @@ const expected = (t: Pick<Topology, 'rules'>): RealizedRule[] =>
   t.rules.map((r) => ({ name: r.name, pattern: r.pattern, targets: [...r.targets] }));
 
 describe('the AWS stack realizes shared/topology', () => {
-  const s = synthPipeline();
+  let s: Synthesized;
+  beforeAll(() => {
+    s = synthPipeline();
+  });
 
   it('has exactly the topology rules: names, patterns and target consumers', () => {
     expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology));
