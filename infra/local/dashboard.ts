@@ -231,9 +231,13 @@ const script = `
       rows, 'no events yet', 'events-table'));
   }
 
-  function deadSection(container, listTestid, headers, rows, emptyText, allButton) {
+  // A list shows its first rows only: hundreds of rows rebuilt every 2 s would make the page crawl.
+  var deadRowsShown = 50;
+  function deadSection(container, listTestid, headers, rows, emptyText, allButton, command) {
+    var more = rows.length - deadRowsShown;
     container.replaceChildren(h('div', { class: 'section-head' }, [h('h3', {}, container.getAttribute('data-title') + ' (' + rows.length + ')'), rows.length > 0 ? allButton : null]),
-      table(headers, rows, emptyText, listTestid));
+      table(headers, rows.slice(0, deadRowsShown), emptyText, listTestid),
+      more > 0 ? h('p', { class: 'muted', testid: listTestid + '-more' }, more + ' more not shown; npx pipeline ' + command + ' lists them all.') : null);
   }
 
   function renderOutboxDead(list) {
@@ -246,7 +250,8 @@ const script = `
           h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
           h('td', {}, redriveButton('Redrive', 'redrive-outbox-' + id, '/ops/outbox/dead/redrive', { eventId: id }, 'outbox event ' + id))]);
       }), 'no dead outbox events',
-      redriveButton('Redrive all', 'redrive-all-outbox', '/ops/outbox/dead/redrive', { all: true }, 'every dead outbox event'));
+      redriveButton('Redrive all', 'redrive-all-outbox', '/ops/outbox/dead/redrive', { all: true }, 'every dead outbox event'),
+      'outbox dead');
   }
 
   function inboxId(d) { return text(d.eventId !== undefined ? d.eventId : d.id); }
@@ -267,7 +272,8 @@ const script = `
           h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
           h('td', {}, redriveButton('Redrive', 'redrive-inbox-' + consumer + '-' + id, path, { eventId: id }, consumer + ' inbox record ' + id))]);
       }), 'no dead ' + consumer + ' inbox records',
-      redriveButton('Redrive all', 'redrive-all-inbox-' + consumer, path, { all: true }, 'every dead ' + consumer + ' inbox record'));
+      redriveButton('Redrive all', 'redrive-all-inbox-' + consumer, path, { all: true }, 'every dead ' + consumer + ' inbox record'),
+      'inbox dead --consumer ' + consumer);
   }
 
   function renderDeadLetters(list) {
@@ -279,7 +285,8 @@ const script = `
           h('td', { class: 'num' }, num(d.attempts)), h('td', {}, when(d.deadAt)), h('td', { class: 'err' }, d.error ? String(d.error) : ''),
           h('td', {}, redriveButton('Redrive', 'redrive-dead-letter-' + text(d.consumer) + '-' + id, '/ops/dead-letters/redrive', { eventId: id }, 'dead letter ' + id))]);
       }), 'no dead letters',
-      redriveButton('Redrive all', 'redrive-all-dead-letters', '/ops/dead-letters/redrive', { all: true }, 'every dead letter'));
+      redriveButton('Redrive all', 'redrive-all-dead-letters', '/ops/dead-letters/redrive', { all: true }, 'every dead letter'),
+      'dead-letters');
   }
 
   function traceCell(eventType, consumer, raw) {

@@ -191,8 +191,9 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 
 function route(method: string, path: string, body: unknown): [number, unknown] {
   const id = (body as { eventId?: string } | undefined)?.eventId;
+  const all = (body as { all?: boolean } | undefined)?.all === true;
   const redrive = (list: Entry[], key: string): [Entry[], [number, unknown]] => {
-    const rest = list.filter((d) => d[key] !== id);
+    const rest = all ? [] : list.filter((d) => d[key] !== id);
     const redriven = list.length - rest.length;
     return [rest, redriven === 0 ? [404, { error: `nothing dead with id ${id}` }] : [200, { redriven }]];
   };
@@ -412,6 +413,33 @@ describe.skipIf(!haveChromium)(
       const posts = requests.filter((r) => r.method === 'POST');
       expect(posts).toEqual([{ method: 'POST', path: c.path, body: { eventId: c.id } }]);
       expect(await testid('notice').textContent()).toContain('1 redriven');
+    });
+
+    it('a long dead list shows its first 50 rows, and Redrive all POSTs {all: true} once confirmed', async () => {
+      fake.outboxDead = Array.from({ length: 120 }, (_, i) => ({
+        eventId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        eventType: 'content.approved',
+        attempts: 10,
+      }));
+      const dialogs: string[] = [];
+      page.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.accept();
+      });
+      await open();
+      expect(await testid('outbox-dead-row').count()).toBe(50);
+      expect(await testid('outbox-dead-list-more').textContent()).toBe(
+        '70 more not shown; npx pipeline outbox dead lists them all.',
+      );
+
+      await testid('redrive-all-outbox').click();
+
+      await expect.poll(() => testid('outbox-dead-row').count()).toBe(0);
+      expect(dialogs).toEqual(['Redrive every dead outbox event?']);
+      expect(requests.filter((r) => r.method === 'POST')).toEqual([
+        { method: 'POST', path: '/ops/outbox/dead/redrive', body: { all: true } },
+      ]);
+      expect(await testid('notice').textContent()).toBe('Redrove every dead outbox event: 120 redriven.');
     });
 
     it('a failing /ops/status shows an error banner and the page keeps refreshing until it recovers', async () => {
