@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { sleep } from '../../shared/db/retry';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import { matchesPattern } from './event-pattern';
-import { type FaultInjector, InjectedFaultError } from './faults';
+import type { FaultInjector } from './faults';
 
 /** The event a Lambda target receives from EventBridge (reference/eventbridge.md §3). */
 export interface BusEvent {
@@ -326,15 +326,8 @@ export class LocalBus {
       if (attempt >= policy.maxAttempts || age >= policy.maxAgeMs) {
         return this.deadLetter(d, attempt, error);
       }
+      // Retries are routine (a duplicate in flight, a backoff, an injected fault): counted, not logged.
       this.counters.retried++;
-      if (!(error instanceof InjectedFaultError)) {
-        this.log('target failed, will retry', {
-          consumer: d.consumer,
-          eventId: d.event.id,
-          attempt,
-          error: String(error),
-        });
-      }
       // The ceiling of the consumer's own backoff, so a retry never lands before the inbox would take it.
       const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1));
       await sleep(ceiling + Math.floor(random() * policy.baseMs));

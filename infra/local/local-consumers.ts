@@ -1,9 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
-import { type ConsumerFunction, createConsumer } from '../../shared/consumers/consumer';
+import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { type BuiltConsumer, buildConsumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerEnv } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
@@ -74,6 +73,28 @@ function withFaults(effect: ConsumerEffect, faults: FaultInjector, onAfter: () =
   };
 }
 
+const mentionsInjectedFault = (extra: unknown[]) =>
+  extra.some((x) =>
+    JSON.stringify(x, (_k, v) => (v instanceof Error ? { name: v.name } : v))?.includes('InjectedFaultError'),
+  );
+
+/**
+ * Consumer logs for the console: warnings and errors through the runtime's log, except the
+ * ones an injected fault caused on purpose (they would drown everything else).
+ */
+function localLogger(consumer: ConsumerName, log: LocalConsumersOptions['log']): ConsumerLogger {
+  const emit =
+    (level: string) =>
+    (message: string, ...extra: unknown[]) => {
+      if (mentionsInjectedFault(extra)) return;
+      log(`${consumer}: ${message}`, {
+        level,
+        ...Object.assign({}, ...extra.filter((x) => typeof x === 'object')),
+      });
+    };
+  return { info: () => undefined, warn: emit('warn'), error: emit('error') };
+}
+
 /** Metrics stay in memory locally (the figures are on /ops/status); Powertools would flood stdout with EMF. */
 const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => undefined } as never;
 
@@ -113,7 +134,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   for (const name of Object.keys(topology.consumers) as ConsumerName[]) {
     const deps = buildConsumerDeps(name, env, { dynamo: client, db: options.db });
     built[name] = deps;
-    const logger = new Logger({ serviceName: `consumer-${name}`, logLevel: 'ERROR' });
+    const logger = localLogger(name, log);
     functions[name] = createConsumer({
       ...deps,
       logger,

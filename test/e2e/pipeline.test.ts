@@ -88,5 +88,5 @@ describe('the local pipeline end to end', () => {
     expect(repeats).toBeGreaterThanOrEqual(0);
     expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
     expect(status.deadLetters).toBe(0);
-  });
+  }, 180_000);
 });
