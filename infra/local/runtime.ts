@@ -277,9 +277,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           path: /^\/ops\/dead-letters\/redrive$/,
           route: async (_m, body) => {
             const target = redriveTarget(body);
+            // A letter is (event id, consumer): the same event can be dead for two consumers.
+            const named = (body as { consumer?: string } | undefined)?.consumer;
+            const only = named === undefined ? undefined : consumerName(named);
             const ids = target.all
               ? bus.deadLetters().map((d) => [d.id, d.consumer] as const)
-              : [[target.eventId as string, undefined] as const];
+              : [[target.eventId as string, only] as const];
             let redriven = 0;
             for (const [id, consumer] of ids) if (bus.redrive(id, consumer)) redriven++;
             if (!target.all && redriven === 0) throw new OpsError(404, `no dead letter ${target.eventId}`);
