@@ -283,7 +283,7 @@ const script = `
         var d = obj(raw), id = text(d.id);
         return h('tr', { testid: 'dead-letter-row' }, [h('td', { class: 'mono' }, id), h('td', {}, text(d.consumer)), h('td', {}, text(d.rule)),
           h('td', { class: 'num' }, num(d.attempts)), h('td', {}, when(d.deadAt)), h('td', { class: 'err' }, d.error ? String(d.error) : ''),
-          h('td', {}, redriveButton('Redrive', 'redrive-dead-letter-' + text(d.consumer) + '-' + id, '/ops/dead-letters/redrive', { eventId: id }, 'dead letter ' + id))]);
+          h('td', {}, redriveButton('Redrive', 'redrive-dead-letter-' + text(d.consumer) + '-' + id, '/ops/dead-letters/redrive', { eventId: id, consumer: d.consumer }, 'dead letter ' + id))]);
       }), 'no dead letters',
       redriveButton('Redrive all', 'redrive-all-dead-letters', '/ops/dead-letters/redrive', { all: true }, 'every dead letter'),
       'dead-letters');
