@@ -387,6 +387,7 @@ describe.skipIf(!haveChromium)(
         button: `redrive-outbox-${deadOutboxEvent}`,
         path: '/ops/outbox/dead/redrive',
         id: deadOutboxEvent,
+        body: { eventId: deadOutboxEvent },
         rows: 'outbox-dead-row',
       },
       {
@@ -394,6 +395,7 @@ describe.skipIf(!haveChromium)(
         button: `redrive-inbox-notify-${deadInboxEvent}`,
         path: '/ops/inbox/notify/dead/redrive',
         id: deadInboxEvent,
+        body: { eventId: deadInboxEvent },
         rows: 'inbox-dead-notify-row',
       },
       {
@@ -401,6 +403,8 @@ describe.skipIf(!haveChromium)(
         button: `redrive-dead-letter-archive-${deadLetterId}`,
         path: '/ops/dead-letters/redrive',
         id: deadLetterId,
+        // The same event can be dead for two consumers: the button names its own.
+        body: { eventId: deadLetterId, consumer: 'archive' },
         rows: 'dead-letter-row',
       },
     ])('the redrive button of a $list entry POSTs its id and the entry leaves the list', async (c) => {
@@ -411,7 +415,7 @@ describe.skipIf(!haveChromium)(
 
       await expect.poll(() => testid(c.rows).count()).toBe(0);
       const posts = requests.filter((r) => r.method === 'POST');
-      expect(posts).toEqual([{ method: 'POST', path: c.path, body: { eventId: c.id } }]);
+      expect(posts).toEqual([{ method: 'POST', path: c.path, body: c.body }]);
       expect(await testid('notice').textContent()).toContain('1 redriven');
     });
 
