@@ -18,7 +18,7 @@ describe.each(Object.entries(variants))('cdk-nag on the %s variant', (_name, con
   let app: App;
   beforeAll(() => {
     // Synthesis itself runs both packs as validation plugins and throws on any finding.
-    app = synthPipeline(context).app;
+    app = synthPipeline(context, { cfnValidation: true }).app;
   });
 
   it('reports no unacknowledged error or warning in the AWS Solutions and Serverless packs', () => {

@@ -15,10 +15,14 @@ import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
-// One real synthesis (esbuild included) for the whole file: the sandbox stage on AWS.
+// One real synthesis for the whole file, as `cdk synth` does it (esbuild bundles, CloudFormation
+// template validation, cdk-nag): the sandbox stage on AWS.
 let s: Synthesized;
 beforeAll(() => {
-  s = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' }, { bundle: true });
+  s = synthPipeline(
+    { stage: 'sandbox', alarmEmail: 'ops@example.com' },
+    { bundle: true, cfnValidation: true },
+  );
 });
 
 interface EmfDocument {

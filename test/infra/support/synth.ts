@@ -13,6 +13,11 @@ export interface SynthOptions {
    * are not built. One test file bundles for real; the others need only the template.
    */
   readonly bundle?: boolean;
+  /**
+   * Run CDK's built-in CloudFormation template validation (a WASM rule engine, several seconds
+   * of CPU per process). On where a test stands in for `cdk synth`; off elsewhere for speed.
+   */
+  readonly cfnValidation?: boolean;
 }
 
 export interface Synthesized extends PipelineApp {
@@ -49,7 +54,11 @@ export function synthPipeline(
   const ctx: Record<string, unknown> = { ...cdkJsonContext(), ...context };
   if (!options.bundle) ctx['aws:cdk:bundling-stacks'] = [];
   const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cdk-'));
-  const pipeline = createPipelineApp({ context: ctx, outdir });
+  const pipeline = createPipelineApp({
+    context: ctx,
+    outdir,
+    builtinCloudFormationValidation: options.cfnValidation ?? false,
+  });
   const assembly = pipeline.app.synth();
   const template = Template.fromStack(pipeline.stack);
   return { ...pipeline, template, assembly, json: template.toJSON() as Synthesized['json'] };
