@@ -34,7 +34,7 @@ import { inboxDefaults } from './settings';
 /**
  * The inbox table's shape, for `ensureTables` and the CDK table: partition key `consumer`,
  * sort key `eventId` (both strings), TTL on `expiresAt` (epoch seconds; set only in the CDK
- * table definition, since dynalite has no TTL API).
+ * table definition, since dynalite has no TTL API). The record itself is the map `state`.
  */
 export const inboxTableSchema = {
   partitionKey: 'consumer',
@@ -42,9 +42,19 @@ export const inboxTableSchema = {
   ttlAttribute: 'expiresAt',
 } as const;
 
+/**
+ * What one inbox item holds: the key, the whole record state in ONE map attribute `state`, and
+ * the TTL attribute `expiresAt` at the top level (DynamoDB TTL only reads top-level numbers).
+ * One attribute is what lets `begin` create the record with a single `if_not_exists`.
+ */
 interface Item {
   consumer: string;
   eventId: string;
+  state: State;
+  expiresAt?: number;
+}
+
+interface State {
   status: InboxStatus;
   attempts: number;
   leaseOwner: string;
@@ -53,15 +63,14 @@ interface Item {
   payloadHash: string;
   eventType: string;
   taskId: string | null;
+  /** The event as JSON text: one string is cheaper to store and compare than a nested map. */
   event: string;
-  eventTruncated?: boolean;
+  eventTruncated: boolean;
   receivedAt: number;
   updatedAt: number;
   lastError?: string;
-  expiresAt?: number;
   poison?: boolean;
   cloudEventId?: string | null;
-  [k: string]: unknown;
 }
 
 // Every attribute name goes through a placeholder: `status` is a DynamoDB reserved word, and
@@ -69,17 +78,12 @@ interface Item {
 const names = {
   '#consumer': 'consumer',
   '#eventId': 'eventId',
+  '#state': 'state',
   '#status': 'status',
   '#attempts': 'attempts',
   '#leaseOwner': 'leaseOwner',
   '#leaseUntil': 'leaseUntil',
   '#nextAttemptAt': 'nextAttemptAt',
-  '#payloadHash': 'payloadHash',
-  '#eventType': 'eventType',
-  '#taskId': 'taskId',
-  '#event': 'event',
-  '#eventTruncated': 'eventTruncated',
-  '#receivedAt': 'receivedAt',
   '#updatedAt': 'updatedAt',
   '#lastError': 'lastError',
   '#expiresAt': 'expiresAt',
@@ -97,22 +101,11 @@ function namesIn(...expressions: (string | undefined)[]): Record<string, string>
 }
 
 /**
- * Invariant `begin` relies on: every attribute it writes with `if_not_exists` below is present
- * on every record from creation until deletion, and no other write REMOVEs one. So a begin
- * that finds a record changes nothing on it, whatever its status.
+ * Invariant `begin` relies on: `state` is present on every item from creation until deletion,
+ * and no write REMOVEs it (transitions only SET fields inside it). So a begin that finds an
+ * item changes nothing on it, whatever its status.
  */
-const beginUpdate = `SET #status = if_not_exists(#status, :processing),
-  #attempts = if_not_exists(#attempts, :one),
-  #leaseOwner = if_not_exists(#leaseOwner, :owner),
-  #leaseUntil = if_not_exists(#leaseUntil, :leaseUntil),
-  #nextAttemptAt = if_not_exists(#nextAttemptAt, :zero),
-  #payloadHash = if_not_exists(#payloadHash, :payloadHash),
-  #eventType = if_not_exists(#eventType, :eventType),
-  #taskId = if_not_exists(#taskId, :taskId),
-  #event = if_not_exists(#event, :event),
-  #eventTruncated = if_not_exists(#eventTruncated, :eventTruncated),
-  #receivedAt = if_not_exists(#receivedAt, :now),
-  #updatedAt = if_not_exists(#updatedAt, :now)`;
+const beginUpdate = 'SET #state = if_not_exists(#state, :state)';
 
 const isConditionFailure = (err: unknown) =>
   (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
@@ -148,14 +141,28 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   /**
-   * One UpdateItem that creates the record only if it is absent (every attribute
-   * `if_not_exists`) and returns the old image: no old image means this attempt created the
+   * One UpdateItem that creates the record only if it is absent (`if_not_exists` on the one
+   * `state` attribute) and returns the old image: no old image means this attempt created the
    * record and holds its lease; an old image is the existing record, unchanged, from which the
    * state machine decides without a second read. A conditional PutItem would need
    * ReturnValuesOnConditionCheckFailure for that, which dynalite lacks.
    */
   async begin(record: NewInboxRecord): Promise<BeginResult> {
     const stored = this.storedEvent(record.event);
+    const state: State = {
+      status: 'PROCESSING',
+      attempts: 1,
+      leaseOwner: record.owner,
+      leaseUntil: record.leaseUntil,
+      nextAttemptAt: 0,
+      payloadHash: record.payloadHash,
+      eventType: record.eventType,
+      taskId: record.taskId,
+      event: stored.event,
+      eventTruncated: stored.truncated,
+      receivedAt: record.now,
+      updatedAt: record.now,
+    };
     const output = await this.call('begin', record, () =>
       this.doc.send(
         new UpdateCommand({
@@ -163,43 +170,14 @@ export class DynamoInboxStore implements InboxStore {
           Key: key(record),
           UpdateExpression: beginUpdate,
           ExpressionAttributeNames: namesIn(beginUpdate),
-          ExpressionAttributeValues: {
-            ':processing': 'PROCESSING',
-            ':one': 1,
-            ':zero': 0,
-            ':owner': record.owner,
-            ':leaseUntil': record.leaseUntil,
-            ':payloadHash': record.payloadHash,
-            ':eventType': record.eventType,
-            ':taskId': record.taskId,
-            ':event': stored.event,
-            ':eventTruncated': stored.truncated,
-            ':now': record.now,
-          },
+          ExpressionAttributeValues: { ':state': state },
           ReturnValues: 'ALL_OLD',
         }),
       ),
     );
     const old = output.Attributes as Item | undefined;
     if (old) return { created: false, record: decode(old) };
-    return {
-      created: true,
-      record: {
-        consumer: record.consumer,
-        eventId: record.eventId,
-        status: 'PROCESSING',
-        attempts: 1,
-        leaseOwner: record.owner,
-        leaseUntil: record.leaseUntil,
-        nextAttemptAt: 0,
-        payloadHash: record.payloadHash,
-        eventType: record.eventType,
-        taskId: record.taskId,
-        event: record.event,
-        receivedAt: record.now,
-        updatedAt: record.now,
-      },
-    };
+    return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
   }
 
   async takeOver(
@@ -207,17 +185,16 @@ export class DynamoInboxStore implements InboxStore {
     expected: ExpectedState,
     claim: { owner: string; leaseUntil: number; now: number },
   ): Promise<InboxRecord> {
+    if (expected.status !== 'PROCESSING' && expected.status !== 'FAILED') {
+      throw new TypeError(`only PROCESSING and FAILED records can be taken over, not ${expected.status}`);
+    }
     // The due test is in the condition, not only in the caller's read: a heartbeat that
     // renewed the lease after that read must win.
     const due =
-      expected.status === 'PROCESSING'
-        ? '#leaseUntil < :now'
-        : expected.status === 'FAILED'
-          ? '#nextAttemptAt <= :now'
-          : 'attribute_not_exists(#eventId)';
-    const update =
-      'SET #status = :processing, #attempts = #attempts + :one, #leaseOwner = :owner, #leaseUntil = :leaseUntil, #updatedAt = :now';
-    const condition = `#status = :expectedStatus AND #leaseOwner = :expectedOwner AND ${due}`;
+      expected.status === 'PROCESSING' ? '#state.#leaseUntil < :now' : '#state.#nextAttemptAt <= :now';
+    const update = `SET #state.#status = :processing, #state.#attempts = #state.#attempts + :one,
+      #state.#leaseOwner = :owner, #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now`;
+    const condition = `#state.#status = :expectedStatus AND #state.#leaseOwner = :expectedOwner AND ${due}`;
     try {
       const output = await this.doc.send(
         new UpdateCommand({
@@ -246,19 +223,20 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   async renew(k: InboxKey, owner: string, leaseUntil: number, now: number): Promise<void> {
-    await this.fenced('renew', k, owner, 'SET #leaseUntil = :leaseUntil, #updatedAt = :now', {
+    await this.fenced('renew', k, owner, 'SET #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now', {
       ':leaseUntil': leaseUntil,
       ':now': now,
     });
   }
 
   async complete(k: InboxKey, owner: string, at: { now: number; expiresAt: number }): Promise<void> {
-    // The lease ends now, so the record reads as finished on the ops page at once.
+    // Kept to the fewest clauses: this write happens once per event (dynalite parses every
+    // expression on every call, and the lease of a PROCESSED record is never read again).
     await this.fenced(
       'complete',
       k,
       owner,
-      'SET #status = :processed, #leaseUntil = :now, #updatedAt = :now, #expiresAt = :expiresAt',
+      'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt',
       { ':processed': 'PROCESSED', ':now': at.now, ':expiresAt': at.expiresAt },
     );
   }
@@ -272,7 +250,8 @@ export class DynamoInboxStore implements InboxStore {
       'fail',
       k,
       owner,
-      'SET #status = :failed, #leaseUntil = :now, #nextAttemptAt = :next, #lastError = :error, #updatedAt = :now',
+      `SET #state.#status = :failed, #state.#leaseUntil = :now, #state.#nextAttemptAt = :next,
+        #state.#lastError = :error, #state.#updatedAt = :now`,
       { ':failed': 'FAILED', ':now': failure.now, ':next': failure.nextAttemptAt, ':error': failure.error },
     );
   }
@@ -286,7 +265,8 @@ export class DynamoInboxStore implements InboxStore {
       'markDead',
       k,
       expected.leaseOwner,
-      'SET #status = :dead, #leaseUntil = :now, #lastError = :reason, #updatedAt = :now, #expiresAt = :expiresAt',
+      `SET #state.#status = :dead, #state.#leaseUntil = :now, #state.#lastError = :reason,
+        #state.#updatedAt = :now, #expiresAt = :expiresAt`,
       { ':dead': 'DEAD', ':now': death.now, ':reason': death.reason, ':expiresAt': death.expiresAt },
       expected.status,
     );
@@ -295,28 +275,29 @@ export class DynamoInboxStore implements InboxStore {
   async recordPoison(record: PoisonRecord): Promise<void> {
     const stored = this.storedEvent(record.event);
     const item: Item = {
-      consumer: record.consumer,
-      eventId: record.eventId,
-      status: 'DEAD',
-      attempts: 0,
-      leaseOwner: `poison/${randomUUID()}`,
-      leaseUntil: record.now,
-      nextAttemptAt: 0,
-      payloadHash: record.payloadHash,
-      eventType: record.eventType,
-      taskId: record.taskId,
-      event: stored.event,
-      eventTruncated: stored.truncated,
-      receivedAt: record.now,
-      updatedAt: record.now,
-      lastError: record.reason,
+      ...key(record),
+      state: {
+        status: 'DEAD',
+        attempts: 0,
+        leaseOwner: `poison/${randomUUID()}`,
+        leaseUntil: record.now,
+        nextAttemptAt: 0,
+        payloadHash: record.payloadHash,
+        eventType: record.eventType,
+        taskId: record.taskId,
+        event: stored.event,
+        eventTruncated: stored.truncated,
+        receivedAt: record.now,
+        updatedAt: record.now,
+        lastError: record.reason,
+        poison: true,
+        cloudEventId: record.cloudEventId,
+      },
       expiresAt: record.expiresAt,
-      poison: true,
-      cloudEventId: record.cloudEventId,
     };
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
     // duplicate delivery of the same poison event.
-    const condition = 'attribute_not_exists(#eventId) OR #status <> :dead';
+    const condition = 'attribute_not_exists(#eventId) OR #state.#status <> :dead';
     try {
       await this.doc.send(
         new PutCommand({
@@ -345,9 +326,9 @@ export class DynamoInboxStore implements InboxStore {
     let total = 0;
     let start: Record<string, unknown> | undefined;
     do {
-      const page = await this.query(consumer, { start, projection: '#status' });
+      const page = await this.query(consumer, { start, projection: '#state.#status' });
       for (const item of page.Items ?? []) {
-        const status = item.status as InboxStatus;
+        const status = (item as Partial<Item>).state?.status as InboxStatus;
         if (inboxStatuses.includes(status)) counts[status]++;
         total++;
       }
@@ -361,7 +342,7 @@ export class DynamoInboxStore implements InboxStore {
     const records: InboxRecord[] = [];
     let start = page.cursor ? decodeCursor(page.cursor, consumer) : undefined;
     do {
-      const output = await this.query(consumer, { start, filter: '#status = :dead' });
+      const output = await this.query(consumer, { start, filter: '#state.#status = :dead' });
       for (const item of output.Items ?? []) {
         records.push(decode(item as Item));
         // Resume after the last record returned, not after the page: the page may hold more.
@@ -373,9 +354,10 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
-    const update = `SET #status = :failed, #attempts = :zero, #nextAttemptAt = :zero, #leaseOwner = :owner,
-      #leaseUntil = :zero, #updatedAt = :now, #lastError = :note REMOVE #expiresAt`;
-    const condition = '#status = :dead';
+    const update = `SET #state.#status = :failed, #state.#attempts = :zero, #state.#nextAttemptAt = :zero,
+      #state.#leaseOwner = :owner, #state.#leaseUntil = :zero, #state.#updatedAt = :now,
+      #state.#lastError = :note REMOVE #expiresAt`;
+    const condition = '#state.#status = :dead';
     try {
       const output = await this.doc.send(
         new UpdateCommand({
@@ -413,7 +395,7 @@ export class DynamoInboxStore implements InboxStore {
     values: Record<string, unknown>,
     status: InboxStatus = 'PROCESSING',
   ): Promise<void> {
-    const condition = '#status = :fenceStatus AND #leaseOwner = :fenceOwner';
+    const condition = '#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner';
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -487,10 +469,11 @@ function storeError(operation: string, k: InboxKey, err: unknown): InboxError {
 }
 
 function decode(item: Item): InboxRecord {
-  let event: unknown = item.event;
-  if (!item.eventTruncated && typeof item.event === 'string') {
+  const st = item.state;
+  let event: unknown = st.event;
+  if (!st.eventTruncated && typeof st.event === 'string') {
     try {
-      event = JSON.parse(item.event);
+      event = JSON.parse(st.event);
     } catch {
       // Written by this adapter as JSON; anything else is shown as the raw string it is.
     }
@@ -498,20 +481,20 @@ function decode(item: Item): InboxRecord {
   return {
     consumer: item.consumer,
     eventId: item.eventId,
-    status: item.status,
-    attempts: item.attempts,
-    leaseOwner: item.leaseOwner,
-    leaseUntil: item.leaseUntil,
-    nextAttemptAt: item.nextAttemptAt,
-    payloadHash: item.payloadHash,
-    eventType: item.eventType,
-    taskId: item.taskId ?? null,
+    status: st.status,
+    attempts: st.attempts,
+    leaseOwner: st.leaseOwner,
+    leaseUntil: st.leaseUntil,
+    nextAttemptAt: st.nextAttemptAt,
+    payloadHash: st.payloadHash,
+    eventType: st.eventType,
+    taskId: st.taskId ?? null,
     event,
-    receivedAt: item.receivedAt,
-    updatedAt: item.updatedAt,
-    ...(item.lastError !== undefined ? { lastError: item.lastError } : {}),
+    receivedAt: st.receivedAt,
+    updatedAt: st.updatedAt,
+    ...(st.lastError !== undefined ? { lastError: st.lastError } : {}),
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt } : {}),
-    ...(item.poison ? { poison: true, cloudEventId: item.cloudEventId ?? null } : {}),
+    ...(st.poison ? { poison: true, cloudEventId: st.cloudEventId ?? null } : {}),
   };
 }
 

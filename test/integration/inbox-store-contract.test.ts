@@ -200,7 +200,7 @@ describeEachEngine('inbox store contract', (fixture) => {
       await store.complete(k, 'owner-a', { now: t0 + 2, expiresAt: 1_900_000_000 });
       expect(await store.get(k)).toMatchObject({
         status: 'PROCESSED',
-        leaseUntil: t0 + 2,
+        updatedAt: t0 + 2,
         expiresAt: 1_900_000_000,
       });
       // Finished: even the former owner cannot write any more.

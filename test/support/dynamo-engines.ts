@@ -25,6 +25,35 @@ export async function startDynalite(): Promise<RunningDynamo> {
   };
 }
 
+/**
+ * dynalite in a child process of its own, in memory: for the benchmark, so the engine's work
+ * does not share a thread with the client code being measured (as with a real DynamoDB).
+ */
+export async function startDynaliteProcess(): Promise<RunningDynamo> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('dynalite')({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }).listen(${port}, '127.0.0.1', () => console.log('ready'))`,
+    ],
+    { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`dynalite exited (${code}) before it was ready`)));
+    child.stdout?.once('data', () => resolve());
+  });
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
 const emulatorDir = join(process.cwd(), 'node_modules', 'amplify-dynamodb-simulator', 'emulator');
 
 /** Why DynamoDB Local cannot run here, or `undefined` when it can (Java on PATH, jar installed). */
