@@ -9,6 +9,7 @@ import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher'
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import { noopRelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { dashboardHtml } from './dashboard';
@@ -31,6 +32,8 @@ export interface RuntimeOptions {
   readonly faultSeed?: number;
   /** Relay schedule period; the topology's by default (tests shorten it). */
   readonly scheduleMs?: number;
+  /** Nudge the relay after each approve/withdraw (default true); false leaves only the schedule. */
+  readonly nudge?: boolean;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -217,7 +220,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
     const tasksApi = createTasksApi({
       db,
-      nudger: relay,
+      nudger: options.nudge === false ? noopRelayNudger : relay,
       logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
     });
     const http = await startHttpServer({
