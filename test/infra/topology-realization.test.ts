@@ -19,7 +19,7 @@ function realizedRules(s: Pick<Synthesized, 'json'>, functionIds: Map<string, Co
     .map(([, r]) => ({
       name: r.Properties?.Name as string,
       pattern: r.Properties?.EventPattern,
-      targets: (r.Properties?.Targets as { Arn: { 'Fn::GetAtt': [string, string] } }[]).map((t) => {
+      targets: ((r.Properties?.Targets ?? []) as { Arn: { 'Fn::GetAtt': [string, string] } }[]).map((t) => {
         const consumer = functionIds.get(t.Arn['Fn::GetAtt'][0]);
         if (!consumer) throw new Error(`rule ${String(r.Properties?.Name)} targets a non-consumer`);
         return consumer;
@@ -70,8 +70,9 @@ describe('the AWS stack realizes shared/topology', () => {
       .filter(([, a]) => a.Properties?.MetricName === 'FailedInvocations')
       .map(
         ([, a]) =>
-          (a.Properties?.Dimensions as { Name: string; Value: unknown }[]).find((d) => d.Name === 'RuleName')
-            ?.Value,
+          ((a.Properties?.Dimensions ?? []) as { Name: string; Value: unknown }[]).find(
+            (d) => d.Name === 'RuleName',
+          )?.Value,
       );
     expect(ruleAlarms.sort()).toEqual(topology.rules.map((r) => r.name).sort());
   });
