@@ -168,6 +168,7 @@ export class PipelineStack extends Stack {
       bus: this.fanout.bus,
       rules,
       email: settings.alarmEmail,
+      removalPolicy,
     });
     this.dashboard = new PipelineDashboard(this, 'Dashboard', {
       metrics: this.alarms.metrics,

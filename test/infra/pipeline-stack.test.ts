@@ -487,8 +487,10 @@ describe('alarms', () => {
       Endpoint: 'ops@example.com',
       TopicArn: ref(s.stack.alarms.topic),
     });
+    s.template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Delete' }); // sandbox: no $1/month leftover
     s.template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,
+      PendingWindowInDays: 7,
       KeyPolicy: {
         Statement: Match.arrayWith([
           Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' } }),

@@ -1,4 +1,4 @@
-import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import {
   Alarm,
   ComparisonOperator,
@@ -45,6 +45,8 @@ export interface PipelineAlarmsProps {
   readonly rules: readonly string[];
   /** Subscribed by email when given (the owner confirms the subscription). */
   readonly email?: string;
+  /** Of the topic's KMS key: a retained key goes on costing $1/month after `cdk destroy`. */
+  readonly removalPolicy: RemovalPolicy;
 }
 
 /** The pipeline's metrics in one place, so the alarms and the dashboard plot the same series. */
@@ -125,6 +127,8 @@ export class PipelineAlarms extends Construct {
     const key = new Key(this, 'TopicKey', {
       description: 'Encrypts the content pipeline alarm topic',
       enableKeyRotation: true,
+      removalPolicy: props.removalPolicy,
+      pendingWindow: Duration.days(7),
     });
     key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
     this.topic = new Topic(this, 'Topic', {
