@@ -41,6 +41,7 @@ export interface PoisonDelivery {
   readonly reason: string;
 }
 
+/** What `readDelivery` makes of one invocation's event: run it, or record it as poison. */
 export type Delivery = ValidDelivery | PoisonDelivery;
 
 const issuesText = (error: z.ZodError) =>

@@ -65,8 +65,10 @@ export function leaseLength(settings: InboxSettings, now: number, deadline?: num
 const epochSeconds = (ms: number) => Math.floor(ms / 1000);
 
 /**
- * Runs `work` for `event` at most once per completed attempt, and exactly until one attempt
- * completes, whatever the platform does (duplicates, concurrent deliveries, crashes).
+ * Runs `work` for one delivery of `event` unless the inbox says it must not: once an attempt
+ * has completed, no delivery runs the work again; until then, deliveries keep running it
+ * (one at a time) until one completes or the attempts run out (`DEAD`), whatever the platform
+ * does: duplicates, concurrent deliveries, out-of-order retries, crashes.
  *
  * State machine of the (consumer, event id) record:
  * - absent -> `PROCESSING` (begin, this attempt owns the lease);

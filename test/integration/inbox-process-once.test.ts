@@ -10,7 +10,7 @@ import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { type InboxEvent, poisonKey, processOnce, type WorkContext } from '../../shared/inbox/process-once';
 import type { InboxSettings } from '../../shared/inbox/settings';
-import { describeEachEngine } from '../support/dynamo';
+import { describeEachEngine, dynamoClient } from '../support/dynamo';
 import {
   approvedRow,
   busEvent,
@@ -56,6 +56,27 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(second).toEqual({ kind: 'duplicate', status: 'PROCESSED' });
     expect(runs.get(event.eventId)).toBe(1);
     expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
+  });
+
+  it('costs two writes for a first delivery and exactly one call for a duplicate', async () => {
+    const calls: string[] = [];
+    const client = dynamoClient(fixture().endpoint);
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const target = (args.request as { headers?: Record<string, string> }).headers?.['x-amz-target'];
+        calls.push(String(target).replace('DynamoDB_20120810.', ''));
+        return next(args);
+      },
+      { step: 'build', name: 'callRecorder' },
+    );
+    const counted = new DynamoInboxStore(client, { tableName: fixture().inboxTable });
+    const event = inboxEvent('index');
+    await processOnce(event, effect(event), deps('a', { inbox: counted }));
+    expect(calls).toEqual(['UpdateItem', 'UpdateItem']);
+    calls.length = 0;
+    await processOnce(event, effect(event), deps('b', { inbox: counted }));
+    expect(calls).toEqual(['UpdateItem']);
+    client.destroy();
   });
 
   it('a re-publish of the same outbox row (new EventBridge id, same CloudEvent) is a duplicate', async () => {
