@@ -189,7 +189,7 @@ export class PipelineStack extends Stack {
     out('RelayFunctionName', this.relay.function.functionName, 'Outbox relay function');
     if (aurora) {
       out('ClusterArn', aurora.cluster.clusterArn, 'Aurora cluster (Data API resource ARN)');
-      out('SecretArn', aurora.environment.DB_SECRET_ARN ?? '', 'Database credentials (Data API secret ARN)');
+      out('SecretArn', aurora.secret.secretArn, 'Database credentials (Data API secret ARN)');
       out('DatabaseName', aurora.databaseName, 'Database name');
     }
     out('SchemaVersion', this.migration.schemaVersion, 'Highest applied migration');

@@ -9,6 +9,7 @@ import {
   DatabaseCluster,
   DatabaseClusterEngine,
 } from 'aws-cdk-lib/aws-rds';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 
 /**
@@ -44,6 +45,8 @@ export interface AuroraDatabaseProps {
 export class AuroraDatabase extends Construct implements PipelineDatabase {
   public readonly vpc: Vpc;
   public readonly cluster: DatabaseCluster;
+  /** The generated credentials the Data API authenticates with. */
+  public readonly secret: ISecret;
   public readonly databaseName: string;
   public readonly environment: Readonly<Record<string, string>>;
 
@@ -87,6 +90,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
 
     const secret = this.cluster.secret;
     if (!secret) throw new Error('the cluster was created without a secret');
+    this.secret = secret;
     this.environment = {
       DB_CLUSTER_ARN: this.cluster.clusterArn,
       DB_SECRET_ARN: secret.secretArn,
