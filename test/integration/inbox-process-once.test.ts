@@ -313,7 +313,8 @@ describeEachEngine('processOnce state machine', (fixture) => {
   describe('heartbeat (real clock)', () => {
     it('renews the lease while long work runs, so a concurrent delivery still sees it live', async () => {
       const event = inboxEvent('index');
-      const short = testInboxSettings({ leaseMs: 300, leaseGraceMs: 0 });
+      // Long enough that a busy CI machine stalling a beat does not expire it; work lasts 2.5 leases.
+      const short = testInboxSettings({ leaseMs: 1_000, leaseGraceMs: 0 });
       const started = Date.now();
       let concurrent: unknown;
       let leaseDuringWork = 0;
@@ -321,7 +322,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
         event,
         async () => {
           // Well past the first lease: only renewals keep it live.
-          await sleep(800);
+          await sleep(2_500);
           leaseDuringWork = (await inbox.get(event))?.leaseUntil ?? 0;
           concurrent = await processOnce(event, effect(event), { inbox, settings: short, owner: 'b' }).catch(
             (e: unknown) => e,
@@ -331,7 +332,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
         { inbox, settings: short, owner: 'a' },
       );
       expect(outcome).toMatchObject({ kind: 'processed', result: 'long' });
-      expect(leaseDuringWork).toBeGreaterThan(started + 800);
+      expect(leaseDuringWork).toBeGreaterThan(started + 2_500);
       expect(concurrent).toBeInstanceOf(InboxInProgressError);
       expect(runs.get(event.eventId)).toBeUndefined();
     });
