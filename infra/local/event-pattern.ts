@@ -81,7 +81,10 @@ function matchObject(pattern: Record<string, unknown>, value: unknown): boolean 
     if (Array.isArray(sub)) {
       if (!matchLeaf(sub, field, present)) return false;
     } else if (isObject(sub)) {
-      if (!matchObject(sub, field)) return false;
+      // An array of objects matches when one element matches the whole sub-pattern (event-ruler
+      // crushes arrays out but never combines fields of different elements).
+      const candidates = Array.isArray(field) && field.length > 0 ? field : [field];
+      if (!candidates.some((candidate) => matchObject(sub, candidate))) return false;
     }
   }
   return true;
@@ -91,7 +94,8 @@ function matchLeaf(conditions: readonly unknown[], field: unknown, present: bool
   return conditions.some((condition) => {
     if (isObject(condition) && 'exists' in condition) {
       const isLeaf = present && !isObject(field) && !(Array.isArray(field) && field.length === 0);
-      return condition.exists === true ? isLeaf : !present;
+      // exists sees leaves only: false matches an absent field and an object or [] alike.
+      return condition.exists === true ? isLeaf : !isLeaf;
     }
     if (!present) return false;
     // An event array matches when any of its elements matches.
