@@ -41,8 +41,8 @@ export function parseFaults(spec: string | undefined): FaultRates {
   const entries: Record<string, string> = {};
   for (const part of spec.split(',')) {
     const [name, value, ...rest] = part.split('=').map((s) => s.trim());
-    if (!name || value === undefined || rest.length > 0)
-      throw new Error(`PIPELINE_FAULTS: "${part}" is not name=rate`);
+    // An empty rate is malformed, not 0: z.coerce.number would turn '' into 0 and hide the typo.
+    if (!name || !value || rest.length > 0) throw new Error(`PIPELINE_FAULTS: "${part}" is not name=rate`);
     entries[name] = value;
   }
   const parsed = faultSchema.safeParse(entries);
