@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { type AlarmInputs, evaluateAlarms, type InboxCounts } from '../../infra/local/ops';
+import { type ConsumerName, topology } from '../../shared/topology';
+
+const t = topology.alarms;
+const now = new Date('2026-11-30T12:00:00Z');
+const periodMs = topology.relay.scheduleSeconds * 1_000;
+const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+
+const healthyInbox: InboxCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
+
+/** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
+function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
+  return {
+    outbox: { pending: 0, delivered: 100, dead: 0, oldestPendingAgeSeconds: 0 },
+    consumers: Object.fromEntries(consumerNames.map((c) => [c, healthyInbox])) as Record<
+      ConsumerName,
+      InboxCounts
+    >,
+    deadLetters: 0,
+    relayErrors: 0,
+    relayLastRunAt: new Date(now.getTime() - 1_000),
+    now,
+    startedAt: new Date(now.getTime() - 3_600_000),
+    ...overrides,
+  };
+}
+
+const alarmsIn = (state: Record<string, string>) =>
+  Object.entries(state)
+    .filter(([, s]) => s === 'ALARM')
+    .map(([name]) => name);
+
+describe('evaluateAlarms', () => {
+  it('reports every alarm OK for a healthy pipeline, one inbox alarm per consumer', () => {
+    const state = evaluateAlarms(healthy());
+    expect(alarmsIn(state)).toEqual([]);
+    expect(Object.keys(state).sort()).toEqual(
+      [
+        'oldestPendingAge',
+        'outboxDead',
+        'relayErrors',
+        'relaySilent',
+        'deadLetters',
+        ...consumerNames.map((c) => `${c}InboxDead`),
+      ].sort(),
+    );
+  });
+
+  it('oldestPendingAge alarms only once the oldest pending event is older than the threshold', () => {
+    const at = (seconds: number) =>
+      evaluateAlarms(
+        healthy({ outbox: { ...healthy().outbox, pending: 1, oldestPendingAgeSeconds: seconds } }),
+      );
+    expect(at(t.oldestPendingAgeSeconds).oldestPendingAge).toBe('OK');
+    expect(at(t.oldestPendingAgeSeconds + 1).oldestPendingAge).toBe('ALARM');
+    expect(alarmsIn(at(t.oldestPendingAgeSeconds + 1))).toEqual(['oldestPendingAge']);
+  });
+
+  it('outboxDead alarms from the dead-event threshold on', () => {
+    const at = (dead: number) => evaluateAlarms(healthy({ outbox: { ...healthy().outbox, dead } }));
+    expect(at(t.deadEvents - 1).outboxDead).toBe('OK');
+    expect(at(t.deadEvents).outboxDead).toBe('ALARM');
+    expect(alarmsIn(at(t.deadEvents))).toEqual(['outboxDead']);
+  });
+
+  it('relayErrors alarms from the relay-error threshold on', () => {
+    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors - 1 })).relayErrors).toBe('OK');
+    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors })).relayErrors).toBe('ALARM');
+    expect(alarmsIn(evaluateAlarms(healthy({ relayErrors: t.relayErrors })))).toEqual(['relayErrors']);
+  });
+
+  it('deadLetters alarms from the DLQ-message threshold on', () => {
+    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages - 1 })).deadLetters).toBe('OK');
+    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages })).deadLetters).toBe('ALARM');
+    expect(alarmsIn(evaluateAlarms(healthy({ deadLetters: t.dlqMessages })))).toEqual(['deadLetters']);
+  });
+
+  it.each(consumerNames)(
+    '%sInboxDead alarms for that consumer only, from the dead-record threshold on',
+    (name) => {
+      const withDead = (dead: number) =>
+        evaluateAlarms(healthy({ consumers: { ...healthy().consumers, [name]: { ...healthyInbox, dead } } }));
+      expect(withDead(t.consumerDeadRecords - 1)[`${name}InboxDead`]).toBe('OK');
+      expect(alarmsIn(withDead(t.consumerDeadRecords))).toEqual([`${name}InboxDead`]);
+    },
+  );
+
+  it('an inbox with failed or in-progress records but none dead does not alarm', () => {
+    const busy = { processed: 0, inProgress: 5, failed: 5, dead: 0 };
+    const consumers = Object.fromEntries(consumerNames.map((c) => [c, busy])) as Record<
+      ConsumerName,
+      InboxCounts
+    >;
+    expect(alarmsIn(evaluateAlarms(healthy({ consumers })))).toEqual([]);
+  });
+
+  it('relaySilent alarms after two schedule periods without a run, not at exactly two', () => {
+    const lastRun = (msAgo: number) =>
+      evaluateAlarms(healthy({ relayLastRunAt: new Date(now.getTime() - msAgo) })).relaySilent;
+    expect(lastRun(periodMs)).toBe('OK');
+    expect(lastRun(2 * periodMs)).toBe('OK');
+    expect(lastRun(2 * periodMs + 1)).toBe('ALARM');
+  });
+
+  it('relaySilent counts from the start when the relay has not run yet', () => {
+    const sinceStart = (msAgo: number) =>
+      evaluateAlarms(healthy({ relayLastRunAt: undefined, startedAt: new Date(now.getTime() - msAgo) }))
+        .relaySilent;
+    expect(sinceStart(periodMs)).toBe('OK');
+    expect(sinceStart(2 * periodMs)).toBe('OK');
+    expect(sinceStart(2 * periodMs + 1)).toBe('ALARM');
+  });
+
+  it('relaySilent goes by the last run, not the start, once the relay has run', () => {
+    const state = evaluateAlarms(
+      healthy({
+        startedAt: new Date(now.getTime() - 10 * periodMs),
+        relayLastRunAt: new Date(now.getTime() - 1),
+      }),
+    );
+    expect(state.relaySilent).toBe('OK');
+  });
+
+  it('takes its thresholds from the argument when given one', () => {
+    const strict = { ...t, oldestPendingAgeSeconds: 10 };
+    const input = healthy({ outbox: { ...healthy().outbox, pending: 1, oldestPendingAgeSeconds: 11 } });
+    expect(evaluateAlarms(input).oldestPendingAge).toBe('OK');
+    expect(evaluateAlarms(input, strict).oldestPendingAge).toBe('ALARM');
+  });
+});
