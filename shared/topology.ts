@@ -39,6 +39,9 @@ export type ConsumerName = 'index' | 'notify' | 'archive';
 const source = 'content.pipeline';
 
 const defaultConsumerPolicy = {
+  // More than one delivery's Lambda async attempts (1 + 2 retries): a delivery that runs out
+  // goes to the consumer's on-failure queue (alarmed) with its record FAILED, and a redrive
+  // of that message continues the count until DEAD. Locally the bus retries up to this + 2.
   maxAttempts: 5,
   backoff: { baseMs: 1_000, maxMs: 5 * 60_000 },
   targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
