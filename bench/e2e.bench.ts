@@ -1,7 +1,7 @@
 /**
  * `npm run bench:e2e [-- --json] [-- --approvals N] [-- --rate R]`: runs the whole local
  * pipeline in this process, approves N tasks (default 1,000) at a steady R per second (default
- * 50), and measures, per approval, commit -> all three consumers processed: from the outbox
+ * 20), and measures, per approval, commit -> all three consumers processed: from the outbox
  * row's commit-time stamp to the latest of the three inbox records' PROCESSED time. Twice: with
  * the nudge after each approve, and with the relay's schedule alone. A benchmark, not a test.
  */
@@ -16,7 +16,7 @@ const numberArg = (name: string, fallback: number) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const approvals = numberArg('--approvals', 1_000);
-const rate = numberArg('--rate', 50);
+const rate = numberArg('--rate', 20);
 const log = (msg: string) => {
   if (!json) console.error(msg);
 };
