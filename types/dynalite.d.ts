@@ -1,4 +1,4 @@
-// dynalite ships no types: just the part the tests and the benchmark use.
+// dynalite ships no types: just the part the local runtime, the tests and the benchmark use.
 declare module 'dynalite' {
   import type { Server } from 'node:http';
 
