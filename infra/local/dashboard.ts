@@ -235,9 +235,11 @@ const script = `
   var deadRowsShown = 50;
   function deadSection(container, listTestid, headers, rows, emptyText, allButton, command) {
     var more = rows.length - deadRowsShown;
-    container.replaceChildren(h('div', { class: 'section-head' }, [h('h3', {}, container.getAttribute('data-title') + ' (' + rows.length + ')'), rows.length > 0 ? allButton : null]),
-      table(headers, rows.slice(0, deadRowsShown), emptyText, listTestid),
-      more > 0 ? h('p', { class: 'muted', testid: listTestid + '-more' }, more + ' more not shown; npx pipeline ' + command + ' lists them all.') : null);
+    // replaceChildren would render a null argument as the text "null": pass only real nodes.
+    var parts = [h('div', { class: 'section-head' }, [h('h3', {}, container.getAttribute('data-title') + ' (' + rows.length + ')'), rows.length > 0 ? allButton : null]),
+      table(headers, rows.slice(0, deadRowsShown), emptyText, listTestid)];
+    if (more > 0) parts.push(h('p', { class: 'muted', testid: listTestid + '-more' }, more + ' more not shown; npx pipeline ' + command + ' lists them all.'));
+    container.replaceChildren.apply(container, parts);
   }
 
   function renderOutboxDead(list) {

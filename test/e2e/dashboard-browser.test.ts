@@ -554,6 +554,10 @@ describe.skipIf(!haveChromium)(
       expect(await id(`trace-${approved.eventId}-index`).textContent()).toBe('PROCESSED (1)');
       expect(await id(`trace-${approved.eventId}-archive`).textContent()).toBe('PROCESSED (1)');
       expect(await id('error-banner').isVisible()).toBe(false);
+      // Empty dead lists render their empty text and nothing else (once a stray "null").
+      const deadText = (await live.locator('#dead').textContent()) ?? '';
+      expect(deadText).toContain('no dead outbox events');
+      expect(deadText).not.toContain('null');
       expect(await live.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
       expect(errors).toEqual([]);
 
