@@ -13,10 +13,18 @@ export interface LocalDynamo {
   stop(): Promise<void>;
 }
 
-/** dynalite (pure Node) with its LevelDB under `dir`, so inbox records and the index survive restarts. */
-export async function startDynalite(dir: string): Promise<LocalDynamo> {
-  mkdirSync(dir, { recursive: true });
-  const server = dynalite({ path: dir, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+/**
+ * dynalite (pure Node) in this process: with `dir`, its LevelDB lives there so inbox records
+ * and the index survive restarts (the local runtime); without, in memory (tests).
+ */
+export async function startDynalite(dir?: string): Promise<LocalDynamo> {
+  if (dir) mkdirSync(dir, { recursive: true });
+  const server = dynalite({
+    ...(dir ? { path: dir } : {}),
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+  });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(0, '127.0.0.1', () => ok());
@@ -45,13 +53,14 @@ export function dynamoDbLocalUnavailable(): string | undefined {
 }
 
 /**
- * AWS's DynamoDB Local (the jar shipped in npm `amplify-dynamodb-simulator`, run with Java)
- * with its database file under `dir`.
+ * AWS's DynamoDB Local (the jar shipped in npm `amplify-dynamodb-simulator`, run with Java 17+)
+ * on a free port, one shared database for every credential and region: its file under `dir`,
+ * or in memory without one.
  */
-export async function startDynamoDbLocal(dir: string): Promise<LocalDynamo> {
+export async function startDynamoDbLocal(dir?: string): Promise<LocalDynamo> {
   const unavailable = dynamoDbLocalUnavailable();
-  if (unavailable) throw new Error(`PIPELINE_DYNAMO=dynamodb-local needs DynamoDB Local: ${unavailable}`);
-  mkdirSync(dir, { recursive: true });
+  if (unavailable) throw new Error(`DynamoDB Local cannot run here: ${unavailable}`);
+  if (dir) mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const child: ChildProcess = spawn(
     'java',
@@ -60,8 +69,7 @@ export async function startDynamoDbLocal(dir: string): Promise<LocalDynamo> {
       '-jar',
       'DynamoDBLocal.jar',
       '-sharedDb',
-      '-dbPath',
-      resolve(dir),
+      ...(dir ? ['-dbPath', resolve(dir)] : ['-inMemory']),
       '-disableTelemetry',
       '-port',
       String(port),
