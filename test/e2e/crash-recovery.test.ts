@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { clearStaleServer } from '../../infra/local/postgres';
 import { converged, pipelineClient, tempDataDir, waitFor } from '../support/pipeline-client';
 
 const children: ChildProcess[] = [];
@@ -41,7 +43,11 @@ afterEach(async () => {
   for (const c of children.splice(0)) {
     if (c.exitCode === null && c.signalCode === null) await killTree(c, 'SIGKILL').catch(() => {});
   }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  // PostgreSQL runs in its own process group, so a group kill leaves it running: stop it too.
+  for (const d of dirs.splice(0)) {
+    await clearStaleServer(join(d, 'postgres'));
+    rmSync(d, { recursive: true, force: true });
+  }
 });
 
 describe('a SIGKILL of the whole process tree', () => {
