@@ -15,6 +15,7 @@ import {
   type Paint,
   paint,
 } from './cli-format';
+import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
 import { consumerNames } from './cli-trace';
 
 /** Where the CLI reads and writes; the process's own in `bin/pipeline.mjs`. */
@@ -25,10 +26,21 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
+/**
+ * The HTTP client for `url`: requests to a deployed tasks API (`*.execute-api.<region>.amazonaws.com`)
+ * are SigV4-signed with credentials from the environment or the default chain.
+ */
+function clientFor(url: string, io: CliIo): OpsClient {
+  const region = executeApiRegion(url);
+  return new OpsClient(url, region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env)) : io.fetch);
+}
+
 /** The `--help` text. */
 export const usage = `Usage: pipeline <command> [options]
 
-Operates the local pipeline started by \`npm start\`, through its HTTP API.
+Operates the local pipeline started by \`npm start\`, through its HTTP API. With --url set to a
+deployed tasks API (https://<id>.execute-api.<region>.amazonaws.com/<stage>/), the tasks
+commands are SigV4-signed with your AWS credentials (environment or default chain).
 
 Commands:
   status                                       task counts, outbox, inboxes, effects, alarms
@@ -393,7 +405,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     const color = io.stdout.isTTY === true && !values.json && (io.env.NO_COLOR ?? '') === '';
     await command.run({
-      client: new OpsClient(baseUrl(values, io.env), io.fetch),
+      client: clientFor(baseUrl(values, io.env), io),
       io,
       values,
       args,
