@@ -113,22 +113,32 @@ export class PgSqlClient implements SqlClient {
       this.options.retryDeps,
     );
     let broken = false;
+    // One statement at a time on the connection, as the Data API demands of a transaction:
+    // node-postgres would queue overlapping queries itself, but that queue is deprecated.
+    let queue: Promise<unknown> = Promise.resolve();
+    let ended = false;
     try {
       await run(conn, 'BEGIN');
-      // One statement at a time on the connection, as the Data API demands of a transaction:
-      // node-postgres would queue overlapping queries itself, but that queue is deprecated.
-      let queue: Promise<unknown> = Promise.resolve();
       const result = await work({
         query: <R extends Row>(sql: string, params?: SqlParams) => {
-          const next = queue.then(() => run<R>(conn, sql, params));
+          const next = queue.then(() => {
+            // A statement issued after the transaction ended would run in autocommit.
+            if (ended) throw new Error('the transaction has ended; this statement was not run');
+            return run<R>(conn, sql, params);
+          });
           queue = next.catch(() => {});
           return next;
         },
       });
+      await queue;
+      ended = true;
       await run(conn, 'COMMIT');
       return result;
     } catch (err) {
       try {
+        // After the statements already queued; later ones are refused (see `ended`).
+        await queue;
+        ended = true;
         await conn.query('ROLLBACK');
       } catch {
         broken = true; // the connection is gone; rollback is implicit server-side

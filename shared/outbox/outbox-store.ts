@@ -135,9 +135,11 @@ export class OutboxStore {
   }
 
   /**
-   * Marks published rows delivered, fenced: only rows still pending, still claimed by `owner`
-   * with the same token and within the lease. Returns the ids it marked; a row left out was
-   * taken over by another relay (which will publish it again: at least once, by design).
+   * Marks published rows delivered, fenced: only rows still pending and still claimed by
+   * `owner` with the same token. A lapsed lease alone does not refuse the mark (the row was
+   * published; refusing would only publish it again, and a round slower than the lease would
+   * republish for ever); a take-over bumps the token, and then the old owner's mark changes
+   * nothing. Returns the ids it marked.
    */
   async markDelivered(owner: string, items: readonly Delivered[]): Promise<string[]> {
     if (items.length === 0) return [];
@@ -150,7 +152,6 @@ export class OutboxStore {
           AND o.status = 'pending'
           AND o.claim_owner = :owner
           AND o.claim_token = x.claim_token
-          AND o.lease_until >= clock_timestamp()
        RETURNING o.event_id`,
       {
         owner,

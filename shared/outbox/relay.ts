@@ -147,8 +147,10 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
   const budgetLeft = () => options.remainingMs() - settings.budgetMarginMs;
   let total = emptyRound;
   let rounds = 0;
+  // One failing loop stops the others before the run reports the error: no loop may outlive its run.
+  const failed = new AbortController();
   const loop = async () => {
-    while (budgetLeft() > 0 && !options.signal?.aborted) {
+    while (budgetLeft() > 0 && !options.signal?.aborted && !failed.signal.aborted) {
       const round = await relayOnce(deps);
       total = addRounds(total, round);
       rounds++;
@@ -158,7 +160,16 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, settings.roundsInFlight) }, loop));
+  const loops = await Promise.allSettled(
+    Array.from({ length: Math.max(1, settings.roundsInFlight) }, () =>
+      loop().catch((err) => {
+        failed.abort();
+        throw err;
+      }),
+    ),
+  );
+  const failure = loops.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+  if (failure) throw failure.reason;
   let purged = 0;
   // Bounded by batch count, not by the budget: the margin is kept for this wrap-up.
   for (let batch = 0; batch < settings.purge.maxBatchesPerRun; batch++) {

@@ -177,6 +177,22 @@ describe.each(sqlAdapters)('SqlClient contract: $name adapter', (adapter) => {
     expect(rowCount).toBe(4);
   });
 
+  it('a statement queued behind a failing one never commits on its own after the rollback', async () => {
+    const attempt = db.transaction((tx) =>
+      Promise.all([
+        tx.query('SELECT 1 / 0 FROM pg_sleep(0.05)'),
+        tx.query('INSERT INTO items (id, name) VALUES (:id, :name)', {
+          id: sqlParam.uuid(randomUUID()),
+          name: 'orphan',
+        }),
+      ]),
+    );
+    await expect(attempt).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 100));
+    const { rowCount } = await db.query('SELECT 1 FROM items');
+    expect(rowCount).toBe(0);
+  });
+
   it('rolls back and rethrows when the work throws', async () => {
     const boom = new Error('boom');
     const attempt = db.transaction(async (tx) => {
