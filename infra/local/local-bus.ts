@@ -151,12 +151,14 @@ export class LocalBus {
     const index = this.dead.findIndex((d) => d.id === id && (!consumer || d.consumer === consumer));
     const letter = this.dead[index];
     if (!letter) return false;
-    this.dead.splice(index, 1);
-    this.rewriteDeadLetters();
+    // Journal the redelivery (fsync) before forgetting the letter: a crash between the two
+    // writes then leaves a duplicate, never a loss.
     this.journal(
       [{ t: 'event', event: letter.event, targets: [{ rule: letter.rule, consumer: letter.consumer }] }],
       true,
     );
+    this.dead.splice(index, 1);
+    this.rewriteDeadLetters();
     this.schedule({
       event: letter.event,
       rule: letter.rule,
@@ -387,14 +389,18 @@ export class LocalBus {
   /** Reads the journal and dead letters, compacts the journal to what is still pending. */
   private recover(): Delivery[] {
     if (existsSync(this.deadPath)) {
+      let torn = false;
       for (const line of readFileSync(this.deadPath, 'utf8').split('\n')) {
         if (!line.trim()) continue;
         try {
           this.dead.push(JSON.parse(line) as DeadLetter);
         } catch {
-          // a line torn by a crash mid-append: its delivery is still in the journal
+          // A line torn by a crash mid-append: rewrite the file without it below, or the next
+          // append would glue a good letter onto the fragment and lose it on the next read.
+          torn = true;
         }
       }
+      if (torn) this.rewriteDeadLetters();
     }
     if (!existsSync(this.journalPath)) return [];
     const open = new Map<
@@ -442,7 +448,13 @@ export class LocalBus {
 
   private rewriteDeadLetters(): void {
     const tmp = `${this.deadPath}.tmp`;
-    writeFileSync(tmp, this.dead.map((d) => `${JSON.stringify(d)}\n`).join(''));
+    const fd = openSync(tmp, 'w');
+    try {
+      writeFileSync(fd, this.dead.map((d) => `${JSON.stringify(d)}\n`).join(''));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, this.deadPath);
   }
 

@@ -46,6 +46,11 @@ export async function clearStaleServer(
     for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
     if (isAlive(pid)) process.kill(pid, 'SIGQUIT');
     for (let i = 0; i < 50 && isAlive(pid); i++) await sleep(100);
+    if (isAlive(pid)) {
+      throw new Error(
+        `PostgreSQL ${pid} is still running on ${dataDir} and would not stop; stop it, then start again`,
+      );
+    }
   }
   if (existsSync(pidFile)) {
     log('removing a stale postmaster.pid');

@@ -33,9 +33,9 @@ export const dataApiDefaultRetry: RetryPolicy = { attempts: 8, baseMs: 500, maxM
 const transientSqlStates = new Set(['40001', '40P01']);
 
 /**
- * AWS errors after which the statement did not run (resuming, throttled) or that the service
- * itself calls passing. A 500/503 may hide a statement that did run; the SDK already retries
- * those, and our writes carry primary keys, so a replay surfaces as DB_CONSTRAINT, not a duplicate.
+ * AWS errors the service itself calls passing: translated to DB_TRANSIENT. Only some of them
+ * prove the statement did not run (see `notRunErrorNames`); the others (500/503) may hide a
+ * statement that did, so the adapter leaves those to the SDK's own retries.
  */
 const transientErrorNames = new Set([
   'DatabaseResumingException',
@@ -69,7 +69,23 @@ export function translateDataApiError(err: unknown): PipelineError {
   return new PipelineError('DB_ERROR', message, { awsError: name }, { cause: err });
 }
 
-const isTransient = (err: unknown) => err instanceof PipelineError && err.code === 'DB_TRANSIENT';
+/** Errors after which the statement certainly did not run: the cluster was resuming, or the call was throttled. */
+const notRunErrorNames = new Set([
+  'DatabaseResumingException',
+  'ThrottlingException',
+  'TooManyRequestsException',
+]);
+
+/**
+ * Safe to run again: the statement was rolled back (deadlock, serialization) or never ran. A
+ * 500/503 is not retried here, since a non-idempotent auto-commit statement may have run.
+ */
+const isTransient = (err: unknown) =>
+  err instanceof PipelineError &&
+  err.code === 'DB_TRANSIENT' &&
+  (err.details.sqlState !== undefined ||
+    notRunErrorNames.has(String(err.details.awsError)) ||
+    (err.cause as { $retryable?: { throttling?: boolean } } | undefined)?.$retryable?.throttling === true);
 
 /** `YYYY-MM-DD HH:MM:SS.FFF` in UTC: the only shape the TIMESTAMP hint parses (ISO `T…Z` is refused). */
 function formatTimestamp(name: string, value: Date): string {

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -491,6 +491,37 @@ describe('LocalBus journal', () => {
     // Recovery rewrote the journal, so later appends do not land glued to the torn fragment.
     const lines = readFileSync(join(dir, 'journal.jsonl'), 'utf8').split('\n').filter(Boolean);
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+  });
+
+  it('drops a torn dead-letter line at start, so the next letter is not glued to it and lost', async () => {
+    const dir = tempDir();
+    const letter = {
+      id: 'e-1',
+      consumer: 'notify',
+      rule: 'content-approved',
+      attempts: 3,
+      error: 'Error: x',
+      deadAt: '2026-11-30T00:00:00.000Z',
+      event: {
+        version: '0',
+        id: 'e-1',
+        'detail-type': 'content.approved',
+        source: topology.source,
+        account: '0',
+        time: '2026-11-30T00:00:00Z',
+        region: 'us-east-1',
+        resources: [],
+        detail: {},
+      },
+    };
+    writeFileSync(join(dir, 'dead-letters.jsonl'), `${JSON.stringify(letter)}\n{"id":"e-2","consu`);
+
+    const { bus } = await startBus({ dir });
+
+    expect(bus.deadLetters().map((d) => d.id)).toEqual(['e-1']);
+    const text = readFileSync(join(dir, 'dead-letters.jsonl'), 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    for (const line of text.split('\n').filter(Boolean)) expect(() => JSON.parse(line)).not.toThrow();
   });
 
   it('keeps dead letters across a restart, and the new bus can redrive them', async () => {

@@ -4,6 +4,7 @@ import {
   DatabaseErrorException,
   DatabaseResumingException,
   ExecuteStatementCommand,
+  InternalServerErrorException,
   RDSDataClient,
   RollbackTransactionCommand,
   ServiceUnavailableError,
@@ -82,6 +83,24 @@ describe('DataApiSqlClient', () => {
     expect(delays).toHaveLength(dataApiDefaultRetry.attempts - 1);
     // Tens of seconds at the top of the jitter: an Aurora resume takes ~15 s, sometimes more.
     expect(delays.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(30_000);
+  });
+
+  it('does not replay a statement after a 500: it may have run (the SDK retried already)', async () => {
+    rds
+      .on(ExecuteStatementCommand)
+      .rejects(new InternalServerErrorException({ message: 'internal error', $metadata }));
+    const { db, delays } = makeClient();
+
+    const err = await db
+      .query('INSERT INTO tasks (task_id) VALUES (:id)', { id: sqlParam.uuid('x') })
+      .catch((e: unknown) => e);
+
+    expect(err).toMatchObject({
+      code: 'DB_TRANSIENT',
+      details: { awsError: 'InternalServerErrorException' },
+    });
+    expect(rds.commandCalls(ExecuteStatementCommand)).toHaveLength(1);
+    expect(delays).toEqual([]);
   });
 
   it('does not retry a duplicate key and reports it as DB_CONSTRAINT', async () => {
