@@ -259,16 +259,24 @@ export class DynamoInboxStore implements InboxStore {
   async markDead(
     k: InboxKey,
     expected: ExpectedState,
-    death: { now: number; reason: string; expiresAt: number },
+    death: { now: number; reason: string; expiresAt: number; leaseLapsedBy?: number },
   ): Promise<void> {
+    const lapsed = death.leaseLapsedBy !== undefined && expected.status === 'PROCESSING';
     await this.fenced(
       'markDead',
       k,
       expected.leaseOwner,
       `SET #state.#status = :dead, #state.#leaseUntil = :now, #state.#lastError = :reason,
         #state.#updatedAt = :now, #expiresAt = :expiresAt`,
-      { ':dead': 'DEAD', ':now': death.now, ':reason': death.reason, ':expiresAt': death.expiresAt },
+      {
+        ':dead': 'DEAD',
+        ':now': death.now,
+        ':reason': death.reason,
+        ':expiresAt': death.expiresAt,
+        ...(lapsed ? { ':lapsedBy': death.leaseLapsedBy } : {}),
+      },
       expected.status,
+      lapsed ? ' AND #state.#leaseUntil < :lapsedBy' : '',
     );
   }
 
@@ -394,8 +402,9 @@ export class DynamoInboxStore implements InboxStore {
     update: string,
     values: Record<string, unknown>,
     status: InboxStatus = 'PROCESSING',
+    extraCondition = '',
   ): Promise<void> {
-    const condition = '#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner';
+    const condition = `#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner${extraCondition}`;
     try {
       await this.doc.send(
         new UpdateCommand({

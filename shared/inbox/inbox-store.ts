@@ -125,11 +125,20 @@ export interface InboxStore {
     owner: string,
     failure: { readonly now: number; readonly error: string; readonly nextAttemptAt: number },
   ): Promise<void>;
-  /** -> `DEAD` from exactly the `expected` state, TTL set. Throws FENCED_OUT when it changed. */
+  /**
+   * -> `DEAD` from exactly the `expected` state, TTL set. Throws FENCED_OUT when it changed.
+   * With `leaseLapsedBy`, a `PROCESSING` record's lease must also have run out by then, in the
+   * write itself: a heartbeat that renewed it after the caller's read keeps the attempt alive.
+   */
   markDead(
     key: InboxKey,
     expected: ExpectedState,
-    death: { readonly now: number; readonly reason: string; readonly expiresAt: number },
+    death: {
+      readonly now: number;
+      readonly reason: string;
+      readonly expiresAt: number;
+      readonly leaseLapsedBy?: number;
+    },
   ): Promise<void>;
   /** Writes a poison record `DEAD`; throws RECORD_EXISTS when it is already recorded `DEAD`. */
   recordPoison(record: PoisonRecord): Promise<void>;

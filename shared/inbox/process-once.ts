@@ -185,7 +185,11 @@ async function markDeadOrInProgress(
   death: { now: number; reason: string; settings: InboxSettings },
 ): Promise<void> {
   try {
-    await inbox.markDead(key, expected, deathAt(death.now, death.reason, death.settings));
+    // Someone else's attempt: only once its lease has really run out (a late heartbeat wins).
+    await inbox.markDead(key, expected, {
+      ...deathAt(death.now, death.reason, death.settings),
+      leaseLapsedBy: death.now,
+    });
   } catch (err) {
     if (isInboxError(err, 'FENCED_OUT'))
       throw new InboxInProgressError(key, death.settings.leaseMs, { cause: err });

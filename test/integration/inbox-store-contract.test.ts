@@ -247,6 +247,33 @@ describeEachEngine('inbox store contract', (fixture) => {
     });
   });
 
+  describe('markDead of another attempt', () => {
+    it('refuses while that attempt still holds its lease, and succeeds once the lease lapsed', async () => {
+      const record = fresh(); // lease until t0 + 10 s
+      await store.begin(record);
+      const k = keyOf(record);
+      const expected = { status: 'PROCESSING' as const, leaseOwner: 'owner-a' };
+
+      await expect(
+        store.markDead(k, expected, {
+          now: t0 + 5_000,
+          reason: 'max attempts',
+          expiresAt: 5,
+          leaseLapsedBy: t0 + 5_000,
+        }),
+      ).rejects.toBeInstanceOf(InboxFencedOutError);
+      expect((await store.get(k))?.status).toBe('PROCESSING');
+
+      await store.markDead(k, expected, {
+        now: t0 + 11_000,
+        reason: 'max attempts',
+        expiresAt: 5,
+        leaseLapsedBy: t0 + 11_000,
+      });
+      expect((await store.get(k))?.status).toBe('DEAD');
+    });
+  });
+
   describe('poison', () => {
     it('records DEAD once; a second recording of the same poison is RECORD_EXISTS', async () => {
       const record = poison();
