@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import type { PipelineCloudEvent } from '../events/schemas';
@@ -69,6 +69,8 @@ export class SnsNotifier implements Notifier {
 
 // One append at a time per file in this process, so the check-then-append below is not raced.
 const fileLocks = new Map<string, Promise<unknown>>();
+// Event ids already in each file, valid while the file's size is the one recorded.
+const seenByPath = new Map<string, { size: number; ids: Set<string>; endsWithNewline: boolean }>();
 
 /**
  * Notifications as JSON lines in `<dataDir>/notifications.jsonl` (the local runtime): one line
@@ -102,11 +104,32 @@ export class FileNotifier implements Notifier {
 
   private async appendOnce(n: Notification): Promise<NotifyOutcome> {
     await mkdir(dirname(this.path), { recursive: true });
-    const text = await this.readText();
-    if (parseLines(text).some((line) => line.eventId === n.eventId)) return 'duplicate';
+    // The file is re-read only when its size is not what this process last saw: a send costs
+    // one stat, not a parse of every earlier notification.
+    const size = await stat(this.path).then(
+      (s) => s.size,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return 0;
+        throw err;
+      },
+    );
+    let seen = seenByPath.get(this.path);
+    if (!seen || seen.size !== size) {
+      const text = await this.readText();
+      seen = {
+        size: Buffer.byteLength(text),
+        ids: new Set(parseLines(text).map((line) => line.eventId)),
+        endsWithNewline: text.length === 0 || text.endsWith('\n'),
+      };
+      seenByPath.set(this.path, seen);
+    }
+    if (seen.ids.has(n.eventId)) return 'duplicate';
     // A torn last line must not swallow this one.
-    const separator = text.length > 0 && !text.endsWith('\n') ? '\n' : '';
-    await appendFile(this.path, `${separator}${JSON.stringify(n)}\n`);
+    const line = `${seen.endsWithNewline ? '' : '\n'}${JSON.stringify(n)}\n`;
+    await appendFile(this.path, line);
+    seen.size += Buffer.byteLength(line);
+    seen.ids.add(n.eventId);
+    seen.endsWithNewline = true;
     return 'sent';
   }
 }

@@ -94,15 +94,7 @@ export async function approveTask(cmd: ApproveTaskCommand, deps: TaskChangeDeps)
       reviewer: task.reviewer,
       approvedAt: task.approvedAt?.toISOString(),
     });
-    const eventId = ids();
-    await outbox.append(tx, {
-      eventId,
-      eventType: eventTypes.approved,
-      aggregateId: task.taskId,
-      aggregateVersion: task.version,
-      payload,
-    });
-    return { task, eventId };
+    return appendTaskEvent(tx, outbox, ids(), task, eventTypes.approved, payload);
   });
 }
 
@@ -130,16 +122,27 @@ export async function withdrawTask(cmd: WithdrawTaskCommand, deps: TaskChangeDep
       reason: task.withdrawReason,
       withdrawnAt: task.withdrawnAt?.toISOString(),
     });
-    const eventId = ids();
-    await outbox.append(tx, {
-      eventId,
-      eventType: eventTypes.withdrawn,
-      aggregateId: task.taskId,
-      aggregateVersion: task.version,
-      payload,
-    });
-    return { task, eventId };
+    return appendTaskEvent(tx, outbox, ids(), task, eventTypes.withdrawn, payload);
   });
+}
+
+/** Appends `task`'s event at its new version inside the command's transaction. */
+async function appendTaskEvent(
+  tx: SqlExecutor,
+  outbox: OutboxAppender,
+  eventId: string,
+  task: Task,
+  eventType: string,
+  payload: unknown,
+): Promise<TaskChange> {
+  await outbox.append(tx, {
+    eventId,
+    eventType,
+    aggregateId: task.taskId,
+    aggregateVersion: task.version,
+    payload,
+  });
+  return { task, eventId };
 }
 
 function notFound(taskId: string): PipelineError {
