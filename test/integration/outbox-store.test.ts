@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { createTestDatabase } from '../support/database';
 import { seedPending, statusCounts } from '../support/outbox-fixtures';
-import { sqlAdapters } from '../support/sql-adapters';
+import { openTestDatabase, sqlAdapters } from '../support/sql-adapters';
 
 // The outbox repository contract, run once per SqlClient adapter on the same real PostgreSQL.
 describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
@@ -13,14 +12,10 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
   let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    const opened = await adapter.open(database.url);
+    const opened = await openTestDatabase(adapter);
     db = opened.db;
     store = new OutboxStore(db);
-    cleanup = async () => {
-      await opened.close();
-      await database.drop();
-    };
+    cleanup = opened.close;
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

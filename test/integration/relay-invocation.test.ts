@@ -5,9 +5,8 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
-import { createTestDatabase } from '../support/database';
 import { RecordingPublisher, seedPending, testSettings } from '../support/outbox-fixtures';
-import { pgAdapter } from '../support/sql-adapters';
+import { openTestDatabase } from '../support/sql-adapters';
 
 function lambdaContext(remainingMs: () => number) {
   return { awsRequestId: 'req-1', getRemainingTimeInMillis: remainingMs };
@@ -18,13 +17,9 @@ describe('relay invocation', () => {
   let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    const opened = await pgAdapter.open(database.url);
+    const opened = await openTestDatabase();
     db = opened.db;
-    cleanup = async () => {
-      await opened.close();
-      await database.drop();
-    };
+    cleanup = opened.close;
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

@@ -6,7 +6,6 @@ import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher'
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { relayOnce, runRelay } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';
-import { createTestDatabase } from '../support/database';
 import {
   makeAllDue,
   RecordingPublisher,
@@ -14,7 +13,7 @@ import {
   statusCounts,
   testSettings,
 } from '../support/outbox-fixtures';
-import { pgAdapter } from '../support/sql-adapters';
+import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
 
 const eventBridge = mockClient(EventBridgeClient);
 
@@ -47,15 +46,11 @@ describe('relay on real PostgreSQL', () => {
   let cleanup: () => Promise<void>;
 
   beforeAll(async () => {
-    const database = await createTestDatabase();
-    url = database.url;
-    const opened = await pgAdapter.open(url);
+    const opened = await openTestDatabase();
+    url = opened.url;
     db = opened.db;
     store = new OutboxStore(db);
-    cleanup = async () => {
-      await opened.close();
-      await database.drop();
-    };
+    cleanup = opened.close;
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

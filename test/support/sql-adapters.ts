@@ -3,6 +3,7 @@ import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { startDataApiServer } from './data-api-server';
+import { createTestDatabase } from './database';
 
 /**
  * Every SqlClient adapter, for contract suites: `describe.each(sqlAdapters)` runs the same
@@ -56,3 +57,19 @@ export const dataApiAdapter: SqlAdapterFactory = {
 
 /** What contract suites iterate over: every adapter the pipeline ships. */
 export const sqlAdapters: readonly SqlAdapterFactory[] = [pgAdapter, dataApiAdapter];
+
+/** A fresh migrated database opened through `adapter`; `close` closes the client and drops the database. */
+export async function openTestDatabase(
+  adapter: SqlAdapterFactory = pgAdapter,
+): Promise<{ db: SqlClient; url: string; close: () => Promise<void> }> {
+  const database = await createTestDatabase();
+  const opened = await adapter.open(database.url);
+  return {
+    db: opened.db,
+    url: database.url,
+    close: async () => {
+      await opened.close();
+      await database.drop();
+    },
+  };
+}
