@@ -4,6 +4,7 @@ import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import type { PipelineCloudEvent } from '../events/schemas';
 import { eventTypes } from '../topology';
 import type { ConsumerEffect } from './effect';
+import { snsSubject } from './sns-subject';
 
 /** One notification: who should hear about which approval. `eventId` is its idempotency key. */
 export interface Notification {
@@ -47,7 +48,7 @@ export class SnsNotifier implements Notifier {
       await this.sns.send(
         new PublishCommand({
           TopicArn: this.topicArn,
-          Subject: `Approved: ${n.title}`.slice(0, 100),
+          Subject: snsSubject(n.title),
           Message: JSON.stringify(n),
           MessageAttributes: {
             eventId: { DataType: 'String', StringValue: n.eventId },

@@ -37,6 +37,17 @@ describe('SNS notifier', () => {
     expect(input?.MessageDeduplicationId).toBeUndefined();
   });
 
+  it('publishes a subject SNS accepts for a title with line breaks, controls and a lone surrogate', async () => {
+    sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
+    const title = `Spring\r\n\tlaunch\u0007 copy \ud800${'😀'.repeat(240)}`;
+    await new SnsNotifier(client(), topic).send(notification({ title }));
+    const input = sns.commandCalls(PublishCommand)[0]?.args[0].input;
+    // 'Approved: Spring launch copy \uFFFD' is 30 code units; 34 emoji fill the 98 before the ellipsis.
+    expect(input?.Subject).toBe(`Approved: Spring launch copy \uFFFD${'😀'.repeat(34)}…`);
+    // The message keeps the title as it came.
+    expect(JSON.parse(input?.Message ?? '{}').title).toBe(title);
+  });
+
   it('on a FIFO topic, dedupes by event id and keeps one task in order', async () => {
     sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
     const n = notification();
