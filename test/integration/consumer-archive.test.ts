@@ -31,6 +31,7 @@ import { pgAdapter } from '../support/sql-adapters';
 
 describeEachEngine('archive consumer', (fixture) => {
   let db: SqlClient;
+  let owner: SqlClient;
   let closeDb: () => Promise<void>;
   let dataDir: string;
   let inbox: DynamoInboxStore;
@@ -38,10 +39,14 @@ describeEachEngine('archive consumer', (fixture) => {
 
   beforeAll(async () => {
     const database = await createTestDatabase();
-    const opened = await pgAdapter.open(database.url);
+    // The archive consumer reads tasks as its own role, as on AWS.
+    const opened = await pgAdapter.open(database.urlAs('archive'));
+    const asOwner = await pgAdapter.open(database.url);
     db = opened.db;
+    owner = asOwner.db;
     closeDb = async () => {
       await opened.close();
+      await asOwner.close();
       await database.drop();
     };
   });
@@ -68,9 +73,12 @@ describeEachEngine('archive consumer', (fixture) => {
 
   /** Approves a fresh task through the tasks commands and returns the outbox row it committed. */
   async function approvedTask(): Promise<OutboundEvent> {
-    const task = await createTask({ title: 'Launch post', body: 'Full body text', assignee: 'ana' }, { db });
-    const { eventId } = await approveTask({ taskId: task.taskId, approvedBy: 'rita' }, { db });
-    const { rows } = await db.query<{
+    const task = await createTask(
+      { title: 'Launch post', body: 'Full body text', assignee: 'ana' },
+      { db: owner },
+    );
+    const { eventId } = await approveTask({ taskId: task.taskId, approvedBy: 'rita' }, { db: owner });
+    const { rows } = await owner.query<{
       event_id: string;
       event_type: string;
       aggregate_id: string;

@@ -6,7 +6,7 @@ import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
 import { RecordingPublisher, seedPending, testSettings } from '../support/outbox-fixtures';
-import { openTestDatabase } from '../support/sql-adapters';
+import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
 
 function lambdaContext(remainingMs: () => number) {
   return { awsRequestId: 'req-1', getRemainingTimeInMillis: remainingMs };
@@ -14,12 +14,19 @@ function lambdaContext(remainingMs: () => number) {
 
 describe('relay invocation', () => {
   let db: SqlClient;
+  let relayDb: SqlClient;
   let cleanup: () => Promise<void>;
 
+  // Fixtures as the schema owner; the relay as its own role.
   beforeAll(async () => {
     const opened = await openTestDatabase();
     db = opened.db;
-    cleanup = opened.close;
+    const asRelay = await pgAdapter.open(opened.urlAs('relay'));
+    relayDb = asRelay.db;
+    cleanup = async () => {
+      await asRelay.close();
+      await opened.close();
+    };
   });
   afterAll(() => cleanup());
   beforeEach(async () => {
@@ -30,7 +37,7 @@ describe('relay invocation', () => {
     const metrics = new Metrics({ namespace: metricsNamespace, serviceName: 'outbox-relay' });
     const logger = new Logger({ serviceName: 'outbox-relay', logLevel: 'SILENT' });
     const run = createRelayInvocation({
-      outbox: new OutboxStore(db),
+      outbox: new OutboxStore(relayDb),
       publisher,
       settings: testSettings({ pollIntervalMs: 5 }),
       logger,

@@ -45,12 +45,17 @@ describe('relay on real PostgreSQL', () => {
   let url: string;
   let cleanup: () => Promise<void>;
 
+  // Fixtures and checks as the schema owner; the relay itself as its own role, with its grants only.
   beforeAll(async () => {
     const opened = await openTestDatabase();
-    url = opened.url;
+    url = opened.urlAs('relay');
     db = opened.db;
-    store = new OutboxStore(db);
-    cleanup = opened.close;
+    const relayDb = await pgAdapter.open(url);
+    store = new OutboxStore(relayDb.db);
+    cleanup = async () => {
+      await relayDb.close();
+      await opened.close();
+    };
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

@@ -36,11 +36,15 @@ export function jsonRequest(
   });
 }
 
-/** The tasks API on a fresh migrated database, with spy logger and nudger, and a separate client to check the database. */
+/**
+ * The tasks API on a fresh migrated database, connected as the tasks API's own role (`db(url)`
+ * gets that role's URL), with spy logger and nudger, and a separate owner client to check the database.
+ */
 export async function openTasksApi(options: { db?: (url: string) => SqlClient; nudger?: RelayNudger } = {}) {
   const database = await createTestDatabase();
   const truth = new PgSqlClient({ connectionString: database.url });
-  const db = options.db?.(database.url) ?? new PgSqlClient({ connectionString: database.url });
+  const roleUrl = database.urlAs('tasksApi');
+  const db = options.db?.(roleUrl) ?? new PgSqlClient({ connectionString: roleUrl });
   const logger = { error: vi.fn(), warn: vi.fn() };
   const nudger = options.nudger ?? { nudge: vi.fn(async () => {}) };
   const api = createTasksApi({ db, nudger, logger });

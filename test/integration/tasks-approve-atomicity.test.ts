@@ -78,7 +78,8 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     const database = await createTestDatabase();
     drop = database.drop;
     truth = new PgSqlClient({ connectionString: database.url });
-    const opened = await adapter.open(database.url);
+    // The commands run as the tasks API's own role: its grants must cover both writes.
+    const opened = await adapter.open(database.urlAs('tasksApi'));
     db = opened.db;
     closeAdapter = opened.close;
   });

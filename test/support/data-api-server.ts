@@ -30,8 +30,19 @@ export interface InjectedFailure {
   readonly operation?: DataApiOperation;
 }
 
-/** AWS's time limits, shortened in tests that exercise them. */
+/** A database login a Secrets Manager secret holds (`username` and `password`, as the Data API reads it). */
+export interface SecretLogin {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** AWS's time limits, shortened in tests that exercise them, and the secrets it can read. */
 export interface DataApiServerOptions {
+  /**
+   * Looks a secret up as the Data API does on each call: the login is the secret's, so each
+   * function reaches PostgreSQL as its own role. `secretArn` (the URL's own login) is always known.
+   */
+  readonly secrets?: (secretArn: string) => SecretLogin | undefined;
   /** The Data API cancels a statement after 45 s (StatementTimeoutException). */
   readonly statementTimeoutMs?: number;
   /** The Data API rolls a transaction back after 3 minutes without a call. */
@@ -44,6 +55,8 @@ export interface DataApiServer {
   readonly resourceArn: string;
   readonly secretArn: string;
   readonly database: string;
+  /** Registers a secret holding `login` and returns its ARN (the secret a function's DB_SECRET_ARN names). */
+  addSecret(login: SecretLogin): string;
   /** Operations served (or failed by injection), in arrival order: lets tests count retries. */
   readonly calls: readonly DataApiOperation[];
   /** The next `times` matching calls answer `failure` without touching the database. */
@@ -435,12 +448,23 @@ export async function startDataApiServer(
   const statementTimeoutMs = options.statementTimeoutMs ?? 45_000;
   const transactionIdleMs = options.transactionIdleMs ?? 180_000;
 
+  const ownLogin: SecretLogin = {
+    username: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+  };
+  const added = new Map<string, SecretLogin>([[secretArn, ownLogin]]);
+  const loginOf = (arn: string) => added.get(arn) ?? options.secrets?.(arn);
+
+  // One pool per (database, login): the login is the secret's, as on AWS.
   const pools = new Map<string, pg.Pool>();
-  const poolFor = (database: string) => {
-    let pool = pools.get(database);
+  const poolFor = (database: string, login: SecretLogin) => {
+    const key = `${login.username}\u0000${database}`;
+    let pool = pools.get(key);
     if (!pool) {
       const dbUrl = new URL(pgUrl);
       dbUrl.pathname = `/${encodeURIComponent(database)}`;
+      dbUrl.username = encodeURIComponent(login.username);
+      dbUrl.password = encodeURIComponent(login.password);
       pool = new pg.Pool({
         connectionString: dbUrl.toString(),
         max: 20,
@@ -448,13 +472,13 @@ export async function startDataApiServer(
         options: `-c TimeZone=UTC -c statement_timeout=${statementTimeoutMs}`,
       });
       pool.on('error', () => {}); // an idle connection dropped by the server; the next call reconnects
-      pools.set(database, pool);
+      pools.set(key, pool);
     }
     return pool;
   };
-  const connect = async (database: string) => {
+  const connect = async (database: string, login: SecretLogin) => {
     try {
-      return await poolFor(database).connect();
+      return await poolFor(database, login).connect();
     } catch (err) {
       throw translateSqlError(err, 0);
     }
@@ -634,7 +658,8 @@ export async function startDataApiServer(
     return response;
   }
 
-  const checkTarget = (body: Body) => {
+  /** Checks the cluster and reads the secret, as the Data API does on every call; returns its login. */
+  const checkTarget = (body: Body): SecretLogin => {
     if (typeof body.resourceArn !== 'string' || typeof body.secretArn !== 'string') {
       throw validation('resourceArn and secretArn are required');
     }
@@ -646,13 +671,15 @@ export async function startDataApiServer(
         `HttpEndpoint is not enabled for resource ${body.resourceArn}`,
       );
     }
-    if (body.secretArn !== secretArn) {
+    const login = loginOf(body.secretArn);
+    if (!login) {
       throw new ApiError(
         400,
         'SecretsErrorException',
         `Secrets Manager cannot find the secret ${body.secretArn}`,
       );
     }
+    return login;
   };
 
   const endTransaction = (id: string) => {
@@ -690,8 +717,12 @@ export async function startDataApiServer(
     }
   }
 
-  async function autoCommit<T>(database: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await connect(database);
+  async function autoCommit<T>(
+    database: string,
+    login: SecretLogin,
+    fn: (client: pg.PoolClient) => Promise<T>,
+  ): Promise<T> {
+    const client = await connect(database, login);
     let broken = false;
     try {
       return await fn(client);
@@ -706,13 +737,13 @@ export async function startDataApiServer(
   const databaseOf = (body: Body) => (typeof body.database === 'string' ? body.database : defaultDatabase);
 
   async function handle(operation: DataApiOperation, body: Body): Promise<unknown> {
-    checkTarget(body);
+    const login = checkTarget(body);
     switch (operation) {
       case 'Execute':
         if (body.transactionId !== undefined) {
           return withTransaction(body.transactionId, (tx) => runStatement(tx.client, tx.database, body));
         }
-        return autoCommit(databaseOf(body), (client) => runStatement(client, databaseOf(body), body));
+        return autoCommit(databaseOf(body), login, (client) => runStatement(client, databaseOf(body), body));
       case 'BatchExecute': {
         const sets = (body.parameterSets ?? []) as WireParameter[][];
         const runAll = async (client: pg.PoolClient, database: string) => {
@@ -723,7 +754,7 @@ export async function startDataApiServer(
           return withTransaction(body.transactionId, (tx) => runAll(tx.client, tx.database));
         }
         // pgjdbc sends an auto-commit batch as one implicit transaction: all sets or none (I).
-        return autoCommit(databaseOf(body), async (client) => {
+        return autoCommit(databaseOf(body), login, async (client) => {
           await client.query('BEGIN');
           try {
             const out = await runAll(client, databaseOf(body));
@@ -738,7 +769,7 @@ export async function startDataApiServer(
       case 'BeginTransaction': {
         if (body.schema !== undefined) throw validation("The schema parameter isn't supported");
         const database = databaseOf(body);
-        const client = await connect(database);
+        const client = await connect(database, login);
         try {
           await client.query('BEGIN');
         } catch (err) {
@@ -835,6 +866,11 @@ export async function startDataApiServer(
     resourceArn,
     secretArn,
     database: defaultDatabase,
+    addSecret(login) {
+      const arn = `arn:aws:secretsmanager:us-east-1:000000000000:secret:${cluster}-${login.username}-${randomBytes(3).toString('hex')}`;
+      added.set(arn, login);
+      return arn;
+    },
     calls,
     failNext(times, failure) {
       failures.push({ remaining: times, failure });

@@ -2,6 +2,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
+import type { FunctionRole } from '../../shared/db/roles';
 import { startDataApiServer } from './data-api-server';
 import { createTestDatabase } from './database';
 
@@ -58,15 +59,26 @@ export const dataApiAdapter: SqlAdapterFactory = {
 /** What contract suites iterate over: every adapter the pipeline ships. */
 export const sqlAdapters: readonly SqlAdapterFactory[] = [pgAdapter, dataApiAdapter];
 
-/** A fresh migrated database opened through `adapter`; `close` closes the client and drops the database. */
+/**
+ * A fresh migrated database opened through `adapter`, as the schema owner or, with `role`, as
+ * that function's own role (so a missing grant fails the test); `close` closes the client and
+ * drops the database. `urlAs` gives any role's URL for clients the test opens itself.
+ */
 export async function openTestDatabase(
   adapter: SqlAdapterFactory = pgAdapter,
-): Promise<{ db: SqlClient; url: string; close: () => Promise<void> }> {
+  role?: FunctionRole,
+): Promise<{
+  db: SqlClient;
+  url: string;
+  urlAs: (role: FunctionRole) => string;
+  close: () => Promise<void>;
+}> {
   const database = await createTestDatabase();
-  const opened = await adapter.open(database.url);
+  const opened = await adapter.open(role ? database.urlAs(role) : database.url);
   return {
     db: opened.db,
     url: database.url,
+    urlAs: database.urlAs,
     close: async () => {
       await opened.close();
       await database.drop();

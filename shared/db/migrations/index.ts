@@ -1,4 +1,5 @@
 import { migration0001 } from './0001-tasks-and-outbox';
+import { migration0002 } from './0002-function-roles';
 
 /**
  * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
@@ -13,4 +14,4 @@ export interface Migration {
 }
 
 /** Every migration, in version order. Append only: never edit one that has shipped. */
-export const migrations: readonly Migration[] = [migration0001];
+export const migrations: readonly Migration[] = [migration0001, migration0002];
