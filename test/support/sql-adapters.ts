@@ -1,8 +1,8 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import type { SqlClient } from '../../shared/db/sql-client';
 import type { FunctionRole } from '../../shared/db/roles';
+import type { SqlClient } from '../../shared/db/sql-client';
 import { startDataApiServer } from './data-api-server';
 import { createTestDatabase } from './database';
 
