@@ -1,8 +1,13 @@
 import {
+  type AttributeValue,
   CreateTableCommand,
   type CreateTableCommandInput,
+  DeleteTableCommand,
   DescribeTableCommand,
   type DynamoDBClient,
+  type GlobalSecondaryIndex,
+  PutItemCommand,
+  ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { sleep } from '../db/retry';
 import { contentIndexTableSchema } from '../effects/content-index';
@@ -14,11 +19,21 @@ export interface ConsumerTables {
   readonly indexTable: string;
 }
 
+const openIndex: GlobalSecondaryIndex = {
+  IndexName: inboxTableSchema.openIndex.name,
+  KeySchema: [
+    { AttributeName: inboxTableSchema.openIndex.partitionKey, KeyType: 'HASH' },
+    { AttributeName: inboxTableSchema.openIndex.sortKey, KeyType: 'RANGE' },
+  ],
+  Projection: { ProjectionType: 'ALL' },
+};
+
 /**
  * Creates the inbox and content-index tables if they are missing and waits until both are
  * ACTIVE, for the local runtime and tests (on AWS the CDK stack owns them, with TTL on the
  * inbox's `expiresAt`; neither dynalite nor this function has a TTL API). Idempotent: an
- * existing table is left as it is.
+ * existing table is left as it is, except that an inbox made before the sparse ops index
+ * existed (a local data directory from an older version) gets the index and its keys.
  */
 export async function ensureTables(
   client: DynamoDBClient,
@@ -26,21 +41,8 @@ export async function ensureTables(
   options: { readonly timeoutMs?: number } = {},
 ): Promise<void> {
   await Promise.all([
-    ensureTable(
-      client,
-      {
-        TableName: tables.inboxTable,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [
-          { AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' },
-          { AttributeName: inboxTableSchema.sortKey, KeyType: 'RANGE' },
-        ],
-        AttributeDefinitions: [
-          { AttributeName: inboxTableSchema.partitionKey, AttributeType: 'S' },
-          { AttributeName: inboxTableSchema.sortKey, AttributeType: 'S' },
-        ],
-      },
-      options.timeoutMs ?? 30_000,
+    ensureTable(client, inboxTableInput(tables.inboxTable), options.timeoutMs ?? 30_000).then(() =>
+      ensureOpenIndex(client, tables.inboxTable, options.timeoutMs ?? 30_000),
     ),
     ensureTable(
       client,
@@ -55,6 +57,24 @@ export async function ensureTables(
   ]);
 }
 
+/** The inbox table as `ensureTables` creates it: the key, and the sparse ops index. */
+function inboxTableInput(name: string): CreateTableCommandInput {
+  return {
+    TableName: name,
+    BillingMode: 'PAY_PER_REQUEST',
+    KeySchema: [
+      { AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' },
+      { AttributeName: inboxTableSchema.sortKey, KeyType: 'RANGE' },
+    ],
+    AttributeDefinitions: [
+      { AttributeName: inboxTableSchema.partitionKey, AttributeType: 'S' },
+      { AttributeName: inboxTableSchema.sortKey, AttributeType: 'S' },
+      { AttributeName: inboxTableSchema.openIndex.partitionKey, AttributeType: 'S' },
+    ],
+    GlobalSecondaryIndexes: [openIndex],
+  };
+}
+
 async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInput, timeoutMs: number) {
   try {
     await client.send(new CreateTableCommand(input));
@@ -62,13 +82,86 @@ async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInpu
     // Already there (from an earlier run, or a concurrent ensureTables): fine, wait for ACTIVE.
     if ((err as { name?: string } | null)?.name !== 'ResourceInUseException') throw err;
   }
+  await waitActive(client, input.TableName as string, timeoutMs);
+}
+
+/** Waits until the table and all its indexes are ACTIVE. */
+async function waitActive(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: input.TableName }));
-    if (Table?.TableStatus === 'ACTIVE') return;
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+    const indexesActive = (Table?.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE');
+    if (Table?.TableStatus === 'ACTIVE' && indexesActive) return;
     if (Date.now() > deadline) {
-      throw new Error(`table ${input.TableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`);
+      throw new Error(`table ${table} is still ${Table?.TableStatus} after ${timeoutMs} ms`);
     }
+    await sleep(25);
+  }
+}
+
+/**
+ * Rebuilds an inbox table that predates the sparse ops index: its items are copied to a
+ * backup table, the table is made again with the index, and the items come back, open ones
+ * with their index key. (UpdateTable cannot do it: dynalite accepts a new index and never
+ * builds it.) A start that dies half-way finds the backup next time and carries on from it, so
+ * no record is lost. Local data directories only: on AWS the CDK table has the index from the start.
+ */
+async function ensureOpenIndex(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+  const backup = `${table}-upgrade-backup`;
+  const hasIndex = async (name: string) => {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+    return Table?.GlobalSecondaryIndexes?.some((i) => i.IndexName === openIndex.IndexName) ?? false;
+  };
+  const exists = (name: string) =>
+    client.send(new DescribeTableCommand({ TableName: name })).then(
+      () => true,
+      (err: Error) => {
+        if (err.name === 'ResourceNotFoundException') return false;
+        throw err;
+      },
+    );
+  const backupExists = await exists(backup);
+  if (!backupExists && (await hasIndex(table))) return;
+  if (!backupExists) {
+    await ensureTable(client, inboxTableInput(backup), timeoutMs);
+    await copyItems(client, table, backup);
+  }
+  if ((await exists(table)) && !(await hasIndex(table))) {
+    await client.send(new DeleteTableCommand({ TableName: table }));
+    await waitGone(client, table, timeoutMs);
+  }
+  await ensureTable(client, inboxTableInput(table), timeoutMs);
+  await copyItems(client, backup, table);
+  await client.send(new DeleteTableCommand({ TableName: backup }));
+}
+
+/** Copies every item of `from` into `to`, giving records that are not PROCESSED their index key. */
+async function copyItems(client: DynamoDBClient, from: string, to: string): Promise<void> {
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: from, ExclusiveStartKey: start }));
+    for (const item of page.Items ?? []) {
+      const status = item.state?.M?.status?.S;
+      const keyed =
+        status && status !== 'PROCESSED' && !item[inboxTableSchema.openIndex.partitionKey]
+          ? { ...item, [inboxTableSchema.openIndex.partitionKey]: { S: `${item.consumer?.S}#${status}` } }
+          : item;
+      await client.send(new PutItemCommand({ TableName: to, Item: keyed }));
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
+
+async function waitGone(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await client.send(new DescribeTableCommand({ TableName: table }));
+    } catch (err) {
+      if ((err as Error).name === 'ResourceNotFoundException') return;
+      throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`table ${table} is still there after ${timeoutMs} ms`);
     await sleep(25);
   }
 }

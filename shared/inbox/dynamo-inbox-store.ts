@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
   GetCommand,
@@ -8,6 +8,7 @@ import {
   type QueryCommandOutput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   InboxError,
   InboxFencedOutError,
@@ -27,6 +28,7 @@ import {
   type InboxStore,
   inboxStatuses,
   type NewInboxRecord,
+  type OpenCounts,
   type PoisonRecord,
 } from './inbox-store';
 import { inboxDefaults } from './settings';
@@ -35,12 +37,24 @@ import { inboxDefaults } from './settings';
  * The inbox table's shape, for `ensureTables` and the CDK table: partition key `consumer`,
  * sort key `eventId` (both strings), TTL on `expiresAt` (epoch seconds; set only in the CDK
  * table definition, since dynalite has no TTL API). The record itself is the map `state`.
+ *
+ * `openIndex` is a sparse global secondary index over the records an operator may need: only
+ * items that carry `openKey` (`<consumer>#<status>`) are in it, and only `PROCESSING`, `FAILED`
+ * and `DEAD` records carry it (`complete` removes it). Ops reads (dead lists, open counts)
+ * query one of its partitions, never the whole consumer partition or a scan.
  */
 export const inboxTableSchema = {
   partitionKey: 'consumer',
   sortKey: 'eventId',
   ttlAttribute: 'expiresAt',
+  openIndex: { name: 'open-records', partitionKey: 'openKey', sortKey: 'eventId' },
 } as const;
+
+/** The statuses the sparse index holds: everything but `PROCESSED`. */
+export type OpenStatus = Exclude<InboxStatus, 'PROCESSED'>;
+
+/** The index partition of one consumer's records in `status`. */
+export const openKey = (consumer: string, status: OpenStatus): string => `${consumer}#${status}`;
 
 /**
  * What one inbox item holds: the key, the whole record state in ONE map attribute `state`, and
@@ -51,6 +65,8 @@ interface Item {
   consumer: string;
   eventId: string;
   state: State;
+  /** Present exactly while the record is not `PROCESSED`: the sparse index's partition key. */
+  openKey?: string;
   expiresAt?: number;
 }
 
@@ -87,6 +103,7 @@ const names = {
   '#updatedAt': 'updatedAt',
   '#lastError': 'lastError',
   '#expiresAt': 'expiresAt',
+  '#openKey': 'openKey',
 } as const;
 type Name = keyof typeof names;
 
@@ -102,10 +119,11 @@ function namesIn(...expressions: (string | undefined)[]): Record<string, string>
 
 /**
  * Invariant `begin` relies on: `state` is present on every item from creation until deletion,
- * and no write REMOVEs it (transitions only SET fields inside it). So a begin that finds an
- * item changes nothing on it, whatever its status.
+ * and no write REMOVEs it (transitions only SET fields inside it). So a begin whose condition
+ * fails changes nothing on the item, whatever its status.
  */
-const beginUpdate = 'SET #state = if_not_exists(#state, :state)';
+const beginUpdate = 'SET #state = :state, #openKey = :openKey';
+const beginCondition = 'attribute_not_exists(#state)';
 
 const isConditionFailure = (err: unknown) =>
   (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
@@ -141,11 +159,14 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   /**
-   * One UpdateItem that creates the record only if it is absent (`if_not_exists` on the one
-   * `state` attribute) and returns the old image: no old image means this attempt created the
-   * record and holds its lease; an old image is the existing record, unchanged, from which the
-   * state machine decides without a second read. A conditional PutItem would need
-   * ReturnValuesOnConditionCheckFailure for that, which dynalite lacks.
+   * One conditional UpdateItem that creates the record only if it is absent. When it is there,
+   * DynamoDB returns the existing item with the refusal (ReturnValuesOnConditionCheckFailure),
+   * so a duplicate still costs one call on AWS and DynamoDB Local; dynalite ignores that
+   * parameter, and there the record is read back with a second, consistent call.
+   *
+   * Conditional rather than `if_not_exists` so that the sparse index key is written only on
+   * creation: an unconditional write would put a duplicate delivery of a PROCESSED record back
+   * into the index.
    */
   async begin(record: NewInboxRecord): Promise<BeginResult> {
     const stored = this.storedEvent(record.event);
@@ -163,20 +184,26 @@ export class DynamoInboxStore implements InboxStore {
       receivedAt: record.now,
       updatedAt: record.now,
     };
-    const output = await this.call('begin', record, () =>
-      this.doc.send(
+    try {
+      await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: key(record),
           UpdateExpression: beginUpdate,
-          ExpressionAttributeNames: namesIn(beginUpdate),
-          ExpressionAttributeValues: { ':state': state },
-          ReturnValues: 'ALL_OLD',
+          ConditionExpression: beginCondition,
+          ExpressionAttributeNames: namesIn(beginUpdate, beginCondition),
+          ExpressionAttributeValues: { ':state': state, ':openKey': openKey(record.consumer, 'PROCESSING') },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-      ),
-    );
-    const old = output.Attributes as Item | undefined;
-    if (old) return { created: false, record: decode(old) };
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw storeError('begin', record, err);
+      const returned = (err as { Item?: Record<string, AttributeValue> }).Item;
+      const existing = returned ? (unmarshall(returned) as Item) : await this.getItem('begin', record);
+      // Gone between the refused write and the read (a TTL deletion): begin afresh.
+      if (!existing) return this.begin(record);
+      return { created: false, record: decode(existing) };
+    }
     return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
   }
 
@@ -193,7 +220,8 @@ export class DynamoInboxStore implements InboxStore {
     const due =
       expected.status === 'PROCESSING' ? '#state.#leaseUntil < :now' : '#state.#nextAttemptAt <= :now';
     const update = `SET #state.#status = :processing, #state.#attempts = #state.#attempts + :one,
-      #state.#leaseOwner = :owner, #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now`;
+      #state.#leaseOwner = :owner, #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now,
+      #openKey = :openKey`;
     const condition = `#state.#status = :expectedStatus AND #state.#leaseOwner = :expectedOwner AND ${due}`;
     try {
       const output = await this.doc.send(
@@ -211,6 +239,7 @@ export class DynamoInboxStore implements InboxStore {
             ':now': claim.now,
             ':expectedStatus': expected.status,
             ':expectedOwner': expected.leaseOwner,
+            ':openKey': openKey(k.consumer, 'PROCESSING'),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -236,7 +265,7 @@ export class DynamoInboxStore implements InboxStore {
       'complete',
       k,
       owner,
-      'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt',
+      'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt REMOVE #openKey',
       { ':processed': 'PROCESSED', ':now': at.now, ':expiresAt': at.expiresAt },
     );
   }
@@ -251,8 +280,14 @@ export class DynamoInboxStore implements InboxStore {
       k,
       owner,
       `SET #state.#status = :failed, #state.#leaseUntil = :now, #state.#nextAttemptAt = :next,
-        #state.#lastError = :error, #state.#updatedAt = :now`,
-      { ':failed': 'FAILED', ':now': failure.now, ':next': failure.nextAttemptAt, ':error': failure.error },
+        #state.#lastError = :error, #state.#updatedAt = :now, #openKey = :openKey`,
+      {
+        ':failed': 'FAILED',
+        ':now': failure.now,
+        ':next': failure.nextAttemptAt,
+        ':error': failure.error,
+        ':openKey': openKey(k.consumer, 'FAILED'),
+      },
     );
   }
 
@@ -267,9 +302,10 @@ export class DynamoInboxStore implements InboxStore {
       k,
       expected.leaseOwner,
       `SET #state.#status = :dead, #state.#leaseUntil = :now, #state.#lastError = :reason,
-        #state.#updatedAt = :now, #expiresAt = :expiresAt`,
+        #state.#updatedAt = :now, #expiresAt = :expiresAt, #openKey = :openKey`,
       {
         ':dead': 'DEAD',
+        ':openKey': openKey(k.consumer, 'DEAD'),
         ':now': death.now,
         ':reason': death.reason,
         ':expiresAt': death.expiresAt,
@@ -301,6 +337,7 @@ export class DynamoInboxStore implements InboxStore {
         poison: true,
         cloudEventId: record.cloudEventId,
       },
+      openKey: openKey(record.consumer, 'DEAD'),
       expiresAt: record.expiresAt,
     };
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
@@ -323,10 +360,15 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   async get(k: InboxKey): Promise<InboxRecord | undefined> {
-    const output = await this.call('get', k, () =>
+    const item = await this.getItem('get', k);
+    return item ? decode(item) : undefined;
+  }
+
+  private async getItem(operation: string, k: InboxKey): Promise<Item | undefined> {
+    const output = await this.call(operation, k, () =>
       this.doc.send(new GetCommand({ TableName: this.table, Key: key(k), ConsistentRead: true })),
     );
-    return output.Item ? decode(output.Item as Item) : undefined;
+    return output.Item as Item | undefined;
   }
 
   async counts(consumer: string): Promise<InboxCounts> {
@@ -345,18 +387,42 @@ export class DynamoInboxStore implements InboxStore {
     return { ...counts, total };
   }
 
+  async openCounts(consumer: string): Promise<OpenCounts> {
+    const count = async (status: OpenStatus) => {
+      let n = 0;
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await this.queryOpen(consumer, status, { start, count: true });
+        n += page.Count ?? 0;
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return n;
+    };
+    const [processing, failed, dead] = await Promise.all([
+      count('PROCESSING'),
+      count('FAILED'),
+      count('DEAD'),
+    ]);
+    return { PROCESSING: processing, FAILED: failed, DEAD: dead };
+  }
+
   async listDead(consumer: string, page: { limit?: number; cursor?: string } = {}): Promise<InboxPage> {
     const limit = page.limit ?? 50;
     const records: InboxRecord[] = [];
     let start = page.cursor ? decodeCursor(page.cursor, consumer) : undefined;
     do {
-      const output = await this.query(consumer, { start, filter: '#state.#status = :dead' });
+      const output = await this.queryOpen(consumer, 'DEAD', { start, limit: limit - records.length });
       for (const item of output.Items ?? []) {
-        records.push(decode(item as Item));
-        // Resume after the last record returned, not after the page: the page may hold more.
-        if (records.length === limit) return { records, cursor: encodeCursor(item as Item) };
+        const record = decode(item as Item);
+        // The index is eventually consistent: a record redriven a moment ago may still be listed.
+        if (record.status !== 'DEAD') continue;
+        records.push(record);
       }
       start = output.LastEvaluatedKey;
+      if (records.length >= limit && start) {
+        const last = records[records.length - 1] as InboxRecord;
+        return { records, cursor: encodeCursor({ consumer, eventId: last.eventId }) };
+      }
     } while (start);
     return { records };
   }
@@ -364,7 +430,7 @@ export class DynamoInboxStore implements InboxStore {
   async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
     const update = `SET #state.#status = :failed, #state.#attempts = :zero, #state.#nextAttemptAt = :zero,
       #state.#leaseOwner = :owner, #state.#leaseUntil = :zero, #state.#updatedAt = :now,
-      #state.#lastError = :note REMOVE #expiresAt`;
+      #state.#lastError = :note, #openKey = :openKey REMOVE #expiresAt`;
     const condition = '#state.#status = :dead';
     try {
       const output = await this.doc.send(
@@ -381,6 +447,7 @@ export class DynamoInboxStore implements InboxStore {
             ':owner': `redrive/${randomUUID()}`,
             ':now': now,
             ':note': `redriven at ${new Date(now).toISOString()}`,
+            ':openKey': openKey(k.consumer, 'FAILED'),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -441,6 +508,29 @@ export class DynamoInboxStore implements InboxStore {
           },
           ExclusiveStartKey: options.start,
           Limit: this.pageSize,
+        }),
+      ),
+    );
+  }
+
+  /** One page of the sparse index's partition of `consumer` records in `status`. */
+  private queryOpen(
+    consumer: string,
+    status: OpenStatus,
+    options: { start?: Record<string, unknown>; limit?: number; count?: boolean },
+  ): Promise<QueryCommandOutput> {
+    const keyCondition = '#openKey = :openKey';
+    return this.call('queryOpen', { consumer, eventId: `*${status}` }, () =>
+      this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: inboxTableSchema.openIndex.name,
+          KeyConditionExpression: keyCondition,
+          ExpressionAttributeNames: namesIn(keyCondition),
+          ExpressionAttributeValues: { ':openKey': openKey(consumer, status) },
+          ExclusiveStartKey: options.start,
+          Select: options.count ? 'COUNT' : undefined,
+          Limit: Math.min(this.pageSize, Math.max(1, options.limit ?? this.pageSize)),
         }),
       ),
     );
@@ -507,15 +597,16 @@ function decode(item: Item): InboxRecord {
   };
 }
 
-function encodeCursor(item: Item): string {
-  return Buffer.from(JSON.stringify({ c: item.consumer, e: item.eventId })).toString('base64url');
+function encodeCursor(k: InboxKey): string {
+  return Buffer.from(JSON.stringify({ c: k.consumer, e: k.eventId })).toString('base64url');
 }
 
+/** The index's ExclusiveStartKey after record `e`: the index key plus the table key. */
 function decodeCursor(cursor: string, consumer: string): Record<string, unknown> {
   const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
     c?: unknown;
     e?: unknown;
   };
   if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
-  return { consumer, eventId: parsed.e };
+  return { openKey: openKey(consumer, 'DEAD'), consumer, eventId: parsed.e };
 }

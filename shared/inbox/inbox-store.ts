@@ -83,6 +83,9 @@ export interface PoisonRecord extends InboxKey {
 /** Record counts of one consumer by status. */
 export type InboxCounts = Readonly<Record<InboxStatus, number>> & { readonly total: number };
 
+/** Counts of one consumer's records in the states an operator watches (all but `PROCESSED`). */
+export type OpenCounts = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, number>>;
+
 /** One page of records; pass `cursor` back to get the next page. */
 export interface InboxPage {
   readonly records: readonly InboxRecord[];
@@ -144,9 +147,14 @@ export interface InboxStore {
   recordPoison(record: PoisonRecord): Promise<void>;
   /** A strongly consistent read of one record. */
   get(key: InboxKey): Promise<InboxRecord | undefined>;
-  /** Counts one consumer's records by status (a Query on its partition). */
+  /**
+   * Counts one consumer's records by status, `PROCESSED` included: a Query of its whole
+   * partition, so only for small local stores (the local runtime's status page).
+   */
   counts(consumer: string): Promise<InboxCounts>;
-  /** Lists one consumer's `DEAD` records, oldest key first, with their stored events. */
+  /** Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the sparse index. */
+  openCounts(consumer: string): Promise<OpenCounts>;
+  /** Lists one consumer's `DEAD` records, by event id, with their stored events (from the sparse index). */
   listDead(
     consumer: string,
     page?: { readonly limit?: number; readonly cursor?: string },

@@ -6,6 +6,7 @@ import { HttpError, toFieldErrors, validationError } from '../http/http-error';
 import { type ErrorLogger, httpErrors } from '../http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
+import { createRouter, type RouteSpec } from '../http/router';
 import {
   approveTask,
   type Clock,
@@ -41,32 +42,17 @@ export type TasksApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Er
 
 type RouteName = 'create' | 'get' | 'approve' | 'withdraw';
 
-interface RouteSpec {
-  /** The API Gateway resource template, as `event.resource` carries it. */
-  readonly resource: string;
-  /** The same path as a pattern for events that only carry `path` (the local HTTP server). */
-  readonly pattern: RegExp;
-  readonly methods: Readonly<Partial<Record<string, RouteName>>>;
-}
-
-const routes: readonly RouteSpec[] = [
-  { resource: '/tasks', pattern: /^\/tasks$/, methods: { POST: 'create' } },
-  { resource: '/tasks/{taskId}', pattern: /^\/tasks\/([^/]+)$/, methods: { GET: 'get' } },
-  {
-    resource: '/tasks/{taskId}/approve',
-    pattern: /^\/tasks\/([^/]+)\/approve$/,
-    methods: { POST: 'approve' },
-  },
-  {
-    resource: '/tasks/{taskId}/withdraw',
-    pattern: /^\/tasks\/([^/]+)\/withdraw$/,
-    methods: { POST: 'withdraw' },
-  },
+const routes: readonly RouteSpec<RouteName>[] = [
+  { resource: '/tasks', method: 'POST', name: 'create' },
+  { resource: '/tasks/{taskId}', method: 'GET', name: 'get' },
+  { resource: '/tasks/{taskId}/approve', method: 'POST', name: 'approve' },
+  { resource: '/tasks/{taskId}/withdraw', method: 'POST', name: 'withdraw' },
 ];
 
 /** The paths the API serves, so an infra realization (CDK resources, local server) can check it routes them all. */
-export const tasksApiRoutes: readonly { readonly resource: string; readonly method: string }[] =
-  routes.flatMap((r) => Object.keys(r.methods).map((method) => ({ resource: r.resource, method })));
+export const tasksApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
+
+const resolveRoute = createRouter(routes);
 
 const required = (iss: { input: unknown }) => (iss.input === undefined ? 'required' : undefined);
 const text = (max: number) => z.string({ error: required }).trim().min(1, 'must not be empty').max(max);
@@ -81,51 +67,6 @@ const createTaskBody = z.strictObject({
 const approveBody = z.strictObject({ approvedBy: text(200) });
 const withdrawBody = z.strictObject({ withdrawnBy: text(200), reason: optionalText(2000) });
 const taskIdParam = z.uuid({ error: 'must be a UUID' });
-
-interface ResolvedRoute {
-  readonly name: RouteName;
-  readonly taskId?: string;
-}
-
-/**
- * Finds the route: by `resource` + `httpMethod` behind API Gateway, else by `path` (a local
- * HTTP server fills only that, and a `{proxy+}` resource says nothing). 404 for an unknown
- * path, 405 with `Allow` for a known path and another method.
- */
-function resolveRoute(event: JsonBodyEvent): ResolvedRoute {
-  const method = (event.httpMethod ?? '').toUpperCase();
-  const byResource = routes.find((r) => r.resource === event.resource);
-  let spec: RouteSpec | undefined;
-  let taskId: string | undefined;
-  if (byResource) {
-    spec = byResource;
-    taskId = event.pathParameters?.taskId;
-  } else {
-    const path = (event.path ?? '').replace(/(.)\/+$/, '$1');
-    for (const r of routes) {
-      const match = r.pattern.exec(path);
-      if (!match) continue;
-      spec = r;
-      taskId = match[1] === undefined ? undefined : safeDecode(match[1]);
-      break;
-    }
-  }
-  if (!spec) throw new HttpError(404, `no route for ${event.path ?? event.resource}`);
-  const name = spec.methods[method];
-  if (!name) {
-    const allow = Object.keys(spec.methods).join(', ');
-    throw new HttpError(405, `method ${method} not allowed on ${spec.resource}`, { allow }, { allow });
-  }
-  return { name, taskId };
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment; // malformed escapes fail the UUID check and get a 400
-  }
-}
 
 // An absent body counts as an empty object, so a 400 names the missing fields rather than "body".
 const bodyOf = (event: JsonBodyEvent): unknown => (event.jsonBody === undefined ? {} : event.jsonBody);
@@ -160,6 +101,7 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
 
   async function run(event: JsonBodyEvent): Promise<APIGatewayProxyResult> {
     const route = resolveRoute(event);
+    const taskId = route.pathParameters.taskId;
     switch (route.name) {
       case 'create': {
         const body = createTaskBody.safeParse(bodyOf(event));
@@ -172,13 +114,13 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
         );
       }
       case 'get': {
-        const id = taskIdParam.safeParse(route.taskId);
+        const id = taskIdParam.safeParse(taskId);
         if (!id.success) throw validationError('invalid request', fieldsOf(id, ['taskId']));
         return jsonResponse(200, toTaskJson(await getTask(id.data, { db })));
       }
       case 'approve': {
         // Id and body checked together so one 400 lists every bad field.
-        const id = taskIdParam.safeParse(route.taskId);
+        const id = taskIdParam.safeParse(taskId);
         const body = approveBody.safeParse(bodyOf(event));
         if (!id.success || !body.success) {
           throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
@@ -191,7 +133,7 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
         return changed(change);
       }
       case 'withdraw': {
-        const id = taskIdParam.safeParse(route.taskId);
+        const id = taskIdParam.safeParse(taskId);
         const body = withdrawBody.safeParse(bodyOf(event));
         if (!id.success || !body.success) {
           throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);

@@ -58,7 +58,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
   });
 
-  it('costs two writes for a first delivery and exactly one call for a duplicate', async () => {
+  it('costs two writes for a first delivery and one call for a duplicate (two on dynalite)', async () => {
     const calls: string[] = [];
     const client = dynamoClient(fixture().endpoint);
     client.middlewareStack.add(
@@ -75,7 +75,9 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(calls).toEqual(['UpdateItem', 'UpdateItem']);
     calls.length = 0;
     await processOnce(event, effect(event), deps('b', { inbox: counted }));
-    expect(calls).toEqual(['UpdateItem']);
+    // The refused begin returns the record (ReturnValuesOnConditionCheckFailure) on AWS and
+    // DynamoDB Local; dynalite ignores that parameter, so the store reads the record back.
+    expect(calls).toEqual(fixture().engine === 'dynalite' ? ['UpdateItem', 'GetItem'] : ['UpdateItem']);
     client.destroy();
   });
 

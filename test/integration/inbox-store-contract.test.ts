@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore, inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxError,
   InboxFencedOutError,
@@ -317,6 +318,33 @@ describeEachEngine('inbox store contract', (fixture) => {
         DEAD: 1,
         total: 8,
       });
+    });
+
+    it('counts open records from the sparse index: a processed record leaves it, a duplicate begin does not bring it back', async () => {
+      const records = Array.from({ length: 4 }, () => fresh());
+      for (const r of records) await store.begin(r);
+      const [done, failed, dead] = records as [NewInboxRecord, NewInboxRecord, NewInboxRecord];
+      await store.complete(keyOf(done), 'owner-a', { now: t0, expiresAt: 1 });
+      await store.fail(keyOf(failed), 'owner-a', { now: t0, error: 'e', nextAttemptAt: t0 });
+      await store.markDead(
+        keyOf(dead),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0, reason: 'r', expiresAt: 1 },
+      );
+      await store.recordPoison(poison());
+      await store.begin(fresh({ consumer: `${consumer}-other` }));
+      // The duplicate delivery of the processed record finds it and changes nothing.
+      expect((await store.begin({ ...done, owner: 'owner-b' })).created).toBe(false);
+      expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+      const raw = await fixture().client.send(
+        new QueryCommand({
+          TableName: fixture().inboxTable,
+          IndexName: inboxTableSchema.openIndex.name,
+          KeyConditionExpression: 'openKey = :k',
+          ExpressionAttributeValues: { ':k': { S: `${consumer}#PROCESSING` } },
+        }),
+      );
+      expect(raw.Items?.map((i) => i.eventId?.S)).toEqual([records[3]?.eventId]);
     });
 
     it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {
