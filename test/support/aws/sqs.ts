@@ -1,0 +1,569 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CallRecorder } from './calls';
+import { callerOf } from './calls';
+import { closeServer, type LocalEndpoint, listenOnLoopback, readRawBody, requestUrl } from './http';
+import { asObject, type JsonObject, numberField, parseJsonObject, stringField, stringsField } from './json';
+import {
+  AwsFault,
+  type AwsJsonProtocol,
+  jsonRequest,
+  jsonTarget,
+  sendAwsJson,
+  sendAwsJsonFault,
+  toFault,
+} from './protocol';
+
+const protocol: AwsJsonProtocol = { version: '1.0', queryCompatible: true };
+const targetPrefix = 'AmazonSQS';
+
+/** One message attribute as the JSON protocol carries it (`BinaryValue` base64). */
+export interface SqsMessageAttribute {
+  readonly DataType: string;
+  readonly StringValue?: string;
+  readonly BinaryValue?: string;
+}
+
+/** A queue to create up front. */
+export interface QueueDefinition {
+  /** The queue name, or its ARN (the name is its last segment). */
+  readonly name: string;
+  /** @default 30 */
+  readonly visibilityTimeoutSeconds?: number;
+  /** @default 0 */
+  readonly delaySeconds?: number;
+}
+
+/** How the SQS stand-in is set up. */
+export interface SqsStandinOptions {
+  readonly recorder: CallRecorder;
+  readonly queues?: readonly (string | QueueDefinition)[];
+  /**
+   * ReceiveMessage honours WaitTimeSeconds up to this many milliseconds, so a long poll in a
+   * rehearsal costs at most this. @default 1000
+   */
+  readonly maxWaitMs?: number;
+  /** The clock visibility timeouts, delays and the purge limit run on. @default Date.now */
+  readonly now?: () => number;
+}
+
+/** A message as tests see it. */
+export interface SqsMessageView {
+  readonly messageId: string;
+  readonly body: string;
+  readonly messageAttributes: Readonly<Record<string, SqsMessageAttribute>>;
+  readonly receiveCount: number;
+  readonly inFlight: boolean;
+}
+
+/** A running SQS stand-in (awsJson1_0, query-compatible errors). */
+export interface SqsStandin extends LocalEndpoint {
+  /** Creates a queue (if it does not exist) and returns its QueueUrl. */
+  createQueue(queue: string | QueueDefinition): string;
+  /** `http://127.0.0.1:<port>/<account>/<name>`. */
+  queueUrl(name: string): string;
+  /** `arn:aws:sqs:<region>:<account>:<name>`. */
+  queueArn(name: string): string;
+  /** The queue's messages not yet deleted, in send order. */
+  messages(name: string): SqsMessageView[];
+}
+
+interface StoredMessage {
+  readonly id: string;
+  readonly body: string;
+  readonly md5OfBody: string;
+  readonly attributes: Readonly<Record<string, SqsMessageAttribute>>;
+  readonly sentAt: number;
+  readonly senderId: string;
+  visibleAt: number;
+  receiveCount: number;
+  firstReceiveAt?: number;
+  /** The most recent receipt handle: only it deletes the message. */
+  receiptHandle?: string;
+  deleted: boolean;
+}
+
+interface Queue {
+  readonly name: string;
+  readonly arn: string;
+  readonly url: string;
+  readonly visibilityTimeout: number;
+  readonly delaySeconds: number;
+  readonly createdAt: number;
+  readonly messages: StoredMessage[];
+  /** Every receipt handle ever issued for this queue. */
+  readonly handles: Map<string, StoredMessage>;
+  lastPurgeAt?: number;
+}
+
+const md5 = (data: Buffer | string) => createHash('md5').update(data).digest('hex');
+
+/**
+ * MD5OfMessageAttributes as SQS computes it: attributes sorted by name, each encoded as
+ * length-prefixed (4-byte big-endian) name, data type, a transport byte (1 string, 2 binary)
+ * and length-prefixed value bytes.
+ */
+export function md5OfMessageAttributes(attributes: Readonly<Record<string, SqsMessageAttribute>>): string {
+  const parts: Buffer[] = [];
+  const lengthPrefixed = (bytes: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    parts.push(length, bytes);
+  };
+  for (const name of Object.keys(attributes).sort()) {
+    const a = attributes[name] as SqsMessageAttribute;
+    lengthPrefixed(Buffer.from(name, 'utf8'));
+    lengthPrefixed(Buffer.from(a.DataType, 'utf8'));
+    const binary = a.DataType.startsWith('Binary');
+    parts.push(Buffer.from([binary ? 2 : 1]));
+    lengthPrefixed(
+      binary ? Buffer.from(a.BinaryValue ?? '', 'base64') : Buffer.from(a.StringValue ?? '', 'utf8'),
+    );
+  }
+  return md5(Buffer.concat(parts));
+}
+
+// SendMessage: "A message can include only XML, JSON, and unformatted text. The following
+// Unicode characters are allowed: #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD |
+// #x10000 to #x10FFFF. Any characters not included in this list will be rejected."
+const invalidBodyCharacter = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
+
+const systemAttributeNames = [
+  'SenderId',
+  'SentTimestamp',
+  'ApproximateReceiveCount',
+  'ApproximateFirstReceiveTimestamp',
+] as const;
+
+const queueAttributeNames = [
+  'QueueArn',
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+  'VisibilityTimeout',
+  'DelaySeconds',
+  'CreatedTimestamp',
+  'LastModifiedTimestamp',
+  'MessageRetentionPeriod',
+  'ReceiveMessageWaitTimeSeconds',
+  'MaximumMessageSize',
+] as const;
+
+const nonExistentQueue = () =>
+  new AwsFault('QueueDoesNotExist', 'The specified queue does not exist.', 400, {
+    queryCode: 'AWS.SimpleQueueService.NonExistentQueue',
+  });
+
+const invalidValue = (message: string) => new AwsFault('InvalidParameterValue', message);
+
+function integerIn(body: JsonObject, key: string, min: number, max: number): number | undefined {
+  const value = numberField(body, key);
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw invalidValue(
+      `Value ${value} for parameter ${key} is invalid. Reason: Must be between ${min} and ${max}, if provided.`,
+    );
+  }
+  return value;
+}
+
+function parseMessageAttributes(value: unknown): Record<string, SqsMessageAttribute> {
+  const attributes: Record<string, SqsMessageAttribute> = {};
+  for (const [name, raw] of Object.entries(asObject(value))) {
+    const a = asObject(raw);
+    const dataType = stringField(a, 'DataType');
+    const stringValue = stringField(a, 'StringValue');
+    const binaryValue = stringField(a, 'BinaryValue');
+    if (!dataType)
+      throw invalidValue(`The message attribute '${name}' must contain a non-empty attribute type.`);
+    const binary = dataType.startsWith('Binary');
+    if (binary ? !binaryValue : !stringValue) {
+      throw invalidValue(
+        `The message attribute '${name}' with type '${dataType}' must use field '${binary ? 'Binary' : 'String'}'.`,
+      );
+    }
+    attributes[name] = {
+      DataType: dataType,
+      ...(binary ? { BinaryValue: binaryValue } : { StringValue: stringValue }),
+    };
+  }
+  if (Object.keys(attributes).length > 10) {
+    throw invalidValue(
+      `Number of message attributes [${Object.keys(attributes).length}] exceeds the allowed maximum [10].`,
+    );
+  }
+  return attributes;
+}
+
+/** The attributes `names` asks for: `All` / `.*`, exact names, or `prefix.*`. */
+function selectAttributes(
+  attributes: Readonly<Record<string, SqsMessageAttribute>>,
+  names: readonly string[],
+): Record<string, SqsMessageAttribute> {
+  const selected: Record<string, SqsMessageAttribute> = {};
+  for (const [name, value] of Object.entries(attributes)) {
+    const wanted = names.some(
+      (n) => n === 'All' || n === '.*' || n === name || (n.endsWith('.*') && name.startsWith(n.slice(0, -1))),
+    );
+    if (wanted) selected[name] = value;
+  }
+  return selected;
+}
+
+/**
+ * Starts an SQS stand-in on 127.0.0.1 speaking the JSON protocol the SDK's SQS client uses
+ * (`X-Amz-Target: AmazonSQS.<Op>`): CreateQueue, GetQueueUrl, SendMessage, ReceiveMessage,
+ * DeleteMessage, ChangeMessageVisibility, GetQueueAttributes, PurgeQueue. Each call is recorded
+ * as `sqs:<Op>` on the queue's ARN.
+ *
+ * Receipt handles follow the documented rule: each receive issues a new handle, and "If you use
+ * an old ReceiptHandle, the request will succeed, but the message might not be deleted"
+ * (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_DeleteMessage.html);
+ * the stand-in takes the unkind branch: a stale handle deletes nothing. Standard queues only:
+ * FIFO ordering, groups and deduplication are not modelled.
+ */
+export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsStandin> {
+  const { recorder } = options;
+  const now = options.now ?? Date.now;
+  const maxWaitMs = options.maxWaitMs ?? 1_000;
+  const queues = new Map<string, Queue>();
+  let origin = '';
+
+  const nameOf = (nameOrArn: string) =>
+    nameOrArn.startsWith('arn:') ? (nameOrArn.split(':').pop() ?? '') : nameOrArn;
+  const queueArn = (name: string) => recorder.arn('sqs', name);
+  const queueUrl = (name: string) => `${origin}/${recorder.accountId}/${name}`;
+
+  function createQueue(definition: string | QueueDefinition): Queue {
+    const d = typeof definition === 'string' ? { name: definition } : definition;
+    const name = nameOf(d.name);
+    const existing = queues.get(name);
+    if (existing) {
+      const differs =
+        (d.visibilityTimeoutSeconds !== undefined &&
+          d.visibilityTimeoutSeconds !== existing.visibilityTimeout) ||
+        (d.delaySeconds !== undefined && d.delaySeconds !== existing.delaySeconds);
+      if (differs) {
+        throw new AwsFault(
+          'QueueNameExists',
+          'A queue already exists with the same name and a different value for attribute(s)',
+          400,
+          {
+            queryCode: 'QueueAlreadyExists',
+          },
+        );
+      }
+      return existing;
+    }
+    const queue: Queue = {
+      name,
+      arn: queueArn(name),
+      url: queueUrl(name),
+      visibilityTimeout: d.visibilityTimeoutSeconds ?? 30,
+      delaySeconds: d.delaySeconds ?? 0,
+      createdAt: now(),
+      messages: [],
+      handles: new Map(),
+    };
+    queues.set(name, queue);
+    return queue;
+  }
+
+  /** The queue a QueueUrl names (any host: the SDK may rewrite it), or undefined. */
+  function queueNamedBy(url: string | undefined): string | undefined {
+    if (!url) return undefined;
+    try {
+      const segments = new URL(url).pathname.split('/').filter(Boolean);
+      return segments.length === 2 && segments[0] === recorder.accountId ? segments[1] : undefined;
+    } catch {
+      return undefined; // not a URL: no queue, answered as NonExistentQueue below
+    }
+  }
+
+  function queueOf(body: JsonObject): Queue {
+    const name = queueNamedBy(stringField(body, 'QueueUrl'));
+    const queue = name ? queues.get(name) : undefined;
+    if (!queue) throw nonExistentQueue();
+    return queue;
+  }
+
+  const live = (q: Queue) => q.messages.filter((m) => !m.deleted);
+  const inFlight = (m: StoredMessage, t: number) => m.receiveCount > 0 && m.visibleAt > t;
+
+  function handleOf(queue: Queue, body: JsonObject): { handle: string; message: StoredMessage } {
+    const handle = stringField(body, 'ReceiptHandle') ?? '';
+    const message = queue.handles.get(handle);
+    if (!message) {
+      throw new AwsFault(
+        'ReceiptHandleIsInvalid',
+        `The input receipt handle "${handle}" is not a valid receipt handle.`,
+        404,
+      );
+    }
+    return { handle, message };
+  }
+
+  function sendMessage(body: JsonObject, caller: string): JsonObject {
+    const queue = queueOf(body);
+    const text = stringField(body, 'MessageBody');
+    if (!text) {
+      throw new AwsFault('MissingParameter', 'The request must contain the parameter MessageBody.');
+    }
+    if (invalidBodyCharacter.test(text)) {
+      throw new AwsFault(
+        'InvalidMessageContents',
+        'Invalid characters found. Deleted message body contains invalid characters.',
+      );
+    }
+    const delay = integerIn(body, 'DelaySeconds', 0, 900) ?? queue.delaySeconds;
+    const attributes = parseMessageAttributes(body.MessageAttributes);
+    const sentAt = now();
+    const message: StoredMessage = {
+      id: randomUUID(),
+      body: text,
+      md5OfBody: md5(text),
+      attributes,
+      sentAt,
+      senderId: caller,
+      visibleAt: sentAt + delay * 1_000,
+      receiveCount: 0,
+      deleted: false,
+    };
+    queue.messages.push(message);
+    return {
+      MessageId: message.id,
+      MD5OfMessageBody: message.md5OfBody,
+      ...(Object.keys(attributes).length > 0
+        ? { MD5OfMessageAttributes: md5OfMessageAttributes(attributes) }
+        : {}),
+    };
+  }
+
+  async function receiveMessage(body: JsonObject): Promise<JsonObject> {
+    const queue = queueOf(body);
+    const max = integerIn(body, 'MaxNumberOfMessages', 1, 10) ?? 1;
+    const visibility = integerIn(body, 'VisibilityTimeout', 0, 43_200) ?? queue.visibilityTimeout;
+    const waitSeconds = integerIn(body, 'WaitTimeSeconds', 0, 20) ?? 0;
+    const systemNames = [
+      ...stringsField(body, 'AttributeNames'),
+      ...stringsField(body, 'MessageSystemAttributeNames'),
+    ];
+    const attributeNames = stringsField(body, 'MessageAttributeNames');
+    const deadline = Date.now() + Math.min(waitSeconds * 1_000, maxWaitMs);
+    for (;;) {
+      const t = now();
+      const ready = live(queue)
+        .filter((m) => m.visibleAt <= t)
+        .slice(0, max);
+      if (ready.length > 0 || Date.now() >= deadline) {
+        const messages = ready.map((m) => {
+          m.receiveCount += 1;
+          m.firstReceiveAt ??= t;
+          m.visibleAt = t + visibility * 1_000;
+          const handle = randomBytes(48).toString('base64url');
+          m.receiptHandle = handle;
+          queue.handles.set(handle, m);
+          const system: Record<string, string> = {
+            SenderId: m.senderId,
+            SentTimestamp: String(m.sentAt),
+            ApproximateReceiveCount: String(m.receiveCount),
+            ApproximateFirstReceiveTimestamp: String(m.firstReceiveAt),
+          };
+          const wantAll = systemNames.includes('All');
+          const attributes = Object.fromEntries(
+            systemAttributeNames.filter((n) => wantAll || systemNames.includes(n)).map((n) => [n, system[n]]),
+          );
+          const messageAttributes = selectAttributes(m.attributes, attributeNames);
+          const hasAttributes = Object.keys(messageAttributes).length > 0;
+          return {
+            MessageId: m.id,
+            ReceiptHandle: handle,
+            MD5OfBody: m.md5OfBody,
+            Body: m.body,
+            ...(Object.keys(attributes).length > 0 ? { Attributes: attributes } : {}),
+            ...(hasAttributes
+              ? {
+                  MessageAttributes: messageAttributes,
+                  MD5OfMessageAttributes: md5OfMessageAttributes(messageAttributes),
+                }
+              : {}),
+          };
+        });
+        return messages.length > 0 ? { Messages: messages } : {};
+      }
+      await sleep(20);
+    }
+  }
+
+  function deleteMessage(body: JsonObject): JsonObject {
+    const queue = queueOf(body);
+    const { handle, message } = handleOf(queue, body);
+    if (message.receiptHandle === handle) message.deleted = true;
+    return {};
+  }
+
+  function changeMessageVisibility(body: JsonObject): JsonObject {
+    const queue = queueOf(body);
+    const { handle, message } = handleOf(queue, body);
+    const timeout = integerIn(body, 'VisibilityTimeout', 0, 43_200);
+    if (timeout === undefined) {
+      throw new AwsFault('MissingParameter', 'The request must contain the parameter VisibilityTimeout.');
+    }
+    if (message.deleted || message.receiptHandle !== handle) {
+      throw invalidValue(
+        `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+      );
+    }
+    const t = now();
+    if (!inFlight(message, t)) {
+      throw new AwsFault('MessageNotInflight', 'The message referred to is not in flight.', 400, {
+        queryCode: 'AWS.SimpleQueueService.MessageNotInflight',
+      });
+    }
+    message.visibleAt = t + timeout * 1_000;
+    return {};
+  }
+
+  function getQueueAttributes(body: JsonObject): JsonObject {
+    const queue = queueOf(body);
+    const names = stringsField(body, 'AttributeNames');
+    const t = now();
+    const messages = live(queue);
+    const values: Record<(typeof queueAttributeNames)[number], string> = {
+      QueueArn: queue.arn,
+      ApproximateNumberOfMessages: String(messages.filter((m) => m.visibleAt <= t).length),
+      ApproximateNumberOfMessagesNotVisible: String(messages.filter((m) => inFlight(m, t)).length),
+      ApproximateNumberOfMessagesDelayed: String(
+        messages.filter((m) => m.receiveCount === 0 && m.visibleAt > t).length,
+      ),
+      VisibilityTimeout: String(queue.visibilityTimeout),
+      DelaySeconds: String(queue.delaySeconds),
+      CreatedTimestamp: String(Math.floor(queue.createdAt / 1_000)),
+      LastModifiedTimestamp: String(Math.floor(queue.createdAt / 1_000)),
+      MessageRetentionPeriod: '345600',
+      ReceiveMessageWaitTimeSeconds: '0',
+      MaximumMessageSize: '262144',
+    };
+    const attributes: Record<string, string> = {};
+    for (const name of names) {
+      if (name === 'All') {
+        Object.assign(attributes, values);
+        continue;
+      }
+      if (!(queueAttributeNames as readonly string[]).includes(name)) {
+        throw new AwsFault('InvalidAttributeName', `Unknown Attribute ${name}.`);
+      }
+      attributes[name] = values[name as (typeof queueAttributeNames)[number]];
+    }
+    return Object.keys(attributes).length > 0 ? { Attributes: attributes } : {};
+  }
+
+  function purgeQueue(body: JsonObject): JsonObject {
+    const queue = queueOf(body);
+    const t = now();
+    // "Only one PurgeQueue operation on each queue is allowed every 60 seconds."
+    if (queue.lastPurgeAt !== undefined && t - queue.lastPurgeAt < 60_000) {
+      throw new AwsFault(
+        'PurgeQueueInProgress',
+        `Only one PurgeQueue operation on ${queue.name} is allowed every 60 seconds.`,
+        403,
+        {
+          queryCode: 'AWS.SimpleQueueService.PurgeQueueInProgress',
+        },
+      );
+    }
+    queue.lastPurgeAt = t;
+    for (const m of queue.messages) m.deleted = true;
+    return {};
+  }
+
+  function queueAttribute(attributes: JsonObject, key: string): number | undefined {
+    const value = stringField(attributes, key);
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n))
+      throw new AwsFault('InvalidAttributeValue', `Invalid value for the parameter ${key}.`);
+    return n;
+  }
+
+  async function serve(operation: string, body: JsonObject, caller: string): Promise<JsonObject> {
+    switch (operation) {
+      case 'CreateQueue': {
+        const name = stringField(body, 'QueueName');
+        if (!name)
+          throw new AwsFault('MissingParameter', 'The request must contain the parameter QueueName.');
+        const attributes = asObject(body.Attributes);
+        const visibilityTimeoutSeconds = queueAttribute(attributes, 'VisibilityTimeout');
+        const delaySeconds = queueAttribute(attributes, 'DelaySeconds');
+        const queue = createQueue({
+          name,
+          ...(visibilityTimeoutSeconds !== undefined ? { visibilityTimeoutSeconds } : {}),
+          ...(delaySeconds !== undefined ? { delaySeconds } : {}),
+        });
+        return { QueueUrl: queue.url };
+      }
+      case 'GetQueueUrl': {
+        const queue = queues.get(stringField(body, 'QueueName') ?? '');
+        if (!queue) throw nonExistentQueue();
+        return { QueueUrl: queue.url };
+      }
+      case 'SendMessage':
+        return sendMessage(body, caller);
+      case 'ReceiveMessage':
+        return receiveMessage(body);
+      case 'DeleteMessage':
+        return deleteMessage(body);
+      case 'ChangeMessageVisibility':
+        return changeMessageVisibility(body);
+      case 'GetQueueAttributes':
+        return getQueueAttributes(body);
+      case 'PurgeQueue':
+        return purgeQueue(body);
+      default:
+        throw new AwsFault('UnsupportedOperation', `The stand-in does not serve ${operation}.`, 400, {
+          queryCode: 'AWS.SimpleQueueService.UnsupportedOperation',
+        });
+    }
+  }
+
+  const { server, endpoint } = await listenOnLoopback(async (req, res) => {
+    const url = requestUrl(req);
+    const caller = callerOf(req.headers, url);
+    const operation = jsonTarget(req.headers['x-amz-target'], targetPrefix) ?? '';
+    const raw = await readRawBody(req);
+    const parsed = parseJsonObject(raw);
+    const named =
+      operation === 'CreateQueue' || operation === 'GetQueueUrl'
+        ? stringField(parsed ?? {}, 'QueueName')
+        : queueNamedBy(stringField(parsed ?? {}, 'QueueUrl'));
+    recorder.record(caller, 'sqs', [
+      { action: `sqs:${operation || 'Unrecognized'}`, resources: [named ? queueArn(named) : '*'], operation },
+    ]);
+    try {
+      sendAwsJson(res, protocol, await serve(operation, jsonRequest(raw), caller));
+    } catch (err) {
+      sendAwsJsonFault(res, protocol, toFault(err));
+    }
+  });
+  origin = endpoint;
+  for (const q of options.queues ?? []) createQueue(q);
+
+  return {
+    endpoint,
+    createQueue: (queue) => createQueue(queue).url,
+    queueUrl,
+    queueArn,
+    messages: (name) => {
+      const queue = queues.get(nameOf(name));
+      if (!queue) throw new Error(`the SQS stand-in has no queue ${name}`);
+      return live(queue).map((m) => ({
+        messageId: m.id,
+        body: m.body,
+        messageAttributes: m.attributes,
+        receiveCount: m.receiveCount,
+        inFlight: inFlight(m, now()),
+      }));
+    },
+    close: () => closeServer(server),
+  };
+}
