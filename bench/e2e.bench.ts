@@ -53,9 +53,9 @@ async function measure(nudge: boolean): Promise<number[]> {
     await waitFor(
       client.status,
       (s) =>
-        s.consumers.index.processed >= approvals &&
-        s.consumers.notify.processed >= approvals &&
-        s.consumers.archive.processed >= approvals,
+        (s.consumers.index.processed ?? 0) >= approvals &&
+        (s.consumers.notify.processed ?? 0) >= approvals &&
+        (s.consumers.archive.processed ?? 0) >= approvals,
       300_000,
       500,
     );
@@ -64,8 +64,12 @@ async function measure(nudge: boolean): Promise<number[]> {
     );
     const latencies: number[] = [];
     for (const row of rows) {
-      const trace = await runtime.consumers.trace(row.event_id);
-      const done = Object.values(trace).map((t) => (t ? Date.parse(t.updatedAt) : Number.NaN));
+      const records = await Promise.all(
+        (['index', 'notify', 'archive'] as const).map((consumer) =>
+          runtime?.consumers.inbox.get({ consumer, eventId: row.event_id }),
+        ),
+      );
+      const done = records.map((r) => r?.updatedAt ?? Number.NaN);
       latencies.push(Math.max(...done) - row.created_at.getTime());
     }
     return latencies.sort((a, b) => a - b);

@@ -23,6 +23,8 @@ export interface AppConfig {
   readonly relayFunctionName: string | undefined;
   /** The custom bus the relay publishes to; defaults to the topology's bus name. */
   readonly eventBusName: string;
+  /** The relay's busy-sweep rule, enabled while rows stay pending; unset: a fixed schedule only. */
+  readonly busySweepRuleName: string | undefined;
 }
 
 // Deploy tooling often sets a variable to '' rather than leaving it out: treat both as unset.
@@ -54,6 +56,7 @@ const envSchema = z
     RELAY_FUNCTION_NAME: optional(
       z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
     ),
+    RELAY_BUSY_SWEEP_RULE: optional(z.string().regex(/^[\w.-]{1,64}$/, 'must be an EventBridge rule name')),
   })
   .superRefine((env, ctx) => {
     const dataApi = [env.DB_CLUSTER_ARN, env.DB_SECRET_ARN, env.DB_NAME];
@@ -117,6 +120,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>> = 
     database,
     relayFunctionName: e.RELAY_FUNCTION_NAME,
     eventBusName: e.EVENT_BUS_NAME ?? topology.busName,
+    busySweepRuleName: e.RELAY_BUSY_SWEEP_RULE,
   };
 }
 

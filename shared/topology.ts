@@ -50,7 +50,14 @@ const defaultConsumerPolicy = {
 
 /** Relay settings: how often, how much, how long, and when to give up. */
 export interface RelayConfig {
-  readonly scheduleSeconds: number;
+  /**
+   * The safety sweep: a relay run this often catches what a lost nudge left behind. Long on
+   * purpose, so that an idle Aurora Serverless v2 cluster reaches its auto-pause time between
+   * sweeps (see `infra/aws/cost/` for what that saves and README "Relay schedule" for the bounds).
+   */
+  readonly sweepSeconds: number;
+  /** While rows stay pending after a run (backoff, another relay's lease), the relay is swept this often. */
+  readonly busySweepSeconds: number;
   readonly claimBatchSize: number;
   readonly roundsInFlight: number;
   readonly putEventsMaxEntries: number;
@@ -76,8 +83,8 @@ const consumers: Readonly<Record<ConsumerName, ConsumerPolicy>> = {
 };
 
 const relay: RelayConfig = {
-  /** EventBridge Scheduler / local scheduler period. */
-  scheduleSeconds: 60,
+  sweepSeconds: 3600,
+  busySweepSeconds: 60,
   /** Rows claimed per statement. */
   claimBatchSize: 100,
   /** Claim-publish-settle rounds a relay runs side by side (overlaps DB and PutEvents latency). */
@@ -96,11 +103,14 @@ const relay: RelayConfig = {
   /** Publish attempts before an event goes `dead`. */
   maxAttempts: 10,
   backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
-  /** Sleep between polls when the outbox is drained. */
+  /**
+   * A run that has drained what is due waits for rows that become due within its budget
+   * (backoff), re-checking at most this often; it returns once nothing is pending.
+   */
   pollIntervalMs: 1_000,
   /** Stop claiming when less than this remains of the invocation. */
   budgetMarginMs: 10_000,
-  /** Lambda timeout of the relay: one scheduled run covers the whole period. */
+  /** Lambda timeout of the relay: a run drains, waits out short backoffs, and returns. */
   timeoutSeconds: 60,
   purge: { retentionHours: 7 * 24, batchSize: 500, maxBatchesPerRun: 20 },
 };
@@ -115,16 +125,26 @@ export interface AlarmThresholds {
   readonly failedInvocations: number;
   readonly periodSeconds: number;
   readonly evaluationPeriods: number;
+  /** Of `evaluationPeriods`, how many must breach: a minute without a relay run is no evidence either way. */
+  readonly datapointsToAlarm: number;
+  /** How often the inbox gauges count each consumer's DEAD records (their alarms' period). */
+  readonly gaugePeriodSeconds: number;
+  /** Relay sweep periods without a single relay report before `relay-silent` alarms. */
+  readonly relaySilentSweeps: number;
 }
 
 const alarms: AlarmThresholds = {
-  /** Oldest undelivered event older than this alarms; missing data breaches (silent relay). */
+  /**
+   * Oldest undelivered event older than this alarms. The relay reports the age after every run,
+   * so between runs (an idle pipeline is swept once per sweep period) the alarm keeps its state;
+   * a relay that stops reporting altogether is `relay-silent`, where missing data breaches.
+   */
   oldestPendingAgeSeconds: 300,
   /** Any dead outbox event alarms. */
   deadEvents: 1,
   /** Relay errors in one period. */
   relayErrors: 1,
-  /** Any dead inbox record of a consumer alarms. */
+  /** Any dead inbox record of a consumer alarms, until it is redriven or expires. */
   consumerDeadRecords: 1,
   /** Any message in a DLQ or on-failure destination alarms. */
   dlqMessages: 1,
@@ -132,6 +152,9 @@ const alarms: AlarmThresholds = {
   failedInvocations: 1,
   periodSeconds: 60,
   evaluationPeriods: 5,
+  datapointsToAlarm: 3,
+  gaugePeriodSeconds: 300,
+  relaySilentSweeps: 2,
 };
 
 export const topology = {

@@ -1,24 +1,54 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import middy from '@middy/core';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import { z } from 'zod';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { migrate } from '../../shared/db/migrate';
+import { type RoleLogin, setRolePasswords } from '../../shared/db/roles';
+import { blankIsUnset, jsonVariable, parseEnvironment } from '../../shared/env';
 
 const config = parseConfig();
+const { DB_ROLE_SECRETS: roleSecrets } = parseEnvironment(
+  z.object({ DB_ROLE_SECRETS: blankIsUnset(jsonVariable(z.record(z.string(), z.string().min(20)))) }),
+  process.env,
+  'migrate configuration',
+);
 const logger = new Logger({ serviceName: 'migrate' });
 const db = createSqlClient(config);
+const secrets = new SecretsManagerClient({});
+
+const secretLogin = z.object({ username: z.string(), password: z.string() });
+
+/** Reads each function role's login from its secret (the CDK-generated `username`/`password` JSON). */
+async function roleLogins(arns: Readonly<Record<string, string>>): Promise<RoleLogin[]> {
+  return Promise.all(
+    Object.values(arns).map(async (arn) => {
+      const out = await secrets.send(new GetSecretValueCommand({ SecretId: arn }));
+      const parsed = secretLogin.safeParse(JSON.parse(out.SecretString ?? '{}'));
+      if (!parsed.success) throw new Error(`secret ${arn} holds no username and password`);
+      return parsed.data;
+    }),
+  );
+}
 
 /**
  * CDK custom resource (Provider framework `onEvent`): applies pending migrations on Create
- * and Update, does nothing on Delete (a stack deletion never drops data). The physical id is
- * fixed, so an update never makes CloudFormation delete the old resource; the schema version
- * is returned as `SchemaVersion` for stack outputs.
+ * and Update, then lets each function role log in with the password its secret holds (so a new
+ * secret value takes effect on the next deploy); does nothing on Delete (a stack deletion
+ * never drops data). The physical id is fixed, so an update never makes CloudFormation delete
+ * the old resource; the schema version is returned as `SchemaVersion` for stack outputs.
  */
 export async function run(event: Pick<CloudFormationCustomResourceEvent, 'RequestType'>) {
   if (event.RequestType === 'Delete') return { PhysicalResourceId: 'content-pipeline-schema' };
   const result = await migrate(db);
   logger.info('migrations', { ...result });
+  if (roleSecrets) {
+    const logins = await roleLogins(roleSecrets);
+    await setRolePasswords(db, logins);
+    logger.info('role logins set', { roles: logins.map((l) => l.username) });
+  }
   const version = Math.max(0, ...result.applied, ...result.alreadyApplied);
   return { PhysicalResourceId: 'content-pipeline-schema', Data: { SchemaVersion: String(version) } };
 }

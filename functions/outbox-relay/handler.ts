@@ -6,6 +6,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import middy from '@middy/core';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
+import { EventBridgeSweepControl } from '../../shared/outbox/eventbridge-sweep-control';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -16,7 +17,8 @@ const config = parseConfig();
 const logger = new Logger({ serviceName: 'outbox-relay' });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: 'outbox-relay' });
 const outbox = new OutboxStore(createSqlClient(config));
-const publisher = new EventBridgePublisher(new EventBridgeClient({}), {
+const eventBridge = new EventBridgeClient({});
+const publisher = new EventBridgePublisher(eventBridge, {
   busName: config.eventBusName,
   source: topology.source,
   maxEntries: topology.relay.putEventsMaxEntries,
@@ -24,9 +26,17 @@ const publisher = new EventBridgePublisher(new EventBridgeClient({}), {
   concurrency: topology.relay.publishConcurrency,
 });
 
-/** The outbox relay Lambda: scheduled, and nudged by the tasks API after each commit. */
+const sweep = config.busySweepRuleName
+  ? new EventBridgeSweepControl(
+      eventBridge,
+      config.busySweepRuleName,
+      topology.relay.busySweepSeconds * 1_000,
+    )
+  : undefined;
+
+/** The outbox relay Lambda: nudged by the tasks API after each commit, swept on a schedule. */
 export const handler = middy(
-  createRelayInvocation({ outbox, publisher, settings: topology.relay, logger, metrics }),
+  createRelayInvocation({ outbox, publisher, settings: topology.relay, logger, metrics, sweep }),
 )
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics, { throwOnEmptyMetrics: false }));

@@ -1,21 +1,29 @@
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { consumerDimension, consumerEnv } from '../../shared/consumers/contract';
+import {
+  consumerDimension,
+  consumerEnv,
+  consumerServiceName,
+  inboxGaugesServiceName,
+} from '../../shared/consumers/contract';
+import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
-import { Consumer, type ConsumerEffect, consumerServiceName } from './constructs/consumer';
+import { Consumer, type ConsumerEffect } from './constructs/consumer';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { EventFanout } from './constructs/event-fanout';
+import { InboxGauges } from './constructs/inbox-gauges';
 import { InboxTable } from './constructs/inbox-table';
 import { NotificationTopic } from './constructs/notification-topic';
+import { OpsApi, type OpsQueue } from './constructs/ops-api';
 import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
 import { PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
 import { PipelineDashboard } from './constructs/pipeline-dashboard';
 import { SchemaMigration } from './constructs/schema-migration';
 import { TasksApi } from './constructs/tasks-api';
-import type { PipelineSettings } from './settings';
+import { type PipelineSettings, resourcePrefix } from './settings';
 
 export interface PipelineStackProps extends StackProps {
   readonly settings: PipelineSettings;
@@ -36,6 +44,8 @@ export class PipelineStack extends Stack {
   public readonly migration: SchemaMigration;
   public readonly relay: OutboxRelay;
   public readonly tasksApi: TasksApi;
+  public readonly opsApi: OpsApi;
+  public readonly inboxGauges: InboxGauges;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
   public readonly inbox: InboxTable;
@@ -43,7 +53,9 @@ export class PipelineStack extends Stack {
   public readonly archive: ArchiveBucket;
   public readonly notifications: NotificationTopic;
   public readonly alarms: PipelineAlarms;
-  public readonly dashboard: PipelineDashboard;
+  public readonly dashboard: PipelineDashboard | undefined;
+  /** The physical name of a topology rule in this stack. */
+  public readonly ruleName: (rule: string) => string;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
@@ -53,6 +65,8 @@ export class PipelineStack extends Stack {
     const removalPolicy = prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const logRetention = prod ? RetentionDays.THREE_MONTHS : RetentionDays.TWO_WEEKS;
     const common = { logRetention, removalPolicy };
+    const names = resourcePrefix(settings);
+    this.ruleName = (rule) => `${names}-${rule}`;
 
     const aurora =
       settings.target === 'aws'
@@ -67,7 +81,7 @@ export class PipelineStack extends Stack {
     this.database = aurora ?? new UrlDatabase(settings.databaseUrl);
 
     this.migration = new SchemaMigration(this, 'Schema', {
-      database: this.database,
+      database: this.database.owner,
       dependsOn: aurora?.cluster,
       ...common,
     });
@@ -91,14 +105,14 @@ export class PipelineStack extends Stack {
         grant: (g) => this.notifications.grantPublish(g),
       },
       archive: {
-        // The archive snapshot reads the task from PostgreSQL.
+        // The archive snapshot reads the task from PostgreSQL, as its own read-only role.
         environment: {
           [consumerEnv.archiveBucket]: this.archive.bucket.bucketName,
-          ...this.database.environment,
+          ...this.database.access('archive').environment,
         },
         grant: (g) => {
           this.archive.grantSnapshots(g);
-          this.database.grantAccess(g);
+          this.database.access('archive').grant(g);
         },
       },
     };
@@ -124,7 +138,8 @@ export class PipelineStack extends Stack {
     };
 
     this.fanout = new EventFanout(this, 'Fanout', {
-      busName: topology.busName,
+      busName: `${topology.busName}-${settings.stage}`,
+      ruleName: this.ruleName,
       source: topology.source,
       rules: topology.rules,
       consumers: topology.consumers,
@@ -135,34 +150,69 @@ export class PipelineStack extends Stack {
       archiveRetention: props.archiveRetention,
     });
 
+    const relaySweep = Duration.minutes(settings.relaySweepMinutes);
     this.relay = new OutboxRelay(this, 'Relay', {
-      database: this.database,
+      database: this.database.access('relay'),
       eventBus: this.fanout.bus,
       relay: topology.relay,
+      sweep: relaySweep,
       reservedConcurrency: settings.relayReservedConcurrency,
+      namePrefix: names,
       ...common,
     });
     // The relay must not publish into a schema that does not exist yet.
     this.relay.schedule.node.addDependency(this.migration.resource);
+    if (this.relay.busySweep) this.relay.busySweep.node.addDependency(this.migration.resource);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {
-      database: this.database,
+      database: this.database.access('tasksApi'),
+      apiName: names,
       relayFunction: this.relay.function,
       ...common,
     });
 
-    const queues: WatchedQueue[] = [
-      ...this.fanout.targets.map((t) => ({ name: `dlq-${t.rule}-${t.consumer}`, queue: t.deadLetterQueue })),
-      ...[...consumers.values()].map((c) => ({ name: `on-failure-${c.name}`, queue: c.onFailureQueue })),
+    const opsQueues: OpsQueue[] = [
+      ...this.fanout.targets.map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
+      ...[...consumers.values()].map((c) => ({
+        queue: c.onFailureQueue,
+        consumer: c.name,
+        rule: onFailureRule,
+      })),
     ];
-    const rules = [...this.fanout.rules.keys()];
+    const queues: WatchedQueue[] = opsQueues.map((q) => ({
+      name: q.rule === onFailureRule ? `on-failure-${q.consumer}` : `dlq-${q.rule}-${q.consumer}`,
+      queue: q.queue,
+    }));
+    const alarmPrefix = `${this.stackName}-`;
+    this.opsApi = new OpsApi(this, 'OpsApi', {
+      api: this.tasksApi,
+      database: this.database.access('ops'),
+      inbox: this.inbox,
+      queues: opsQueues,
+      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
+        ConsumerName,
+        ReturnType<typeof consumerFunction>
+      >,
+      relayFunction: this.relay.function,
+      alarmPrefix,
+      ...common,
+    });
+    this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
+      inbox: this.inbox,
+      period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
+      ...common,
+    });
+
+    const rules = [...this.fanout.rules.keys()].map((name) => ({ name, physicalName: this.ruleName(name) }));
     this.alarms = new PipelineAlarms(this, 'Alarms', {
       thresholds: topology.alarms,
       dimensions: {
         relay: { service: relayServiceName },
         consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
+        inboxGauge: (name) => ({ service: inboxGaugesServiceName, [consumerDimension]: name }),
       },
       relayFunction: this.relay.function,
+      relaySweep,
       consumers: consumerNames,
       queues,
       bus: this.fanout.bus,
@@ -170,26 +220,32 @@ export class PipelineStack extends Stack {
       email: settings.alarmEmail,
       removalPolicy,
     });
-    this.dashboard = new PipelineDashboard(this, 'Dashboard', {
-      metrics: this.alarms.metrics,
-      thresholds: topology.alarms,
-      relayFunction: this.relay.function,
-      consumers: [...consumers.values()].map((c) => ({ name: c.name, function: c.function })),
-      queues,
-      bus: this.fanout.bus,
-      rules,
-      api: this.tasksApi.api,
-      alarms: this.alarms.all,
-    });
+    this.dashboard = settings.dashboard
+      ? new PipelineDashboard(this, 'Dashboard', {
+          metrics: this.alarms.metrics,
+          thresholds: topology.alarms,
+          relayFunction: this.relay.function,
+          consumers: [...consumers.values()].map((c) => ({ name: c.name, function: c.function })),
+          queues,
+          bus: this.fanout.bus,
+          rules,
+          api: this.tasksApi.api,
+          alarms: this.alarms.all,
+        })
+      : undefined;
 
     const out = (id: string, value: string, description: string) =>
       new CfnOutput(this, id, { value, description });
-    out('ApiUrl', this.tasksApi.url, 'Tasks API base URL (IAM/SigV4 auth)');
+    out(
+      'ApiUrl',
+      this.tasksApi.url,
+      'Tasks and ops API base URL (IAM/SigV4 auth; the ops CLI finds it here)',
+    );
     out('EventBusName', this.fanout.bus.eventBusName, 'Custom event bus the relay publishes to');
     out('RelayFunctionName', this.relay.function.functionName, 'Outbox relay function');
     if (aurora) {
       out('ClusterArn', aurora.cluster.clusterArn, 'Aurora cluster (Data API resource ARN)');
-      out('SecretArn', aurora.secret.secretArn, 'Database credentials (Data API secret ARN)');
+      out('SecretArn', aurora.secret.secretArn, 'Master database credentials (the migrate function only)');
       out('DatabaseName', aurora.databaseName, 'Database name');
     }
     out('SchemaVersion', this.migration.schemaVersion, 'Highest applied migration');
@@ -198,7 +254,8 @@ export class PipelineStack extends Stack {
     out('ArchiveBucketName', this.archive.bucket.bucketName, 'Task snapshot bucket');
     out('NotifyTopicArn', this.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
     out('AlarmTopicArn', this.alarms.topic.topicArn, 'Alarm topic');
-    out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
+    out('AlarmNamePrefix', alarmPrefix, 'Every alarm of this stack starts with this');
+    if (this.dashboard) out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
 
     this.acknowledgeStackWide();
   }

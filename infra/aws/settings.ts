@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { topology } from '../../shared/topology';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */
 export type DeployTarget = 'aws' | 'localstack';
@@ -18,11 +19,21 @@ export interface PipelineSettings {
   readonly dbMinCapacity: number;
   readonly dbMaxCapacity: number;
   /**
-   * Reserved concurrency of the relay; `undefined` reserves none (accounts whose concurrency
-   * quota is still the new-account 10 cannot reserve any: Lambda keeps 10 unreserved).
+   * Reserved concurrency of the relay; `undefined` (the default) reserves none. A new account's
+   * concurrency quota can be as low as 10, and Lambda refuses any reservation that would leave
+   * fewer unreserved than its minimum, so a default reservation would fail the first deploy.
+   * Reserve (`-c relayReservedConcurrency=3`) once the quota is raised, to cap relay runs.
    */
   readonly relayReservedConcurrency: number | undefined;
+  /** The relay's safety sweep period in minutes (sandbox: the topology's hour; prod: 1). */
+  readonly relaySweepMinutes: number;
+  /** Whether the stack has a CloudWatch dashboard ($3 a month at list price; prod: yes, sandbox: no). */
+  readonly dashboard: boolean;
 }
+
+/** The prefix of every physical name the stack sets itself, so stages deploy side by side. */
+export const resourcePrefix = (settings: Pick<PipelineSettings, 'stage'>): string =>
+  `content-pipeline-${settings.stage}`;
 
 /** The LocalStack default: the docker-compose PostgreSQL as the Lambda containers see it. */
 export const defaultLocalStackDatabaseUrl = 'postgres://pipeline:pipeline@postgres:5432/pipeline';
@@ -43,7 +54,9 @@ const contextSchema = z
     dbMaxCapacity: num.pipe(z.number().min(1).max(256)).optional(),
     relayReservedConcurrency: z
       .union([z.literal('none'), num.pipe(z.number().int().min(1).max(100))])
-      .default(3),
+      .default('none'),
+    relaySweepMinutes: num.pipe(z.number().int().min(1).max(1440)).optional(),
+    dashboard: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
   })
   .refine((c) => (c.dbMinCapacity ?? 0) <= (c.dbMaxCapacity ?? 256), {
     message: 'dbMinCapacity must not exceed dbMaxCapacity',
@@ -77,5 +90,8 @@ export function parseSettings(tryGetContext: (key: string) => unknown): Pipeline
     dbMinCapacity: c.dbMinCapacity ?? (prod ? 0.5 : 0),
     dbMaxCapacity: c.dbMaxCapacity ?? (prod ? 8 : 2),
     relayReservedConcurrency: c.relayReservedConcurrency === 'none' ? undefined : c.relayReservedConcurrency,
+    // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing.
+    relaySweepMinutes: c.relaySweepMinutes ?? (prod ? 1 : Math.round(topology.relay.sweepSeconds / 60)),
+    dashboard: c.dashboard ?? prod,
   };
 }

@@ -9,39 +9,27 @@ import { ensureTables } from '../../shared/consumers/ensure-tables';
 import type { SqlClient } from '../../shared/db/sql-client';
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { localLambdaContext } from '../../shared/http/proxy-event';
-import type { InboxRecord } from '../../shared/inbox/inbox-store';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import type { InboxStore } from '../../shared/inbox/inbox-store';
+import type { EffectCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
-import type { EffectCounts, InboxCounts } from './ops';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
 const invocationTimeoutMs = 10_000;
 
-/** One consumer's inbox state for an event, as the trace shows it. */
-export interface TraceEntry {
-  readonly status: string;
-  readonly attempts: number;
-  readonly lastError: string | null;
-  readonly updatedAt: string;
-}
-
 /** The consumer side of the local runtime, as the bus and the ops API use it. */
 export interface LocalConsumers {
   readonly dynamo: LocalDynamo;
+  /** The consumers' inbox table, for the ops API (the same table every consumer writes). */
+  readonly inbox: InboxStore;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
-  inboxCounts(): Promise<Record<ConsumerName, InboxCounts>>;
   effectCounts(): Promise<EffectCounts>;
-  inboxDead(consumer: ConsumerName): Promise<readonly InboxRecord[]>;
-  /** Resets DEAD records and hands each stored event back for re-delivery; returns how many. */
-  redriveInbox(
-    consumer: ConsumerName,
-    eventId: string | 'all',
-    redeliver: (event: BusEvent) => void,
-  ): Promise<number>;
-  trace(eventId: string): Promise<Record<ConsumerName, TraceEntry | null>>;
+  /** PROCESSED records of `consumer`: a Query of its partition, fine for a local store. */
+  processedCount(consumer: ConsumerName): Promise<number>;
   /** How many effectFailAfter faults struck `consumer` (effects that acted, then failed). */
   injectedAfterFaults(consumer: ConsumerName): number;
   stop(): Promise<void>;
@@ -149,36 +137,16 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
   };
 
-  const inboxDead = async (consumer: ConsumerName): Promise<InboxRecord[]> => {
-    const records: InboxRecord[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await built[consumer].inbox.listDead(consumer, { limit: 100, cursor });
-      records.push(...page.records);
-      cursor = page.cursor;
-    } while (cursor && records.length < 10_000);
-    return records;
-  };
+  const inbox = new DynamoInboxStore(client, { tableName: tables.inboxTable });
 
   return {
     dynamo,
+    inbox,
     invoke: (consumer, event) =>
       functions[consumer](
         event as unknown as EventBridgeEvent<string, unknown>,
         localLambdaContext(`consumer-${consumer}`, invocationTimeoutMs),
       ),
-    async inboxCounts() {
-      const entries = await Promise.all(
-        consumers.map(async (c) => {
-          const n = await built[c].inbox.counts(c);
-          return [
-            c,
-            { processed: n.PROCESSED, inProgress: n.PROCESSING, failed: n.FAILED, dead: n.DEAD },
-          ] as const;
-        }),
-      );
-      return Object.fromEntries(entries) as Record<ConsumerName, InboxCounts>;
-    },
     async effectCounts() {
       let indexDocuments = 0;
       let startKey: Record<string, unknown> | undefined;
@@ -212,39 +180,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         archivedObjects: await countFiles(join(effectsDir, 'archive')),
       };
     },
-    inboxDead,
-    async redriveInbox(consumer, eventId, redeliver) {
-      const inbox = built[consumer].inbox;
-      const targets = eventId === 'all' ? (await inboxDead(consumer)).map((r) => r.eventId) : [eventId];
-      let redriven = 0;
-      for (const id of targets) {
-        try {
-          const record = await inbox.redrive({ consumer, eventId: id }, Date.now());
-          if (record.event && typeof record.event === 'object') redeliver(record.event as BusEvent);
-          redriven++;
-        } catch (err) {
-          if (eventId !== 'all') log('inbox redrive refused', { consumer, eventId: id, error: String(err) });
-        }
-      }
-      return redriven;
-    },
-    async trace(eventId) {
-      const entries = await Promise.all(
-        consumers.map(async (c) => {
-          const r = await built[c].inbox.get({ consumer: c, eventId });
-          const entry: TraceEntry | null = r
-            ? {
-                status: r.status,
-                attempts: r.attempts,
-                lastError: r.lastError ?? null,
-                updatedAt: new Date(r.updatedAt).toISOString(),
-              }
-            : null;
-          return [c, entry] as const;
-        }),
-      );
-      return Object.fromEntries(entries) as Record<ConsumerName, TraceEntry | null>;
-    },
+    processedCount: async (consumer) => (await inbox.counts(consumer)).PROCESSED,
     injectedAfterFaults: (consumer) => afterFaults[consumer],
     async stop() {
       for (const c of consumers) await built[c].close();

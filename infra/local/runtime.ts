@@ -5,6 +5,16 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { migrate } from '../../shared/db/migrate';
 import { PgSqlClient } from '../../shared/db/pg-client';
+import {
+  allFunctionRoles,
+  type FunctionRole,
+  randomRolePassword,
+  roleName,
+  setRolePasswords,
+  urlAs,
+} from '../../shared/db/roles';
+import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { createOpsApi, type OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -14,10 +24,10 @@ import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
-import { OpsError, startHttpServer } from './http-server';
+import { startHttpServer } from './http-server';
 import { LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
-import { evaluateAlarms, latestEvents, type OpsStatus, taskCounts, taskEvents } from './ops';
+import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
 import { startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 
@@ -30,8 +40,8 @@ export interface RuntimeOptions {
   readonly dynamo?: 'dynalite' | 'dynamodb-local';
   readonly faults?: FaultRates;
   readonly faultSeed?: number;
-  /** Relay schedule period; the topology's by default (tests shorten it). */
-  readonly scheduleMs?: number;
+  /** The relay's safety sweep period; the topology's by default (tests shorten it). */
+  readonly sweepMs?: number;
   /** Nudge the relay after each approve/withdraw (default true); false leaves only the schedule. */
   readonly nudge?: boolean;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
@@ -40,6 +50,7 @@ export interface RuntimeOptions {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
+  /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
   readonly consumers: LocalConsumers;
@@ -95,14 +106,32 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m));
     stack.push(() => pg.stop());
-    const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 20 });
+    const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
+    // Each function reaches PostgreSQL as its own role, as on AWS; fresh passwords every start.
+    const logins = allFunctionRoles.map((role) => ({
+      role,
+      username: roleName(role),
+      password: randomRolePassword(),
+    }));
+    await setRolePasswords(db, logins);
+    const roleClients = new Map<FunctionRole, PgSqlClient>();
+    const connections: Record<FunctionRole, number> = { relay: 8, tasksApi: 8, archive: 4, ops: 4 };
+    for (const login of logins) {
+      const client = new PgSqlClient({
+        connectionString: urlAs(pg.url, login),
+        maxConnections: connections[login.role],
+      });
+      roleClients.set(login.role, client);
+      stack.push(() => client.close());
+    }
+    const dbAs = (role: FunctionRole) => roleClients.get(role) as PgSqlClient;
 
     const consumers = await startLocalConsumers({
       dataDir,
-      db,
+      db: dbAs('archive'),
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
@@ -141,7 +170,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
     const relayBody = createRelayInvocation({
-      outbox: new OutboxStore(db),
+      outbox: new OutboxStore(dbAs('relay')),
       publisher: new EventBridgePublisher(eventBridge, {
         busName: topology.busName,
         source: topology.source,
@@ -152,9 +181,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       settings: topology.relay,
       logger,
       metrics,
+      // The runner is created below; the relay only calls it after its first run has started.
+      sweep: { setBusy: (busy) => relay.setBusy(busy) },
       signal: abort.signal,
     });
-    const relay = new RelayRunner({
+    const sweepMs = options.sweepMs ?? topology.relay.sweepSeconds * 1_000;
+    const relay: RelayRunner = new RelayRunner({
       // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
       relay: async (event, context) => {
         try {
@@ -163,8 +195,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           metrics.clearMetrics();
         }
       },
-      scheduleMs: options.scheduleMs ?? topology.relay.scheduleSeconds * 1_000,
-      budgetMarginMs: topology.relay.budgetMarginMs,
+      sweepMs,
+      busySweepMs: topology.relay.busySweepSeconds * 1_000,
+      timeoutMs: topology.relay.timeoutSeconds * 1_000,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -174,144 +207,38 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       eventBridge.destroy();
     });
 
-    const outbox = new OutboxStore(db);
-    const status = async (): Promise<OpsStatus> => {
-      const [tasks, outboxStats, inbox, effects] = await Promise.all([
-        taskCounts(db),
-        outbox.stats(),
-        consumers.inboxCounts(),
-        consumers.effectCounts(),
-      ]);
-      const deadLetters = bus.deadLetters().length;
-      return {
-        tasks,
-        outbox: outboxStats,
-        consumers: inbox,
-        effects,
-        deadLetters,
-        alarms: evaluateAlarms({
-          outbox: outboxStats,
-          consumers: inbox,
-          deadLetters,
-          relayErrors: relay.errors,
-          relayLastRunAt: relay.lastRunAt,
-          now: new Date(),
-          startedAt,
-        }),
-        relay: { lastRunAt: relay.lastRunAt?.toISOString() ?? null, errors: relay.errors },
-      };
-    };
-
-    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    const consumerName = (name: string | undefined): ConsumerName => {
-      if (!name || !(name in topology.consumers)) {
-        throw new OpsError(
-          400,
-          `unknown consumer "${name}"; one of ${Object.keys(topology.consumers).join(', ')}`,
-        );
-      }
-      return name as ConsumerName;
-    };
-    const redriveTarget = (body: unknown): { eventId?: string; all: boolean } => {
-      const b = (body ?? {}) as { eventId?: unknown; all?: unknown };
-      if (b.all === true) return { all: true };
-      if (typeof b.eventId === 'string' && b.eventId !== '') return { eventId: b.eventId, all: false };
-      throw new OpsError(400, 'body must be {"eventId": "..."} or {"all": true}');
-    };
     const tasksApi = createTasksApi({
-      db,
+      db: dbAs('tasksApi'),
       nudger: options.nudge === false ? noopRelayNudger : relay,
       logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
     });
+    const opsApi = createOpsApi({
+      db: dbAs('ops'),
+      inbox: consumers.inbox,
+      deadLetters: new BusDeadLetters(bus),
+      redelivery: new BusRedelivery(bus),
+      health: new LocalHealth(relay, startedAt, sweepMs),
+      nudger: relay,
+      effects: () => consumers.effectCounts(),
+      processedCount: (consumer) => consumers.processedCount(consumer),
+      logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
+    });
+    const status = async (): Promise<OpsStatus> => {
+      const result = await opsApi(
+        toProxyEvent({ method: 'GET', url: '/ops/status' }),
+        localLambdaContext('ops-api'),
+      );
+      if (result.statusCode !== 200)
+        throw new Error(`ops status answered ${result.statusCode}: ${result.body}`);
+      return JSON.parse(result.body) as OpsStatus;
+    };
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
       port: options.port,
       tasksApi,
+      opsApi,
       dashboardHtml,
       log,
-      ops: [
-        { method: 'GET', path: /^\/ops\/status$/, route: () => status() },
-        {
-          method: 'GET',
-          path: /^\/ops\/events$/,
-          route: async (_m, _b, url) => latestEvents(db, Number(url.searchParams.get('limit') ?? 20) || 20),
-        },
-        { method: 'GET', path: /^\/ops\/outbox\/dead$/, route: () => outbox.listDead(500) },
-        {
-          method: 'POST',
-          path: /^\/ops\/outbox\/dead\/redrive$/,
-          route: async (_m, body) => {
-            const target = redriveTarget(body);
-            const ids = target.all
-              ? (await outbox.listDead(10_000)).map((d) => d.eventId)
-              : [target.eventId as string];
-            let redriven = 0;
-            for (const id of ids) if (uuid.test(id) && (await outbox.redriveDead(id))) redriven++;
-            if (!target.all && redriven === 0)
-              throw new OpsError(404, `no dead outbox event ${target.eventId}`);
-            if (redriven > 0) void relay.nudge();
-            return { redriven };
-          },
-        },
-        {
-          method: 'GET',
-          path: /^\/ops\/inbox\/([^/]+)\/dead$/,
-          route: (m) => consumers.inboxDead(consumerName(m[1])),
-        },
-        {
-          method: 'POST',
-          path: /^\/ops\/inbox\/([^/]+)\/dead\/redrive$/,
-          route: async (m, body) => {
-            const consumer = consumerName(m[1]);
-            const target = redriveTarget(body);
-            const redriven = await consumers.redriveInbox(
-              consumer,
-              target.all ? 'all' : (target.eventId as string),
-              (event) => bus.redeliver(consumer, event),
-            );
-            if (!target.all && redriven === 0)
-              throw new OpsError(404, `no dead ${consumer} inbox record ${target.eventId}`);
-            return { redriven };
-          },
-        },
-        { method: 'GET', path: /^\/ops\/dead-letters$/, route: async () => bus.deadLetters() },
-        {
-          method: 'POST',
-          path: /^\/ops\/dead-letters\/redrive$/,
-          route: async (_m, body) => {
-            const target = redriveTarget(body);
-            // A letter is (event id, consumer): the same event can be dead for two consumers.
-            const named = (body as { consumer?: string } | undefined)?.consumer;
-            const only = named === undefined ? undefined : consumerName(named);
-            const ids = target.all
-              ? bus.deadLetters().map((d) => [d.id, d.consumer] as const)
-              : [[target.eventId as string, only] as const];
-            let redriven = 0;
-            for (const [id, consumer] of ids) if (bus.redrive(id, consumer)) redriven++;
-            if (!target.all && redriven === 0) throw new OpsError(404, `no dead letter ${target.eventId}`);
-            return { redriven };
-          },
-        },
-        {
-          method: 'GET',
-          path: /^\/ops\/tasks\/([^/]+)\/trace$/,
-          route: async (m) => {
-            const taskId = m[1] ?? '';
-            if (!uuid.test(taskId)) throw new OpsError(400, `task id "${taskId}" is not a UUID`);
-            const { rows } = await db.query('SELECT task_id FROM tasks WHERE task_id = :id::uuid', {
-              id: taskId,
-            });
-            if (rows.length === 0) throw new OpsError(404, `no task ${taskId}`);
-            const events = await taskEvents(db, taskId);
-            return {
-              taskId,
-              events: await Promise.all(
-                events.map(async (e) => ({ ...e, consumers: await consumers.trace(e.eventId) })),
-              ),
-            };
-          },
-        },
-      ],
     });
     stack.push(
       () =>

@@ -31,3 +31,18 @@ export const consumerMetricNames = {
   dead: 'InboxDeadRecords',
   poison: 'PoisonEvents',
 } as const;
+
+/** Powertools service name of a consumer function (`consumer-index`, ...): its logs' and metrics' `service`. */
+export const consumerServiceName = (name: string): string => `consumer-${name}`;
+
+/** Powertools service name of the inbox gauges function. */
+export const inboxGaugesServiceName = 'inbox-gauges';
+
+/**
+ * The gauges the inbox-gauges function emits on its schedule, per consumer (dimension
+ * `Consumer`): how many DEAD records are there now. Its alarm stays in ALARM until the records
+ * are redriven or expire, unlike the per-invocation `InboxDeadRecords` count.
+ */
+export const inboxGaugeMetricNames = {
+  dead: 'DeadRecordsInInbox',
+} as const;

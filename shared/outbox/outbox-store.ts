@@ -32,6 +32,11 @@ export interface OutboxStats {
   readonly dead: number;
   /** Age of the oldest pending event in seconds, 0 when none is pending. */
   readonly oldestPendingAgeSeconds: number;
+  /**
+   * Milliseconds until the next pending row no relay holds a live lease on may be claimed
+   * (0: due now); null when there is none. A run waits for it when it falls within its budget.
+   */
+  readonly nextDueInMs: number | null;
 }
 
 export interface DeadEvent {
@@ -219,20 +224,26 @@ export class OutboxStore {
       delivered: number;
       dead: number;
       oldest_age: number;
+      next_due_ms: number | null;
     }>(
       `SELECT count(*) FILTER (WHERE status = 'pending')::int   AS pending,
               count(*) FILTER (WHERE status = 'delivered')::int AS delivered,
               count(*) FILTER (WHERE status = 'dead')::int      AS dead,
               coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')), 0)::float8
-                AS oldest_age
+                AS oldest_age,
+              (extract(epoch FROM min(next_attempt_at) FILTER (
+                 WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())) - now()) * 1000)::float8
+                AS next_due_ms
          FROM outbox`,
     );
     const r = rows[0];
+    const nextDue = r?.next_due_ms;
     return {
       pending: r?.pending ?? 0,
       delivered: r?.delivered ?? 0,
       dead: r?.dead ?? 0,
       oldestPendingAgeSeconds: Math.max(0, r?.oldest_age ?? 0),
+      nextDueInMs: nextDue === null || nextDue === undefined ? null : Math.max(0, Math.ceil(nextDue)),
     };
   }
 

@@ -18,9 +18,11 @@ export const relayMetricNames = {
 export const metricsNamespace = 'ContentPipeline';
 
 /**
- * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware). Gauges
- * (pending, oldest age, dead) are what the alarms watch; an invocation that never gets here
- * leaves the age metric missing, which the alarm treats as breaching.
+ * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware). The gauges
+ * (pending, oldest age, dead) go out after every run: the alarms watch them, and a relay that
+ * stops sending them is `relay-silent`. The counters go out only when they are not zero: a
+ * missing count means none, and CloudWatch bills a custom metric only for the hours it gets
+ * data, so an idle pipeline pays for three metrics, not nine.
  */
 export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
   metrics.addMetric(relayMetricNames.pending, MetricUnit.Count, report.stats.pending);
@@ -30,10 +32,15 @@ export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
     report.stats.oldestPendingAgeSeconds,
   );
   metrics.addMetric(relayMetricNames.dead, MetricUnit.Count, report.stats.dead);
-  metrics.addMetric(relayMetricNames.published, MetricUnit.Count, report.published);
-  metrics.addMetric(relayMetricNames.failed, MetricUnit.Count, report.failed);
-  metrics.addMetric(relayMetricNames.newlyDead, MetricUnit.Count, report.dead);
-  metrics.addMetric(relayMetricNames.expiredLeases, MetricUnit.Count, report.expiredLeases);
-  metrics.addMetric(relayMetricNames.fencedOut, MetricUnit.Count, report.fencedOut);
-  metrics.addMetric(relayMetricNames.purged, MetricUnit.Count, report.purged);
+  const counters: [keyof typeof relayMetricNames, number][] = [
+    ['published', report.published],
+    ['failed', report.failed],
+    ['newlyDead', report.dead],
+    ['expiredLeases', report.expiredLeases],
+    ['fencedOut', report.fencedOut],
+    ['purged', report.purged],
+  ];
+  for (const [name, value] of counters) {
+    if (value > 0) metrics.addMetric(relayMetricNames[name], MetricUnit.Count, value);
+  }
 }

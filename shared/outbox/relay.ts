@@ -119,8 +119,6 @@ function failure(row: ClaimedEvent, retryable: boolean, error: string, deps: Rel
 export interface RunOptions {
   /** Milliseconds left in this invocation (Lambda's `getRemainingTimeInMillis`). */
   readonly remainingMs: () => number;
-  /** Stop as soon as a round finds nothing due (a nudge), instead of polling until the budget ends. */
-  readonly untilDrained?: boolean;
   /** Stop claiming when aborted (shutdown); the round in flight still settles. */
   readonly signal?: AbortSignal;
   readonly sleep?: (ms: number) => Promise<void>;
@@ -133,9 +131,14 @@ export interface RunReport extends RelayRound {
 }
 
 /**
- * Runs rounds until the time budget (remaining time minus the margin) is spent, sleeping the
- * poll interval whenever the outbox is drained; then purges delivered rows past retention in
- * small batches and reads the stats the metrics report.
+ * One relay run, whatever started it (a nudge after a commit, or a sweep): claim, publish and
+ * settle until nothing is due; if rows are still pending and one becomes due within the
+ * budget (remaining time minus the margin), wait for it and go on; return once nothing is
+ * pending, or nothing becomes due in time (a later sweep takes those). Then purge delivered
+ * rows past retention in small batches and read the stats the metrics report.
+ *
+ * A run never polls an empty outbox: an idle pipeline touches the database once per sweep,
+ * which is what lets an idle Aurora Serverless v2 cluster pause.
  *
  * `roundsInFlight` rounds run side by side, so one batch is being claimed or settled in the
  * database while another waits on PutEvents: the relay overlaps its two latencies instead of
@@ -145,31 +148,42 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
   const { settings } = deps;
   const pause = options.sleep ?? realSleep;
   const budgetLeft = () => options.remainingMs() - settings.budgetMarginMs;
+  const stopped = () => budgetLeft() <= 0 || options.signal?.aborted === true;
   let total = emptyRound;
   let rounds = 0;
-  // One failing loop stops the others before the run reports the error: no loop may outlive its run.
-  const failed = new AbortController();
-  const loop = async () => {
-    while (budgetLeft() > 0 && !options.signal?.aborted && !failed.signal.aborted) {
-      const round = await relayOnce(deps);
-      total = addRounds(total, round);
-      rounds++;
-      if (round.claimed < settings.claimBatchSize) {
-        if (options.untilDrained || budgetLeft() <= settings.pollIntervalMs) break;
-        await pause(settings.pollIntervalMs);
+  const drain = async () => {
+    // One failing loop stops the others before the run reports the error: no loop may outlive its run.
+    const failed = new AbortController();
+    const loop = async () => {
+      while (!stopped() && !failed.signal.aborted) {
+        const round = await relayOnce(deps);
+        total = addRounds(total, round);
+        rounds++;
+        if (round.claimed < settings.claimBatchSize) break;
       }
-    }
+    };
+    const loops = await Promise.allSettled(
+      Array.from({ length: Math.max(1, settings.roundsInFlight) }, () =>
+        loop().catch((err) => {
+          failed.abort();
+          throw err;
+        }),
+      ),
+    );
+    const failure = loops.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+    if (failure) throw failure.reason;
   };
-  const loops = await Promise.allSettled(
-    Array.from({ length: Math.max(1, settings.roundsInFlight) }, () =>
-      loop().catch((err) => {
-        failed.abort();
-        throw err;
-      }),
-    ),
-  );
-  const failure = loops.find((l): l is PromiseRejectedResult => l.status === 'rejected');
-  if (failure) throw failure.reason;
+
+  for (;;) {
+    await drain();
+    if (stopped()) break;
+    const { pending, nextDueInMs } = await deps.outbox.stats();
+    if (pending === 0 || nextDueInMs === null) break;
+    // Due now but nothing was claimable (another relay's claim holds the rows): look again shortly.
+    const wait = Math.max(nextDueInMs, settings.pollIntervalMs);
+    if (wait >= budgetLeft()) break;
+    await pause(wait);
+  }
   let purged = 0;
   // Bounded by batch count, not by the budget: the margin is kept for this wrap-up.
   for (let batch = 0; batch < settings.purge.maxBatchesPerRun; batch++) {

@@ -1,4 +1,5 @@
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { invokeAsync } from '../aws/invoke-async';
 
 /**
  * Wakes the outbox relay right after a commit, for low latency. Only a hint: the relay's
@@ -20,7 +21,6 @@ export const nudgePayload = { nudge: true } as const;
 export class LambdaRelayNudger implements RelayNudger {
   private readonly client: LambdaClient;
   private readonly functionName: string;
-  private readonly payload = new TextEncoder().encode(JSON.stringify(nudgePayload));
 
   constructor(props: { readonly client: LambdaClient; readonly functionName: string }) {
     this.client = props.client;
@@ -28,22 +28,11 @@ export class LambdaRelayNudger implements RelayNudger {
   }
 
   async nudge(): Promise<void> {
-    let statusCode: number | undefined;
     try {
-      const out = await this.client.send(
-        new InvokeCommand({
-          FunctionName: this.functionName,
-          InvocationType: 'Event',
-          Payload: this.payload,
-        }),
-      );
-      statusCode = out.StatusCode;
+      await invokeAsync(this.client, this.functionName, nudgePayload);
     } catch (err) {
-      throw new RelayNudgeError(`invoking ${this.functionName} failed`, { cause: err });
-    }
-    // An accepted asynchronous invoke answers 202; anything else means it was not queued.
-    if (statusCode !== 202) {
-      throw new RelayNudgeError(`invoking ${this.functionName} answered status ${statusCode ?? 'none'}`);
+      const e = err as Error;
+      throw new RelayNudgeError(e.message, { cause: e.cause ?? e });
     }
   }
 }

@@ -56,7 +56,7 @@ describe('bin/pipeline.mjs against the local runtime', () => {
 
   beforeAll(async () => {
     dir = tempDataDir('pipeline-cli-');
-    runtime = await startRuntime({ dataDir: dir, port: 0, scheduleMs: 2_000 });
+    runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
   });
 
   afterAll(async () => {

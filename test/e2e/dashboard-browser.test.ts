@@ -515,7 +515,7 @@ describe.skipIf(!haveChromium)(
 
     beforeAll(async () => {
       dir = tempDataDir('pipeline-dashboard-');
-      runtime = await startRuntime({ dataDir: dir, port: 0, scheduleMs: 2_000 });
+      runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
       ownBrowser = await launchChromium();
       const post = async (path: string, body: unknown) =>
         (await fetch(`${runtime.url}${path}`, {

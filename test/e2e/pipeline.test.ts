@@ -7,7 +7,7 @@ const runtimes: Runtime[] = [];
 const dirs: string[] = [];
 
 async function start(dataDir: string, extra: Partial<Parameters<typeof startRuntime>[0]> = {}) {
-  const runtime = await startRuntime({ dataDir, port: 0, scheduleMs: 3_000, ...extra });
+  const runtime = await startRuntime({ dataDir, port: 0, sweepMs: 3_000, ...extra });
   runtimes.push(runtime);
   return runtime;
 }
@@ -80,11 +80,12 @@ describe('the local pipeline end to end', () => {
     const status = await waitFor(client.status, (s) => converged(s, 60), 120_000, 500);
 
     expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: 60 });
-    expect(status.effects.indexDocuments).toBe(60);
-    expect(status.effects.archivedObjects).toBe(60);
-    expect(status.effects.distinctNotifiedEvents).toBe(60);
+    expect(status.effects?.indexDocuments).toBe(60);
+    expect(status.effects?.archivedObjects).toBe(60);
+    expect(status.effects?.distinctNotifiedEvents).toBe(60);
     // Repeats only come from a notify effect that acted and then failed (effectFailAfter).
-    const repeats = status.effects.notificationsSent - status.effects.distinctNotifiedEvents;
+    const effects = status.effects ?? { notificationsSent: Number.NaN, distinctNotifiedEvents: 0 };
+    const repeats = effects.notificationsSent - effects.distinctNotifiedEvents;
     expect(repeats).toBeGreaterThanOrEqual(0);
     expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
     expect(status.deadLetters).toBe(0);

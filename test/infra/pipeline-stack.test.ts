@@ -1,15 +1,18 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { inboxActions } from '../../infra/aws/constructs/inbox-table';
 import { relayServiceName } from '../../infra/aws/constructs/outbox-relay';
 import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
-import { buildConsumerDeps } from '../../shared/consumers/consumer-deps';
-import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
+import { consumerEnv, inboxGaugeMetricNames, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
+import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
+import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
@@ -38,10 +41,20 @@ const envOf = (c: IConstruct) =>
   (propertiesOf(s, logicalId(c)).Environment as { Variables: Record<string, unknown> }).Variables;
 const pipelineFunctions = () => [
   s.stack.tasksApi.function,
+  s.stack.opsApi.function,
   s.stack.relay.function,
   s.stack.migration.function,
+  s.stack.inboxGauges.function,
   ...[...s.stack.consumers.values()].map((c) => c.function),
 ];
+const aurora = () => s.stack.database as AuroraDatabase;
+/** The statements of every policy attached to `fn`'s role. */
+const statementsOf = (fn: IConstruct) => {
+  const role = logicalId((fn as unknown as { role: IConstruct }).role);
+  return resourcesOfType(s, 'AWS::IAM::Policy')
+    .filter(([, p]) => ((p.Properties?.Roles ?? []) as { Ref: string }[]).some((r) => r.Ref === role))
+    .flatMap(([, p]) => (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+};
 
 describe('database', () => {
   it('is Aurora PostgreSQL 17 Serverless v2 with the Data API, IAM auth, encryption and backups', () => {
@@ -61,7 +74,47 @@ describe('database', () => {
       DBInstanceClass: 'db.serverless',
       PubliclyAccessible: false,
     });
-    s.template.resourceCountIs('AWS::SecretsManager::Secret', 1);
+    // The master login and one per function role.
+    s.template.resourceCountIs('AWS::SecretsManager::Secret', 1 + allFunctionRoles.length);
+  });
+
+  it('gives each function its own database role: its own secret, and a grant on that secret only', () => {
+    const owned: [IConstruct, FunctionRole][] = [
+      [s.stack.tasksApi.function, 'tasksApi'],
+      [s.stack.opsApi.function, 'ops'],
+      [s.stack.relay.function, 'relay'],
+      [s.stack.consumers.get('archive')?.function as IConstruct, 'archive'],
+    ];
+    for (const [fn, role] of owned) {
+      const secret = ref(aurora().roleSecrets.get(role) as unknown as IConstruct);
+      expect(envOf(fn).DB_SECRET_ARN, role).toEqual(secret);
+      const secretGrants = statementsOf(fn).filter((st) =>
+        JSON.stringify(st.Action).includes('secretsmanager:GetSecretValue'),
+      );
+      expect(
+        secretGrants.map((st) => st.Resource),
+        role,
+      ).toEqual([secret]);
+      const sqlGrants = statementsOf(fn).filter((st) => JSON.stringify(st.Action).includes('rds-data:'));
+      expect(
+        sqlGrants.map((st) => st.Resource),
+        role,
+      ).toEqual([s.stack.resolve(aurora().cluster.clusterArn)]);
+    }
+    for (const fn of [s.stack.consumers.get('index')?.function, s.stack.consumers.get('notify')?.function]) {
+      expect(JSON.stringify(statementsOf(fn as IConstruct))).not.toMatch(/secretsmanager|rds-data/);
+    }
+  });
+
+  it('lets the migrate function log in as the owner and read every role secret, whose passwords it sets', () => {
+    const migrate = s.stack.migration.function;
+    expect(envOf(migrate).DB_SECRET_ARN).toEqual(ref(aurora().secret as unknown as IConstruct));
+    const roleSecrets = JSON.stringify(envOf(migrate).DB_ROLE_SECRETS);
+    for (const role of allFunctionRoles) {
+      expect(roleSecrets).toContain(logicalId(aurora().roleSecrets.get(role) as unknown as IConstruct));
+    }
+    const read = statementsOf(migrate).find((st) => JSON.stringify(st.Action).includes('GetSecretValue'));
+    expect(read?.Resource).toHaveLength(1 + allFunctionRoles.length);
   });
 
   it('sits in isolated subnets only: no internet or NAT gateway, no ingress', () => {
@@ -78,7 +131,12 @@ describe('database', () => {
     for (const fn of pipelineFunctions()) {
       expect(s.json.Resources[logicalId(fn)]?.Properties?.VpcConfig).toBeUndefined();
     }
-    for (const fn of [s.stack.tasksApi.function, s.stack.relay.function, s.stack.migration.function]) {
+    for (const fn of [
+      s.stack.tasksApi.function,
+      s.stack.opsApi.function,
+      s.stack.relay.function,
+      s.stack.migration.function,
+    ]) {
       expect(Object.keys(envOf(fn))).toEqual(
         expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
       );
@@ -103,11 +161,11 @@ describe('schema migration', () => {
 });
 
 describe('tasks API', () => {
-  it('routes exactly the API route table to the tasks-api function, every method IAM-authorized and validated', () => {
+  it('routes exactly the tasks and ops route tables, every method IAM-authorized and validated', () => {
     const methods = resourcesOfType(s, 'AWS::ApiGateway::Method');
-    expect(methods).toHaveLength(tasksApiRoutes.length);
+    expect(methods).toHaveLength(tasksApiRoutes.length + opsApiRoutes.length);
     expect(methods.map(([, m]) => m.Properties?.HttpMethod).sort()).toEqual(
-      tasksApiRoutes.map((r) => r.method).sort(),
+      [...tasksApiRoutes, ...opsApiRoutes].map((r) => r.method).sort(),
     );
     const validator = resourcesOfType(s, 'AWS::ApiGateway::RequestValidator')[0];
     expect(validator?.[1].Properties).toMatchObject({
@@ -122,11 +180,22 @@ describe('tasks API', () => {
       });
       if (method.Properties?.HttpMethod === 'POST') expect(method.Properties.RequestModels).toBeDefined();
     }
+    const parts = new Set(
+      [...tasksApiRoutes, ...opsApiRoutes].flatMap((r) => r.resource.split('/').filter(Boolean)),
+    );
     expect(
-      resourcesOfType(s, 'AWS::ApiGateway::Resource')
-        .map(([, r]) => r.Properties?.PathPart)
-        .sort(),
-    ).toEqual(['approve', 'tasks', 'withdraw', '{taskId}'].sort());
+      new Set(resourcesOfType(s, 'AWS::ApiGateway::Resource').map(([, r]) => r.Properties?.PathPart)),
+    ).toEqual(parts);
+  });
+
+  it('sends the ops routes to the ops function and the tasks routes to the tasks function', () => {
+    const target = (method: Record<string, unknown>) => JSON.stringify(method.Integration);
+    const byFunction = (fn: IConstruct) =>
+      resourcesOfType(s, 'AWS::ApiGateway::Method').filter(([, m]) =>
+        target(m.Properties ?? {}).includes(logicalId(fn)),
+      ).length;
+    expect(byFunction(s.stack.opsApi.function)).toBe(opsApiRoutes.length);
+    expect(byFunction(s.stack.tasksApi.function)).toBe(tasksApiRoutes.length);
   });
 
   it('throttles, access-logs in JSON, traces, and keeps bodies out of the execution logs', () => {
@@ -158,17 +227,39 @@ describe('tasks API', () => {
 });
 
 describe('outbox relay', () => {
-  it('runs on the topology schedule with the topology timeout and reserved concurrency', () => {
+  it('is swept hourly in a sandbox, reserves no concurrency by default, and retries a failed run', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
-      ScheduleExpression: 'rate(1 minute)',
+      ScheduleExpression: 'rate(1 hour)',
+      State: 'ENABLED',
       Targets: [Match.objectLike({ Arn: arnOf(s.stack.relay.function) })],
     });
-    expect(topology.relay.scheduleSeconds).toBe(60); // the literal above is this value, spelt as EventBridge does
-    expect(s.json.Resources[logicalId(s.stack.relay.function)]?.Properties).toMatchObject({
-      Timeout: topology.relay.timeoutSeconds,
-      ReservedConcurrentExecutions: 3,
+    expect(topology.relay.sweepSeconds).toBe(3600); // the literal above is this value, spelt as EventBridge does
+    const props = s.json.Resources[logicalId(s.stack.relay.function)]?.Properties;
+    expect(props?.Timeout).toBe(topology.relay.timeoutSeconds);
+    expect(props).not.toHaveProperty('ReservedConcurrentExecutions');
+    s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(s.stack.relay.function),
+      MaximumRetryAttempts: 2,
     });
     expect(envOf(s.stack.relay.function).EVENT_BUS_NAME).toEqual(ref(s.stack.fanout.bus));
+  });
+
+  it('has a busy sweep it enables itself: disabled at deploy, every minute, its rule the only one the relay may toggle', () => {
+    const busy = s.stack.relay.busySweep;
+    if (!busy) throw new Error('no busy sweep');
+    const name = `content-pipeline-sandbox-relay-busy-sweep`;
+    expect(propertiesOf(s, logicalId(busy))).toMatchObject({
+      Name: name,
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'DISABLED',
+      Targets: [expect.objectContaining({ Arn: arnOf(s.stack.relay.function) })],
+    });
+    expect(envOf(s.stack.relay.function).RELAY_BUSY_SWEEP_RULE).toBe(name);
+    const toggles = statementsOf(s.stack.relay.function).filter((st) =>
+      JSON.stringify(st.Action).includes('events:EnableRule'),
+    );
+    expect(toggles).toHaveLength(1);
+    expect(JSON.stringify(toggles[0]?.Resource)).toContain(`:rule/${name}`);
   });
 
   it('may put events on the pipeline bus only', () => {
@@ -184,7 +275,7 @@ describe('outbox relay', () => {
 
 describe('event fan-out', () => {
   it('archives every pipeline event of the custom bus', () => {
-    s.template.hasResourceProperties('AWS::Events::EventBus', { Name: topology.busName });
+    s.template.hasResourceProperties('AWS::Events::EventBus', { Name: `${topology.busName}-sandbox` });
     s.template.hasResourceProperties('AWS::Events::Archive', {
       SourceArn: arnOf(s.stack.fanout.bus),
       EventPattern: { source: [topology.source] },
@@ -195,7 +286,9 @@ describe('event fan-out', () => {
   it('gives each rule target the consumer retry policy and its own encrypted dead-letter queue', () => {
     const dlqIds = new Set<string>();
     for (const spec of topology.rules) {
-      const rule = resourcesOfType(s, 'AWS::Events::Rule').find(([, r]) => r.Properties?.Name === spec.name);
+      const rule = resourcesOfType(s, 'AWS::Events::Rule').find(
+        ([, r]) => r.Properties?.Name === s.stack.ruleName(spec.name),
+      );
       const targets = rule?.[1].Properties?.Targets as Record<string, { 'Fn::GetAtt': string[] }>[];
       for (const target of targets) {
         const dlq = target.DeadLetterConfig as unknown as { Arn: { 'Fn::GetAtt': string[] } };
@@ -377,8 +470,9 @@ describe('functions', () => {
     }
   });
 
-  it('have no wildcard action, and "*" resources only for X-Ray, which has no resource-level permissions', () => {
-    const xray = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']);
+  it('have no wildcard action, and "*" resources only for actions that take no resource (X-Ray, GetMetricData)', () => {
+    // docs.aws.amazon.com/service-authorization/latest/reference: these actions have no resource types.
+    const xray = new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords', 'cloudwatch:GetMetricData']);
     const ours = new Set(pipelineFunctions().map((fn) => logicalId(fn.role as unknown as IConstruct)));
     let checked = 0;
     for (const [, policy] of resourcesOfType(s, 'AWS::IAM::Policy')) {
@@ -415,43 +509,51 @@ describe('alarm dimensions match what the functions emit', () => {
         Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
       );
 
-  it.each(consumerNames)(
-    'consumer %s: the dead-records alarm has the dimensions its Metrics writes',
-    async (name) => {
-      const built = buildConsumerDeps(name, {
-        [consumerEnv.consumerName]: name,
-        [consumerEnv.inboxTable]: 'inbox',
-        [consumerEnv.indexTable]: 'index',
-        [consumerEnv.archiveBucket]: 'bucket',
-        [consumerEnv.notifyTopic]: 'arn:aws:sns:us-east-1:123456789012:notify',
-        DATABASE_URL: 'postgres://u:p@127.0.0.1:9/none',
-        AWS_REGION: 'us-east-1',
+  it('inbox gauges: each inbox-dead alarm has the dimensions the gauge function writes for its consumer', async () => {
+    const handler = readFileSync(join(projectRoot, 'functions/inbox-gauges/handler.ts'), 'utf8');
+    expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: inboxGaugesServiceName/);
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await emitInboxGauges({
+        inbox: { openCounts: async () => ({ PROCESSING: 0, FAILED: 0, DEAD: 2 }) },
+        metrics: new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName }),
+        consumers: consumerNames,
       });
-      try {
-        const metrics = built.metrics as unknown as Metrics;
-        metrics.addMetric(consumerMetricNames.dead, 'Count', 1);
-        const emf = metrics.serializeMetrics() as unknown as EmfDocument;
-        const declared = emf._aws.CloudWatchMetrics[0];
-        const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
-        expect(declared?.Namespace).toBe(metricsNamespace);
-        expect(alarmsOn(consumerMetricNames.dead)).toContainEqual(emitted);
-      } finally {
-        await built.close();
-      }
-    },
-  );
+    } finally {
+      write.mockRestore();
+    }
+    const docs = lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.includes('_aws'))
+      .map((l) => JSON.parse(l) as EmfDocument);
+    expect(docs).toHaveLength(consumerNames.length);
+    for (const emf of docs) {
+      const declared = emf._aws.CloudWatchMetrics[0];
+      const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
+      expect(declared?.Namespace).toBe(metricsNamespace);
+      expect(emf[inboxGaugeMetricNames.dead]).toBe(2);
+      expect(alarmsOn(inboxGaugeMetricNames.dead)).toContainEqual(emitted);
+    }
+    expect(alarmsOn(inboxGaugeMetricNames.dead)).toHaveLength(consumerNames.length);
+  });
 
   it('relay: the age and dead alarms use the service name the relay handler gives Powertools', () => {
     const handler = readFileSync(join(projectRoot, 'functions/outbox-relay/handler.ts'), 'utf8');
     expect(handler).toMatch(new RegExp(`new Metrics\\(\\{[^}]*serviceName: '${relayServiceName}'`));
     for (const metric of [relayMetricNames.oldestPendingAge, relayMetricNames.dead]) {
-      expect(alarmsOn(metric)).toEqual([{ service: relayServiceName }]);
+      const dimensions = alarmsOn(metric);
+      expect(dimensions.length).toBeGreaterThan(0);
+      for (const d of dimensions) expect(d).toEqual({ service: relayServiceName });
     }
   });
 });
 
 describe('alarms', () => {
-  it('alarm on the oldest pending age over the topology threshold, missing data breaching', () => {
+  it('alarm on the oldest pending age, keeping their state between the relay’s reports', () => {
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: metricsNamespace,
       MetricName: relayMetricNames.oldestPendingAge,
@@ -461,9 +563,100 @@ describe('alarms', () => {
       Threshold: topology.alarms.oldestPendingAgeSeconds,
       ComparisonOperator: 'GreaterThanThreshold',
       EvaluationPeriods: topology.alarms.evaluationPeriods,
-      TreatMissingData: 'breaching',
+      DatapointsToAlarm: topology.alarms.datapointsToAlarm,
+      TreatMissingData: 'ignore',
       AlarmActions: [ref(s.stack.alarms.topic)],
     });
+  });
+
+  it('alarm when the relay stops reporting for two sweep periods, missing data breaching', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-relay-silent',
+      Namespace: metricsNamespace,
+      MetricName: relayMetricNames.oldestPendingAge,
+      Dimensions: [{ Name: 'service', Value: 'outbox-relay' }],
+      Statistic: 'SampleCount',
+      Period: topology.relay.sweepSeconds,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      EvaluationPeriods: topology.alarms.relaySilentSweeps,
+      TreatMissingData: 'breaching',
+    });
+  });
+
+  it('keep dead-record and queue alarms red until a data point below the threshold (missing data ignored)', () => {
+    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties ?? {});
+    const on = (metric: string) => alarms.filter((a) => a.MetricName === metric);
+    for (const metric of [
+      inboxGaugeMetricNames.dead,
+      relayMetricNames.dead,
+      'ApproximateNumberOfMessagesVisible',
+    ]) {
+      expect(on(metric).length, metric).toBeGreaterThan(0);
+      for (const a of on(metric)) expect(a.TreatMissingData, metric).toBe('ignore');
+    }
+    for (const a of on(inboxGaugeMetricNames.dead)) expect(a.Period).toBe(topology.alarms.gaugePeriodSeconds);
+  });
+
+  it('count DEAD inbox records on a schedule from the sparse index, never the database', () => {
+    s.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      Targets: [Match.objectLike({ Arn: arnOf(s.stack.inboxGauges.function) })],
+    });
+    expect(topology.alarms.gaugePeriodSeconds).toBe(300);
+    const statements = statementsOf(s.stack.inboxGauges.function).filter(
+      (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
+    );
+    expect(statements).toEqual([
+      {
+        Action: 'dynamodb:Query',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
+      },
+    ]);
+    expect(Object.keys(envOf(s.stack.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
+  });
+
+  it('may reach a person: CloudWatch may publish to the topic and use its key, for this stack’s alarms only', () => {
+    const ourAlarms = {
+      StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+      ArnLike: {
+        'aws:SourceArn': {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':cloudwatch:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':alarm:ContentPipeline-sandbox-*',
+            ],
+          ],
+        },
+      },
+    };
+    s.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [ref(s.stack.alarms.topic)],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Sid: 'CloudWatchAlarmsOfThisStack',
+            Effect: 'Allow',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: 'sns:Publish',
+            Resource: ref(s.stack.alarms.topic),
+            Condition: ourAlarms,
+          },
+        ]),
+      },
+    });
+    const key = resourcesOfType(s, 'AWS::KMS::Key')[0]?.[1];
+    const statements = (key?.Properties?.KeyPolicy as { Statement: Record<string, unknown>[] }).Statement;
+    const forServices = statements.filter((st) => JSON.stringify(st.Principal).includes('"Service"'));
+    expect(forServices.length).toBeGreaterThan(0);
+    for (const st of forServices) expect(st.Condition).toEqual(ourAlarms);
   });
 
   it('alarm on dead outbox events and relay errors', () => {
@@ -499,8 +692,8 @@ describe('alarms', () => {
     });
   });
 
-  it('come with a dashboard and the outputs an operator needs', () => {
-    s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  it('come with the outputs an operator needs, and no dashboard in a sandbox unless asked (-c dashboard=true)', () => {
+    s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
     const outputs = Object.keys(s.json.Outputs ?? {});
     expect(outputs).toEqual(
       expect.arrayContaining([
@@ -510,7 +703,7 @@ describe('alarms', () => {
         'SecretArn',
         'InboxTableName',
         'ContentIndexTableName',
-        'DashboardUrl',
+        'AlarmNamePrefix',
       ]),
     );
   });

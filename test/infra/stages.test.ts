@@ -21,13 +21,20 @@ describe('the prod stage (-c stage=prod)', () => {
     expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(0);
   });
 
-  it('keeps capacity warm and backups longer, and reserves no relay concurrency when told', () => {
+  it('keeps capacity warm and backups longer, sweeps every minute, has a dashboard, and reserves no relay concurrency when told', () => {
     s.template.hasResourceProperties('AWS::RDS::DBCluster', {
       ServerlessV2ScalingConfiguration: { MinCapacity: 0.5, MaxCapacity: 8 },
       BackupRetentionPeriod: 14,
     });
     const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);
     expect(s.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
+    s.template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+    });
+    // Swept every minute already: no busy sweep to toggle.
+    expect(s.stack.relay.busySweep).toBeUndefined();
+    s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   });
 });
 
@@ -44,5 +51,87 @@ describe('context settings', () => {
       dbMinCapacity: 0,
       dbMaxCapacity: 4,
     });
+  });
+});
+
+// Properties that set a name CloudFormation does not scope to the stack: two stacks setting
+// the same value collide (a bus, a rule, an alarm, a function...).
+const nameKeys = new Set([
+  'Name',
+  'AlarmName',
+  'DashboardName',
+  'FunctionName',
+  'LogGroupName',
+  'TableName',
+  'BucketName',
+  'QueueName',
+  'TopicName',
+  'RoleName',
+  'ArchiveName',
+  'DBClusterIdentifier',
+  'DBInstanceIdentifier',
+  'DBSubnetGroupName',
+  'AliasName',
+  'SecretName',
+  'ManagedPolicyName',
+  'GroupName',
+]);
+// Scoped to a parent, not to the account: an API's stage, a role's inline policy.
+const scopedTypes = new Set(['AWS::ApiGateway::Stage', 'AWS::IAM::Policy', 'AWS::ApiGateway::Model']);
+
+/** Every literal physical name a stage's template sets, with where it sets it. */
+function physicalNames(s: Synthesized): Map<string, string> {
+  const names = new Map<string, string>();
+  const stackName = s.stack.stackName;
+  for (const [id, resource] of Object.entries(s.json.Resources)) {
+    if (scopedTypes.has(resource.Type)) continue;
+    for (const [key, value] of Object.entries(resource.Properties ?? {})) {
+      if (!nameKeys.has(key)) continue;
+      // The stack's own name makes a name unique; a reference to a resource does too.
+      const text = JSON.stringify(value).replaceAll('{"Ref":"AWS::StackName"}', JSON.stringify(stackName));
+      if (/"Ref":"(?!AWS::)|"Fn::GetAtt"/.test(text)) continue;
+      names.set(text, `${resource.Type} ${id}.${key}`);
+    }
+  }
+  return names;
+}
+
+describe('sandbox and prod in one account and region', () => {
+  let sandbox: Synthesized;
+  let prod: Synthesized;
+  beforeAll(() => {
+    sandbox = synthPipeline({ stage: 'sandbox' });
+    prod = synthPipeline({ stage: 'prod' });
+  });
+
+  it('share no physical name', () => {
+    const ours = physicalNames(sandbox);
+    const theirs = physicalNames(prod);
+    expect(ours.size).toBeGreaterThan(10);
+    const shared = [...ours.keys()].filter((name) => theirs.has(name)).map((n) => `${n} (${ours.get(n)})`);
+    expect(shared).toEqual([]);
+  });
+
+  it('each set the account-level API Gateway logging role to a role of their own, both kept on destroy', () => {
+    for (const s of [sandbox, prod]) {
+      const accounts = resourcesOfType(s, 'AWS::ApiGateway::Account');
+      expect(accounts).toHaveLength(1);
+      const account = accounts[0]?.[1];
+      expect(account?.DeletionPolicy).toBe('Retain');
+      const roleId = (account?.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })[
+        'Fn::GetAtt'
+      ][0];
+      expect(s.json.Resources[roleId]?.DeletionPolicy).toBe('Retain');
+    }
+  });
+
+  it('reserve no relay concurrency unless asked, so a first deploy fits a new account’s quota', () => {
+    for (const s of [sandbox, prod]) {
+      const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);
+      expect(s.json.Resources[relay]?.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
+    }
+    const reserved = synthPipeline({ stage: 'sandbox', relayReservedConcurrency: '3' });
+    const relay = reserved.stack.getLogicalId(reserved.stack.relay.function.node.defaultChild as never);
+    expect(reserved.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBe(3);
   });
 });

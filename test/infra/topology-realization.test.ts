@@ -36,8 +36,9 @@ function consumerFunctionIds(stack: PipelineStack): Map<string, ConsumerName> {
   );
 }
 
-const expected = (t: Pick<Topology, 'rules'>): RealizedRule[] =>
-  t.rules.map((r) => ({ name: r.name, pattern: r.pattern, targets: [...r.targets] }));
+/** The rules a stack should have: the topology's, under the stack's stage-qualified names. */
+const expected = (t: Pick<Topology, 'rules'>, stack: Pick<PipelineStack, 'ruleName'>): RealizedRule[] =>
+  t.rules.map((r) => ({ name: stack.ruleName(r.name), pattern: r.pattern, targets: [...r.targets] }));
 
 describe('the AWS stack realizes shared/topology', () => {
   let s: Synthesized;
@@ -46,7 +47,7 @@ describe('the AWS stack realizes shared/topology', () => {
   });
 
   it('has exactly the topology rules: names, patterns and target consumers', () => {
-    expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology));
+    expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology, s.stack));
   });
 
   it('has exactly one function per topology consumer, each a target of some rule', () => {
@@ -74,7 +75,7 @@ describe('the AWS stack realizes shared/topology', () => {
             (d) => d.Name === 'RuleName',
           )?.Value,
       );
-    expect(ruleAlarms.sort()).toEqual(topology.rules.map((r) => r.name).sort());
+    expect(ruleAlarms.sort()).toEqual(topology.rules.map((r) => s.stack.ruleName(r.name)).sort());
   });
 
   it('follows a changed topology: another rule, other targets, other retry figures', () => {
@@ -102,10 +103,10 @@ describe('the AWS stack realizes shared/topology', () => {
     const settings = parseSettings((k) => app.node.tryGetContext(k));
     const stack = new PipelineStack(app, 'Variant', { settings, topology: variant });
     const json = Template.fromStack(stack).toJSON() as Synthesized['json'];
-    expect(realizedRules({ json }, consumerFunctionIds(stack))).toEqual(expected(variant));
+    expect(realizedRules({ json }, consumerFunctionIds(stack))).toEqual(expected(variant, stack));
     const archiveTarget = JSON.stringify(
       resourcesOfType({ json }, 'AWS::Events::Rule').find(
-        ([, r]) => r.Properties?.Name === 'content-withdrawn-archive',
+        ([, r]) => r.Properties?.Name === stack.ruleName('content-withdrawn-archive'),
       ),
     );
     expect(archiveTarget).toContain('"MaximumRetryAttempts":7');

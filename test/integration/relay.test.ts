@@ -72,7 +72,7 @@ describe('relay on real PostgreSQL', () => {
         try {
           return await runRelay(
             { outbox: new OutboxStore(own.db), publisher, owner: `relay-${n}`, settings: testSettings() },
-            { remainingMs: () => 60_000, untilDrained: true },
+            { remainingMs: () => 60_000 },
           );
         } finally {
           await own.close();
@@ -308,7 +308,7 @@ describe('relay on real PostgreSQL', () => {
     });
     const report = await runRelay(
       { outbox: store, publisher: new RecordingPublisher(), owner: 'r', settings },
-      { remainingMs: () => 60_000, untilDrained: true, signal: AbortSignal.abort() },
+      { remainingMs: () => 60_000, signal: AbortSignal.abort() },
     );
     expect(report.rounds).toBe(0);
     expect(report.purged).toBe(120);

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { OpsStatus } from '../../infra/local/ops';
+import type { OpsStatus } from '../../shared/ops/ops-api';
 
 /** A fresh data directory the embedded PostgreSQL (running as `postgres` when root) can use. */
 export function tempDataDir(prefix = 'pipeline-e2e-'): string {
@@ -76,9 +76,9 @@ export function converged(status: OpsStatus, approvals: number): boolean {
   return (
     status.outbox.pending === 0 &&
     status.outbox.dead === 0 &&
-    status.consumers.index.processed >= approvals &&
-    status.consumers.notify.processed >= approvals &&
-    status.consumers.archive.processed >= approvals &&
+    (status.consumers.index.processed ?? 0) >= approvals &&
+    (status.consumers.notify.processed ?? 0) >= approvals &&
+    (status.consumers.archive.processed ?? 0) >= approvals &&
     status.consumers.index.inProgress + status.consumers.index.failed === 0 &&
     status.consumers.notify.inProgress + status.consumers.notify.failed === 0 &&
     status.consumers.archive.inProgress + status.consumers.archive.failed === 0

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type AlarmInputs, evaluateAlarms, type InboxCounts } from '../../infra/local/ops';
+import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
+import type { InboxStatusCounts as InboxCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
 
 const t = topology.alarms;
 const now = new Date('2026-11-30T12:00:00Z');
-const periodMs = topology.relay.scheduleSeconds * 1_000;
+const periodMs = topology.relay.sweepSeconds * 1_000;
+const silentSweeps = t.relaySilentSweeps;
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
 const healthyInbox: InboxCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
@@ -12,7 +14,7 @@ const healthyInbox: InboxCounts = { processed: 10, inProgress: 0, failed: 0, dea
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
 function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
   return {
-    outbox: { pending: 0, delivered: 100, dead: 0, oldestPendingAgeSeconds: 0 },
+    outbox: { pending: 0, delivered: 100, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null },
     consumers: Object.fromEntries(consumerNames.map((c) => [c, healthyInbox])) as Record<
       ConsumerName,
       InboxCounts
@@ -21,7 +23,8 @@ function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
     relayErrors: 0,
     relayLastRunAt: new Date(now.getTime() - 1_000),
     now,
-    startedAt: new Date(now.getTime() - 3_600_000),
+    startedAt: new Date(now.getTime() - 10 * periodMs),
+    sweepMs: periodMs,
     ...overrides,
   };
 }
@@ -95,12 +98,12 @@ describe('evaluateAlarms', () => {
     expect(alarmsIn(evaluateAlarms(healthy({ consumers })))).toEqual([]);
   });
 
-  it('relaySilent alarms after two schedule periods without a run, not at exactly two', () => {
+  it('relaySilent alarms after relaySilentSweeps sweep periods without a run, not at exactly that', () => {
     const lastRun = (msAgo: number) =>
       evaluateAlarms(healthy({ relayLastRunAt: new Date(now.getTime() - msAgo) })).relaySilent;
     expect(lastRun(periodMs)).toBe('OK');
-    expect(lastRun(2 * periodMs)).toBe('OK');
-    expect(lastRun(2 * periodMs + 1)).toBe('ALARM');
+    expect(lastRun(silentSweeps * periodMs)).toBe('OK');
+    expect(lastRun(silentSweeps * periodMs + 1)).toBe('ALARM');
   });
 
   it('relaySilent counts from the start when the relay has not run yet', () => {
@@ -108,8 +111,8 @@ describe('evaluateAlarms', () => {
       evaluateAlarms(healthy({ relayLastRunAt: undefined, startedAt: new Date(now.getTime() - msAgo) }))
         .relaySilent;
     expect(sinceStart(periodMs)).toBe('OK');
-    expect(sinceStart(2 * periodMs)).toBe('OK');
-    expect(sinceStart(2 * periodMs + 1)).toBe('ALARM');
+    expect(sinceStart(silentSweeps * periodMs)).toBe('OK');
+    expect(sinceStart(silentSweeps * periodMs + 1)).toBe('ALARM');
   });
 
   it('relaySilent goes by the last run, not the start, once the relay has run', () => {

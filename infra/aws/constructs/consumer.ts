@@ -3,7 +3,7 @@ import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { consumerEnv } from '../../../shared/consumers/contract';
+import { consumerEnv, consumerServiceName } from '../../../shared/consumers/contract';
 import type { ConsumerName, ConsumerPolicy } from '../../../shared/topology';
 import { DeadLetterQueue } from './dead-letter-queue';
 import type { InboxTable } from './inbox-table';
@@ -26,9 +26,6 @@ export interface ConsumerProps {
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
-
-/** Powertools service name of a consumer function (`consumer-index`, ...). */
-export const consumerServiceName = (name: ConsumerName): string => `consumer-${name}`;
 
 /**
  * One consumer: `functions/consumers/{name}` with the inbox, its effect's resources, and

@@ -1,6 +1,6 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { FlowLogDestination, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
-import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   AuroraPostgresEngineVersion,
@@ -8,19 +8,55 @@ import {
   Credentials,
   DatabaseCluster,
   DatabaseClusterEngine,
+  DatabaseSecret,
 } from 'aws-cdk-lib/aws-rds';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { allFunctionRoles, type FunctionRole, roleName } from '../../../shared/db/roles';
 
-/**
- * How functions reach PostgreSQL, whichever database backs it: the environment
- * `shared/config.ts` reads, and the grant that goes with it.
- */
-export interface PipelineDatabase {
+/** How one function reaches PostgreSQL: the environment `shared/config.ts` reads, and its grant. */
+export interface DatabaseAccess {
   /** `DB_CLUSTER_ARN` + `DB_SECRET_ARN` + `DB_NAME` (Data API) or `DATABASE_URL` (pg). */
   readonly environment: Readonly<Record<string, string>>;
-  /** Lets `grantee` run SQL (Data API calls and reading the secret); nothing for a URL. */
-  grantAccess(grantee: IGrantable): void;
+  /** Lets `grantee` run SQL as this login (Data API calls and reading its secret only); nothing for a URL. */
+  grant(grantee: IGrantable): void;
+}
+
+/**
+ * The database, whichever backs it: one login per function role (`shared/db/roles.ts`) and the
+ * owner's, which migrates the schema and sets the roles' passwords.
+ */
+export interface PipelineDatabase {
+  /** The login of one function's own database role. */
+  access(role: FunctionRole): DatabaseAccess;
+  /** The schema owner: `DB_ROLE_SECRETS` names every role's secret, whose passwords it sets. */
+  readonly owner: DatabaseAccess;
+}
+
+/** The rds-data actions a Data API client calls (docs.aws.amazon.com/rdsdataservice/latest/APIReference). */
+const dataApiActions = [
+  'rds-data:BatchExecuteStatement',
+  'rds-data:BeginTransaction',
+  'rds-data:CommitTransaction',
+  'rds-data:ExecuteStatement',
+  'rds-data:RollbackTransaction',
+];
+
+/**
+ * The Data API reads the caller's secret with the caller's own permissions: the caller needs
+ * the rds-data actions on the cluster and GetSecretValue on that secret, nothing else
+ * (docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/data-api.access.html).
+ */
+function grantDataApi(grantee: IGrantable, cluster: DatabaseCluster, secrets: readonly ISecret[]): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({ actions: dataApiActions, resources: [cluster.clusterArn] }),
+  );
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      resources: secrets.map((s) => s.secretArn),
+    }),
+  );
 }
 
 export interface AuroraDatabaseProps {
@@ -45,10 +81,12 @@ export interface AuroraDatabaseProps {
 export class AuroraDatabase extends Construct implements PipelineDatabase {
   public readonly vpc: Vpc;
   public readonly cluster: DatabaseCluster;
-  /** The generated credentials the Data API authenticates with. */
+  /** The master user's generated credentials: the migrate function's login only. */
   public readonly secret: ISecret;
+  /** One generated login per function role; the migrate function sets each password in PostgreSQL. */
+  public readonly roleSecrets: ReadonlyMap<FunctionRole, ISecret>;
   public readonly databaseName: string;
-  public readonly environment: Readonly<Record<string, string>>;
+  public readonly owner: DatabaseAccess;
 
   constructor(scope: Construct, id: string, props: AuroraDatabaseProps) {
     super(scope, id);
@@ -91,10 +129,39 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
     const secret = this.cluster.secret;
     if (!secret) throw new Error('the cluster was created without a secret');
     this.secret = secret;
-    this.environment = {
+    const roleSecrets = new Map<FunctionRole, ISecret>();
+    for (const role of allFunctionRoles) {
+      // DatabaseSecret's password is printable ASCII without spaces, which setRolePasswords needs.
+      const roleSecret = new DatabaseSecret(this, `Secret-${role}`, { username: roleName(role) });
+      roleSecret.applyRemovalPolicy(removalPolicy);
+      roleSecrets.set(role, roleSecret);
+      Validations.of(roleSecret).acknowledge({
+        id: 'AwsSolutions-SMG4',
+        reason:
+          'Rotation needs a rotation Lambda inside the VPC plus a Secrets Manager endpoint or NAT (cost) in a VPC that is otherwise closed; rotate by putting a new value and redeploying (the migrate custom resource sets every role password from its secret).',
+      });
+    }
+    this.roleSecrets = roleSecrets;
+    const environment = (login: ISecret) => ({
       DB_CLUSTER_ARN: this.cluster.clusterArn,
-      DB_SECRET_ARN: secret.secretArn,
+      DB_SECRET_ARN: login.secretArn,
       DB_NAME: this.databaseName,
+    });
+    this.owner = {
+      environment: {
+        ...environment(secret),
+        DB_ROLE_SECRETS: Stack.of(this).toJsonString(
+          Object.fromEntries([...roleSecrets].map(([role, s]) => [role, s.secretArn])),
+        ),
+      },
+      grant: (grantee) => grantDataApi(grantee, this.cluster, [secret, ...roleSecrets.values()]),
+    };
+    this.accessFor = (role) => {
+      const login = roleSecrets.get(role) as ISecret;
+      return {
+        environment: environment(login),
+        grant: (grantee) => grantDataApi(grantee, this.cluster, [login]),
+      };
     };
 
     Validations.of(this.cluster).acknowledge(
@@ -117,23 +184,27 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
     }
   }
 
-  grantAccess(grantee: IGrantable): void {
-    // The five rds-data actions on this cluster, and GetSecretValue/DescribeSecret on its secret.
-    this.cluster.grantDataApiAccess(grantee);
+  private readonly accessFor: (role: FunctionRole) => DatabaseAccess;
+
+  access(role: FunctionRole): DatabaseAccess {
+    return this.accessFor(role);
   }
 }
 
 /**
  * LocalStack's free tier has no RDS: the functions get a PostgreSQL URL (the pg adapter) and
  * there is nothing to grant. The URL's password sits in the function environment, which is
- * acceptable only for a local emulator.
+ * acceptable only for a local emulator, and every function logs in with it: per-function roles
+ * are enforced on AWS, in the local runtime and in the tests, not on LocalStack.
  */
 export class UrlDatabase implements PipelineDatabase {
-  public readonly environment: Readonly<Record<string, string>>;
+  public readonly owner: DatabaseAccess;
 
   constructor(databaseUrl: string) {
-    this.environment = { DATABASE_URL: databaseUrl };
+    this.owner = { environment: { DATABASE_URL: databaseUrl }, grant: () => {} };
   }
 
-  grantAccess(_grantee: IGrantable): void {}
+  access(_role: FunctionRole): DatabaseAccess {
+    return this.owner;
+  }
 }

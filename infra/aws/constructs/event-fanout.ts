@@ -12,7 +12,10 @@ import type {
 import { DeadLetterQueue } from './dead-letter-queue';
 
 export interface EventFanoutProps {
+  /** The bus's physical name (stage-qualified, so stages deploy side by side). */
   readonly busName: string;
+  /** Gives a topology rule its physical name (stage-qualified); the alarms use the same. */
+  readonly ruleName: (rule: string) => string;
   /** The pipeline's event source: the archive keeps every event from it. */
   readonly source: string;
   readonly rules: readonly RuleSpec[];
@@ -83,7 +86,7 @@ export class EventFanout extends Construct {
     for (const spec of props.rules) {
       const rule = new Rule(this, `Rule-${spec.name}`, {
         eventBus: this.bus,
-        ruleName: spec.name,
+        ruleName: props.ruleName(spec.name),
         description: spec.description,
         eventPattern: toCdkPattern(spec.pattern),
       });

@@ -1,4 +1,4 @@
-import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import {
   Alarm,
   ComparisonOperator,
@@ -9,14 +9,14 @@ import {
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
-import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { consumerMetricNames } from '../../../shared/consumers/contract';
+import { consumerMetricNames, inboxGaugeMetricNames } from '../../../shared/consumers/contract';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 
@@ -24,6 +24,8 @@ import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 export interface PipelineMetricDimensions {
   readonly relay: Readonly<Record<string, string>>;
   readonly consumer: (name: ConsumerName) => Readonly<Record<string, string>>;
+  /** The inbox gauges' dimensions for one consumer. */
+  readonly inboxGauge: (name: ConsumerName) => Readonly<Record<string, string>>;
 }
 
 /** A queue that must stay empty, with a short name for its alarm. */
@@ -37,12 +39,14 @@ export interface PipelineAlarmsProps {
   readonly thresholds: AlarmThresholds;
   readonly dimensions: PipelineMetricDimensions;
   readonly relayFunction: IFunction;
+  /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
+  readonly relaySweep: Duration;
   readonly consumers: readonly ConsumerName[];
   /** Every rule-target DLQ and every on-failure destination. */
   readonly queues: readonly WatchedQueue[];
   readonly bus: IEventBus;
-  /** The names of the bus's rules, as the topology names them (rules are created with these names). */
-  readonly rules: readonly string[];
+  /** The bus's rules: the topology's name (the alarm's) and the physical name EventBridge reports. */
+  readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   /** Subscribed by email when given (the owner confirms the subscription). */
   readonly email?: string;
   /** Of the topic's KMS key: a retained key goes on costing $1/month after `cdk destroy`. */
@@ -67,6 +71,17 @@ export class PipelineMetrics {
       dimensionsMap: { ...this.dimensions.relay },
       statistic,
       period: this.period,
+    });
+  }
+
+  /** A consumer's DEAD-records gauge, as the inbox gauges function emits it every gauge period. */
+  inboxDeadGauge(consumer: ConsumerName): Metric {
+    return new Metric({
+      namespace: metricsNamespace,
+      metricName: inboxGaugeMetricNames.dead,
+      dimensionsMap: { ...this.dimensions.inboxGauge(consumer) },
+      statistic: Stats.MAXIMUM,
+      period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
     });
   }
 
@@ -101,14 +116,21 @@ export class PipelineMetrics {
 
 /**
  * Every way an event can be late or lost, alarmed to one SNS topic: the oldest pending outbox
- * event (missing data breaches, so a relay that stopped reporting alarms too), dead outbox
- * events, relay errors, each consumer's dead inbox records, every DLQ and on-failure queue
- * that is not empty, and each rule's failed invocations. Thresholds come from the topology.
+ * event, a relay that stopped reporting (missing data breaches), dead outbox events, relay
+ * errors, each consumer's dead inbox records, every DLQ and on-failure queue that is not empty,
+ * and each rule's failed invocations. Thresholds come from the topology.
+ *
+ * Gauges that are sent only now and then (the relay reports after each run, an idle pipeline is
+ * swept hourly; the inbox gauges every few minutes; SQS stops sending an idle queue's metrics)
+ * keep their alarm's state between data points (missing data ignored): an alarm about dead
+ * records or queued messages stays in ALARM until a point below the threshold arrives, that is
+ * until someone redrove or discarded them.
  */
 export class PipelineAlarms extends Construct {
   public readonly topic: Topic;
   public readonly metrics: PipelineMetrics;
   public readonly oldestPendingAge: Alarm;
+  public readonly relaySilent: Alarm;
   public readonly outboxDead: Alarm;
   public readonly relayErrors: Alarm;
   public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
@@ -122,6 +144,22 @@ export class PipelineAlarms extends Construct {
     const prefix = Stack.of(this).stackName;
     this.metrics = new PipelineMetrics(t, props.dimensions);
 
+    // CloudWatch may use the key and publish to the topic for this stack's alarms only: the
+    // confused-deputy conditions of docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
+    // (a topic policy replaces SNS's default policy, so without this statement nothing may publish).
+    const stack = Stack.of(this);
+    const cloudwatch = new ServicePrincipal('cloudwatch.amazonaws.com');
+    const ourAlarms = {
+      StringEquals: { 'aws:SourceAccount': stack.account },
+      ArnLike: {
+        'aws:SourceArn': stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: `${prefix}-*`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
+    };
     // CloudWatch cannot publish to a topic under the AWS managed SNS key: a key of our own
     // whose policy lets CloudWatch use it.
     const key = new Key(this, 'TopicKey', {
@@ -130,12 +168,28 @@ export class PipelineAlarms extends Construct {
       removalPolicy: props.removalPolicy,
       pendingWindow: Duration.days(7),
     });
-    key.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [cloudwatch],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: ourAlarms,
+      }),
+    );
     this.topic = new Topic(this, 'Topic', {
       displayName: 'Content pipeline alarms',
       masterKey: key,
       enforceSSL: true,
     });
+    this.topic.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'CloudWatchAlarmsOfThisStack',
+        principals: [cloudwatch],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: ourAlarms,
+      }),
+    );
     if (props.email) {
       const subscription = this.topic.addSubscription(new EmailSubscription(props.email));
       Validations.of(subscription).acknowledge({
@@ -152,7 +206,12 @@ export class PipelineAlarms extends Construct {
       description: string,
       metric: IMetric,
       threshold: number,
-      opts: { comparison?: ComparisonOperator; evaluationPeriods?: number; missing?: TreatMissingData } = {},
+      opts: {
+        comparison?: ComparisonOperator;
+        evaluationPeriods?: number;
+        datapointsToAlarm?: number;
+        missing?: TreatMissingData;
+      } = {},
     ): Alarm => {
       const a = new Alarm(this, alarmId, {
         alarmName: `${prefix}-${alarmId}`,
@@ -161,6 +220,7 @@ export class PipelineAlarms extends Construct {
         threshold,
         comparisonOperator: opts.comparison ?? ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: opts.evaluationPeriods ?? 1,
+        datapointsToAlarm: opts.datapointsToAlarm,
         treatMissingData: opts.missing ?? TreatMissingData.NOT_BREACHING,
       });
       a.addAlarmAction(action);
@@ -171,12 +231,24 @@ export class PipelineAlarms extends Construct {
 
     this.oldestPendingAge = alarm(
       'oldest-pending-age',
-      `An outbox event has waited more than ${t.oldestPendingAgeSeconds} s, or the relay stopped reporting (missing data breaches).`,
+      `An outbox event has waited more than ${t.oldestPendingAgeSeconds} s (the relay reports after every run; between runs the alarm keeps its state).`,
       this.metrics.relay('oldestPendingAge'),
       t.oldestPendingAgeSeconds,
       {
         comparison: ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: t.evaluationPeriods,
+        datapointsToAlarm: t.datapointsToAlarm,
+        missing: TreatMissingData.IGNORE,
+      },
+    );
+    this.relaySilent = alarm(
+      'relay-silent',
+      `The outbox relay has not reported for ${t.relaySilentSweeps} sweep periods: it stopped running (missing data breaches).`,
+      this.metrics.relay('oldestPendingAge', Stats.SAMPLE_COUNT).with({ period: props.relaySweep }),
+      1,
+      {
+        comparison: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: t.relaySilentSweeps,
         missing: TreatMissingData.BREACHING,
       },
     );
@@ -185,6 +257,7 @@ export class PipelineAlarms extends Construct {
       'Outbox events are dead (never published): inspect and redrive with the ops CLI.',
       this.metrics.relay('dead'),
       t.deadEvents,
+      { missing: TreatMissingData.IGNORE },
     );
     this.relayErrors = alarm(
       'relay-errors',
@@ -199,9 +272,10 @@ export class PipelineAlarms extends Construct {
         consumer,
         alarm(
           `inbox-dead-${consumer}`,
-          `The ${consumer} consumer gave up on events (inbox records went DEAD).`,
-          this.metrics.consumer(consumer, 'dead'),
+          `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
+          this.metrics.inboxDeadGauge(consumer),
           t.consumerDeadRecords,
+          { missing: TreatMissingData.IGNORE },
         ),
       );
     }
@@ -216,19 +290,20 @@ export class PipelineAlarms extends Construct {
           `Undelivered events are waiting in ${name}.`,
           this.metrics.queueDepth(queue),
           t.dlqMessages,
+          { missing: TreatMissingData.IGNORE },
         ),
       );
     }
     this.queueNotEmpty = queueNotEmpty;
 
     const ruleFailed = new Map<string, Alarm>();
-    for (const name of props.rules) {
+    for (const { name, physicalName } of props.rules) {
       ruleFailed.set(
         name,
         alarm(
           `rule-failed-invocations-${name}`,
-          `EventBridge rule ${name} failed to invoke a target (see its DLQs).`,
-          this.metrics.rule(props.bus, name, 'FailedInvocations'),
+          `EventBridge rule ${physicalName} failed to invoke a target (see its DLQs).`,
+          this.metrics.rule(props.bus, physicalName, 'FailedInvocations'),
           t.failedInvocations,
         ),
       );

@@ -23,7 +23,7 @@ export interface PipelineDashboardProps {
   readonly consumers: readonly { readonly name: ConsumerName; readonly function: IFunction }[];
   readonly queues: readonly WatchedQueue[];
   readonly bus: IEventBus;
-  readonly rules: readonly string[];
+  readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   readonly api: RestApi;
   readonly alarms: readonly Alarm[];
 }
@@ -121,8 +121,8 @@ export class PipelineDashboard extends Construct {
         width,
         height,
         left: props.rules.flatMap((rule) => [
-          m.rule(props.bus, rule, 'Invocations').with({ label: `${rule} invocations` }),
-          m.rule(props.bus, rule, 'FailedInvocations').with({ label: `${rule} failed` }),
+          m.rule(props.bus, rule.physicalName, 'Invocations').with({ label: `${rule.name} invocations` }),
+          m.rule(props.bus, rule.physicalName, 'FailedInvocations').with({ label: `${rule.name} failed` }),
         ]),
       }),
     );
@@ -132,7 +132,12 @@ export class PipelineDashboard extends Construct {
       consumerGraph('Consumers: failed attempts', 'failed'),
     );
     this.dashboard.addWidgets(
-      consumerGraph('Consumers: dead records', 'dead'),
+      new GraphWidget({
+        title: 'Consumers: DEAD records in the inbox',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxDeadGauge(c.name).with({ label: c.name })),
+      }),
       consumerGraph('Consumers: poison events', 'poison'),
       new GraphWidget({
         title: 'Consumer functions: errors',

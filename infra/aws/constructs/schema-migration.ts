@@ -5,11 +5,12 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Provider } from 'aws-cdk-lib/custom-resources';
 import { Construct, type IDependable } from 'constructs';
 import { migrations } from '../../../shared/db/migrations/index';
-import type { PipelineDatabase } from './database';
+import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
 
 export interface SchemaMigrationProps {
-  readonly database: PipelineDatabase;
+  /** The schema owner's login: it migrates and sets every function role's password. */
+  readonly database: DatabaseAccess;
   /** What must exist before migrating (the cluster and its writer instance). */
   readonly dependsOn?: IDependable;
   readonly logRetention: RetentionDays;
@@ -46,7 +47,7 @@ export class SchemaMigration extends Construct {
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
-    props.database.grantAccess(this.function);
+    props.database.grant(this.function);
 
     this.provider = new Provider(this, 'Provider', {
       onEventHandler: this.function,

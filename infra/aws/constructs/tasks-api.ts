@@ -1,4 +1,4 @@
-import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   AuthorizationType,
@@ -9,6 +9,7 @@ import {
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
+  type RequestValidator,
   type Resource,
   ResponseType,
   RestApi,
@@ -18,11 +19,14 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { tasksApiRoutes } from '../../../shared/tasks/tasks-api';
-import type { PipelineDatabase } from './database';
+import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
 
 export interface TasksApiProps {
-  readonly database: PipelineDatabase;
+  /** The tasks API's own database role (`functionRoles.tasksApi`). */
+  readonly database: DatabaseAccess;
+  /** The REST API's name (stage-qualified, so stages deploy side by side). */
+  readonly apiName: string;
   /** The relay the API nudges after each commit (`RELAY_FUNCTION_NAME`). */
   readonly relayFunction: IFunction;
   /** Steady-state requests per second for the whole stage. @default 20 */
@@ -64,6 +68,16 @@ const bodyModelOf: Readonly<Record<string, keyof typeof bodySchemas>> = {
   'POST /tasks/{taskId}/withdraw': 'withdraw',
 };
 
+/** Routes of a proxy-integrated API: each method needs IAM and is validated, path parameters required. */
+export interface ProxyRoutes {
+  readonly routes: readonly { readonly resource: string; readonly method: string }[];
+  readonly function: IFunction;
+  /** The JSON schema of a route's body, by `METHOD /resource`. */
+  readonly bodies?: Readonly<Record<string, JsonSchema>>;
+  /** Query string parameters a route reads (optional ones), by `METHOD /resource`. */
+  readonly queryParameters?: Readonly<Record<string, readonly string[]>>;
+}
+
 /**
  * The tasks API: an API Gateway REST API (LocalStack's free tier has REST, not HTTP APIs)
  * whose every method needs IAM (SigV4) authorization, validates its request, is throttled
@@ -88,7 +102,7 @@ export class TasksApi extends Construct {
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
-    props.database.grantAccess(this.function);
+    props.database.grant(this.function);
     // The nudge invokes the unqualified function by name: no version or alias wildcard needed.
     this.function.addToRolePolicy(
       new PolicyStatement({
@@ -102,11 +116,15 @@ export class TasksApi extends Construct {
       removalPolicy: props.removalPolicy,
     });
     this.api = new RestApi(this, 'Api', {
-      restApiName: 'content-pipeline-tasks',
-      description: 'Content pipeline tasks API (IAM-authorized)',
+      restApiName: props.apiName,
+      description: 'Content pipeline tasks and ops API (IAM-authorized)',
       endpointTypes: [EndpointType.REGIONAL],
-      // Execution logging needs the account-level API Gateway CloudWatch role.
+      // Execution and access logging need the account-level API Gateway CloudWatch role, which a
+      // fresh account lacks. It is one setting per account and region, shared by every stage:
+      // each stage sets it to a role of its own and RETAINS both on destroy, so destroying one
+      // stage never leaves the other pointing at a deleted role.
       cloudWatchRole: true,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: 'v1',
         throttlingRateLimit: props.throttlingRateLimit ?? 20,
@@ -131,35 +149,17 @@ export class TasksApi extends Construct {
       });
     }
 
-    const validator = this.api.addRequestValidator('Validator', {
+    this.validator = this.api.addRequestValidator('Validator', {
       validateRequestBody: true,
       validateRequestParameters: true,
     });
-    const models = new Map<string, IModel>();
-    const modelFor = (name: keyof typeof bodySchemas): IModel => {
-      let model = models.get(name);
-      if (!model) {
-        model = this.api.addModel(`${name}Body`, {
-          contentType: 'application/json',
-          schema: { type: JsonSchemaType.OBJECT, additionalProperties: false, ...bodySchemas[name] },
-        });
-        models.set(name, model);
-      }
-      return model;
-    };
-
-    const integration = new LambdaIntegration(this.function, { proxy: true, allowTestInvoke: false });
-    for (const route of tasksApiRoutes) {
-      const resource = this.resourceAt(route.resource);
-      const pathParams = [...route.resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      const model = bodyModelOf[`${route.method} ${route.resource}`];
-      resource.addMethod(route.method, integration, {
-        authorizationType: AuthorizationType.IAM,
-        requestValidator: validator,
-        requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
-        requestModels: model ? { 'application/json': modelFor(model) } : undefined,
-      });
-    }
+    this.addRoutes({
+      routes: tasksApiRoutes,
+      function: this.function,
+      bodies: Object.fromEntries(
+        Object.entries(bodyModelOf).map(([route, name]) => [route, bodySchemas[name]]),
+      ),
+    });
 
     Validations.of(this.api).acknowledge(
       {
@@ -196,6 +196,49 @@ export class TasksApi extends Construct {
   /** The API's URL, stage included (`https://{id}.execute-api.{region}.amazonaws.com/v1/`). */
   get url(): string {
     return this.api.url;
+  }
+
+  private readonly validator: RequestValidator;
+  private readonly models = new Map<string, IModel>();
+
+  /**
+   * Adds routes proxied to `routes.function` (the ops API uses this too, on the same API):
+   * every method IAM-authorized, its path parameters required, its body checked against its
+   * JSON schema (no stricter than the function's own zod schemas, which still answer the
+   * field-by-field 400).
+   */
+  addRoutes(routes: ProxyRoutes): void {
+    const integration = new LambdaIntegration(routes.function, { proxy: true, allowTestInvoke: false });
+    for (const route of routes.routes) {
+      const key = `${route.method} ${route.resource}`;
+      const resource = this.resourceAt(route.resource);
+      const pathParams = [...route.resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const body = routes.bodies?.[key];
+      resource.addMethod(route.method, integration, {
+        authorizationType: AuthorizationType.IAM,
+        requestValidator: this.validator,
+        requestParameters: {
+          ...Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
+          ...Object.fromEntries(
+            (routes.queryParameters?.[key] ?? []).map((q) => [`method.request.querystring.${q}`, false]),
+          ),
+        },
+        requestModels: body ? { 'application/json': this.modelFor(key, body) } : undefined,
+      });
+    }
+  }
+
+  private modelFor(route: string, schema: JsonSchema): IModel {
+    const name = route.replace(/[^A-Za-z0-9]/g, '');
+    let model = this.models.get(name);
+    if (!model) {
+      model = this.api.addModel(`${name}Body`, {
+        contentType: 'application/json',
+        schema: { type: JsonSchemaType.OBJECT, additionalProperties: false, ...schema },
+      });
+      this.models.set(name, model);
+    }
+    return model;
   }
 
   private resourceAt(path: string): Resource {

@@ -1,0 +1,35 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { createSqlClient, parseConfig } from '../../shared/config';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
+import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
+import { SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { createOpsApi } from '../../shared/ops/ops-api';
+import { parseOpsConfig } from '../../shared/ops/ops-config';
+import { LambdaRelayNudger } from '../../shared/tasks/relay-nudger';
+
+// Module scope: a bad environment fails the cold start; clients are built once per container.
+const config = parseConfig();
+const ops = parseOpsConfig();
+const logger = new Logger({ serviceName: 'ops-api' });
+const lambda = new LambdaClient({});
+const redelivery = new LambdaRedelivery(lambda, ops.consumerFunctions);
+
+/** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
+export const handler = createOpsApi({
+  db: createSqlClient(config),
+  inbox: new DynamoInboxStore(new DynamoDBClient({}), { tableName: ops.inboxTable }),
+  deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery),
+  redelivery,
+  health: new CloudWatchHealth(new CloudWatchClient({}), {
+    alarmPrefix: ops.alarmPrefix,
+    relayFunctionName: ops.relayFunctionName,
+  }),
+  nudger: new LambdaRelayNudger({ client: lambda, functionName: ops.relayFunctionName }),
+  logger,
+}).use(injectLambdaContext(logger, { resetKeys: true }));

@@ -1,0 +1,149 @@
+import { ArnFormat, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { JsonSchemaType } from 'aws-cdk-lib/aws-apigateway';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { DeadLetterQueueRef } from '../../../shared/ops/adapters/aws/sqs-dead-letters';
+import { opsApiRoutes } from '../../../shared/ops/ops-api';
+import { opsEnv } from '../../../shared/ops/ops-config';
+import type { ConsumerName } from '../../../shared/topology';
+import type { DatabaseAccess } from './database';
+import type { DeadLetterQueue } from './dead-letter-queue';
+import type { InboxTable } from './inbox-table';
+import { PipelineFunction } from './pipeline-function';
+import type { TasksApi } from './tasks-api';
+
+/** A queue the ops API reads and redrives, with whom its messages are for. */
+export interface OpsQueue {
+  readonly queue: DeadLetterQueue;
+  readonly consumer: ConsumerName;
+  /** The rule whose target DLQ it is, or `on-failure`. */
+  readonly rule: string;
+}
+
+export interface OpsApiProps {
+  /** The REST API the tasks API is on: the ops routes go on the same one, behind IAM. */
+  readonly api: TasksApi;
+  /** The ops API's own database role (`functionRoles.ops`). */
+  readonly database: DatabaseAccess;
+  readonly inbox: InboxTable;
+  readonly queues: readonly OpsQueue[];
+  readonly consumerFunctions: Readonly<Record<ConsumerName, IFunction>>;
+  readonly relayFunction: IFunction;
+  /** Every alarm of the stack starts with it; `DescribeAlarms` is granted on those alarms only. */
+  readonly alarmPrefix: string;
+  readonly logRetention: RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+const redriveBody = {
+  properties: {
+    eventId: { type: JsonSchemaType.STRING },
+    all: { type: JsonSchemaType.BOOLEAN },
+    consumer: { type: JsonSchemaType.STRING },
+  },
+};
+
+/**
+ * The ops API on AWS: the same handler (`shared/ops/ops-api.ts`) and routes as the local
+ * runtime's, on the tasks API's REST API with IAM authorization on every method. The function
+ * reads the database as the ops role, the inbox through its sparse index, the rule DLQs and
+ * on-failure queues, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
+ * relay) and deletes a queued message only once the invoke was accepted.
+ */
+export class OpsApi extends Construct {
+  public readonly function: PipelineFunction;
+
+  constructor(scope: Construct, id: string, props: OpsApiProps) {
+    super(scope, id);
+    const queues: DeadLetterQueueRef[] = props.queues.map((q) => ({
+      url: q.queue.queueUrl,
+      consumer: q.consumer,
+      rule: q.rule,
+    }));
+    const stack = Stack.of(this);
+    this.function = new PipelineFunction(this, 'Function', {
+      entry: 'functions/ops-api/handler.ts',
+      serviceName: 'ops-api',
+      description: 'Ops API: status, traces, dead lists and redrive',
+      environment: {
+        ...props.database.environment,
+        [opsEnv.inboxTable]: props.inbox.table.tableName,
+        [opsEnv.alarmPrefix]: props.alarmPrefix,
+        [opsEnv.relayFunction]: props.relayFunction.functionName,
+        [opsEnv.consumerFunctions]: stack.toJsonString(
+          Object.fromEntries(Object.entries(props.consumerFunctions).map(([c, f]) => [c, f.functionName])),
+        ),
+        [opsEnv.deadLetterQueues]: stack.toJsonString(queues),
+      },
+      memorySize: 512,
+      // A list receives from every queue with a 1 s long poll; a resuming Aurora takes tens of seconds.
+      timeout: Duration.seconds(29),
+      logRetention: props.logRetention,
+      removalPolicy: props.removalPolicy,
+    });
+    props.database.grant(this.function);
+    props.inbox.grantOps(this.function);
+    for (const q of props.queues) {
+      this.function.addToRolePolicy(
+        new PolicyStatement({
+          actions: [
+            'sqs:ReceiveMessage',
+            'sqs:DeleteMessage',
+            'sqs:ChangeMessageVisibility',
+            'sqs:GetQueueAttributes',
+          ],
+          resources: [q.queue.queueArn],
+        }),
+      );
+    }
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [
+          props.relayFunction.functionArn,
+          ...Object.values(props.consumerFunctions).map((f) => f.functionArn),
+        ],
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['cloudwatch:DescribeAlarms'],
+        resources: [
+          stack.formatArn({
+            service: 'cloudwatch',
+            resource: 'alarm',
+            resourceName: `${props.alarmPrefix}*`,
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        ],
+      }),
+    );
+    // GetMetricData has no resource-level permissions: "*" is the only resource it takes.
+    this.function.addToRolePolicy(
+      new PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }),
+    );
+
+    props.api.addRoutes({
+      routes: opsApiRoutes,
+      function: this.function,
+      bodies: Object.fromEntries(
+        opsApiRoutes
+          .filter((r) => r.method === 'POST')
+          .map((r) => [`${r.method} ${r.resource}`, redriveBody]),
+      ),
+      queryParameters: { 'GET /ops/events': ['limit'] },
+    });
+
+    const sync = 'Invoked synchronously by API Gateway only; the caller sees every failure.';
+    Validations.of(this.function).acknowledge(
+      { id: 'Serverless-LambdaAsyncFailureDestination', reason: sync },
+      { id: 'Serverless-LambdaDLQ', reason: sync },
+    );
+    Validations.of(this.function.role as unknown as Construct).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:${props.alarmPrefix}*]`,
+      reason: 'DescribeAlarms on this stack’s alarms only: their names all start with the stack name.',
+    });
+  }
+}

@@ -1,0 +1,213 @@
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { ConsumerName } from '../../../topology';
+import type { ConsumerRedelivery, DeadLetter, DeadLetterStore } from '../../ops-ports';
+
+/** The kind of queue an on-failure destination is, as `DeadLetterQueueRef.rule` names it. */
+export const onFailureRule = 'on-failure';
+
+/** A queue that holds undeliverable events for one consumer: a rule target's DLQ or the consumer's on-failure destination. */
+export interface DeadLetterQueueRef {
+  readonly url: string;
+  readonly consumer: ConsumerName;
+  /** The rule whose target DLQ this is, or `on-failure`. */
+  readonly rule: string;
+}
+
+export interface SqsDeadLettersOptions {
+  /** How long a listed message stays hidden while the list is read; released at once after. @default 5 */
+  readonly listVisibilitySeconds?: number;
+  /** How long a message being redriven stays hidden: longer than one invoke. @default 30 */
+  readonly redriveVisibilitySeconds?: number;
+  /** Receives per queue per list or redrive, 10 messages each. @default 10 */
+  readonly maxReceivesPerQueue?: number;
+}
+
+interface Received {
+  readonly queue: DeadLetterQueueRef;
+  readonly message: Message;
+  readonly letter: DeadLetter | undefined;
+}
+
+/**
+ * The bus's dead letters on AWS: every rule target DLQ and every consumer's on-failure queue.
+ *
+ * SQS cannot be read without receiving, so a list receives each queue's messages under a short
+ * visibility timeout and releases them right after. A redrive receives until it finds the
+ * event's messages, re-invokes the consumer with each stored event (asynchronously, as
+ * EventBridge does), and deletes a message only after Lambda accepted that invoke: a failed
+ * invoke leaves the message where it was.
+ *
+ * A rule DLQ message is the event itself, with the error in message attributes; an on-failure
+ * message is Lambda's invocation record, the event in `requestPayload`. Both are read here
+ * (docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html,
+ * docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+ */
+export class SqsDeadLetters implements DeadLetterStore {
+  private readonly listVisibility: number;
+  private readonly redriveVisibility: number;
+  private readonly maxReceives: number;
+
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly queues: readonly DeadLetterQueueRef[],
+    private readonly redelivery: ConsumerRedelivery,
+    options: SqsDeadLettersOptions = {},
+  ) {
+    this.listVisibility = options.listVisibilitySeconds ?? 5;
+    this.redriveVisibility = options.redriveVisibilitySeconds ?? 30;
+    this.maxReceives = options.maxReceivesPerQueue ?? 10;
+  }
+
+  async count(): Promise<number> {
+    const counts = await Promise.all(
+      this.queues.map(async (q) => {
+        const out = await this.sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: q.url,
+            AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+          }),
+        );
+        const a = out.Attributes ?? {};
+        return (
+          Number(a.ApproximateNumberOfMessages ?? 0) + Number(a.ApproximateNumberOfMessagesNotVisible ?? 0)
+        );
+      }),
+    );
+    return counts.reduce((n, c) => n + c, 0);
+  }
+
+  async list(limit: number): Promise<readonly DeadLetter[]> {
+    const letters: DeadLetter[] = [];
+    for (const queue of this.queues) {
+      if (letters.length >= limit) break;
+      const received = await this.receiveAll(queue, this.listVisibility, limit - letters.length);
+      await this.release(queue, received);
+      for (const r of received) if (r.letter) letters.push(r.letter);
+    }
+    return letters.slice(0, limit);
+  }
+
+  async redrive(id: string, consumer?: ConsumerName): Promise<number> {
+    let redriven = 0;
+    for (const queue of this.queues) {
+      if (consumer && queue.consumer !== consumer) continue;
+      const received = await this.receiveAll(queue, this.redriveVisibility, Number.POSITIVE_INFINITY);
+      const matching = received.filter((r) => r.letter?.id === id);
+      await this.release(
+        queue,
+        received.filter((r) => !matching.includes(r)),
+      );
+      try {
+        for (const r of matching) {
+          await this.redelivery.redeliver(queue.consumer, r.letter?.event);
+          await this.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: r.message.ReceiptHandle }),
+          );
+          redriven++;
+        }
+      } catch (err) {
+        // What is not yet redriven becomes visible again at once; the error is the caller's 500.
+        await this.release(queue, matching).catch(() => undefined);
+        throw err;
+      }
+    }
+    return redriven;
+  }
+
+  /** Receives up to `max` messages of `queue`, each hidden for `visibility` seconds. */
+  private async receiveAll(queue: DeadLetterQueueRef, visibility: number, max: number): Promise<Received[]> {
+    const out: Received[] = [];
+    const seen = new Set<string>();
+    for (let i = 0; i < this.maxReceives && out.length < max; i++) {
+      const page = await this.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queue.url,
+          MaxNumberOfMessages: 10,
+          VisibilityTimeout: visibility,
+          // Long polling asks every SQS server, so a small queue is read whole; 1 s keeps a list fast.
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ['SentTimestamp', 'ApproximateReceiveCount'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      const messages = (page.Messages ?? []).filter((m) => m.MessageId && !seen.has(m.MessageId));
+      if (messages.length === 0) break;
+      for (const message of messages) {
+        seen.add(message.MessageId as string);
+        out.push({ queue, message, letter: toDeadLetter(queue, message) });
+      }
+    }
+    return out;
+  }
+
+  /** Makes received messages visible again at once. */
+  private async release(queue: DeadLetterQueueRef, received: readonly Received[]): Promise<void> {
+    for (let i = 0; i < received.length; i += 10) {
+      const batch = received.slice(i, i + 10);
+      await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queue.url,
+          Entries: batch.map((r, n) => ({
+            Id: String(n),
+            ReceiptHandle: r.message.ReceiptHandle,
+            VisibilityTimeout: 0,
+          })),
+        }),
+      );
+    }
+  }
+}
+
+/** Reads one DLQ or on-failure message; undefined when its body is no event we know. */
+export function toDeadLetter(queue: DeadLetterQueueRef, message: Message): DeadLetter | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(message.Body ?? '');
+  } catch {
+    return undefined;
+  }
+  if (typeof body !== 'object' || body === null) return undefined;
+  const sentAt = Number(message.Attributes?.SentTimestamp);
+  const deadAt = Number.isFinite(sentAt) ? new Date(sentAt).toISOString() : new Date(0).toISOString();
+  const record = body as {
+    requestPayload?: unknown;
+    requestContext?: { condition?: string; approximateInvokeCount?: number };
+    responsePayload?: { errorMessage?: string; errorType?: string } | null;
+    timestamp?: string;
+  };
+  if (record.requestContext && 'requestPayload' in record) {
+    const event = record.requestPayload as { id?: unknown } | null;
+    if (typeof event?.id !== 'string') return undefined;
+    const response = record.responsePayload;
+    return {
+      id: event.id,
+      consumer: queue.consumer,
+      rule: queue.rule,
+      attempts: record.requestContext.approximateInvokeCount ?? 0,
+      error: response?.errorMessage
+        ? `${response.errorType ?? 'Error'}: ${response.errorMessage}`
+        : (record.requestContext.condition ?? 'unknown'),
+      deadAt: record.timestamp ?? deadAt,
+      event,
+    };
+  }
+  const event = body as { id?: unknown };
+  if (typeof event.id !== 'string') return undefined;
+  const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+  return {
+    id: event.id,
+    consumer: queue.consumer,
+    rule: queue.rule,
+    attempts: Number(attribute('RETRY_ATTEMPTS') ?? 0),
+    error: [attribute('ERROR_CODE'), attribute('ERROR_MESSAGE')].filter(Boolean).join(': ') || 'unknown',
+    deadAt,
+    event,
+  };
+}

@@ -1,0 +1,360 @@
+import middy, { type MiddyfiedHandler } from '@middy/core';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
+import { z } from 'zod';
+import type { SqlClient } from '../db/sql-client';
+import { HttpError, toFieldErrors, validationError } from '../http/http-error';
+import { type ErrorLogger, httpErrors } from '../http/http-errors';
+import { type JsonBodyEvent, jsonBody } from '../http/json-body';
+import { jsonResponse } from '../http/responses';
+import { createRouter, type RouteSpec } from '../http/router';
+import { isInboxError } from '../inbox/errors';
+import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
+import { inboxSettingsFor } from '../inbox/settings';
+import { type DeadEvent, type OutboxStats, OutboxStore } from '../outbox/outbox-store';
+import type { RelayNudger } from '../tasks/relay-nudger';
+import { type ConsumerName, topology } from '../topology';
+import type {
+  AlarmState,
+  ConsumerRedelivery,
+  DeadLetter,
+  DeadLetterStore,
+  EffectCounts,
+  InboxStatusCounts,
+  PipelineHealth,
+  RelayHealth,
+} from './ops-ports';
+import { latestEvents, maxEventsLimit, taskCounts, taskEvents, taskExists } from './ops-queries';
+
+/** `GET /ops/status`: the figures the alarms watch, and the alarms themselves. */
+export interface OpsStatus {
+  readonly tasks: Record<string, number>;
+  readonly outbox: OutboxStats;
+  readonly consumers: Record<ConsumerName, InboxStatusCounts>;
+  /** What the effects did; null where the realization cannot count it cheaply (AWS). */
+  readonly effects: EffectCounts | null;
+  readonly deadLetters: number;
+  readonly alarms: Record<string, AlarmState>;
+  readonly relay: RelayHealth;
+}
+
+/** One consumer's inbox state for an event, as a task's trace shows it. */
+export interface TraceEntry {
+  readonly status: string;
+  readonly attempts: number;
+  readonly lastError: string | null;
+  readonly updatedAt: string;
+}
+
+/** The logging the ops API does; a Powertools Logger fits. */
+export interface OpsApiLogger extends ErrorLogger {
+  warn(message: string, ...extra: unknown[]): void;
+}
+
+/** Everything the ops API reads and changes, injected so Lambda, the local runtime and tests share one API. */
+export interface OpsApiDeps {
+  /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
+  readonly db: SqlClient;
+  /** The consumers' inbox (one table, keyed by consumer). */
+  readonly inbox: InboxStore;
+  readonly deadLetters: DeadLetterStore;
+  readonly redelivery: ConsumerRedelivery;
+  readonly health: PipelineHealth;
+  /** Woken after an outbox redrive, so the events go out now rather than at the next sweep. */
+  readonly nudger: RelayNudger;
+  readonly logger: OpsApiLogger;
+  /** Local only: counts of what the effects did (their files and tables). */
+  readonly effects?: () => Promise<EffectCounts>;
+  /** Local only: PROCESSED records per consumer (a Query of the partition, fine for a local store). */
+  readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
+  readonly clock?: () => number;
+}
+
+/** The ops API as one callable: an API Gateway REST proxy event in, a proxy result out. */
+export type OpsApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Error, Context>;
+
+type RouteName =
+  | 'status'
+  | 'events'
+  | 'outboxDead'
+  | 'outboxRedrive'
+  | 'inboxDead'
+  | 'inboxRedrive'
+  | 'deadLetters'
+  | 'deadLettersRedrive'
+  | 'trace';
+
+const routes: readonly RouteSpec<RouteName>[] = [
+  { resource: '/ops/status', method: 'GET', name: 'status' },
+  { resource: '/ops/events', method: 'GET', name: 'events' },
+  { resource: '/ops/outbox/dead', method: 'GET', name: 'outboxDead' },
+  { resource: '/ops/outbox/dead/redrive', method: 'POST', name: 'outboxRedrive' },
+  { resource: '/ops/inbox/{consumer}/dead', method: 'GET', name: 'inboxDead' },
+  { resource: '/ops/inbox/{consumer}/dead/redrive', method: 'POST', name: 'inboxRedrive' },
+  { resource: '/ops/dead-letters', method: 'GET', name: 'deadLetters' },
+  { resource: '/ops/dead-letters/redrive', method: 'POST', name: 'deadLettersRedrive' },
+  { resource: '/ops/tasks/{taskId}/trace', method: 'GET', name: 'trace' },
+];
+
+/** The paths the ops API serves: the CDK builds its API Gateway resources from this table. */
+export const opsApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
+
+/** The largest lists the API returns in one answer (a Lambda response holds 6 MB; stored events go along). */
+export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50 } as const;
+
+const resolveRoute = createRouter(routes);
+const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+
+const redriveAll = z.strictObject({ all: z.literal(true) });
+const outboxRedriveBody = z.union([z.strictObject({ eventId: z.uuid('must be a UUID') }), redriveAll]);
+const inboxRedriveBody = z.union([z.strictObject({ eventId: z.string().min(1).max(1024) }), redriveAll]);
+const consumerField = z.enum(consumerNames as [ConsumerName, ...ConsumerName[]]);
+const deadLetterRedriveBody = z.union([
+  z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
+  redriveAll,
+]);
+const eventsLimit = z
+  .string()
+  .regex(/^\d+$/, `must be an integer from 1 to ${maxEventsLimit}`)
+  .transform(Number)
+  .pipe(
+    z.number().int().min(1, 'must be at least 1').max(maxEventsLimit, `must be at most ${maxEventsLimit}`),
+  );
+const taskIdParam = z.uuid('must be a UUID');
+
+const redriveShape = 'body must be {"eventId": "..."} or {"all": true}';
+
+function parseBody<T extends z.ZodType>(schema: T, event: JsonBodyEvent): z.output<T> {
+  const parsed = schema.safeParse(event.jsonBody ?? {});
+  if (!parsed.success) throw validationError(redriveShape, toFieldErrors(parsed.error));
+  return parsed.data;
+}
+
+/** The consumer a path names; 404 for any other name (an own-property check: `toString` is no consumer). */
+function consumerOf(name: string | undefined): ConsumerName {
+  if (name === undefined || !Object.hasOwn(topology.consumers, name)) {
+    throw new HttpError(404, `unknown consumer "${name ?? ''}"; one of ${consumerNames.join(', ')}`);
+  }
+  return name as ConsumerName;
+}
+
+/**
+ * Builds the ops API: status, latest events, a task's trace through every consumer, the dead
+ * lists (outbox, each consumer's inbox, the bus's dead letters) and their redrive, with the same
+ * routes and JSON wherever it runs. Inbox reads use the inbox's sparse index, never a scan.
+ */
+export function createOpsApi(deps: OpsApiDeps): OpsApi {
+  const { db, inbox, deadLetters, redelivery, health, nudger, logger } = deps;
+  const clock = deps.clock ?? Date.now;
+  const outbox = new OutboxStore(db);
+
+  async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
+    const [open, processed] = await Promise.all([
+      inbox.openCounts(consumer),
+      deps.processedCount ? deps.processedCount(consumer) : Promise.resolve(null),
+    ]);
+    return { processed, inProgress: open.PROCESSING, failed: open.FAILED, dead: open.DEAD };
+  }
+
+  async function status(): Promise<OpsStatus> {
+    const [tasks, outboxStats, counts, effects, deadLetterCount, relay] = await Promise.all([
+      taskCounts(db),
+      outbox.stats(),
+      Promise.all(consumerNames.map(consumerCounts)),
+      deps.effects ? deps.effects() : Promise.resolve(null),
+      deadLetters.count(),
+      health.relay(),
+    ]);
+    const consumers = Object.fromEntries(consumerNames.map((c, i) => [c, counts[i]])) as Record<
+      ConsumerName,
+      InboxStatusCounts
+    >;
+    const alarms = await health.alarms({ outbox: outboxStats, consumers, deadLetters: deadLetterCount });
+    return {
+      tasks,
+      outbox: outboxStats,
+      consumers,
+      effects,
+      deadLetters: deadLetterCount,
+      alarms,
+      relay,
+    };
+  }
+
+  async function redriveOutbox(target: { eventId: string } | { all: true }): Promise<{ redriven: number }> {
+    const ids =
+      'all' in target ? (await outbox.listDead(10_000)).map((d: DeadEvent) => d.eventId) : [target.eventId];
+    let redriven = 0;
+    for (const id of ids) if (await outbox.redriveDead(id)) redriven++;
+    if ('eventId' in target && redriven === 0)
+      throw new HttpError(404, `no dead outbox event ${target.eventId}`);
+    if (redriven > 0) {
+      await nudger.nudge().catch((err: unknown) =>
+        logger.warn('relay nudge after redrive failed; the next sweep publishes the events', {
+          error: err,
+        }),
+      );
+    }
+    return { redriven };
+  }
+
+  /**
+   * Redrives one DEAD inbox record: reset it (the next delivery may run the effect again),
+   * then hand the stored event to the consumer. A record whose event was stored truncated
+   * cannot be re-sent and is left DEAD (409). If the hand-over fails, the record goes back to
+   * DEAD so it stays listed, and the failure is a 500: a store or invoke error is never a 404.
+   */
+  async function redriveInboxRecord(consumer: ConsumerName, eventId: string): Promise<boolean> {
+    const current = await inbox.get({ consumer, eventId });
+    if (!current || current.status !== 'DEAD') return false;
+    if (typeof current.event !== 'object' || current.event === null) {
+      throw new HttpError(
+        409,
+        `the stored event of ${consumer}/${eventId} was truncated; it cannot be re-sent`,
+        {
+          currentStatus: current.status,
+        },
+      );
+    }
+    let reset: InboxRecord;
+    try {
+      reset = await inbox.redrive({ consumer, eventId }, clock());
+    } catch (err) {
+      if (isInboxError(err, 'NOT_FOUND', 'NOT_DEAD')) return false;
+      throw err;
+    }
+    try {
+      await redelivery.redeliver(consumer, reset.event);
+    } catch (err) {
+      const now = clock();
+      await inbox.markDead(
+        { consumer, eventId },
+        { status: 'FAILED', leaseOwner: reset.leaseOwner },
+        {
+          now,
+          reason: `redrive could not re-send the event: ${err instanceof Error ? err.message : String(err)}`,
+          expiresAt: Math.floor(now / 1000) + inboxSettingsFor(consumer).deadRetentionSeconds,
+        },
+      );
+      throw err;
+    }
+    return true;
+  }
+
+  async function redriveInbox(
+    consumer: ConsumerName,
+    target: { eventId: string } | { all: true },
+  ): Promise<{ redriven: number }> {
+    if ('eventId' in target) {
+      if (!(await redriveInboxRecord(consumer, target.eventId))) {
+        throw new HttpError(404, `no dead ${consumer} inbox record ${target.eventId}`);
+      }
+      return { redriven: 1 };
+    }
+    let redriven = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await inbox.listDead(consumer, { limit: opsListLimits.inboxDead, cursor });
+      for (const r of page.records) {
+        if (await redriveInboxRecord(consumer, r.eventId).catch(skipTruncated)) redriven++;
+      }
+      cursor = page.cursor;
+    } while (cursor);
+    return { redriven };
+  }
+
+  // In a redrive of everything, a record that cannot be re-sent stays DEAD and the rest go on.
+  const skipTruncated = (err: unknown): false => {
+    if (err instanceof HttpError && err.statusCode === 409) return false;
+    throw err;
+  };
+
+  async function redriveDeadLetters(
+    target: { eventId: string; consumer?: ConsumerName } | { all: true },
+  ): Promise<{ redriven: number }> {
+    if ('eventId' in target) {
+      const redriven = await deadLetters.redrive(target.eventId, target.consumer);
+      if (redriven === 0) throw new HttpError(404, `no dead letter ${target.eventId}`);
+      return { redriven };
+    }
+    let redriven = 0;
+    const seen = new Set<string>();
+    for (;;) {
+      const letters = (await deadLetters.list(opsListLimits.deadLetters)).filter(
+        (d: DeadLetter) => !seen.has(`${d.id} ${d.consumer}`),
+      );
+      if (letters.length === 0) break;
+      for (const d of letters) {
+        seen.add(`${d.id} ${d.consumer}`);
+        redriven += await deadLetters.redrive(d.id, d.consumer);
+      }
+    }
+    return { redriven };
+  }
+
+  async function trace(taskId: string) {
+    if (!(await taskExists(db, taskId))) throw new HttpError(404, `no task ${taskId}`);
+    const events = await taskEvents(db, taskId);
+    return {
+      taskId,
+      events: await Promise.all(
+        events.map(async (e) => {
+          const entries = await Promise.all(
+            consumerNames.map(async (c) => {
+              const r = await inbox.get({ consumer: c, eventId: e.eventId });
+              const entry: TraceEntry | null = r
+                ? {
+                    status: r.status,
+                    attempts: r.attempts,
+                    lastError: r.lastError ?? null,
+                    updatedAt: new Date(r.updatedAt).toISOString(),
+                  }
+                : null;
+              return [c, entry] as const;
+            }),
+          );
+          return { ...e, consumers: Object.fromEntries(entries) as Record<ConsumerName, TraceEntry | null> };
+        }),
+      ),
+    };
+  }
+
+  async function run(event: JsonBodyEvent): Promise<APIGatewayProxyResult> {
+    const route = resolveRoute(event);
+    const ok = (body: unknown) => jsonResponse(200, body, { 'cache-control': 'no-store' });
+    switch (route.name) {
+      case 'status':
+        return ok(await status());
+      case 'events': {
+        const raw = event.queryStringParameters?.limit;
+        const limit = raw === undefined ? { success: true as const, data: 20 } : eventsLimit.safeParse(raw);
+        if (!limit.success) throw validationError('invalid request', toFieldErrors(limit.error, ['limit']));
+        return ok(await latestEvents(db, limit.data));
+      }
+      case 'outboxDead':
+        return ok(await outbox.listDead(opsListLimits.outboxDead));
+      case 'outboxRedrive':
+        return ok(await redriveOutbox(parseBody(outboxRedriveBody, event)));
+      case 'inboxDead': {
+        const consumer = consumerOf(route.pathParameters.consumer);
+        return ok((await inbox.listDead(consumer, { limit: opsListLimits.inboxDead })).records);
+      }
+      case 'inboxRedrive': {
+        const consumer = consumerOf(route.pathParameters.consumer);
+        return ok(await redriveInbox(consumer, parseBody(inboxRedriveBody, event)));
+      }
+      case 'deadLetters':
+        return ok(await deadLetters.list(opsListLimits.deadLetters));
+      case 'deadLettersRedrive':
+        return ok(await redriveDeadLetters(parseBody(deadLetterRedriveBody, event)));
+      case 'trace': {
+        const id = taskIdParam.safeParse(route.pathParameters.taskId);
+        if (!id.success) throw validationError('invalid request', toFieldErrors(id.error, ['taskId']));
+        return ok(await trace(id.data));
+      }
+    }
+  }
+
+  return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(run)
+    .use(httpErrors({ logger }))
+    .use(jsonBody());
+}

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { consumerEnv } from '../consumers/contract';
+import { blankIsUnset, jsonVariable, parseEnvironment } from '../env';
+import { type ConsumerName, topology } from '../topology';
+import type { DeadLetterQueueRef } from './adapters/aws/sqs-dead-letters';
+
+/** Environment variables of the ops function (the CDK stack sets them; the names live here once). */
+export const opsEnv = {
+  inboxTable: consumerEnv.inboxTable,
+  /** Every alarm of the stack starts with it (`<stack>-`). */
+  alarmPrefix: 'ALARM_NAME_PREFIX',
+  /** The relay, nudged after an outbox redrive and watched for its health. */
+  relayFunction: 'RELAY_FUNCTION_NAME',
+  /** JSON `{ "<consumer>": "<function name>" }`: who an inbox or dead-letter redrive re-invokes. */
+  consumerFunctions: 'CONSUMER_FUNCTIONS',
+  /** JSON `[{ "url", "consumer", "rule" }]`: every rule DLQ and on-failure queue. */
+  deadLetterQueues: 'DEAD_LETTER_QUEUES',
+} as const;
+
+/** The ops function's settings beyond the database (which `parseConfig` reads). */
+export interface OpsConfig {
+  readonly inboxTable: string;
+  readonly alarmPrefix: string;
+  readonly relayFunctionName: string;
+  readonly consumerFunctions: Readonly<Record<ConsumerName, string>>;
+  readonly deadLetterQueues: readonly DeadLetterQueueRef[];
+}
+
+const consumerName = z.enum(Object.keys(topology.consumers) as [ConsumerName, ...ConsumerName[]]);
+const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN');
+
+const schema = z.object({
+  [opsEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
+  [opsEnv.alarmPrefix]: z.string().min(1).max(200),
+  [opsEnv.relayFunction]: functionName,
+  [opsEnv.consumerFunctions]: jsonVariable(
+    z
+      .record(consumerName, functionName)
+      .refine(
+        (m) => Object.keys(topology.consumers).every((c) => c in m),
+        'must name a function for every consumer',
+      ),
+  ),
+  [opsEnv.deadLetterQueues]: blankIsUnset(
+    jsonVariable(
+      z.array(z.strictObject({ url: z.url(), consumer: consumerName, rule: z.string().min(1).max(128) })),
+    ),
+  ),
+});
+
+/** Parses the ops function's environment; throws PipelineError CONFIG naming every bad variable. */
+export function parseOpsConfig(env: Readonly<Record<string, string | undefined>> = process.env): OpsConfig {
+  const e = parseEnvironment(schema, env, 'ops configuration') as Record<string, unknown>;
+  return {
+    inboxTable: e[opsEnv.inboxTable] as string,
+    alarmPrefix: e[opsEnv.alarmPrefix] as string,
+    relayFunctionName: e[opsEnv.relayFunction] as string,
+    consumerFunctions: e[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
+    deadLetterQueues: (e[opsEnv.deadLetterQueues] as DeadLetterQueueRef[] | undefined) ?? [],
+  };
+}

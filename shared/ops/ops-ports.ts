@@ -1,0 +1,76 @@
+/**
+ * What the ops API needs that differs between the realizations: the bus's dead letters and
+ * how a stored event reaches a consumer again, alarm states and the relay's health, and (locally
+ * only) what the effects did. One adapter per realization: `adapters/aws/` (SQS, Lambda,
+ * CloudWatch) and `infra/local/local-ops.ts` (the local bus, the relay runner, local alarms).
+ */
+import type { OutboxStats } from '../outbox/outbox-store';
+import type { ConsumerName } from '../topology';
+
+/** An event the bus gave up delivering to one consumer: a rule DLQ or on-failure message on AWS. */
+export interface DeadLetter {
+  /** The EventBridge event id (`event.id`). */
+  readonly id: string;
+  readonly consumer: ConsumerName;
+  /** The rule that routed it, or `on-failure` for a consumer's on-failure destination. */
+  readonly rule: string;
+  readonly attempts: number;
+  readonly error: string;
+  readonly deadAt: string;
+  /** The event as the consumer receives it, re-sent on redrive. */
+  readonly event: unknown;
+}
+
+/** The bus's dead letters: counted, listed, and put back on their way. */
+export interface DeadLetterStore {
+  count(): Promise<number>;
+  list(limit: number): Promise<readonly DeadLetter[]>;
+  /**
+   * Re-delivers every letter of event `id` (only `consumer`'s when given) and forgets each once
+   * its re-delivery was accepted; returns how many. 0 means there was none.
+   */
+  redrive(id: string, consumer?: ConsumerName): Promise<number>;
+}
+
+/** Hands a stored event to a consumer again (an inbox redrive): an async invoke on AWS. */
+export interface ConsumerRedelivery {
+  redeliver(consumer: ConsumerName, event: unknown): Promise<void>;
+}
+
+/** The state of one alarm: CloudWatch's states, or the local evaluation of the same thresholds. */
+export type AlarmState = 'OK' | 'ALARM' | 'INSUFFICIENT_DATA';
+
+/** One consumer's inbox by state; `processed` is null where it is not counted (AWS: no scan). */
+export interface InboxStatusCounts {
+  readonly processed: number | null;
+  readonly inProgress: number;
+  readonly failed: number;
+  readonly dead: number;
+}
+
+/** The figures the alarms watch, for a realization that evaluates them itself (locally). */
+export interface StatusFigures {
+  readonly outbox: OutboxStats;
+  readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
+  readonly deadLetters: number;
+}
+
+/** When the relay last ran and how many of its runs failed. */
+export interface RelayHealth {
+  readonly lastRunAt: string | null;
+  readonly errors: number;
+}
+
+/** The pipeline's alarms and the relay's health. */
+export interface PipelineHealth {
+  alarms(figures: StatusFigures): Promise<Record<string, AlarmState>>;
+  relay(): Promise<RelayHealth>;
+}
+
+/** What the effects have done, read from their own stores (the local runtime's files and tables). */
+export interface EffectCounts {
+  readonly indexDocuments: number;
+  readonly notificationsSent: number;
+  readonly distinctNotifiedEvents: number;
+  readonly archivedObjects: number;
+}
