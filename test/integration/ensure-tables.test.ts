@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { expect, it } from 'vitest';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
@@ -23,6 +28,12 @@ describeEachEngine('ensureTables on an inbox made before the sparse ops index', 
         ],
       }),
     );
+    for (let i = 0; ; i++) {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+      if (Table?.TableStatus === 'ACTIVE') break;
+      if (i > 400) throw new Error(`table ${table} never became ACTIVE`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
     // Items as the previous version wrote them: the state map, no index key.
     const old = (eventId: string, status: string) =>
       client.send(

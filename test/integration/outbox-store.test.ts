@@ -151,7 +151,33 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     expect(stats.oldestPendingAgeSeconds).toBeGreaterThan(0);
     expect(stats.oldestPendingAgeSeconds).toBeLessThan(90);
     await db.query('DELETE FROM outbox');
-    expect(await store.stats()).toEqual({ pending: 0, delivered: 0, dead: 0, oldestPendingAgeSeconds: 0 });
+    expect(await store.stats()).toEqual({
+      pending: 0,
+      delivered: 0,
+      dead: 0,
+      oldestPendingAgeSeconds: 0,
+      nextDueInMs: null,
+    });
+  });
+
+  it('stats say when the next pending row nobody holds a lease on is due', async () => {
+    await seedPending(db, 3);
+    expect((await store.stats()).nextDueInMs).toBe(0);
+    // One row leased by a live claim, the others backing off for 10 s and for an hour.
+    const [leased] = await store.claim('relay-a', 1, 30);
+    if (!leased) throw new Error('expected a claim');
+    await db.query(
+      `UPDATE outbox SET next_attempt_at = now() + CASE WHEN row_number = 1 THEN interval '10 seconds' ELSE interval '1 hour' END
+         FROM (SELECT event_id AS id, row_number() OVER (ORDER BY created_at) FROM outbox WHERE lease_until IS NULL) AS r
+        WHERE outbox.event_id = r.id`,
+    );
+    const due = (await store.stats()).nextDueInMs;
+    expect(due).toBeGreaterThan(8_000);
+    expect(due).toBeLessThanOrEqual(10_000);
+    await db.query("UPDATE outbox SET status = 'delivered' WHERE lease_until IS NULL");
+    // Only the leased row is left: its owner settles it, nobody else may claim it before its lease runs out.
+    expect(await store.stats()).toMatchObject({ pending: 1, nextDueInMs: null });
+    await db.query('DELETE FROM outbox');
   });
 
   it('purges only delivered rows past retention, one small batch at a time', async () => {

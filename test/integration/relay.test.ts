@@ -270,26 +270,58 @@ describe('relay on real PostgreSQL', () => {
     expect(report.stats).toMatchObject({ pending: 100, delivered: 150 });
   });
 
-  it('polls while drained until the budget ends, picking up events committed meanwhile', async () => {
-    let remaining = 10_000;
+  it('returns as soon as nothing is pending, without sleeping: an idle pipeline is touched once per run', async () => {
+    const slept: number[] = [];
+    const report = await runRelay(
+      {
+        outbox: store,
+        publisher: new RecordingPublisher(),
+        owner: 'r',
+        settings: testSettings({ roundsInFlight: 2 }),
+      },
+      { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
+    );
+    expect(report.rounds).toBe(2);
+    expect(slept).toEqual([]);
+  });
+
+  it('waits for a backoff that ends within its budget, then publishes, then returns', async () => {
+    await seedPending(db, 3);
+    await db.query("UPDATE outbox SET next_attempt_at = now() + interval '400 milliseconds'");
     const publisher = new RecordingPublisher();
+    const slept: number[] = [];
     const report = await runRelay(
       {
         outbox: store,
         publisher,
         owner: 'r',
-        settings: testSettings({ pollIntervalMs: 1_000, roundsInFlight: 1 }),
+        settings: testSettings({ roundsInFlight: 1, pollIntervalMs: 50 }),
       },
       {
-        remainingMs: () => remaining,
+        remainingMs: () => 60_000,
         sleep: async (ms) => {
-          remaining -= ms;
-          if (remaining === 7_000) await seedPending(db, 5);
+          slept.push(ms);
+          await new Promise((r) => setTimeout(r, ms));
         },
       },
     );
-    expect(report.published).toBe(5);
-    expect(report.rounds).toBe(10);
+    expect(report.published).toBe(3);
+    expect(report.stats.pending).toBe(0);
+    expect(slept.length).toBeGreaterThan(0);
+    expect(Math.max(...slept)).toBeLessThanOrEqual(400);
+  });
+
+  it('leaves rows due after its budget to a later sweep instead of waiting', async () => {
+    await seedPending(db, 2);
+    await db.query("UPDATE outbox SET next_attempt_at = now() + interval '1 hour'");
+    const slept: number[] = [];
+    const report = await runRelay(
+      { outbox: store, publisher: new RecordingPublisher(), owner: 'r', settings: testSettings() },
+      { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
+    );
+    expect(slept).toEqual([]);
+    expect(report).toMatchObject({ published: 0, stats: { pending: 2 } });
+    expect(report.stats.nextDueInMs).toBeGreaterThan(3_000_000);
   });
 
   it('purges delivered rows past retention in small batches, keeping recent and pending ones', async () => {

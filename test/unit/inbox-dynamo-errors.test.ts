@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
@@ -82,7 +82,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     expect((err as Error).cause).toBe(throttled);
   });
 
-  it('begin is one UpdateItem that creates the record only if absent and asks for the old image', async () => {
+  it('begin is one UpdateItem that creates the record only if absent and asks for the old item on refusal', async () => {
     dynamo.on(UpdateCommand).resolves({});
     const begun = await store.begin({
       ...key,
@@ -98,15 +98,57 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     const calls = dynamo.commandCalls(UpdateCommand);
     expect(calls).toHaveLength(1);
     const input = calls[0]?.args[0].input;
-    expect(input?.ReturnValues).toBe('ALL_OLD');
-    expect(input?.ConditionExpression).toBeUndefined();
-    // The whole record lives in one attribute written only if absent: finding a record changes nothing.
-    expect(input?.UpdateExpression).toBe('SET #state = if_not_exists(#state, :state)');
+    expect(input?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
+    // The whole record lives in one attribute, written only if absent, with the sparse index key:
+    // finding a record changes nothing, not even the index.
+    expect(input?.ConditionExpression).toBe('attribute_not_exists(#state)');
+    expect(input?.UpdateExpression).toBe('SET #state = :state, #openKey = :openKey');
+    expect(input?.ExpressionAttributeValues?.[':openKey']).toBe(`${key.consumer}#PROCESSING`);
     expect(input?.ExpressionAttributeValues?.[':state']).toMatchObject({
       status: 'PROCESSING',
       attempts: 1,
       leaseOwner: 'me',
       event: '{"a":1}',
     });
+  });
+
+  it('begin that finds a record returns the item DynamoDB sent back with the refusal, without a read', async () => {
+    const existing = {
+      consumer: { S: key.consumer },
+      eventId: { S: key.eventId },
+      state: {
+        M: {
+          status: { S: 'PROCESSED' },
+          attempts: { N: '1' },
+          leaseOwner: { S: 'other' },
+          leaseUntil: { N: '5' },
+          nextAttemptAt: { N: '0' },
+          payloadHash: { S: 'h' },
+          eventType: { S: 't' },
+          taskId: { NULL: true },
+          event: { S: '{}' },
+          eventTruncated: { BOOL: false },
+          receivedAt: { N: '1' },
+          updatedAt: { N: '2' },
+        },
+      },
+    };
+    dynamo.on(UpdateCommand).rejects(
+      Object.assign(new ConditionalCheckFailedException({ message: 'refused', $metadata: {} }), {
+        Item: existing,
+      }),
+    );
+    const begun = await store.begin({
+      ...key,
+      owner: 'me',
+      leaseUntil: 2,
+      payloadHash: 'h',
+      eventType: 't',
+      taskId: null,
+      event: {},
+      now: 1,
+    });
+    expect(begun).toMatchObject({ created: false, record: { status: 'PROCESSED', leaseOwner: 'other' } });
+    expect(dynamo.commandCalls(GetCommand)).toHaveLength(0);
   });
 });
