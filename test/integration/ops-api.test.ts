@@ -1,0 +1,300 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PgSqlClient } from '../../shared/db/pg-client';
+import type { SqlClient } from '../../shared/db/sql-client';
+import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { InboxError } from '../../shared/inbox/errors';
+import type { InboxStore } from '../../shared/inbox/inbox-store';
+import { createOpsApi, type OpsApiDeps } from '../../shared/ops/ops-api';
+import type {
+  ConsumerRedelivery,
+  DeadLetter,
+  DeadLetterStore,
+  PipelineHealth,
+} from '../../shared/ops/ops-ports';
+import type { ConsumerName } from '../../shared/topology';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { describeEachEngine } from '../support/dynamo';
+import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
+import { seedPending } from '../support/outbox-fixtures';
+
+/** Dead letters in memory, as a bus would keep them. */
+class MemoryDeadLetters implements DeadLetterStore {
+  letters: DeadLetter[] = [];
+  redriven: DeadLetter[] = [];
+  async count() {
+    return this.letters.length;
+  }
+  async list(limit: number) {
+    return this.letters.slice(0, limit);
+  }
+  async redrive(id: string, consumer?: ConsumerName) {
+    const hit = this.letters.filter((d) => d.id === id && (!consumer || d.consumer === consumer));
+    this.letters = this.letters.filter((d) => !hit.includes(d));
+    this.redriven.push(...hit);
+    return hit.length;
+  }
+}
+
+const health: PipelineHealth = {
+  alarms: async () => ({ 'oldest-pending-age': 'OK' }),
+  relay: async () => ({ lastRunAt: null, errors: 0 }),
+};
+
+describeEachEngine('ops API', (fixture) => {
+  let database: TestDatabase;
+  let owner: SqlClient;
+  let asOps: SqlClient;
+  let inbox: DynamoInboxStore;
+  let deadLetters: MemoryDeadLetters;
+  let redelivered: { consumer: ConsumerName; event: unknown }[];
+  let nudges: number;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    owner = new PgSqlClient({ connectionString: database.url });
+    // The ops API reads and redrives as the ops role: a missing grant fails here.
+    asOps = new PgSqlClient({ connectionString: database.urlAs('ops') });
+  });
+  afterAll(async () => {
+    await asOps.close();
+    await owner.close();
+    await database.drop();
+  });
+  beforeEach(async () => {
+    await owner.query('DELETE FROM outbox');
+    await owner.query('DELETE FROM tasks');
+    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    deadLetters = new MemoryDeadLetters();
+    redelivered = [];
+    nudges = 0;
+  });
+
+  function api(overrides: Partial<OpsApiDeps> = {}) {
+    const redelivery: ConsumerRedelivery = {
+      redeliver: async (consumer, event) => void redelivered.push({ consumer, event }),
+    };
+    return createOpsApi({
+      db: asOps,
+      inbox,
+      deadLetters,
+      redelivery,
+      health,
+      nudger: { nudge: async () => void nudges++ },
+      logger: { error: vi.fn(), warn: vi.fn() },
+      ...overrides,
+    });
+  }
+
+  async function call(method: string, url: string, body?: unknown, deps: Partial<OpsApiDeps> = {}) {
+    const result = await api(deps)(
+      toProxyEvent({
+        method,
+        url,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? null : JSON.stringify(body),
+      }),
+      localLambdaContext('ops-api-test'),
+    );
+    return { status: result.statusCode, body: JSON.parse(result.body) };
+  }
+
+  /** A DEAD record of `consumer` holding a real bus event, as a consumer that gave up leaves it. */
+  async function deadRecord(consumer: ConsumerName, event: unknown = busEvent(approvedRow())) {
+    const eventId = randomUUID();
+    await inbox.begin({
+      consumer,
+      eventId,
+      owner: 'a',
+      leaseUntil: 10,
+      payloadHash: 'h',
+      eventType: 'content.approved',
+      taskId: null,
+      event,
+      now: 1,
+    });
+    await inbox.markDead(
+      { consumer, eventId },
+      { status: 'PROCESSING', leaseOwner: 'a' },
+      { now: 2, reason: 'gave up', expiresAt: 2_000_000_000 },
+    );
+    return eventId;
+  }
+
+  it('answers the status with inbox counts from the sparse index, and nulls where nothing counts', async () => {
+    // The fixture's table is shared by this file's tests: count this test's consumer deltas.
+    const before = (await call('GET', '/ops/status')).body;
+    await deadRecord('notify');
+    const { status, body } = await call('GET', '/ops/status');
+    expect(status).toBe(200);
+    expect(body.consumers.notify.dead).toBe(before.consumers.notify.dead + 1);
+    expect(body.consumers.notify.processed).toBeNull();
+    expect(body).toMatchObject({ effects: null, deadLetters: 0, alarms: { 'oldest-pending-age': 'OK' } });
+    expect(Object.keys(body).sort()).toEqual(
+      ['alarms', 'consumers', 'deadLetters', 'effects', 'outbox', 'relay', 'tasks'].sort(),
+    );
+  });
+
+  it.each(['2.5', '0', '501', 'abc', '-1', ''])(
+    'refuses /ops/events?limit=%s with a 400 naming limit',
+    async (limit) => {
+      const { status, body } = await call('GET', `/ops/events?limit=${encodeURIComponent(limit)}`);
+      expect(status).toBe(400);
+      expect(body.fields[0].path).toBe('limit');
+    },
+  );
+
+  it('lists the latest events, at most the limit asked for, with their titles', async () => {
+    await seedPending(owner, 3);
+    const { status, body } = await call('GET', '/ops/events?limit=2');
+    expect(status).toBe(200);
+    expect(body).toHaveLength(2);
+    expect(body[0].title).toMatch(/^task /);
+  });
+
+  it.each(['toString', 'constructor', '__proto__', 'nope'])(
+    'answers 404 for consumer "%s", reading and redriving alike',
+    async (name) => {
+      expect((await call('GET', `/ops/inbox/${name}/dead`)).status).toBe(404);
+      expect((await call('POST', `/ops/inbox/${name}/dead/redrive`, { all: true })).status).toBe(404);
+    },
+  );
+
+  it('redrives a dead outbox event as the ops role and nudges the relay; 400 for a non-UUID, 404 for none', async () => {
+    await seedPending(owner, 2);
+    await owner.query("UPDATE outbox SET status = 'dead', last_error = 'x'");
+    const { rows } = await owner.query<{ event_id: string }>(
+      'SELECT event_id FROM outbox ORDER BY created_at',
+    );
+    const [first] = rows;
+    expect((await call('POST', '/ops/outbox/dead/redrive', { eventId: 'x' })).status).toBe(400);
+    expect((await call('POST', '/ops/outbox/dead/redrive', { eventId: randomUUID() })).status).toBe(404);
+    expect(await call('POST', '/ops/outbox/dead/redrive', { eventId: first?.event_id })).toMatchObject({
+      status: 200,
+      body: { redriven: 1 },
+    });
+    expect(await call('POST', '/ops/outbox/dead/redrive', { all: true })).toMatchObject({
+      body: { redriven: 1 },
+    });
+    expect(nudges).toBe(2);
+    const { rows: after } = await owner.query<{ status: string }>('SELECT DISTINCT status FROM outbox');
+    expect(after).toEqual([{ status: 'pending' }]);
+  });
+
+  it('redrives a dead inbox record: reset, then its stored event handed back to the consumer', async () => {
+    const event = busEvent(approvedRow());
+    const eventId = await deadRecord('index', event);
+    expect(await call('POST', '/ops/inbox/index/dead/redrive', { eventId })).toMatchObject({
+      status: 200,
+      body: { redriven: 1 },
+    });
+    expect(redelivered).toEqual([{ consumer: 'index', event }]);
+    expect(await inbox.get({ consumer: 'index', eventId })).toMatchObject({ status: 'FAILED', attempts: 0 });
+    expect((await call('POST', '/ops/inbox/index/dead/redrive', { eventId })).status).toBe(404);
+  });
+
+  it('puts a record back to DEAD and answers 500 when its event cannot be handed back', async () => {
+    const eventId = await deadRecord('archive');
+    const failing: ConsumerRedelivery = {
+      redeliver: async () => {
+        throw new Error('Lambda throttled the invoke');
+      },
+    };
+    const { status } = await call(
+      'POST',
+      '/ops/inbox/archive/dead/redrive',
+      { eventId },
+      { redelivery: failing },
+    );
+    expect(status).toBe(500);
+    expect(await inbox.get({ consumer: 'archive', eventId })).toMatchObject({
+      status: 'DEAD',
+      lastError: expect.stringContaining('Lambda throttled the invoke'),
+    });
+  });
+
+  it('answers 500, never 404, when the inbox store fails during a redrive', async () => {
+    const eventId = await deadRecord('notify');
+    const broken: InboxStore = Object.assign(Object.create(inbox) as InboxStore, {
+      redrive: async () => {
+        throw new InboxError('STORE_ERROR', 'DynamoDB is throttling', {});
+      },
+    });
+    const { status, body } = await call(
+      'POST',
+      '/ops/inbox/notify/dead/redrive',
+      { eventId },
+      { inbox: broken },
+    );
+    expect(status).toBe(500);
+    expect(body).toEqual({ error: 'internal error' });
+    expect(redelivered).toEqual([]);
+  });
+
+  it('leaves a record whose stored event was truncated DEAD and answers 409', async () => {
+    const eventId = await deadRecord('index', { huge: 'x'.repeat(70 * 1024) });
+    const { status } = await call('POST', '/ops/inbox/index/dead/redrive', { eventId });
+    expect(status).toBe(409);
+    expect(await inbox.get({ consumer: 'index', eventId })).toMatchObject({ status: 'DEAD' });
+  });
+
+  it('redrives dead letters by event id (and consumer), or all; 404 for an unknown one', async () => {
+    const letter = (id: string, consumer: ConsumerName): DeadLetter => ({
+      id,
+      consumer,
+      rule: 'content-approved',
+      attempts: 3,
+      error: 'x',
+      deadAt: new Date(0).toISOString(),
+      event: { id },
+    });
+    deadLetters.letters = [letter('e1', 'index'), letter('e1', 'notify'), letter('e2', 'archive')];
+    expect((await call('POST', '/ops/dead-letters/redrive', { eventId: 'none' })).status).toBe(404);
+    expect(
+      await call('POST', '/ops/dead-letters/redrive', { eventId: 'e1', consumer: 'notify' }),
+    ).toMatchObject({
+      body: { redriven: 1 },
+    });
+    expect(await call('POST', '/ops/dead-letters/redrive', { all: true })).toMatchObject({
+      body: { redriven: 2 },
+    });
+    expect(deadLetters.letters).toEqual([]);
+    expect(
+      (await call('POST', '/ops/dead-letters/redrive', { eventId: 'e1', consumer: 'nope' })).status,
+    ).toBe(400);
+  });
+
+  it('traces a task through every consumer; 400 for a bad id, 404 for an unknown task', async () => {
+    expect((await call('GET', '/ops/tasks/not-a-uuid/trace')).status).toBe(400);
+    expect((await call('GET', `/ops/tasks/${randomUUID()}/trace`)).status).toBe(404);
+    const taskId = randomUUID();
+    await owner.query(
+      `INSERT INTO tasks (task_id, title, status, version) VALUES ('${taskId}', 'T', 'approved', 2)`,
+    );
+    const eventId = randomUUID();
+    await owner.query(
+      `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)
+       VALUES ('${eventId}', 'content.approved', '${taskId}', 2, '{"title":"T"}')`,
+    );
+    await inbox.begin({
+      consumer: 'index',
+      eventId,
+      owner: 'o',
+      leaseUntil: 5,
+      payloadHash: 'h',
+      eventType: 'content.approved',
+      taskId,
+      event: {},
+      now: 1,
+    });
+    const { status, body } = await call('GET', `/ops/tasks/${taskId}/trace`);
+    expect(status).toBe(200);
+    expect(body.events).toHaveLength(1);
+    expect(body.events[0]).toMatchObject({
+      eventId,
+      title: 'T',
+      consumers: { index: { status: 'PROCESSING', attempts: 1 }, notify: null, archive: null },
+    });
+  });
+});

@@ -1,0 +1,209 @@
+import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
+import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
+import { onFailureRule, SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+
+const sqs = mockClient(SQSClient);
+const lambda = mockClient(LambdaClient);
+const cloudwatch = mockClient(CloudWatchClient);
+
+beforeEach(() => {
+  sqs.reset();
+  lambda.reset();
+  cloudwatch.reset();
+});
+
+const event = (id: string) => ({
+  version: '0',
+  id,
+  'detail-type': 'content.approved',
+  source: 'content.pipeline',
+  detail: {},
+});
+const dlq = {
+  url: 'https://sqs.us-east-1.amazonaws.com/123/dlq',
+  consumer: 'index' as const,
+  rule: 'content-approved',
+};
+const onFailure = {
+  url: 'https://sqs.us-east-1.amazonaws.com/123/of',
+  consumer: 'notify' as const,
+  rule: onFailureRule,
+};
+
+// A rule target DLQ message is the event, the error in attributes (eb-rule-dlq.html).
+const dlqMessage = (id: string, receipt: string) => ({
+  MessageId: `m-${receipt}`,
+  ReceiptHandle: receipt,
+  Body: JSON.stringify(event(id)),
+  Attributes: { SentTimestamp: '1764547200000' },
+  MessageAttributes: {
+    ERROR_CODE: { DataType: 'String', StringValue: 'SDK_CLIENT_ERROR' },
+    ERROR_MESSAGE: { DataType: 'String', StringValue: 'Rate exceeded' },
+    RETRY_ATTEMPTS: { DataType: 'Number', StringValue: '185' },
+  },
+});
+// An on-failure record is Lambda's invocation record, the event in requestPayload.
+const onFailureMessage = (id: string, receipt: string) => ({
+  MessageId: `m-${receipt}`,
+  ReceiptHandle: receipt,
+  Body: JSON.stringify({
+    version: '1.0',
+    timestamp: '2026-11-30T12:00:00.000Z',
+    requestContext: {
+      requestId: 'r',
+      functionArn: 'arn',
+      condition: 'RetriesExhausted',
+      approximateInvokeCount: 3,
+    },
+    requestPayload: event(id),
+    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+    responsePayload: { errorType: 'InboxInProgressError', errorMessage: 'another attempt holds the lease' },
+  }),
+  Attributes: { SentTimestamp: '1764547200000' },
+});
+
+describe('SqsDeadLetters', () => {
+  const redelivery = new LambdaRedelivery(new LambdaClient({}), {
+    index: 'fn-index',
+    notify: 'fn-notify',
+    archive: 'fn-archive',
+  });
+
+  it('lists both kinds of message and makes each visible again right after', async () => {
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({ Messages: [dlqMessage('e1', 'a')] })
+      .resolves({});
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: onFailure.url })
+      .resolvesOnce({ Messages: [onFailureMessage('e2', 'b')] })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    const letters = await new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery).list(10);
+    expect(letters).toEqual([
+      {
+        id: 'e1',
+        consumer: 'index',
+        rule: 'content-approved',
+        attempts: 185,
+        error: 'SDK_CLIENT_ERROR: Rate exceeded',
+        deadAt: '2025-12-01T00:00:00.000Z',
+        event: event('e1'),
+      },
+      {
+        id: 'e2',
+        consumer: 'notify',
+        rule: onFailureRule,
+        attempts: 3,
+        error: 'InboxInProgressError: another attempt holds the lease',
+        deadAt: '2026-11-30T12:00:00.000Z',
+        event: event('e2'),
+      },
+    ]);
+    const released = sqs
+      .commandCalls(ChangeMessageVisibilityBatchCommand)
+      .flatMap((c) => c.args[0].input.Entries);
+    expect(released.map((e) => [e?.ReceiptHandle, e?.VisibilityTimeout])).toEqual([
+      ['a', 0],
+      ['b', 0],
+    ]);
+  });
+
+  it('redrives a letter by re-invoking its consumer, and deletes it only after Lambda accepted', async () => {
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), dlqMessage('other', 'b')] })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const redriven = await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).redrive('e1');
+    expect(redriven).toBe(1);
+    const invoke = lambda.commandCalls(InvokeCommand)[0]?.args[0].input;
+    expect(invoke).toMatchObject({ FunctionName: 'fn-index', InvocationType: 'Event' });
+    expect(JSON.parse(new TextDecoder().decode(invoke?.Payload as Uint8Array))).toEqual(event('e1'));
+    expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['a']);
+    // The letter that was not asked for is released at once.
+    const released = sqs
+      .commandCalls(ChangeMessageVisibilityBatchCommand)
+      .flatMap((c) => c.args[0].input.Entries);
+    expect(released.map((e) => e?.ReceiptHandle)).toEqual(['b']);
+  });
+
+  it('keeps the message when the invoke is refused, and fails the redrive', async () => {
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: onFailure.url })
+      .resolvesOnce({ Messages: [onFailureMessage('e2', 'b')] })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    lambda.on(InvokeCommand).resolves({ StatusCode: 500 });
+    await expect(
+      new SqsDeadLetters(new SQSClient({}), [onFailure], redelivery).redrive('e2'),
+    ).rejects.toThrow(/answered status 500/);
+    expect(sqs.commandCalls(DeleteMessageCommand)).toHaveLength(0);
+  });
+
+  it('redrives only the named consumer’s letters, and counts visible and in-flight messages', async () => {
+    sqs.on(ReceiveMessageCommand).resolves({});
+    sqs.on(GetQueueAttributesCommand).resolves({
+      Attributes: { ApproximateNumberOfMessages: '2', ApproximateNumberOfMessagesNotVisible: '1' },
+    });
+    const store = new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery);
+    expect(await store.redrive('e1', 'archive')).toBe(0);
+    expect(sqs.commandCalls(ReceiveMessageCommand)).toHaveLength(0);
+    expect(await store.count()).toBe(6);
+  });
+});
+
+describe('CloudWatchHealth', () => {
+  it('reports the stack’s alarms by their names without the stack prefix', async () => {
+    cloudwatch
+      .on(DescribeAlarmsCommand)
+      .resolvesOnce({
+        MetricAlarms: [{ AlarmName: 'ContentPipeline-sandbox-relay-silent', StateValue: 'ALARM' }],
+        NextToken: 't',
+      })
+      .resolvesOnce({
+        MetricAlarms: [{ AlarmName: 'ContentPipeline-sandbox-outbox-dead', StateValue: 'OK' }],
+      });
+    const health = new CloudWatchHealth(new CloudWatchClient({}), {
+      alarmPrefix: 'ContentPipeline-sandbox-',
+      relayFunctionName: 'relay',
+    });
+    expect(await health.alarms()).toEqual({ 'relay-silent': 'ALARM', 'outbox-dead': 'OK' });
+    expect(cloudwatch.commandCalls(DescribeAlarmsCommand)[0]?.args[0].input.AlarmNamePrefix).toBe(
+      'ContentPipeline-sandbox-',
+    );
+  });
+
+  it('reads the relay’s last run and errors from its Lambda metrics', async () => {
+    const at = (m: number) => new Date(Date.UTC(2026, 11, 1, 10, m));
+    cloudwatch.on(GetMetricDataCommand).resolves({
+      MetricDataResults: [
+        { Id: 'invocations', Timestamps: [at(30), at(20), at(10)], Values: [0, 2, 1] },
+        { Id: 'errors', Timestamps: [at(20)], Values: [1] },
+      ],
+    });
+    const health = new CloudWatchHealth(new CloudWatchClient({}), {
+      alarmPrefix: 'p-',
+      relayFunctionName: 'relay-fn',
+      clock: () => at(40).getTime(),
+    });
+    expect(await health.relay()).toEqual({ lastRunAt: at(20).toISOString(), errors: 1 });
+    const query = cloudwatch.commandCalls(GetMetricDataCommand)[0]?.args[0].input;
+    expect(query?.MetricDataQueries?.[0]?.MetricStat?.Metric?.Dimensions).toEqual([
+      { Name: 'FunctionName', Value: 'relay-fn' },
+    ]);
+  });
+});
