@@ -4,6 +4,8 @@
  * fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
  */
 import { parseArgs } from 'node:util';
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
 import {
   formatDeadLetters,
@@ -18,16 +20,29 @@ import {
 import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
 import { consumerNames } from './cli-trace';
 
+/** The AWS SDK clients `--stack` needs (default credential chain and region); tests mock them. */
+export interface CliAws {
+  cloudFormation(): CloudFormationClient;
+  cloudWatch(): CloudWatchClient;
+}
+
 /** Where the CLI reads and writes; the process's own in `bin/pipeline.mjs`. */
 export interface CliIo {
   readonly fetch: FetchLike;
   readonly stdout: { write(chunk: string): unknown; readonly isTTY?: boolean };
   readonly stderr: { write(chunk: string): unknown; readonly isTTY?: boolean };
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Defaults to real clients on the default credential chain. */
+  readonly aws?: CliAws;
 }
 
+const defaultAws: CliAws = {
+  cloudFormation: () => new CloudFormationClient({}),
+  cloudWatch: () => new CloudWatchClient({}),
+};
+
 /**
- * The HTTP client for `url`: requests to a deployed tasks API (`*.execute-api.<region>.amazonaws.com`)
+ * The HTTP client for `url`: requests to a deployed API (`*.execute-api.<region>.amazonaws.com`)
  * are SigV4-signed with credentials from the environment or the default chain.
  */
 function clientFor(url: string, io: CliIo): OpsClient {
@@ -35,12 +50,29 @@ function clientFor(url: string, io: CliIo): OpsClient {
   return new OpsClient(url, region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env)) : io.fetch);
 }
 
+/** A deployed stack's outputs (CloudFormation DescribeStacks), by output key. */
+async function stackOutputs(stack: string, io: CliIo): Promise<Record<string, string>> {
+  const client = (io.aws ?? defaultAws).cloudFormation();
+  try {
+    const out = await client.send(new DescribeStacksCommand({ StackName: stack }));
+    const found = out.Stacks?.[0];
+    if (!found) throw new CliError('request', `stack ${stack} not found`);
+    return Object.fromEntries((found.Outputs ?? []).map((o) => [o.OutputKey ?? '', o.OutputValue ?? '']));
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const e = err as Error;
+    throw new CliError('request', `cannot read stack ${stack}: ${e.name}: ${e.message}`, { cause: err });
+  } finally {
+    client.destroy();
+  }
+}
+
 /** The `--help` text. */
 export const usage = `Usage: pipeline <command> [options]
 
-Operates the local pipeline started by \`npm start\`, through its HTTP API. With --url set to a
-deployed tasks API (https://<id>.execute-api.<region>.amazonaws.com/<stage>/), the tasks
-commands are SigV4-signed with your AWS credentials (environment or default chain).
+Operates the local pipeline started by \`npm start\`, through its HTTP API. With --stack (a
+deployed stack, e.g. ContentPipeline-sandbox), every command goes to that stack's API, found
+from its outputs and SigV4-signed with your AWS credentials (environment or default chain).
 
 Commands:
   status                                       task counts, outbox, inboxes, effects, alarms
@@ -53,8 +85,12 @@ Commands:
   inbox dead --consumer <${consumerNames.join('|')}> [--redrive <eventId> | --all]
                                                list (or redrive) a consumer's dead inbox records
   dead-letters [--redrive <id> | --all]        list (or redrive) the bus's dead letters
+  alarms test [--alarm <name>]                 with --stack: set one alarm to ALARM
+                                               (default oldest-pending-age) to check that
+                                               its notification reaches you
 
 Options:
+  --stack <name>  a deployed stack: its API URL from CloudFormation, requests SigV4-signed
   --url <url>   the pipeline's base URL (default http://127.0.0.1:$PORT, PORT defaulting to 3000)
   --json        print one JSON document on stdout instead of tables
   -h, --help    show this help
@@ -65,6 +101,8 @@ Exit status: 0 done; 1 the request failed (pipeline unreachable, 4xx, 5xx); 2 ba
 
 const optionSpec = {
   url: { type: 'string' },
+  stack: { type: 'string' },
+  alarm: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   title: { type: 'string' },
@@ -80,10 +118,12 @@ const optionSpec = {
 type OptionName = keyof typeof optionSpec;
 type Values = { [K in OptionName]?: (typeof optionSpec)[K]['type'] extends 'string' ? string : boolean };
 
-const globalOptions: readonly OptionName[] = ['url', 'json', 'help'];
+const globalOptions: readonly OptionName[] = ['url', 'stack', 'json', 'help'];
 
 interface Context {
   readonly client: OpsClient;
+  /** The stack `--stack` names, and its outputs. */
+  readonly stack?: { readonly name: string; readonly outputs: Readonly<Record<string, string>> };
   readonly io: CliIo;
   readonly values: Values;
   readonly args: readonly string[];
@@ -92,6 +132,8 @@ interface Context {
 
 interface Command {
   readonly words: readonly string[];
+  /** Needs a deployed stack (`--stack`) rather than any pipeline URL. */
+  readonly needsStack?: boolean;
   /** Names of the positional arguments after the command words. */
   readonly positionals: readonly string[];
   readonly options: readonly OptionName[];
@@ -210,6 +252,62 @@ const commands: readonly Command[] = [
         idOf: inboxEventId,
         format: (list) => formatInboxDead(consumer, list),
       });
+    },
+  },
+  {
+    words: ['alarms', 'test'],
+    needsStack: true,
+    positionals: [],
+    options: ['alarm'],
+    async run(ctx) {
+      const stack = ctx.stack as NonNullable<Context['stack']>;
+      const prefix = stack.outputs.AlarmNamePrefix || `${stack.name}-`;
+      const wanted = ctx.values.alarm ?? 'oldest-pending-age';
+      const cloudWatch = (ctx.io.aws ?? defaultAws).cloudWatch();
+      try {
+        const names: string[] = [];
+        let nextToken: string | undefined;
+        do {
+          const page = await cloudWatch.send(
+            new DescribeAlarmsCommand({ AlarmNamePrefix: prefix, NextToken: nextToken }),
+          );
+          for (const a of page.MetricAlarms ?? []) if (a.AlarmName) names.push(a.AlarmName);
+          nextToken = page.NextToken;
+        } while (nextToken);
+        const alarm = names.find((n) => n === wanted || n === `${prefix}${wanted}`);
+        if (!alarm) {
+          const known = names.map((n) => n.slice(prefix.length)).join(', ') || 'none';
+          throw new CliError('usage', `no alarm "${wanted}" in stack ${stack.name}; its alarms: ${known}`);
+        }
+        await cloudWatch.send(
+          new SetAlarmStateCommand({
+            AlarmName: alarm,
+            StateValue: 'ALARM',
+            StateReason: 'pipeline alarms test: checking that alarm notifications reach a person',
+          }),
+        );
+        const topic = stack.outputs.AlarmTopicArn;
+        print(
+          ctx,
+          [
+            `set ${alarm} to ALARM.`,
+            'Expect an ALARM email within a minute or two, and an OK email when CloudWatch next evaluates it.',
+            `No email? Confirm the subscription (the "AWS Notification - Subscription Confirmation" mail), then check:${
+              topic
+                ? `
+  aws sns list-subscriptions-by-topic --topic-arn ${topic}`
+                : ''
+            }`,
+          ].join('\n'),
+          { alarm, state: 'ALARM', topicArn: topic ?? null },
+        );
+      } catch (err) {
+        if (err instanceof CliError) throw err;
+        const e = err as Error;
+        throw new CliError('request', `alarms test failed: ${e.name}: ${e.message}`, { cause: err });
+      } finally {
+        cloudWatch.destroy();
+      }
     },
   },
   {
@@ -403,14 +501,30 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     for (const option of command.required ?? []) {
       if (values[option] === undefined) throw new CliError('usage', `${name} needs --${option}`);
     }
+    if (values.stack !== undefined && values.url !== undefined) {
+      throw new CliError('usage', '--stack and --url exclude each other');
+    }
+    if (command.needsStack && values.stack === undefined) {
+      throw new CliError(
+        'usage',
+        `${name} needs --stack <name> (a deployed stack, e.g. ContentPipeline-sandbox)`,
+      );
+    }
+    let stack: Context['stack'];
+    let url: string;
+    if (values.stack !== undefined) {
+      if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(values.stack)) {
+        throw new CliError('usage', `--stack "${values.stack}" is not a CloudFormation stack name`);
+      }
+      const outputs = await stackOutputs(values.stack, io);
+      if (!outputs.ApiUrl) throw new CliError('request', `stack ${values.stack} has no ApiUrl output`);
+      stack = { name: values.stack, outputs };
+      url = baseUrl({ url: outputs.ApiUrl }, io.env);
+    } else {
+      url = baseUrl(values, io.env);
+    }
     const color = io.stdout.isTTY === true && !values.json && (io.env.NO_COLOR ?? '') === '';
-    await command.run({
-      client: clientFor(baseUrl(values, io.env), io),
-      io,
-      values,
-      args,
-      paint: paint(color),
-    });
+    await command.run({ client: clientFor(url, io), stack, io, values, args, paint: paint(color) });
     return 0;
   } catch (err) {
     if (err instanceof CliError) {
