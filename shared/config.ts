@@ -1,5 +1,5 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
 import type { SqlClient } from './db/sql-client';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { PipelineError } from './errors';
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -1,6 +1,6 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { consumerEnv, inboxGaugesServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';

@@ -3,7 +3,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import middy from '@middy/core';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { migrate } from '../../shared/db/migrate';
 import { type RoleLogin, setRolePasswords } from '../../shared/db/roles';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { topology } from '../../shared/topology';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Fault injection for the local adapters only (the bus and the effects), never in handler

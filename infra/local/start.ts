@@ -3,7 +3,7 @@
  * PORT (3000), PIPELINE_DATA_DIR (./.pipeline), PIPELINE_DYNAMO (dynalite | dynamodb-local),
  * PIPELINE_FAULTS and PIPELINE_FAULT_SEED (fault injection in the local adapters).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseFaults } from './faults';
 import { startRuntime } from './runtime';
 

@@ -3,7 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createSqlClient, parseConfig } from '../config';
 import type { SqlClient } from '../db/sql-client';
 import {

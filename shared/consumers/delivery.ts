@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type PipelineCloudEvent, pipelineCloudEvent } from '../events/schemas';
 import { payloadHash } from '../inbox/payload-hash';
 import { type ConsumerName, type Topology, topology } from '../topology';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { consumerEnv } from '../consumers/contract';
 import { blankIsUnset, jsonVariable, parseEnvironment } from '../env';
 import { type ConsumerName, topology } from '../topology';

@@ -1,6 +1,6 @@
 import middy, { type MiddyfiedHandler } from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
 import { HttpError, toFieldErrors, validationError } from '../http/http-error';
 import { type ErrorLogger, httpErrors } from '../http/http-errors';

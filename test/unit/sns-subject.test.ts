@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { snsSubject } from '../../shared/effects/sns-subject';
 
 // The title the tasks API accepts: `text(500)` in shared/tasks/tasks-api.ts, mirrored because
