@@ -53,7 +53,11 @@ const statementsOf = (fn: IConstruct) => {
   const role = logicalId((fn as unknown as { role: IConstruct }).role);
   return resourcesOfType(s, 'AWS::IAM::Policy')
     .filter(([, p]) => ((p.Properties?.Roles ?? []) as { Ref: string }[]).some((r) => r.Ref === role))
-    .flatMap(([, p]) => (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+    .flatMap(
+      ([, p]) =>
+        (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] } | undefined)?.Statement ??
+        [],
+    );
 };
 
 describe('database', () => {
@@ -653,7 +657,8 @@ describe('alarms', () => {
       },
     });
     const key = resourcesOfType(s, 'AWS::KMS::Key')[0]?.[1];
-    const statements = (key?.Properties?.KeyPolicy as { Statement: Record<string, unknown>[] }).Statement;
+    const statements =
+      (key?.Properties?.KeyPolicy as { Statement: Record<string, unknown>[] } | undefined)?.Statement ?? [];
     const forServices = statements.filter((st) => JSON.stringify(st.Principal).includes('"Service"'));
     expect(forServices.length).toBeGreaterThan(0);
     for (const st of forServices) expect(st.Condition).toEqual(ourAlarms);
