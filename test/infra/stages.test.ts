@@ -118,9 +118,10 @@ describe('sandbox and prod in one account and region', () => {
       expect(accounts).toHaveLength(1);
       const account = accounts[0]?.[1];
       expect(account?.DeletionPolicy).toBe('Retain');
-      const roleId = (account?.Properties?.CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })[
-        'Fn::GetAtt'
-      ][0];
+      const roleArn = account?.Properties?.CloudWatchRoleArn as
+        | { 'Fn::GetAtt': [string, string] }
+        | undefined;
+      const roleId = roleArn?.['Fn::GetAtt'][0] ?? '';
       expect(s.json.Resources[roleId]?.DeletionPolicy).toBe('Retain');
     }
   });
