@@ -4,7 +4,10 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 
 /** An API Gateway proxy handler as the tasks and ops APIs are (middy-wrapped). */
-type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult | void>;
+type ProxyHandler = (
+  event: APIGatewayProxyEvent,
+  context: Context,
+) => Promise<APIGatewayProxyResult | undefined>;
 
 export interface HttpServerOptions {
   readonly host: string;

@@ -205,7 +205,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
    */
   async function redriveInboxRecord(consumer: ConsumerName, eventId: string): Promise<boolean> {
     const current = await inbox.get({ consumer, eventId });
-    if (!current || current.status !== 'DEAD') return false;
+    if (current?.status !== 'DEAD') return false;
     if (typeof current.event !== 'object' || current.event === null) {
       throw new HttpError(
         409,

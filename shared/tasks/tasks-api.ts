@@ -2,7 +2,7 @@ import middy, { type MiddyfiedHandler } from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
-import { HttpError, toFieldErrors, validationError } from '../http/http-error';
+import { toFieldErrors, validationError } from '../http/http-error';
 import { type ErrorLogger, httpErrors } from '../http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
