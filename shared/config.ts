@@ -129,7 +129,14 @@ export function createSqlClient(config: Pick<AppConfig, 'database'>): SqlClient 
   const db = config.database;
   switch (db.kind) {
     case 'pg':
-      return new PgSqlClient({ connectionString: db.url });
+      // A bundle built for Aurora (PipelineFunction defines this as 'data-api') leaves
+      // node-postgres out: esbuild drops this branch, and with it every import of pg.
+      if (process.env.PIPELINE_SQL_ADAPTER !== 'data-api')
+        return new PgSqlClient({ connectionString: db.url });
+      throw new PipelineError(
+        'CONFIG',
+        'this function was built for the RDS Data API: set DB_CLUSTER_ARN, DB_SECRET_ARN and DB_NAME, not DATABASE_URL',
+      );
     case 'data-api':
       return new DataApiSqlClient({
         client: new RDSDataClient({}),

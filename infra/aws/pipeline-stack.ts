@@ -21,6 +21,7 @@ import { OpsApi, type OpsQueue } from './constructs/ops-api';
 import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
 import { PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
 import { PipelineDashboard } from './constructs/pipeline-dashboard';
+import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
 import { TasksApi } from './constructs/tasks-api';
 import { type PipelineSettings, resourcePrefix } from './settings';
@@ -60,6 +61,8 @@ export class PipelineStack extends Stack {
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
     const { settings } = props;
+    // Before any function exists: on AWS every bundle is built for the Data API only.
+    if (settings.target === 'aws') this.node.setContext(sqlAdapterContextKey, 'data-api');
     const topology = props.topology ?? defaultTopology;
     const prod = settings.stage === 'prod';
     const removalPolicy = prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;

@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
-import { type BuiltConsumer, buildConsumerDeps } from '../../shared/consumers/consumer-deps';
-import { consumerEnv } from '../../shared/consumers/contract';
+import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import type { SqlClient } from '../../shared/db/sql-client';
+import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive';
+import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
 import type { ConsumerEffect } from '../../shared/effects/effect';
+import { FileNotifier, notifyEffect } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
@@ -110,24 +112,21 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     throw err;
   }
   const effectsDir = join(dataDir, 'effects');
-  const env = {
-    [consumerEnv.inboxTable]: tables.inboxTable,
-    [consumerEnv.indexTable]: tables.indexTable,
-    [consumerEnv.dataDir]: effectsDir,
-    AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+  // The effects with their local adapters: the index on the local DynamoDB, archive and notify
+  // in files (the handlers use S3 and SNS; the effect code is the same).
+  const effects: Record<ConsumerName, ConsumerEffect> = {
+    index: indexEffect(new DynamoContentIndex(client, tables.indexTable)),
+    notify: notifyEffect(new FileNotifier(effectsDir)),
+    archive: archiveEffect({ archive: new FileSnapshotArchive(effectsDir), db: options.db }),
   };
   const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
-  const built = {} as Record<ConsumerName, BuiltConsumer>;
   const functions = {} as Record<ConsumerName, ConsumerFunction>;
   for (const name of Object.keys(topology.consumers) as ConsumerName[]) {
-    const deps = buildConsumerDeps(name, env, { dynamo: client, db: options.db });
-    built[name] = deps;
-    const logger = localLogger(name, log);
     functions[name] = createConsumer({
-      ...deps,
-      logger,
+      ...consumerDeps(name, tables, client),
+      logger: localLogger(name, log),
       metrics: quietMetrics,
-      effect: withFaults(deps.effect, faults, () => afterFaults[name]++),
+      effect: withFaults(effects[name], faults, () => afterFaults[name]++),
     });
   }
 
@@ -183,7 +182,6 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     processedCount: async (consumer) => (await inbox.counts(consumer)).PROCESSED,
     injectedAfterFaults: (consumer) => afterFaults[consumer],
     async stop() {
-      for (const c of consumers) await built[c].close();
       client.destroy();
       await dynamo.stop();
     },

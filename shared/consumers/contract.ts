@@ -16,8 +16,6 @@ export const consumerEnv = {
   archiveBucket: 'ARCHIVE_BUCKET_NAME',
   /** SNS topic notifications go to (notify consumer). */
   notifyTopic: 'NOTIFY_TOPIC_ARN',
-  /** Local runtime only: directory of local effect adapters' files. */
-  dataDir: 'PIPELINE_DATA_DIR',
 } as const;
 
 /** The CloudWatch dimension that tells consumers' metrics apart. */

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import { CallRecorder } from '../support/aws/calls';
+import { startSnsStandin } from '../support/aws/sns';
 import { dynamoClient, dynamoEngines } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 
@@ -32,7 +31,7 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     inboxTable: `inbox-h-${randomUUID().slice(0, 8)}`,
     indexTable: `index-h-${randomUUID().slice(0, 8)}`,
   };
-  let dataDir: string;
+  const stops: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
     const client = dynamoClient(endpoint);
@@ -40,20 +39,28 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     // ensureTables is idempotent: a second call over existing tables is a no-op.
     await ensureTables(client, tables);
     client.destroy();
-    dataDir = mkdtempSync(join(tmpdir(), 'consumer-handler-'));
   });
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
   afterEach(() => {
     vi.unstubAllEnvs();
     vi.restoreAllMocks();
     vi.resetModules();
   });
 
-  it('the notify handler processes an EventBridge event locally and flushes its metrics as EMF', async () => {
+  it('the notify handler processes an EventBridge event through SNS and flushes its metrics as EMF', async () => {
+    const topic = 'arn:aws:sns:us-east-1:123456789012:approvals';
+    const sns = await startSnsStandin({ recorder: new CallRecorder(), topics: [topic] });
+    stops.push(() => sns.close());
     vi.stubEnv(consumerEnv.consumerName, 'notify');
     vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
-    vi.stubEnv(consumerEnv.dataDir, dataDir);
+    vi.stubEnv(consumerEnv.notifyTopic, topic);
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoint);
+    vi.stubEnv('AWS_ENDPOINT_URL_SNS', sns.endpoint);
+    vi.stubEnv('AWS_REGION', 'us-east-1');
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'consumer-notify');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
     vi.stubEnv('POWERTOOLS_LOG_LEVEL', 'SILENT');
     const written: string[] = [];
     vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -64,8 +71,7 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     const row = approvedRow();
     const result = await handler(busEvent(row), lambdaContext('notify'));
     expect(result).toMatchObject({ status: 'processed', consumer: 'notify', eventId: row.eventId });
-    const lines = readFileSync(join(dataDir, 'notifications.jsonl'), 'utf8').trim().split('\n');
-    expect(lines.map((l) => JSON.parse(l).eventId)).toEqual([row.eventId]);
+    expect(sns.published.map((m) => JSON.parse(m.message).eventId)).toEqual([row.eventId]);
 
     const emf = written
       .flatMap((w) => w.split('\n'))
@@ -78,7 +84,6 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
   it('a handler whose environment is incomplete fails its cold start with every problem listed', async () => {
     vi.stubEnv(consumerEnv.inboxTable, '');
     vi.stubEnv(consumerEnv.indexTable, '');
-    vi.stubEnv(consumerEnv.dataDir, '');
     await expect(import('../../functions/consumers/index/handler')).rejects.toMatchObject({
       code: 'CONFIG',
       message: expect.stringContaining(

@@ -19,6 +19,13 @@ export const projectRoot = fileURLToPath(new URL('../../../', import.meta.url));
 export const esmRequireBanner =
   "import { createRequire as __cpCreateRequire } from 'node:module'; const require = __cpCreateRequire(import.meta.url);";
 
+/**
+ * Context key the stack sets to 'data-api' when every function reaches Aurora through the Data
+ * API: bundles then leave node-postgres out (see `createSqlClient`, and `"sideEffects": false`
+ * in package.json, which lets esbuild drop a module nothing uses).
+ */
+export const sqlAdapterContextKey = 'content-pipeline:sqlAdapter';
+
 export interface PipelineFunctionProps {
   /** Entry file relative to the repository root, e.g. `functions/outbox-relay/handler.ts`. */
   readonly entry: string;
@@ -59,6 +66,7 @@ function assertLocalEsbuild(): void {
 export class PipelineFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: PipelineFunctionProps) {
     assertLocalEsbuild();
+    const sqlAdapter = scope.node.tryGetContext(sqlAdapterContextKey) as string | undefined;
     const logGroup = new LogGroup(scope, `${id}Logs`, {
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
@@ -102,6 +110,7 @@ export class PipelineFunction extends NodejsFunction {
         bundleAwsSDK: true,
         // pg's optional native binding is never used (pure JS client).
         externalModules: ['pg-native'],
+        define: sqlAdapter ? { 'process.env.PIPELINE_SQL_ADAPTER': JSON.stringify(sqlAdapter) } : undefined,
         // Bundling is local esbuild only (checked above); this image is never pulled or built.
         dockerImage: DockerImage.fromRegistry('local-esbuild-only'),
         forceDockerBundling: false,
