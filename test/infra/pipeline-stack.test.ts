@@ -70,7 +70,7 @@ describe('database', () => {
       StorageEncrypted: true,
       BackupRetentionPeriod: Match.anyValue(),
       DeletionProtection: false,
-      ServerlessV2ScalingConfiguration: { MinCapacity: 0, MaxCapacity: 2, SecondsUntilAutoPause: 600 },
+      ServerlessV2ScalingConfiguration: { MinCapacity: 0, MaxCapacity: 2, SecondsUntilAutoPause: 300 },
       MasterUserPassword: Match.objectLike({ 'Fn::Join': Match.anyValue() }),
     });
     s.template.hasResource('AWS::RDS::DBCluster', { DeletionPolicy: 'Delete' });

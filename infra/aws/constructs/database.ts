@@ -69,7 +69,11 @@ export interface AuroraDatabaseProps {
   readonly logRetention: RetentionDays;
   /** @default 'pipeline' */
   readonly databaseName?: string;
-  /** @default 10 minutes (only used when minCapacity is 0) */
+  /**
+   * Idle time before the instance pauses (only used when minCapacity is 0). The shortest AWS
+   * allows, so that between the relay's hourly safety sweeps the cluster is paused most of the time.
+   * @default 5 minutes
+   */
   readonly autoPauseAfter?: Duration;
 }
 
@@ -113,7 +117,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
       serverlessV2MinCapacity: props.minCapacity,
       serverlessV2MaxCapacity: props.maxCapacity,
       serverlessV2AutoPauseDuration:
-        props.minCapacity === 0 ? (props.autoPauseAfter ?? Duration.minutes(10)) : undefined,
+        props.minCapacity === 0 ? (props.autoPauseAfter ?? Duration.minutes(5)) : undefined,
       vpc: this.vpc,
       vpcSubnets: { subnetType: SubnetType.PRIVATE_ISOLATED },
       credentials: Credentials.fromGeneratedSecret('pipeline_admin'),
