@@ -43,6 +43,8 @@ export interface DataApiServerOptions {
    * function reaches PostgreSQL as its own role. `secretArn` (the URL's own login) is always known.
    */
   readonly secrets?: (secretArn: string) => SecretLogin | undefined;
+  /** The cluster ARN calls must name. @default a made-up ARN of a new local cluster */
+  readonly resourceArn?: string;
   /** The Data API cancels a statement after 45 s (StatementTimeoutException). */
   readonly statementTimeoutMs?: number;
   /** The Data API rolls a transaction back after 3 minutes without a call. */
@@ -443,7 +445,7 @@ export async function startDataApiServer(
   const url = new URL(pgUrl);
   const defaultDatabase = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
   const cluster = `content-pipeline-local-${randomBytes(4).toString('hex')}`;
-  const resourceArn = `arn:aws:rds:us-east-1:000000000000:cluster:${cluster}`;
+  const resourceArn = options.resourceArn ?? `arn:aws:rds:us-east-1:000000000000:cluster:${cluster}`;
   const secretArn = `arn:aws:secretsmanager:us-east-1:000000000000:secret:${cluster}-AbCdEf`;
   const statementTimeoutMs = options.statementTimeoutMs ?? 45_000;
   const transactionIdleMs = options.transactionIdleMs ?? 180_000;

@@ -3,7 +3,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CallRecorder } from './calls';
 import { callerOf } from './calls';
 import { closeServer, type LocalEndpoint, listenOnLoopback, readRawBody, requestUrl } from './http';
-import { asObject, type JsonObject, numberField, parseJsonObject, stringField, stringsField } from './json';
+import {
+  asArray,
+  asObject,
+  type JsonObject,
+  numberField,
+  parseJsonObject,
+  stringField,
+  stringsField,
+} from './json';
 import {
   AwsFault,
   type AwsJsonProtocol,
@@ -424,6 +432,42 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     return {};
   }
 
+  /**
+   * A batch of 1-10 entries, each answered on its own (`Successful` / `Failed`), as the SQS
+   * batch actions answer: one bad entry does not fail the others.
+   */
+  function batch(body: JsonObject, one: (entry: JsonObject) => JsonObject): JsonObject {
+    const entries = asArray(body.Entries).map(asObject);
+    if (entries.length === 0) {
+      throw new AwsFault('EmptyBatchRequest', 'There should be at least one entry in the request.', 400, {
+        queryCode: 'AWS.SimpleQueueService.EmptyBatchRequest',
+      });
+    }
+    if (entries.length > 10) {
+      throw new AwsFault(
+        'TooManyEntriesInBatchRequest',
+        'Maximum number of entries per request are 10.',
+        400,
+        {
+          queryCode: 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest',
+        },
+      );
+    }
+    const successful: JsonObject[] = [];
+    const failed: JsonObject[] = [];
+    for (const entry of entries) {
+      const id = stringField(entry, 'Id') ?? '';
+      try {
+        one({ ...entry, QueueUrl: body.QueueUrl });
+        successful.push({ Id: id });
+      } catch (err) {
+        const fault = toFault(err);
+        failed.push({ Id: id, SenderFault: true, Code: fault.code, Message: fault.message });
+      }
+    }
+    return { Successful: successful, Failed: failed };
+  }
+
   function getQueueAttributes(body: JsonObject): JsonObject {
     const queue = queueOf(body);
     const names = stringsField(body, 'AttributeNames');
@@ -515,6 +559,10 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
         return deleteMessage(body);
       case 'ChangeMessageVisibility':
         return changeMessageVisibility(body);
+      case 'ChangeMessageVisibilityBatch':
+        return batch(body, changeMessageVisibility);
+      case 'DeleteMessageBatch':
+        return batch(body, deleteMessage);
       case 'GetQueueAttributes':
         return getQueueAttributes(body);
       case 'PurgeQueue':
@@ -536,8 +584,11 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
       operation === 'CreateQueue' || operation === 'GetQueueUrl'
         ? stringField(parsed ?? {}, 'QueueName')
         : queueNamedBy(stringField(parsed ?? {}, 'QueueUrl'));
+    // A batch action is authorized as its single counterpart: IAM has no sqs:*Batch actions
+    // (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-api-permissions-reference.html).
+    const action = operation.replace(/Batch$/, '') || 'Unrecognized';
     recorder.record(caller, 'sqs', [
-      { action: `sqs:${operation || 'Unrecognized'}`, resources: [named ? queueArn(named) : '*'], operation },
+      { action: `sqs:${action}`, resources: [named ? queueArn(named) : '*'], operation },
     ]);
     try {
       sendAwsJson(res, protocol, await serve(operation, jsonRequest(raw), caller));

@@ -1,0 +1,631 @@
+import {
+  consumerMetricNames,
+  consumerServiceName,
+  inboxGaugeMetricNames,
+  inboxGaugesServiceName,
+} from '../../../shared/consumers/contract';
+import { relayMetricNames } from '../../../shared/outbox/relay-metrics';
+import type { ConsumerName, Topology } from '../../../shared/topology';
+import { relayServiceName } from '../constructs/outbox-relay';
+import type { PriceBook } from './prices';
+
+/**
+ * The cost model: a synthesized CloudFormation template and the topology in, dollars out. It
+ * counts what the template holds (functions and their memory, schedules, alarms, secrets, keys,
+ * the Aurora scaling configuration) and multiplies with `./prices.ts`; it never synthesizes, so
+ * a test can hand it a template of a few resources.
+ */
+
+/** One resource of a CloudFormation template, as `cdk synth` writes it. */
+export interface CfnResource {
+  readonly Type: string;
+  readonly Properties?: Readonly<Record<string, unknown>>;
+}
+
+/** The part of a template the model reads. */
+export interface CfnTemplate {
+  readonly Resources: Readonly<Record<string, CfnResource>>;
+}
+
+/** One line of a bill: what, how much a month, and how the figure came about. */
+export interface CostPart {
+  readonly name: string;
+  readonly usd: number;
+  readonly detail: string;
+}
+
+export interface IdleMonthlyCost {
+  /** The sum of `parts`. */
+  readonly totalUsd: number;
+  readonly parts: readonly CostPart[];
+  /**
+   * Of an idle day, the fraction Aurora's writer spends paused (0 when MinCapacity is above 0,
+   * 1 when nothing wakes it or there is no cluster); the lowest across clusters.
+   */
+  readonly auroraPausedFraction: number;
+}
+
+export interface PerMillionApprovalsCost {
+  /** The sum of `parts`: what a million approvals spread over a month add to the idle bill. */
+  readonly totalUsd: number;
+  readonly parts: readonly CostPart[];
+}
+
+/** What of `shared/topology.ts` the model reads. */
+export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes'>;
+
+/** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
+const tasksApiServiceName = 'tasks-api';
+
+/** What the relay sends after every run (`addRelayMetrics`): the gauges, whatever the counts. */
+const relayGaugeMetrics = [
+  relayMetricNames.pending,
+  relayMetricNames.oldestPendingAge,
+  relayMetricNames.dead,
+];
+
+/** Counters a busy, healthy relay sends (counters go out only when non-zero): events published, old rows purged. */
+const relayBusyCounters = [relayMetricNames.published, relayMetricNames.purged];
+
+const million = 1_000_000;
+const gib = 1024 ** 3;
+
+// ---------------------------------------------------------------------------------------------
+// Reading the template
+
+function ofType(template: CfnTemplate, type: string): [string, Readonly<Record<string, unknown>>][] {
+  return Object.entries(template.Resources)
+    .filter(([, r]) => r.Type === type)
+    .map(([id, r]) => [id, r.Properties ?? {}]);
+}
+
+const countOf = (template: CfnTemplate, type: string): number => ofType(template, type).length;
+
+const record = (value: unknown): Readonly<Record<string, unknown>> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+
+/** The logical id behind `{ "Fn::GetAtt": [id, "Arn"] }` or `{ "Ref": id }`; undefined for anything else. */
+function referencedId(value: unknown): string | undefined {
+  const v = record(value);
+  const getAtt = v['Fn::GetAtt'];
+  if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return getAtt[0];
+  return typeof v.Ref === 'string' ? v.Ref : undefined;
+}
+
+interface LambdaFunction {
+  readonly id: string;
+  readonly service: string;
+  readonly memoryGb: number;
+  readonly arm64: boolean;
+  readonly traced: boolean;
+}
+
+function lambdaFunctions(template: CfnTemplate): LambdaFunction[] {
+  return ofType(template, 'AWS::Lambda::Function').map(([id, p]) => {
+    const service = record(record(p.Environment).Variables).POWERTOOLS_SERVICE_NAME;
+    const architectures = Array.isArray(p.Architectures) ? p.Architectures : [];
+    return {
+      id,
+      service: typeof service === 'string' ? service : '',
+      // CloudFormation's default memory size.
+      memoryGb: (typeof p.MemorySize === 'number' ? p.MemorySize : 128) / 1024,
+      arm64: architectures.includes('arm64'),
+      traced: record(p.TracingConfig).Mode === 'Active',
+    };
+  });
+}
+
+function functionOf(functions: readonly LambdaFunction[], service: string): LambdaFunction {
+  const found = functions.find((f) => f.service === service);
+  if (!found) throw new Error(`the template has no Lambda function with POWERTOOLS_SERVICE_NAME=${service}`);
+  return found;
+}
+
+interface Schedule {
+  readonly ruleId: string;
+  readonly expression: string;
+  readonly periodSeconds: number;
+  readonly enabled: boolean;
+  readonly targets: readonly string[];
+}
+
+const rateUnits: Readonly<Record<string, number>> = { minute: 60, hour: 3600, day: 86_400 };
+
+/** Seconds between runs of `rate(n unit)`; cron expressions are refused rather than guessed. */
+export function ratePeriodSeconds(expression: string): number {
+  const match = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(expression.trim());
+  const unit = match?.[2] ? rateUnits[match[2]] : undefined;
+  if (!match || unit === undefined) {
+    throw new Error(`cannot cost schedule "${expression}": only rate(n minutes|hours|days) is modelled`);
+  }
+  return Number(match[1]) * unit;
+}
+
+function schedules(template: CfnTemplate): Schedule[] {
+  return ofType(template, 'AWS::Events::Rule')
+    .filter(([, p]) => typeof p.ScheduleExpression === 'string')
+    .map(([ruleId, p]) => {
+      const expression = p.ScheduleExpression as string;
+      const targets = (Array.isArray(p.Targets) ? p.Targets : []).map(
+        (t) => referencedId(record(t).Arn) ?? String(record(t).Arn),
+      );
+      // CloudFormation creates a rule ENABLED unless State says otherwise.
+      return {
+        ruleId,
+        expression,
+        periodSeconds: ratePeriodSeconds(expression),
+        enabled: p.State !== 'DISABLED',
+        targets,
+      };
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared arithmetic
+
+const usdPer = (quantity: number, price: { readonly usd: number }, per = 1): number =>
+  (quantity * price.usd) / per;
+
+const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+const plural = (n: number, word: string): string => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
+
+/** A unit price as a bill prints it: cents for whole-cent prices, every digit below a cent. */
+const each = (price: { readonly usd: number }): string =>
+  `$${price.usd >= 0.01 ? fmt(price.usd, 2) : String(price.usd)}`;
+
+function lambdaUsd(book: PriceBook, fn: LambdaFunction, invocations: number, seconds: number): number {
+  const gbSeconds = invocations * seconds * fn.memoryGb;
+  const duration = fn.arm64 ? book.prices.lambdaArmGbSecond : book.prices.lambdaX86GbSecond;
+  return usdPer(gbSeconds, duration) + usdPer(invocations, book.prices.lambdaRequestMillion, million);
+}
+
+const memory = (fn: LambdaFunction): string =>
+  `${fmt(fn.memoryGb * 1024)} MB ${fn.arm64 ? 'arm64' : 'x86_64'}`;
+
+/** Of the hours in a month, the fraction in which a metric sent every `periodSeconds` receives data. */
+const hoursWithData = (periodSeconds: number | undefined): number =>
+  periodSeconds === undefined ? 0 : Math.min(1, 3600 / periodSeconds);
+
+const sum = (parts: readonly CostPart[]): number => parts.reduce((total, p) => total + p.usd, 0);
+
+// ---------------------------------------------------------------------------------------------
+// What runs when nobody approves anything
+
+interface IdleRuns {
+  readonly relay: LambdaFunction;
+  readonly gauges: LambdaFunction;
+  readonly relayRunsPerMonth: number;
+  readonly gaugeRunsPerMonth: number;
+  /** Mean seconds between idle relay runs; undefined when no enabled schedule runs it. */
+  readonly relayPeriodSeconds: number | undefined;
+  readonly gaugePeriodSeconds: number | undefined;
+  readonly describe: string;
+}
+
+/**
+ * The enabled schedules and what they run. Only the relay sweeps and the inbox gauges are
+ * modelled: any other enabled schedule fails the model instead of being costed as free.
+ */
+function idleRuns(template: CfnTemplate, book: PriceBook): IdleRuns {
+  const functions = lambdaFunctions(template);
+  const relay = functionOf(functions, relayServiceName);
+  const gauges = functionOf(functions, inboxGaugesServiceName);
+  const secondsPerMonth = book.assumptions.hoursPerMonth.value * 3600;
+  let relayRunsPerMonth = 0;
+  let gaugeRunsPerMonth = 0;
+  const seen: string[] = [];
+  for (const s of schedules(template)) {
+    if (!s.enabled) {
+      seen.push(`${s.expression} disabled`);
+      continue;
+    }
+    for (const target of s.targets) {
+      const runs = secondsPerMonth / s.periodSeconds;
+      if (target === relay.id) relayRunsPerMonth += runs;
+      else if (target === gauges.id) gaugeRunsPerMonth += runs;
+      else
+        throw new Error(`scheduled rule ${s.ruleId} targets ${target}, which the cost model does not know`);
+      seen.push(`${s.expression} -> ${target === relay.id ? 'relay' : 'gauges'}`);
+    }
+  }
+  const period = (runs: number) => (runs > 0 ? secondsPerMonth / runs : undefined);
+  return {
+    relay,
+    gauges,
+    relayRunsPerMonth,
+    gaugeRunsPerMonth,
+    relayPeriodSeconds: period(relayRunsPerMonth),
+    gaugePeriodSeconds: period(gaugeRunsPerMonth),
+    describe: seen.join(', '),
+  };
+}
+
+interface AuroraIdle {
+  readonly clusters: number;
+  readonly instances: number;
+  readonly computeUsd: number;
+  /** A full month awake at the capacity traffic keeps it at (MinCapacity, or the assumed active ACU). */
+  readonly awakeMonthUsd: number;
+  readonly pausedFraction: number;
+  readonly detail: string;
+}
+
+/**
+ * Aurora Serverless v2 when idle. With MinCapacity 0 each idle sweep wakes the writer, which
+ * stays up for resume + run + SecondsUntilAutoPause (at most the sweep period) and pauses for
+ * the rest; with MinCapacity above 0 it never pauses and idles at its minimum.
+ */
+function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns): AuroraIdle {
+  const { assumptions: a, prices: p } = book;
+  const hours = a.hoursPerMonth.value;
+  const instances = ofType(template, 'AWS::RDS::DBInstance');
+  let computeUsd = 0;
+  let awakeMonthUsd = 0;
+  let pausedFraction = 1;
+  let count = 0;
+  const details: string[] = [];
+  for (const [id, props] of ofType(template, 'AWS::RDS::DBCluster')) {
+    const scaling = record(props.ServerlessV2ScalingConfiguration);
+    const writers = instances.filter(([, i]) => referencedId(i.DBClusterIdentifier) === id);
+    const provisioned = writers.filter(([, i]) => i.DBInstanceClass !== 'db.serverless');
+    if (provisioned.length > 0 || typeof scaling.MinCapacity !== 'number') {
+      throw new Error(
+        `cluster ${id} is not all Aurora Serverless v2: the cost model prices only db.serverless`,
+      );
+    }
+    count += writers.length;
+    const min = scaling.MinCapacity;
+    awakeMonthUsd += writers.length * Math.max(min, a.auroraActiveAcu.value) * hours * p.auroraAcuHour.usd;
+    if (min > 0) {
+      computeUsd += writers.length * min * hours * p.auroraAcuHour.usd;
+      pausedFraction = 0;
+      details.push(
+        `MinCapacity ${min}: never pauses, ${plural(writers.length, 'instance')} x ${min} ACU x ${hours} h`,
+      );
+      continue;
+    }
+    // AWS's default when MinCapacity is 0 and no interval is given.
+    const autoPause = typeof scaling.SecondsUntilAutoPause === 'number' ? scaling.SecondsUntilAutoPause : 300;
+    const period = runs.relayPeriodSeconds;
+    const awake =
+      period === undefined
+        ? 0
+        : Math.min(period, a.auroraResumeSeconds.value + a.relaySweepSeconds.value + autoPause);
+    const fraction = period === undefined ? 0 : awake / period;
+    pausedFraction = Math.min(pausedFraction, 1 - fraction);
+    computeUsd += writers.length * a.auroraActiveAcu.value * hours * fraction * p.auroraAcuHour.usd;
+    details.push(
+      period === undefined
+        ? 'MinCapacity 0 and nothing scheduled wakes it: paused all month'
+        : `MinCapacity 0, auto-pause after ${autoPause} s: awake ${fmt(awake)} s of every ${fmt(period)} s sweep ` +
+            `(resume ${a.auroraResumeSeconds.value} + run ${a.relaySweepSeconds.value} + ${autoPause}), ` +
+            `paused ${fmt((1 - fraction) * 100, 1)}%; ${plural(writers.length, 'instance')} x ${a.auroraActiveAcu.value} ACU (assumed) x ${fmt(hours * fraction, 1)} h`,
+    );
+  }
+  return {
+    clusters: countOf(template, 'AWS::RDS::DBCluster'),
+    instances: count,
+    computeUsd,
+    awakeMonthUsd,
+    pausedFraction,
+    detail: details.join('; ') || 'no Aurora cluster in the template',
+  };
+}
+
+/** The network pieces that bill by the hour whatever the traffic; none is expected here. */
+function networkPart(template: CfnTemplate, book: PriceBook): CostPart {
+  const hours = book.assumptions.hoursPerMonth.value;
+  const nat = countOf(template, 'AWS::EC2::NatGateway');
+  const eips = countOf(template, 'AWS::EC2::EIP');
+  // An endpoint without a type is a Gateway endpoint, which costs nothing.
+  const interfaceAzs = ofType(template, 'AWS::EC2::VPCEndpoint')
+    .filter(([, p]) => p.VpcEndpointType === 'Interface')
+    .reduce((n, [, p]) => n + Math.max(1, Array.isArray(p.SubnetIds) ? p.SubnetIds.length : 1), 0);
+  const usd =
+    nat * hours * book.prices.natGatewayHour.usd +
+    eips * hours * book.prices.publicIpv4Hour.usd +
+    interfaceAzs * hours * book.prices.interfaceEndpointAzHour.usd;
+  const found = [
+    nat ? plural(nat, 'NAT gateway') : '',
+    interfaceAzs ? `${plural(interfaceAzs, 'interface endpoint AZ')}` : '',
+    eips ? plural(eips, 'Elastic IP') : '',
+  ].filter(Boolean);
+  return {
+    name: 'NAT gateways, VPC endpoints, public IPv4',
+    usd,
+    detail: found.length
+      ? `${found.join(', ')} x ${hours} h (data processed not modelled)`
+      : 'none in the template',
+  };
+}
+
+/**
+ * What the pipeline costs in a month in which nobody approves anything: the resources that bill
+ * by the month, and the scheduled runs (relay sweeps, inbox gauges) with what they touch.
+ */
+export function idleMonthlyCost(
+  template: CfnTemplate,
+  topology: CostTopology,
+  book: PriceBook,
+): IdleMonthlyCost {
+  const { prices: p, assumptions: a } = book;
+  const runs = idleRuns(template, book);
+  const aurora = auroraIdle(template, book, runs);
+  const consumers = Object.keys(topology.consumers).length;
+  const gaugeMetrics = consumers * Object.keys(inboxGaugeMetricNames).length;
+
+  const secrets = countOf(template, 'AWS::SecretsManager::Secret');
+  const keys = countOf(template, 'AWS::KMS::Key');
+  const dashboards = countOf(template, 'AWS::CloudWatch::Dashboard');
+  const alarms = ofType(template, 'AWS::CloudWatch::Alarm');
+  let alarmMetrics = 0;
+  let highResolution = 0;
+  for (const [, alarm] of alarms) {
+    const metrics = Array.isArray(alarm.Metrics)
+      ? alarm.Metrics.filter((m) => record(m).MetricStat !== undefined).length
+      : 1;
+    if (typeof alarm.Period === 'number' && alarm.Period < 60) highResolution += metrics;
+    else alarmMetrics += metrics;
+  }
+
+  const relayMetricMonths = relayGaugeMetrics.length * hoursWithData(runs.relayPeriodSeconds);
+  const gaugeMetricMonths = gaugeMetrics * hoursWithData(runs.gaugePeriodSeconds);
+  const dataApiCalls = aurora.clusters > 0 ? runs.relayRunsPerMonth * a.relaySweepDataApiCalls.value : 0;
+  const gaugeReadUnits =
+    runs.gaugeRunsPerMonth * consumers * a.gaugeQueriesPerConsumer.value * a.gaugeQueryReadUnits.value;
+  const traces =
+    (runs.relay.traced ? runs.relayRunsPerMonth : 0) + (runs.gauges.traced ? runs.gaugeRunsPerMonth : 0);
+  const logBytes =
+    runs.relayRunsPerMonth * a.relayIdleLogBytes.value + runs.gaugeRunsPerMonth * a.gaugeLogBytes.value;
+
+  const parts: CostPart[] = [
+    { name: 'Aurora Serverless v2 compute', usd: aurora.computeUsd, detail: aurora.detail },
+    {
+      name: 'Aurora storage',
+      usd: aurora.clusters * a.auroraStorageGb.value * p.auroraStorageGbMonth.usd,
+      detail: `${plural(aurora.clusters, 'cluster')} x ${a.auroraStorageGb.value} GB (assumed) x ${each(p.auroraStorageGbMonth)}/GB-month`,
+    },
+    {
+      name: 'RDS Data API (sweeps)',
+      usd: usdPer(dataApiCalls, p.dataApiMillion, million),
+      detail: `${fmt(runs.relayRunsPerMonth)} relay runs x ${a.relaySweepDataApiCalls.value} requests`,
+    },
+    {
+      name: 'Secrets Manager',
+      usd: secrets * p.secretMonth.usd,
+      detail: `${plural(secrets, 'secret')} x ${each(p.secretMonth)} (API calls not counted)`,
+    },
+    {
+      name: 'KMS keys',
+      usd: keys * p.kmsKeyMonth.usd,
+      detail: `${plural(keys, 'customer managed key')} x ${each(p.kmsKeyMonth)}`,
+    },
+    {
+      name: 'CloudWatch alarms',
+      usd: alarmMetrics * p.alarmMetricMonth.usd + highResolution * p.highResolutionAlarmMetricMonth.usd,
+      detail:
+        `${plural(alarms.length, 'alarm')}: ${plural(alarmMetrics, 'standard-resolution metric')} x ${each(p.alarmMetricMonth)}` +
+        (highResolution
+          ? `, ${plural(highResolution, 'high-resolution metric')} x ${each(p.highResolutionAlarmMetricMonth)}`
+          : ''),
+    },
+    {
+      name: 'CloudWatch custom metrics',
+      usd: (relayMetricMonths + gaugeMetricMonths) * p.customMetricMonth.usd,
+      detail:
+        `relay ${relayGaugeMetrics.join('/')} (${fmt(hoursWithData(runs.relayPeriodSeconds) * 100)}% of hours) + ` +
+        `${Object.values(inboxGaugeMetricNames).join('/')} x ${consumers} consumers (${fmt(hoursWithData(runs.gaugePeriodSeconds) * 100)}% of hours) ` +
+        `= ${fmt(relayMetricMonths + gaugeMetricMonths, 1)} metric-months x ${each(p.customMetricMonth)}`,
+    },
+    {
+      name: 'CloudWatch dashboards',
+      usd: dashboards * p.dashboardMonth.usd,
+      detail: `${plural(dashboards, 'dashboard')} x ${each(p.dashboardMonth)}`,
+    },
+    {
+      name: 'Lambda (scheduled runs)',
+      usd:
+        lambdaUsd(book, runs.relay, runs.relayRunsPerMonth, a.relaySweepSeconds.value) +
+        lambdaUsd(book, runs.gauges, runs.gaugeRunsPerMonth, a.gaugeRunSeconds.value),
+      detail:
+        `relay ${fmt(runs.relayRunsPerMonth)} x ${a.relaySweepSeconds.value} s at ${memory(runs.relay)}; ` +
+        `gauges ${fmt(runs.gaugeRunsPerMonth)} x ${a.gaugeRunSeconds.value} s at ${memory(runs.gauges)} (${runs.describe})`,
+    },
+    {
+      name: 'DynamoDB reads (gauge queries)',
+      usd: usdPer(gaugeReadUnits, p.dynamoReadRequestMillion, million),
+      detail: `${fmt(runs.gaugeRunsPerMonth)} runs x ${consumers} consumers x ${a.gaugeQueriesPerConsumer.value} Queries x ${a.gaugeQueryReadUnits.value} RRU`,
+    },
+    {
+      name: 'X-Ray traces (scheduled runs)',
+      usd: usdPer(traces, p.xrayTraceMillion, million),
+      detail: `${fmt(traces)} traces`,
+    },
+    {
+      name: 'CloudWatch Logs ingestion (scheduled runs)',
+      usd: usdPer(logBytes / gib, p.logsIngestGb),
+      detail: `${fmt(runs.relayRunsPerMonth + runs.gaugeRunsPerMonth)} invocations x ~1 KB = ${fmt(logBytes / 1024 ** 2, 1)} MB`,
+    },
+    networkPart(template, book),
+    {
+      name: 'No idle charge',
+      usd: 0,
+      detail:
+        `${plural(countOf(template, 'AWS::SQS::Queue'), 'SQS queue')} (nothing polls them), ` +
+        `${plural(countOf(template, 'AWS::SNS::Topic'), 'SNS topic')}, ` +
+        `${plural(countOf(template, 'AWS::S3::Bucket'), 'S3 bucket')} (~empty), ` +
+        `${plural(countOf(template, 'AWS::ApiGateway::RestApi'), 'REST API')}, ` +
+        `${plural(countOf(template, 'AWS::Events::EventBus'), 'event bus')} + ${plural(countOf(template, 'AWS::Events::Archive'), 'archive')} (~empty), ` +
+        `${plural(countOf(template, 'AWS::DynamoDB::Table'), 'on-demand table')} (~empty; PITR bills by GB), ` +
+        `scheduled-rule invocations ${each(p.eventBridgeScheduledRuleInvocation)} (unconfirmed), ` +
+        'EMF metrics need no PutMetricData, VPC flow logs of an idle VPC ~0',
+    },
+  ];
+  return { totalUsd: sum(parts), parts, auroraPausedFraction: aurora.pausedFraction };
+}
+
+// ---------------------------------------------------------------------------------------------
+// What approvals add
+
+/** The consumers a `content.approved` event reaches, from the topology's rules. */
+function approvedConsumers(topology: CostTopology): ConsumerName[] {
+  const targets = topology.rules
+    .filter((rule) => {
+      const types = rule.pattern['detail-type'];
+      return Array.isArray(types) && types.includes(topology.eventTypes.approved);
+    })
+    .flatMap((rule) => rule.targets);
+  return [...new Set(targets)];
+}
+
+/**
+ * What a million approvals spread over a month add to the idle bill: each request's path
+ * through the API, the relay, the bus and the consumers, plus the Aurora hours their steady
+ * trickle keeps awake. Notification deliveries depend on the topic's subscribers and are left out.
+ */
+export function perMillionApprovals(
+  template: CfnTemplate,
+  topology: CostTopology,
+  book: PriceBook,
+): PerMillionApprovalsCost {
+  const { prices: p, assumptions: a } = book;
+  const n = million;
+  const functions = lambdaFunctions(template);
+  const tasksApi = functionOf(functions, tasksApiServiceName);
+  const relay = functionOf(functions, relayServiceName);
+  const consumers = approvedConsumers(topology).map((name) => ({
+    name,
+    fn: functionOf(functions, consumerServiceName(name)),
+  }));
+  const has = (name: ConsumerName) => consumers.some((c) => c.name === name);
+  const runs = idleRuns(template, book);
+  const aurora = auroraIdle(template, book, runs);
+
+  const dataApiPerApproval =
+    a.approveDataApiCalls.value +
+    a.relayDataApiCallsPerEvent.value +
+    (has('archive') ? a.archiveDataApiCalls.value : 0);
+  const chunks = Math.ceil(a.eventBytes.value / (64 * 1024));
+  const eventGb = (n * a.eventBytes.value) / gib;
+  const archives = ofType(template, 'AWS::Events::Archive');
+  const archiveStorageGbMonth = archives.reduce((gb, [, archive]) => {
+    const days =
+      typeof archive.RetentionDays === 'number' && archive.RetentionDays > 0 ? archive.RetentionDays : 30;
+    return gb + eventGb * Math.min(1, days / 30);
+  }, 0);
+  const inboxWru = consumers.length * a.inboxWritesPerConsumer.value * Math.ceil(a.inboxItemKb.value);
+  const indexWru = has('index') ? Math.ceil(a.contentIndexItemKb.value) : 0;
+  // The index consumer reads the stored version strongly consistently before its conditional put.
+  const indexRru = has('index') ? Math.ceil(a.contentIndexItemKb.value / 4) : 0;
+  const traced = [tasksApi, relay, ...consumers.map((c) => c.fn)].filter((f) => f.traced).length;
+  const detailedApiMetrics = ofType(template, 'AWS::ApiGateway::Stage').some(([, stage]) =>
+    (Array.isArray(stage.MethodSettings) ? stage.MethodSettings : []).some(
+      (m) => record(m).MetricsEnabled === true,
+    ),
+  )
+    ? a.apiMethodDetailedMetrics.value
+    : 0;
+  const busyMetrics =
+    relayBusyCounters.length +
+    consumers.length * Object.keys(consumerMetricNames).length +
+    detailedApiMetrics;
+  const consumerUsd = consumers.reduce(
+    (usd, c) => usd + lambdaUsd(book, c.fn, n, a.consumerSeconds.value),
+    0,
+  );
+
+  const parts: CostPart[] = [
+    {
+      name: 'API Gateway REST requests',
+      usd: usdPer(n, p.apiGatewayRestMillion, million),
+      detail: `1 request per approval x ${each(p.apiGatewayRestMillion)}/M`,
+    },
+    {
+      name: 'Lambda tasks-api',
+      usd: lambdaUsd(book, tasksApi, n, a.tasksApiSeconds.value),
+      detail: `${a.tasksApiSeconds.value} s at ${memory(tasksApi)} + 1 request`,
+    },
+    {
+      name: 'Lambda relay (nudged runs)',
+      usd: lambdaUsd(book, relay, n, a.relayNudgeSeconds.value),
+      detail: `at most one run per approval, ${a.relayNudgeSeconds.value} s at ${memory(relay)}`,
+    },
+    {
+      name: 'Lambda consumers',
+      usd: consumerUsd,
+      detail: `${consumers.map((c) => c.name).join(', ')}: ${a.consumerSeconds.value} s each at ${[...new Set(consumers.map((c) => memory(c.fn)))].join(', ')}`,
+    },
+    {
+      name: 'RDS Data API',
+      usd: usdPer(n * dataApiPerApproval, p.dataApiMillion, million),
+      detail: `${dataApiPerApproval} requests per approval (approve ${a.approveDataApiCalls.value}, relay ${a.relayDataApiCallsPerEvent.value}${has('archive') ? `, archive read ${a.archiveDataApiCalls.value}` : ''})`,
+    },
+    {
+      name: 'Aurora I/O',
+      usd: aurora.clusters > 0 ? usdPer(n * a.auroraIoPerApproval.value, p.auroraIoMillion, million) : 0,
+      detail: `~${a.auroraIoPerApproval.value} I/O requests per approval (a guess, not measured)`,
+    },
+    {
+      name: 'Aurora kept awake',
+      usd: aurora.awakeMonthUsd - aurora.computeUsd,
+      detail:
+        'a steady trickle never leaves the writer idle long enough to pause: a full month awake ' +
+        `($${fmt(aurora.awakeMonthUsd, 2)}) minus the idle compute ($${fmt(aurora.computeUsd, 2)})`,
+    },
+    {
+      name: 'EventBridge PutEvents',
+      usd: usdPer(n * chunks, p.eventBridgeCustomEventMillion, million),
+      detail: `1 event of ~${fmt(a.eventBytes.value / 1024)} KB = ${plural(chunks, '64 KB chunk')} per approval (same-account rule delivery free)`,
+    },
+    {
+      name: 'EventBridge archive',
+      usd:
+        archives.length * usdPer(eventGb, p.eventBridgeArchiveGb) +
+        usdPer(archiveStorageGbMonth, p.eventBridgeArchiveStorageGbMonth),
+      detail: `${plural(archives.length, 'archive')}: ${fmt(eventGb, 2)} GB processed, ${fmt(archiveStorageGbMonth, 2)} GB-month kept`,
+    },
+    {
+      name: 'DynamoDB writes and reads',
+      usd:
+        usdPer(n * (inboxWru + indexWru), p.dynamoWriteRequestMillion, million) +
+        usdPer(n * indexRru, p.dynamoReadRequestMillion, million),
+      detail:
+        `inbox ${consumers.length} consumers x ${a.inboxWritesPerConsumer.value} writes x ${Math.ceil(a.inboxItemKb.value)} WRU` +
+        (has('index') ? `, content index ${indexWru} WRU put + ${indexRru} RRU get` : '') +
+        ` = ${inboxWru + indexWru} WRU + ${indexRru} RRU per approval`,
+    },
+    {
+      name: 'S3 PUT (archive)',
+      usd: has('archive') ? usdPer(n, p.s3PutThousand, 1000) : 0,
+      detail: `1 snapshot of ~${fmt(a.snapshotBytes.value / 1024)} KB per approval (its storage not counted)`,
+    },
+    {
+      name: 'SNS publish (notify)',
+      usd: has('notify') ? usdPer(n, p.snsPublishMillion, million) : 0,
+      detail: '1 publish per approval; deliveries depend on the subscribers and are excluded',
+    },
+    {
+      name: 'CloudWatch Logs ingestion',
+      usd: usdPer((n * a.logBytesPerApproval.value) / gib, p.logsIngestGb),
+      detail: `~${fmt(a.logBytesPerApproval.value / 1024)} KB per approval across the functions and the access log`,
+    },
+    {
+      name: 'X-Ray traces',
+      usd: usdPer(n * traced, p.xrayTraceMillion, million),
+      detail: `${traced} traced invocations per approval, all sampled at these rates (an upper bound: AWS may join them into fewer traces)`,
+    },
+    {
+      name: 'CloudWatch custom metrics while busy',
+      usd: busyMetrics * p.customMetricMonth.usd,
+      detail:
+        `data every hour: relay ${relayBusyCounters.join('/')}, ${consumers.length} consumers x ${Object.keys(consumerMetricNames).length} counters` +
+        (detailedApiMetrics ? `, ${detailedApiMetrics} API method metrics (detailed metrics on)` : '') +
+        ` = ${busyMetrics} x ${each(p.customMetricMonth)}`,
+    },
+  ];
+  return { totalUsd: sum(parts), parts };
+}

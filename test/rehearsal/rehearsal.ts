@@ -1,0 +1,614 @@
+/**
+ * The offline deploy rehearsal: synthesize the sandbox stack as `cdk deploy` would, then run
+ * every function's real bundle, with exactly the environment its template gives it, the way
+ * Lambda runs it (its own process, `handler(event, context)`), against local stand-ins reached
+ * through `AWS_ENDPOINT_URL_*`: the Data API endpoint over embedded PostgreSQL (each function
+ * logging in with its own role's secret), the local bus, dynalite, s3rver, and in-memory SNS,
+ * SQS, Lambda, Secrets Manager and CloudWatch. It walks the whole path (migrate, create and
+ * approve a task, the nudged relay, the bus, every consumer, a sweep, the gauges, the ops API
+ * and three kinds of redrive), records every AWS call each function made, and checks each
+ * against that function's role in the template: action, and resource where the ARN resolves.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, type CreateTableCommandInput, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import pg from 'pg';
+import { startDynalite } from '../../infra/local/dynamo';
+import { FaultInjector, noFaults } from '../../infra/local/faults';
+import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
+import { toProxyEvent } from '../../shared/http/proxy-event';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import type { ConsumerName, RuleSpec } from '../../shared/topology';
+import { synthPipeline } from '../infra/support/synth';
+import { startAwsStandins } from '../support/aws';
+import { CallRecorder } from '../support/aws/calls';
+import { describeEventBridgeRequest } from '../support/aws/eventbridge';
+import { startRecordingProxy } from '../support/aws/proxy';
+import { startS3rver } from '../support/aws/s3rver';
+import { startDataApiServer } from '../support/data-api-server';
+import { startEmbeddedPostgres } from '../support/embedded-pg';
+import { FunctionProcess, type FunctionSpec, type InitError } from './functions';
+import { allows, type CfnTemplate, roleStatements, TemplateResolver, unresolved } from './template';
+
+const deployment = { region: 'us-east-1', account: '123456789012' };
+
+/** What the rehearsal found; `deniedCalls` and `missingEnv` must be 0 and every step ok. */
+export interface RehearsalReport {
+  readonly functions: number;
+  readonly awsCalls: number;
+  readonly deniedCalls: number;
+  readonly missingEnv: number;
+  readonly denied: readonly { caller: string; action: string; resource: string }[];
+  readonly initErrors: readonly { function: string; error: InitError }[];
+  readonly steps: readonly { step: string; ok: boolean; detail?: string }[];
+  /** Per function: the bundle's size, its import (cold start) and its first invocation. */
+  readonly functionsRun: Readonly<
+    Record<string, { bundleBytes: number; initMs: number; firstInvokeMs: number | undefined }>
+  >;
+  /** The actions each function called, for the README and for reading. */
+  readonly actionsByFunction: Readonly<Record<string, readonly string[]>>;
+}
+
+export interface RehearsalOptions {
+  readonly log?: (line: string) => void;
+  /** Only start the functions and report their cold starts; walk no path. */
+  readonly coldStartsOnly?: boolean;
+}
+
+/** A step's outcome check: throws with what was seen. */
+function check(condition: unknown, what: string): asserts condition {
+  if (!condition) throw new Error(what);
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  let last: T | undefined;
+  for (;;) {
+    last = await read();
+    if (done(last)) return last;
+    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(last)} after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs the rehearsal; the report says what happened (it throws only when it could not start). */
+export async function runRehearsal(options: RehearsalOptions = {}): Promise<RehearsalReport> {
+  const log = options.log ?? (() => {});
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const steps: { step: string; ok: boolean; detail?: string }[] = [];
+  try {
+    log('synthesizing the sandbox stack with its bundles');
+    const synth = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' }, { bundle: true });
+    const template = synth.json as unknown as CfnTemplate;
+    const stackName = synth.stack.stackName;
+    // Queue URLs are the SQS stand-in's, known once it runs; the environments are resolved again then.
+    let queueUrl: (name: string) => string = (name) => unresolved(`queue ${name}`);
+    const resolver = new TemplateResolver(template, {
+      ...deployment,
+      stackName,
+      queueUrl: (n) => queueUrl(n),
+    });
+    const env = (id: string) =>
+      resolver.resolve(
+        (
+          template.Resources[id]?.Properties?.Environment as
+            | { Variables?: Record<string, unknown> }
+            | undefined
+        )?.Variables ?? {},
+      ) as Record<string, string>;
+
+    // --- the functions the template deploys (ours: they carry the Powertools service name) ---
+    const specs: FunctionSpec[] = resolver
+      .resourcesOfType('AWS::Lambda::Function')
+      .filter(([id]) => env(id).POWERTOOLS_SERVICE_NAME !== undefined)
+      .map(([id, r]) => {
+        const p = r.Properties ?? {};
+        const asset = (p.Code as { S3Key: string }).S3Key.replace(/\.zip$/, '');
+        return {
+          logicalId: id,
+          name: resolver.physicalName(id),
+          arn: resolver.getAtt(id, 'Arn'),
+          bundle: join(synth.assembly.directory, `asset.${asset}`, 'index.mjs'),
+          exportName: String(p.Handler).split('.').pop() ?? 'handler',
+          environment: env(id),
+          timeoutMs: Number(p.Timeout ?? 3) * 1_000,
+          memoryMb: Number(p.MemorySize ?? 128),
+          roleId: (p.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0],
+        };
+      });
+    const byService = (service: string) => {
+      const spec = specs.find((s) => s.environment.POWERTOOLS_SERVICE_NAME === service);
+      if (!spec) throw new Error(`the template has no ${service} function`);
+      return spec;
+    };
+    const consumerOf = (spec: FunctionSpec) => spec.environment.CONSUMER_NAME as ConsumerName | undefined;
+
+    // --- PostgreSQL, with the master user Aurora's generated secret names ---
+    log('starting PostgreSQL and the Data API endpoint');
+    const server = await startEmbeddedPostgres();
+    cleanups.push(() => server.stop());
+    const clusterId = resolver.resourcesOfType('AWS::RDS::DBCluster')[0]?.[0] as string;
+    const databaseName = byService('migrate').environment.DB_NAME as string;
+    const secretValues = new Map<string, { username: string; password: string }>();
+    for (const [id, secret] of resolver.resourcesOfType('AWS::SecretsManager::Secret')) {
+      const generated = secret.Properties?.GenerateSecretString as
+        | { SecretStringTemplate?: string }
+        | undefined;
+      const username = (JSON.parse(generated?.SecretStringTemplate ?? '{}') as { username?: string })
+        .username;
+      if (!username) throw new Error(`secret ${id} names no username`);
+      secretValues.set(resolver.ref(id), { username, password: `pw-${randomUUID()}` });
+    }
+    const masterArn = byService('migrate').environment.DB_SECRET_ARN as string;
+    const master = secretValues.get(masterArn);
+    if (!master) throw new Error('the migrate function’s secret is not one of the template’s');
+    // Aurora's master user owns the default database and may create roles; it is no superuser.
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(
+      `CREATE ROLE ${master.username} LOGIN CREATEROLE CREATEDB PASSWORD '${master.password}'`,
+    );
+    await admin.query(`CREATE DATABASE ${databaseName} OWNER ${master.username}`);
+    await admin.end();
+    const masterUrl = new URL(server.url);
+    masterUrl.username = master.username;
+    masterUrl.password = master.password;
+    masterUrl.pathname = `/${databaseName}`;
+    const dataApi = await startDataApiServer(masterUrl.toString(), {
+      resourceArn: resolver.getAtt(clusterId, 'DBClusterArn'),
+      secrets: (arn) => secretValues.get(arn),
+    });
+    cleanups.push(() => dataApi.close());
+
+    // --- DynamoDB (dynalite) with the template's tables, s3rver with its buckets ---
+    log('starting dynalite, s3rver and the local bus');
+    const dataDir = mkdtempSync(join(tmpdir(), 'rehearsal-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const dynamo = await startDynalite(join(dataDir, 'dynamo'));
+    cleanups.push(() => dynamo.stop());
+    const direct = new DynamoDBClient({
+      endpoint: dynamo.endpoint,
+      region: deployment.region,
+      credentials: { accessKeyId: 'rehearsal', secretAccessKey: 'local' },
+    });
+    cleanups.push(() => direct.destroy());
+    for (const [id, table] of resolver.resourcesOfType('AWS::DynamoDB::Table')) {
+      const p = table.Properties ?? {};
+      await direct.send(
+        new CreateTableCommand({
+          TableName: resolver.physicalName(id),
+          KeySchema: p.KeySchema,
+          AttributeDefinitions: p.AttributeDefinitions,
+          GlobalSecondaryIndexes: p.GlobalSecondaryIndexes,
+          BillingMode: 'PAY_PER_REQUEST',
+        } as CreateTableCommandInput),
+      );
+    }
+    const buckets = resolver.resourcesOfType('AWS::S3::Bucket').map(([id]) => resolver.physicalName(id));
+    const s3 = await startS3rver({ buckets, directory: join(dataDir, 's3') });
+    cleanups.push(() => s3.close());
+
+    // --- the bus: the template's bus and rules, targets invoking the consumer functions ---
+    const processes = new Map<string, FunctionProcess>();
+    const byName = (name: string) => {
+      const found = [...processes.values()].find((p) => p.spec.name === name || p.spec.arn === name);
+      if (!found) throw new Error(`no function ${name}`);
+      return found;
+    };
+    const consumerProcess = (consumer: ConsumerName) => {
+      const found = [...processes.values()].find((p) => consumerOf(p.spec) === consumer);
+      if (!found) throw new Error(`no ${consumer} consumer`);
+      return found;
+    };
+    const busId = resolver.resourcesOfType('AWS::Events::EventBus')[0]?.[0] as string;
+    const rules: RuleSpec[] = resolver
+      .resourcesOfType('AWS::Events::Rule')
+      .filter(([, r]) => r.Properties?.EventPattern !== undefined)
+      .map(([id, r]) => ({
+        name: resolver.physicalName(id),
+        description: String(r.Properties?.Description ?? ''),
+        pattern: r.Properties?.EventPattern as Record<string, unknown>,
+        targets: ((r.Properties?.Targets ?? []) as { Arn: unknown }[]).map((t) => {
+          const target = specs.find((s) => s.arn === resolver.resolveString(t.Arn));
+          const consumer = target && consumerOf(target);
+          if (!consumer) throw new Error(`rule ${id} targets no consumer function`);
+          return consumer;
+        }),
+      }));
+    const bus = new LocalBus({
+      busName: resolver.physicalName(busId),
+      rules,
+      dir: join(dataDir, 'bus'),
+      maxRequestBytes: 256 * 1024,
+      faults: new FaultInjector(noFaults),
+      invoke: (consumer, event: BusEvent) => consumerProcess(consumer).invoke(event),
+      retry: () => ({ maxAttempts: 3, baseMs: 50, maxMs: 200, maxAgeMs: 60_000 }),
+    });
+    await bus.start();
+    cleanups.push(() => bus.stop());
+
+    // --- the stand-ins, all recording into one recorder ---
+    log('starting the AWS stand-ins');
+    const recorder = new CallRecorder(deployment);
+    const ruleStates = new Map<string, 'ENABLED' | 'DISABLED'>();
+    const events = await startRecordingProxy({
+      service: 'events',
+      backend: bus.endpoint,
+      recorder,
+      describe: describeEventBridgeRequest,
+      // The local bus serves PutEvents; the rule switches the relay flips are kept here.
+      intercept: async (request) => {
+        const target = String(request.headers['x-amz-target'] ?? '');
+        const op = /^AWSEvents\.(EnableRule|DisableRule)$/.exec(target)?.[1];
+        if (!op) return undefined;
+        const name = (JSON.parse(request.body.toString('utf8')) as { Name?: string }).Name ?? '';
+        ruleStates.set(name, op === 'EnableRule' ? 'ENABLED' : 'DISABLED');
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/x-amz-json-1.1' },
+          body: Buffer.from('{}'),
+        };
+      },
+    });
+    cleanups.push(() => events.close());
+    const queueNames = resolver.resourcesOfType('AWS::SQS::Queue').map(([id]) => resolver.physicalName(id));
+    const standins = await startAwsStandins({
+      recorder,
+      backends: { dynamodb: dynamo.endpoint, s3: s3.endpoint, rdsData: dataApi.endpoint },
+      sns: { topics: resolver.resourcesOfType('AWS::SNS::Topic').map(([id]) => resolver.ref(id)) },
+      sqs: { queues: queueNames },
+      lambda: { functions: specs.map((s) => s.name) },
+      secretsManager: {
+        secrets: [...secretValues].map(([arn, login]) => ({
+          arn,
+          name: arn.split(':secret:')[1] ?? arn,
+          secretString: JSON.stringify(login),
+        })),
+      },
+      cloudwatch: {
+        alarms: resolver
+          .resourcesOfType('AWS::CloudWatch::Alarm')
+          .map(([id]) => ({ name: resolver.physicalName(id), state: 'OK' as const })),
+      },
+    });
+    cleanups.push(() => standins.close());
+    queueUrl = (name) => standins.sqs.queueUrl(name);
+    standins.lambda.setDispatcher((name, payload) => byName(name).invoke(payload));
+
+    // --- every function in its own process, as Lambda would start it ---
+    log(`starting ${specs.length} functions`);
+    const lambdaEnv = {
+      AWS_REGION: deployment.region,
+      AWS_DEFAULT_REGION: deployment.region,
+      AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
+      TZ: ':UTC',
+      ...standins.env,
+      AWS_ENDPOINT_URL_EVENTBRIDGE: events.endpoint,
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    };
+    const initErrors: { function: string; error: InitError }[] = [];
+    // The specs were resolved before the queues existed: resolve the environments again now.
+    for (const spec of specs) {
+      const ready = await FunctionProcess.start({ ...spec, environment: env(spec.logicalId) }, lambdaEnv);
+      if ('initError' in ready) initErrors.push({ function: spec.logicalId, error: ready.initError });
+      else {
+        processes.set(spec.logicalId, ready.process);
+        cleanups.push(() => ready.process.stop());
+      }
+    }
+
+    if (!options.coldStartsOnly && initErrors.length === 0) {
+      const step = async (name: string, run: () => Promise<string | undefined>) => {
+        try {
+          const detail = await run();
+          steps.push({ step: name, ok: true, ...(detail ? { detail } : {}) });
+          log(`ok   ${name}${detail ? `: ${detail}` : ''}`);
+        } catch (err) {
+          steps.push({ step: name, ok: false, detail: err instanceof Error ? err.message : String(err) });
+          log(`FAIL ${name}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      };
+      await walkThePath({
+        step,
+        byService,
+        processes,
+        direct,
+        resolver,
+        standins,
+        ruleStates,
+        dataApi,
+        specs,
+      });
+    }
+    await standins.lambda.settled();
+
+    // --- every call against the caller's role ---
+    const callers = new Map(specs.map((s) => [s.logicalId, s]));
+    const calls = recorder.calls().filter((c) => callers.has(c.caller));
+    const denied: RehearsalReport['denied'][number][] = [];
+    const actionsByFunction: Record<string, Set<string>> = {};
+    for (const call of calls) {
+      const spec = callers.get(call.caller) as FunctionSpec;
+      (actionsByFunction[spec.logicalId] ??= new Set()).add(call.action);
+      const statements = roleStatements(resolver, spec.roleId);
+      for (const resource of call.resources) {
+        if (!allows(statements, call.action, resource))
+          denied.push({ caller: call.caller, action: call.action, resource });
+      }
+    }
+    const functionsRun = Object.fromEntries(
+      [...processes.values()].map((p) => [
+        p.spec.logicalId,
+        { bundleBytes: statSync(p.spec.bundle).size, initMs: p.initMs, firstInvokeMs: p.firstInvokeMs },
+      ]),
+    );
+    return {
+      functions: specs.length,
+      awsCalls: calls.length,
+      deniedCalls: denied.length,
+      missingEnv: initErrors.reduce((n, e) => n + Math.max(1, e.error.fields?.length ?? 0), 0),
+      denied,
+      initErrors,
+      steps,
+      functionsRun,
+      actionsByFunction: Object.fromEntries(
+        Object.entries(actionsByFunction).map(([k, v]) => [k, [...v].sort()]),
+      ),
+    };
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch {
+        // Teardown of a local stand-in: nothing to report.
+      }
+    }
+  }
+}
+
+interface PathContext {
+  readonly step: (name: string, run: () => Promise<string | undefined>) => Promise<void>;
+  readonly byService: (service: string) => FunctionSpec;
+  readonly processes: ReadonlyMap<string, FunctionProcess>;
+  readonly direct: DynamoDBClient;
+  readonly resolver: TemplateResolver;
+  readonly standins: Awaited<ReturnType<typeof startAwsStandins>>;
+  readonly ruleStates: ReadonlyMap<string, string>;
+  readonly dataApi: Awaited<ReturnType<typeof startDataApiServer>>;
+  readonly specs: readonly FunctionSpec[];
+}
+
+/** An API Gateway REST proxy event for `resource` (the stage's, so `resource` and `pathParameters` are set as API Gateway sets them). */
+function apiEvent(method: string, path: string, resource: string, body?: unknown) {
+  const event = toProxyEvent({
+    method,
+    url: path,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? null : JSON.stringify(body),
+  });
+  const names = [...resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
+  const values = path.split('?')[0]?.split('/') ?? [];
+  const templateParts = resource.split('/');
+  const pathParameters = Object.fromEntries(
+    names.map((n) => [n, decodeURIComponent(values[templateParts.indexOf(`{${n}}`)] ?? '')]),
+  );
+  return { ...event, resource, pathParameters: names.length > 0 ? pathParameters : null };
+}
+
+type ApiAnswer = { statusCode: number; body: string };
+const bodyOf = (answer: unknown) =>
+  JSON.parse((answer as ApiAnswer).body) as Record<string, unknown> & unknown[];
+
+async function walkThePath(ctx: PathContext): Promise<void> {
+  const { step, byService, processes, direct, resolver, standins } = ctx;
+  const run = (service: string, event: unknown) =>
+    (processes.get(byService(service).logicalId) as FunctionProcess).invoke(event);
+  const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
+  const inbox = new DynamoInboxStore(direct, { tableName: inboxTable });
+  const consumers: ConsumerName[] = ctx.specs
+    .map((s) => s.environment.CONSUMER_NAME as ConsumerName)
+    .filter(Boolean);
+  let taskId = '';
+  let eventId = '';
+
+  await step('migrate (custom resource Create)', async () => {
+    const out = (await run('migrate', { RequestType: 'Create', ResourceProperties: {} })) as {
+      Data?: { SchemaVersion?: string };
+    };
+    check(Number(out.Data?.SchemaVersion) >= 2, `schema version ${out.Data?.SchemaVersion}`);
+    return `schema version ${out.Data?.SchemaVersion}`;
+  });
+
+  await step('tasks API: create and approve (the approve nudges the relay)', async () => {
+    const created = (await run(
+      'tasks-api',
+      apiEvent('POST', '/tasks', '/tasks', { title: 'Rehearsal', assignee: 'ana' }),
+    )) as ApiAnswer;
+    check(created.statusCode === 201, `create answered ${created.statusCode} ${created.body}`);
+    taskId = String(bodyOf(created).taskId);
+    const approved = (await run(
+      'tasks-api',
+      apiEvent('POST', `/tasks/${taskId}/approve`, '/tasks/{taskId}/approve', { approvedBy: 'rita' }),
+    )) as ApiAnswer;
+    check(approved.statusCode === 200, `approve answered ${approved.statusCode} ${approved.body}`);
+    eventId = String(bodyOf(approved).eventId);
+    return `task ${taskId}, event ${eventId}`;
+  });
+
+  await step('relay publishes, the bus fans out, every consumer processes the event', async () => {
+    await waitFor(
+      async () =>
+        Promise.all(
+          consumers.map(async (c) => (await inbox.get({ consumer: c, eventId }))?.status ?? 'none'),
+        ),
+      (states) => states.every((s) => s === 'PROCESSED'),
+      'consumer inbox states',
+    );
+    const published = standins.sns.published.filter((m) => m.message.includes(eventId));
+    check(published.length === 1, `${published.length} notifications`);
+    return `${consumers.join(', ')} PROCESSED; 1 notification`;
+  });
+
+  await step('ops API: status, events and the task’s trace', async () => {
+    const status = (await run('ops-api', apiEvent('GET', '/ops/status', '/ops/status'))) as ApiAnswer;
+    check(status.statusCode === 200, `status answered ${status.statusCode} ${status.body}`);
+    const events = (await run('ops-api', apiEvent('GET', '/ops/events?limit=5', '/ops/events'))) as ApiAnswer;
+    check(events.statusCode === 200, `events answered ${events.statusCode} ${events.body}`);
+    const trace = (await run(
+      'ops-api',
+      apiEvent('GET', `/ops/tasks/${taskId}/trace`, '/ops/tasks/{taskId}/trace'),
+    )) as ApiAnswer;
+    check(trace.statusCode === 200, `trace answered ${trace.statusCode} ${trace.body}`);
+    const entries = (bodyOf(trace).events as { consumers: Record<string, { status: string } | null> }[])[0]
+      ?.consumers;
+    check(
+      entries && Object.values(entries).every((e) => e === null || e.status === 'PROCESSED'),
+      `trace ${trace.body}`,
+    );
+    const outbox = (bodyOf(status).outbox as { delivered: number }).delivered;
+    return `outbox delivered ${outbox}; alarms ${Object.keys(bodyOf(status).alarms ?? {}).length}`;
+  });
+
+  await step('relay sweep: drains, and turns the busy sweep off', async () => {
+    const out = (await run('outbox-relay', {
+      source: 'aws.events',
+      'detail-type': 'Scheduled Event',
+      detail: {},
+    })) as {
+      pending: number;
+    };
+    check(out.pending === 0, `pending ${out.pending}`);
+    const rule = byService('outbox-relay').environment.RELAY_BUSY_SWEEP_RULE;
+    check(
+      rule && ctx.ruleStates.get(rule) === 'DISABLED',
+      `busy sweep ${rule}: ${rule && ctx.ruleStates.get(rule)}`,
+    );
+    return `${rule} DISABLED`;
+  });
+
+  await step('inbox gauges count DEAD records from the sparse index', async () => {
+    const out = (await run('inbox-gauges', {
+      source: 'aws.events',
+      'detail-type': 'Scheduled Event',
+    })) as Record<string, { dead: number }>;
+    check(
+      consumers.every((c) => out[c]?.dead === 0),
+      `gauges ${JSON.stringify(out)}`,
+    );
+    return JSON.stringify(out);
+  });
+
+  await step('redrive a dead outbox event: back to pending, the relay nudged, delivered again', async () => {
+    const dead = await run('ops-api', apiEvent('GET', '/ops/outbox/dead', '/ops/outbox/dead'));
+    check((dead as ApiAnswer).statusCode === 200, `dead list ${(dead as ApiAnswer).body}`);
+    // Make the delivered event dead, as a relay that gave up would (through the owner's SQL).
+    await ownerQuery(
+      ctx,
+      `UPDATE outbox SET status = 'dead', last_error = 'rehearsal' WHERE event_id = '${eventId}'`,
+    );
+    const redrive = (await run(
+      'ops-api',
+      apiEvent('POST', '/ops/outbox/dead/redrive', '/ops/outbox/dead/redrive', { eventId }),
+    )) as ApiAnswer;
+    check(redrive.statusCode === 200, `redrive answered ${redrive.statusCode} ${redrive.body}`);
+    await standins.lambda.settled();
+    const rows = await waitFor(
+      () => ownerQuery(ctx, `SELECT status FROM outbox WHERE event_id = '${eventId}'`),
+      (r) => r[0]?.status === 'delivered',
+      'the redriven outbox row',
+    );
+    return `outbox row ${rows[0]?.status}`;
+  });
+
+  await step(
+    'redrive a dead letter from a rule DLQ: the consumer re-invoked, the message deleted',
+    async () => {
+      const dlq = resolver
+        .resourcesOfType('AWS::SQS::Queue')
+        .map(([id]) => resolver.physicalName(id))
+        .find((name) => name.includes('Dlqcontentapprovedindex'));
+      check(dlq, 'no DLQ of the content-approved rule for index');
+      // A rule DLQ message is the event itself, with the error in attributes (eb-rule-dlq.html).
+      const event = (await inbox.get({ consumer: 'index', eventId }))?.event;
+      const sqs = new SQSClient({
+        endpoint: standins.env.AWS_ENDPOINT_URL_SQS,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'rehearsal', secretAccessKey: 'local' },
+      });
+      try {
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: standins.sqs.queueUrl(dlq),
+            MessageBody: JSON.stringify(event),
+            MessageAttributes: {
+              ERROR_CODE: { DataType: 'String', StringValue: 'SDK_CLIENT_ERROR' },
+              ERROR_MESSAGE: { DataType: 'String', StringValue: 'Rate exceeded' },
+            },
+          }),
+        );
+      } finally {
+        sqs.destroy();
+      }
+      const redrive = (await run(
+        'ops-api',
+        apiEvent('POST', '/ops/dead-letters/redrive', '/ops/dead-letters/redrive', { all: true }),
+      )) as ApiAnswer;
+      check(
+        redrive.statusCode === 200 && bodyOf(redrive).redriven === 1,
+        `redrive ${redrive.statusCode} ${redrive.body}`,
+      );
+      await standins.lambda.settled();
+      check(standins.sqs.messages(dlq).length === 0, `${standins.sqs.messages(dlq).length} messages left`);
+      return 'redriven 1, queue empty';
+    },
+  );
+
+  await step('redrive a DEAD inbox record: the stored event handed back, processed again', async () => {
+    const record = await inbox.get({ consumer: 'index', eventId });
+    check(record, 'no index record');
+    await inbox.markDead(
+      { consumer: 'index', eventId },
+      { status: record.status, leaseOwner: record.leaseOwner },
+      { now: Date.now(), reason: 'rehearsal', expiresAt: Math.floor(Date.now() / 1000) + 3600 },
+    );
+    const redrive = (await run(
+      'ops-api',
+      apiEvent('POST', '/ops/inbox/index/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', { eventId }),
+    )) as ApiAnswer;
+    check(redrive.statusCode === 200, `redrive answered ${redrive.statusCode} ${redrive.body}`);
+    await standins.lambda.settled();
+    const after = await waitFor(
+      async () => (await inbox.get({ consumer: 'index', eventId }))?.status,
+      (s) => s === 'PROCESSED',
+      'the redriven index record',
+    );
+    return `index record ${after}`;
+  });
+}
+
+/** A statement as the schema owner (the rehearsal's own checks and fixtures, not a function's call). */
+async function ownerQuery(ctx: PathContext, sql: string): Promise<Record<string, unknown>[]> {
+  const { RDSDataClient, ExecuteStatementCommand } = await import('@aws-sdk/client-rds-data');
+  const client = new RDSDataClient({
+    endpoint: ctx.dataApi.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'rehearsal', secretAccessKey: 'local' },
+  });
+  try {
+    const out = await client.send(
+      new ExecuteStatementCommand({
+        resourceArn: ctx.dataApi.resourceArn,
+        secretArn: ctx.dataApi.secretArn,
+        database: ctx.byService('migrate').environment.DB_NAME,
+        sql,
+        formatRecordsAs: 'JSON',
+      }),
+    );
+    return out.formattedRecords ? (JSON.parse(out.formattedRecords) as Record<string, unknown>[]) : [];
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * `npm run test:rehearsal`: the offline deploy rehearsal (see rehearsal.ts). Progress and
+ * findings on stderr; one JSON line on stdout, `{"functions","awsCalls","deniedCalls","missingEnv"}`.
+ * Exits 1 when a call would be denied, an environment is incomplete, or a step failed.
+ */
+import { runRehearsal } from './rehearsal';
+
+const report = await runRehearsal({ log: (line) => process.stderr.write(`${line}\n`) });
+for (const d of report.denied) process.stderr.write(`DENIED ${d.caller}: ${d.action} on ${d.resource}\n`);
+for (const e of report.initErrors) {
+  process.stderr.write(`COLD START FAILED ${e.function}: ${e.error.name}: ${e.error.message}\n`);
+}
+const failed = report.steps.filter((s) => !s.ok);
+process.stdout.write(
+  `${JSON.stringify({
+    functions: report.functions,
+    awsCalls: report.awsCalls,
+    deniedCalls: report.deniedCalls,
+    missingEnv: report.missingEnv,
+  })}\n`,
+);
+process.exitCode = report.deniedCalls > 0 || report.missingEnv > 0 || failed.length > 0 ? 1 : 0;

@@ -1,0 +1,235 @@
+/**
+ * Reading a synthesized CloudFormation template the way a deployment would see it: resources'
+ * physical names and ARNs (made-up but consistent: an account, a region, names from logical
+ * ids), intrinsic functions resolved, and each function's role policies, so a rehearsal can
+ * run the bundles with the environment the template gives them and check every AWS call
+ * against the role the template gives them.
+ */
+
+export interface CfnResource {
+  readonly Type: string;
+  readonly Properties?: Record<string, unknown>;
+}
+
+export interface CfnTemplate {
+  readonly Resources: Record<string, CfnResource>;
+}
+
+/** Where the made-up deployment lives. */
+export interface Deployment {
+  readonly stackName: string;
+  readonly region: string;
+  readonly account: string;
+  /** The URL a queue gets (the SQS stand-in's), by queue name. */
+  readonly queueUrl: (name: string) => string;
+}
+
+/** A value the template refers to that this resolver cannot know (it never matches a recorded call). */
+export const unresolved = (what: string) => `<unresolved:${what}>`;
+const isUnresolved = (value: string) => value.includes('<unresolved:');
+
+/** Resolves `Ref`, `Fn::GetAtt`, `Fn::Join`, `Fn::Sub`, `Fn::Select` and `Fn::Split` against a template. */
+export class TemplateResolver {
+  constructor(
+    readonly template: CfnTemplate,
+    readonly deployment: Deployment,
+  ) {}
+
+  private resource(id: string): CfnResource {
+    const r = this.template.Resources[id];
+    if (!r) throw new Error(`the template has no resource ${id}`);
+    return r;
+  }
+
+  private arn(service: string, resource: string, regional = true): string {
+    const { region, account } = this.deployment;
+    return `arn:aws:${service}:${regional ? region : ''}:${service === 's3' ? '' : account}:${resource}`;
+  }
+
+  /** The physical name CloudFormation would give `id` (its own property when the template sets one). */
+  physicalName(id: string): string {
+    const r = this.resource(id);
+    const p = r.Properties ?? {};
+    const named = (key: string) => (p[key] === undefined ? undefined : this.resolveString(p[key]));
+    switch (r.Type) {
+      case 'AWS::Lambda::Function':
+        return named('FunctionName') ?? id;
+      case 'AWS::DynamoDB::Table':
+        return named('TableName') ?? id;
+      case 'AWS::S3::Bucket':
+        return named('BucketName') ?? id.toLowerCase().slice(0, 63);
+      case 'AWS::SQS::Queue':
+        return named('QueueName') ?? id;
+      case 'AWS::SNS::Topic':
+        return named('TopicName') ?? id;
+      case 'AWS::Events::EventBus':
+      case 'AWS::Events::Rule':
+        return named('Name') ?? id;
+      case 'AWS::RDS::DBCluster':
+        return named('DBClusterIdentifier') ?? id.toLowerCase();
+      case 'AWS::CloudWatch::Alarm':
+        return named('AlarmName') ?? id;
+      default:
+        return id;
+    }
+  }
+
+  /** What `{"Ref": id}` gives. */
+  ref(id: string): string {
+    switch (id) {
+      case 'AWS::Region':
+        return this.deployment.region;
+      case 'AWS::AccountId':
+        return this.deployment.account;
+      case 'AWS::Partition':
+        return 'aws';
+      case 'AWS::StackName':
+        return this.deployment.stackName;
+      case 'AWS::URLSuffix':
+        return 'amazonaws.com';
+      case 'AWS::NoValue':
+        return '';
+    }
+    if (!this.template.Resources[id]) return unresolved(id);
+    const r = this.resource(id);
+    switch (r.Type) {
+      case 'AWS::SNS::Topic':
+        return this.arn('sns', this.physicalName(id));
+      case 'AWS::SQS::Queue':
+        return this.deployment.queueUrl(this.physicalName(id));
+      case 'AWS::SecretsManager::Secret':
+        return this.arn('secretsmanager', `secret:${id}-AbCdEf`);
+      case 'AWS::SecretsManager::SecretTargetAttachment':
+        return this.resolveString(r.Properties?.SecretId);
+      default:
+        return this.physicalName(id);
+    }
+  }
+
+  /** What `{"Fn::GetAtt": [id, attribute]}` gives. */
+  getAtt(id: string, attribute: string): string {
+    if (!this.template.Resources[id]) return unresolved(`${id}.${attribute}`);
+    const r = this.resource(id);
+    const name = this.physicalName(id);
+    const known: Record<string, Record<string, () => string>> = {
+      'AWS::Lambda::Function': { Arn: () => this.arn('lambda', `function:${name}`) },
+      'AWS::DynamoDB::Table': { Arn: () => this.arn('dynamodb', `table/${name}`) },
+      'AWS::SQS::Queue': {
+        Arn: () => this.arn('sqs', name),
+        QueueUrl: () => this.deployment.queueUrl(name),
+        QueueName: () => name,
+      },
+      'AWS::SNS::Topic': { TopicArn: () => this.ref(id), TopicName: () => name },
+      'AWS::S3::Bucket': { Arn: () => `arn:aws:s3:::${name}` },
+      'AWS::Events::EventBus': { Arn: () => this.arn('events', `event-bus/${name}`), Name: () => name },
+      'AWS::Events::Rule': { Arn: () => this.arn('events', `rule/${name}`) },
+      'AWS::IAM::Role': { Arn: () => `arn:aws:iam::${this.deployment.account}:role/${id}` },
+      'AWS::KMS::Key': { Arn: () => this.arn('kms', `key/${id}`) },
+      'AWS::Logs::LogGroup': { Arn: () => this.arn('logs', `log-group:${name}:*`) },
+      'AWS::RDS::DBCluster': { DBClusterArn: () => this.arn('rds', `cluster:${name}`) },
+      'AWS::CloudWatch::Alarm': { Arn: () => this.arn('cloudwatch', `alarm:${name}`) },
+    };
+    const value = known[r.Type]?.[attribute];
+    return value ? value() : unresolved(`${id}.${attribute}`);
+  }
+
+  /** Resolves any template value (intrinsics inside objects and arrays too). */
+  resolve(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map((v) => this.resolve(v));
+    if (value === null || typeof value !== 'object') return value;
+    const o = value as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length === 1) {
+      const [key] = keys as [string];
+      const arg = o[key];
+      switch (key) {
+        case 'Ref':
+          return this.ref(String(arg));
+        case 'Fn::GetAtt': {
+          const [id, attribute] = Array.isArray(arg) ? arg : String(arg).split('.');
+          return this.getAtt(String(id), String(attribute));
+        }
+        case 'Fn::Join': {
+          const [sep, parts] = arg as [string, unknown[]];
+          return (this.resolve(parts) as unknown[]).map(String).join(sep);
+        }
+        case 'Fn::Select': {
+          const [index, list] = arg as [number, unknown];
+          return (this.resolve(list) as unknown[])[Number(index)];
+        }
+        case 'Fn::Split': {
+          const [sep, text] = arg as [string, unknown];
+          return this.resolveString(text).split(sep);
+        }
+        case 'Fn::Sub': {
+          const [text, vars] = Array.isArray(arg)
+            ? (arg as [string, Record<string, unknown>])
+            : [String(arg), {}];
+          return text.replace(/\$\{([^}]+)\}/g, (_m, name: string) => {
+            if (name in vars) return this.resolveString(vars[name]);
+            const [id, attribute] = name.split('.');
+            return attribute ? this.getAtt(id as string, attribute) : this.ref(id as string);
+          });
+        }
+      }
+    }
+    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, this.resolve(v)]));
+  }
+
+  resolveString(value: unknown): string {
+    return String(this.resolve(value));
+  }
+
+  /** Every resource of `type`, by logical id. */
+  resourcesOfType(type: string): [string, CfnResource][] {
+    return Object.entries(this.template.Resources).filter(([, r]) => r.Type === type);
+  }
+}
+
+/** One IAM statement of a role, resolved. */
+export interface ResolvedStatement {
+  readonly effect: string;
+  readonly actions: readonly string[];
+  readonly resources: readonly string[];
+}
+
+/** The statements of every policy attached to a role (AWS::IAM::Policy and the role's inline policies). */
+export function roleStatements(resolver: TemplateResolver, roleId: string): ResolvedStatement[] {
+  const documents: unknown[] = [];
+  for (const [, policy] of resolver.resourcesOfType('AWS::IAM::Policy')) {
+    const roles = (policy.Properties?.Roles ?? []) as { Ref?: string }[];
+    if (roles.some((r) => r.Ref === roleId)) documents.push(policy.Properties?.PolicyDocument);
+  }
+  const role = resolver.template.Resources[roleId];
+  for (const inline of (role?.Properties?.Policies ?? []) as { PolicyDocument?: unknown }[]) {
+    documents.push(inline.PolicyDocument);
+  }
+  return documents.flatMap((doc) =>
+    (((doc as { Statement?: unknown[] } | undefined)?.Statement ?? []) as Record<string, unknown>[]).map(
+      (st) => ({
+        effect: String(st.Effect),
+        actions: [st.Action].flat().map(String),
+        resources: [resolver.resolve(st.Resource)].flat().map(String),
+      }),
+    ),
+  );
+}
+
+/** IAM's wildcard match: `*` any run of characters, `?` one; actions case-insensitively. */
+function globMatch(pattern: string, value: string, ignoreCase: boolean): boolean {
+  const source = pattern
+    .split('')
+    .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${source}$`, ignoreCase ? 'i' : '').test(value);
+}
+
+/** Whether `statements` allow `action` on `resource`; an unresolved statement resource never matches. */
+export function allows(statements: readonly ResolvedStatement[], action: string, resource: string): boolean {
+  const matching = statements.filter(
+    (st) =>
+      st.actions.some((a) => globMatch(a, action, true)) &&
+      st.resources.some((r) => !isUnresolved(r) && globMatch(r, resource, false)),
+  );
+  return matching.some((st) => st.effect === 'Allow') && !matching.some((st) => st.effect === 'Deny');
+}
