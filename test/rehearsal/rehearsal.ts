@@ -50,6 +50,8 @@ export interface RehearsalReport {
   >;
   /** The actions each function called, for the README and for reading. */
   readonly actionsByFunction: Readonly<Record<string, readonly string[]>>;
+  /** Each function's Powertools service name (`outbox-relay`, `consumer-index`, ...), by logical id. */
+  readonly serviceNames: Readonly<Record<string, string>>;
 }
 
 export interface RehearsalOptions {
@@ -356,6 +358,9 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       functionsRun,
       actionsByFunction: Object.fromEntries(
         Object.entries(actionsByFunction).map(([k, v]) => [k, [...v].sort()]),
+      ),
+      serviceNames: Object.fromEntries(
+        specs.map((s) => [s.logicalId, s.environment.POWERTOOLS_SERVICE_NAME ?? s.logicalId]),
       ),
     };
   } finally {

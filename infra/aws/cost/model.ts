@@ -246,7 +246,6 @@ function idleRuns(template: CfnTemplate, book: PriceBook): IdleRuns {
 
 interface AuroraIdle {
   readonly clusters: number;
-  readonly instances: number;
   readonly computeUsd: number;
   /** A full month awake at the capacity traffic keeps it at (MinCapacity, or the assumed active ACU). */
   readonly awakeMonthUsd: number;
@@ -266,25 +265,23 @@ function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns): Aur
   let computeUsd = 0;
   let awakeMonthUsd = 0;
   let pausedFraction = 1;
-  let count = 0;
   const details: string[] = [];
   for (const [id, props] of ofType(template, 'AWS::RDS::DBCluster')) {
     const scaling = record(props.ServerlessV2ScalingConfiguration);
-    const writers = instances.filter(([, i]) => referencedId(i.DBClusterIdentifier) === id);
-    const provisioned = writers.filter(([, i]) => i.DBInstanceClass !== 'db.serverless');
+    const members = instances.filter(([, i]) => referencedId(i.DBClusterIdentifier) === id);
+    const provisioned = members.filter(([, i]) => i.DBInstanceClass !== 'db.serverless');
     if (provisioned.length > 0 || typeof scaling.MinCapacity !== 'number') {
       throw new Error(
         `cluster ${id} is not all Aurora Serverless v2: the cost model prices only db.serverless`,
       );
     }
-    count += writers.length;
     const min = scaling.MinCapacity;
-    awakeMonthUsd += writers.length * Math.max(min, a.auroraActiveAcu.value) * hours * p.auroraAcuHour.usd;
+    awakeMonthUsd += members.length * Math.max(min, a.auroraActiveAcu.value) * hours * p.auroraAcuHour.usd;
     if (min > 0) {
-      computeUsd += writers.length * min * hours * p.auroraAcuHour.usd;
+      computeUsd += members.length * min * hours * p.auroraAcuHour.usd;
       pausedFraction = 0;
       details.push(
-        `MinCapacity ${min}: never pauses, ${plural(writers.length, 'instance')} x ${min} ACU x ${hours} h`,
+        `MinCapacity ${min}: never pauses, ${plural(members.length, 'instance')} x ${min} ACU x ${hours} h`,
       );
       continue;
     }
@@ -297,18 +294,17 @@ function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns): Aur
         : Math.min(period, a.auroraResumeSeconds.value + a.relaySweepSeconds.value + autoPause);
     const fraction = period === undefined ? 0 : awake / period;
     pausedFraction = Math.min(pausedFraction, 1 - fraction);
-    computeUsd += writers.length * a.auroraActiveAcu.value * hours * fraction * p.auroraAcuHour.usd;
+    computeUsd += members.length * a.auroraActiveAcu.value * hours * fraction * p.auroraAcuHour.usd;
     details.push(
       period === undefined
         ? 'MinCapacity 0 and nothing scheduled wakes it: paused all month'
         : `MinCapacity 0, auto-pause after ${autoPause} s: awake ${fmt(awake)} s of every ${fmt(period)} s sweep ` +
             `(resume ${a.auroraResumeSeconds.value} + run ${a.relaySweepSeconds.value} + ${autoPause}), ` +
-            `paused ${fmt((1 - fraction) * 100, 1)}%; ${plural(writers.length, 'instance')} x ${a.auroraActiveAcu.value} ACU (assumed) x ${fmt(hours * fraction, 1)} h`,
+            `paused ${fmt((1 - fraction) * 100, 1)}%; ${plural(members.length, 'instance')} x ${a.auroraActiveAcu.value} ACU (assumed) x ${fmt(hours * fraction, 1)} h`,
     );
   }
   return {
     clusters: countOf(template, 'AWS::RDS::DBCluster'),
-    instances: count,
     computeUsd,
     awakeMonthUsd,
     pausedFraction,

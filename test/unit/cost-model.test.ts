@@ -1,0 +1,285 @@
+import { describe, expect, it } from 'vitest';
+import { relayServiceName } from '../../infra/aws/constructs/outbox-relay';
+import {
+  type CfnResource,
+  type CfnTemplate,
+  type CostPart,
+  idleMonthlyCost,
+  perMillionApprovals,
+  ratePeriodSeconds,
+} from '../../infra/aws/cost/model';
+import { priceBook } from '../../infra/aws/cost/prices';
+import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { topology } from '../../shared/topology';
+import { synthPipeline } from '../infra/support/synth';
+
+const { prices, assumptions } = priceBook;
+const hours = assumptions.hoursPerMonth.value;
+
+interface Shape {
+  readonly minCapacity?: number;
+  readonly autoPause?: number;
+  readonly sweep?: string;
+  readonly sweepState?: 'ENABLED' | 'DISABLED';
+  readonly busySweep?: boolean;
+  readonly secrets?: number;
+  readonly keys?: number;
+  readonly alarms?: number;
+  readonly dashboards?: number;
+  readonly extra?: Readonly<Record<string, CfnResource>>;
+}
+
+const fn = (service: string, memorySize = 256): CfnResource => ({
+  Type: 'AWS::Lambda::Function',
+  Properties: {
+    MemorySize: memorySize,
+    Architectures: ['arm64'],
+    TracingConfig: { Mode: 'Active' },
+    Environment: { Variables: { POWERTOOLS_SERVICE_NAME: service } },
+  },
+});
+
+const rule = (expression: string, target: string, state = 'ENABLED'): CfnResource => ({
+  Type: 'AWS::Events::Rule',
+  Properties: {
+    ScheduleExpression: expression,
+    State: state,
+    Targets: [{ Arn: { 'Fn::GetAtt': [target, 'Arn'] } }],
+  },
+});
+
+const many = (count: number, prefix: string, resource: CfnResource): Record<string, CfnResource> =>
+  Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, resource]));
+
+/** A template of the few resources the model reads, shaped like the pipeline stack's. */
+function template(shape: Shape = {}): CfnTemplate {
+  const scaling: Record<string, number> = { MinCapacity: shape.minCapacity ?? 0, MaxCapacity: 2 };
+  if (shape.autoPause !== undefined) scaling.SecondsUntilAutoPause = shape.autoPause;
+  return {
+    Resources: {
+      Relay: fn(relayServiceName),
+      Gauges: fn(inboxGaugesServiceName),
+      TasksApi: fn('tasks-api', 512),
+      ...Object.fromEntries(
+        Object.keys(topology.consumers).map((c) => [`Consumer${c}`, fn(consumerServiceName(c))]),
+      ),
+      RelaySweep: rule(shape.sweep ?? 'rate(1 hour)', 'Relay', shape.sweepState),
+      ...(shape.busySweep ? { BusySweep: rule('rate(1 minute)', 'Relay', 'DISABLED') } : {}),
+      GaugeSchedule: rule('rate(5 minutes)', 'Gauges'),
+      Cluster: { Type: 'AWS::RDS::DBCluster', Properties: { ServerlessV2ScalingConfiguration: scaling } },
+      Writer: {
+        Type: 'AWS::RDS::DBInstance',
+        Properties: { DBClusterIdentifier: { Ref: 'Cluster' }, DBInstanceClass: 'db.serverless' },
+      },
+      ...many(shape.secrets ?? 1, 'Secret', { Type: 'AWS::SecretsManager::Secret' }),
+      ...many(shape.keys ?? 1, 'Key', { Type: 'AWS::KMS::Key' }),
+      ...many(shape.alarms ?? 1, 'Alarm', {
+        Type: 'AWS::CloudWatch::Alarm',
+        Properties: { MetricName: 'DeadEvents', Period: 60 },
+      }),
+      ...many(shape.dashboards ?? 0, 'Dashboard', { Type: 'AWS::CloudWatch::Dashboard' }),
+      ...shape.extra,
+    },
+  };
+}
+
+const part = (parts: readonly CostPart[], name: string): CostPart => {
+  const found = parts.find((p) => p.name === name);
+  if (!found) throw new Error(`no part "${name}" in ${parts.map((p) => p.name).join(', ')}`);
+  return found;
+};
+
+const sumOf = (parts: readonly CostPart[]) => parts.reduce((s, p) => s + p.usd, 0);
+
+/** The awake share of a sweep period: resume + run + the auto-pause interval, at most the period. */
+const awakeShare = (period: number, autoPause: number) =>
+  Math.min(period, assumptions.auroraResumeSeconds.value + assumptions.relaySweepSeconds.value + autoPause) /
+  period;
+
+describe('cost model: Aurora Serverless v2 between sweeps', () => {
+  it('a cluster with MinCapacity 0 pauses between sweeps, as long as the sweep period and SecondsUntilAutoPause leave', () => {
+    const hourly = idleMonthlyCost(template({ sweep: 'rate(1 hour)', autoPause: 300 }), topology, priceBook);
+    const twoHourly = idleMonthlyCost(
+      template({ sweep: 'rate(2 hours)', autoPause: 300 }),
+      topology,
+      priceBook,
+    );
+    const laterPause = idleMonthlyCost(
+      template({ sweep: 'rate(1 hour)', autoPause: 600 }),
+      topology,
+      priceBook,
+    );
+
+    expect(hourly.auroraPausedFraction).toBeCloseTo(1 - awakeShare(3600, 300), 10);
+    expect(twoHourly.auroraPausedFraction).toBeCloseTo(1 - awakeShare(7200, 300), 10);
+    expect(laterPause.auroraPausedFraction).toBeCloseTo(1 - awakeShare(3600, 600), 10);
+    expect(twoHourly.auroraPausedFraction).toBeGreaterThan(hourly.auroraPausedFraction);
+    expect(laterPause.auroraPausedFraction).toBeLessThan(hourly.auroraPausedFraction);
+    expect(part(hourly.parts, 'Aurora Serverless v2 compute').usd).toBeCloseTo(
+      assumptions.auroraActiveAcu.value * hours * awakeShare(3600, 300) * prices.auroraAcuHour.usd,
+      10,
+    );
+  });
+
+  it('a sweep more frequent than resume + run + auto-pause keeps a MinCapacity 0 cluster awake all month', () => {
+    const cost = idleMonthlyCost(template({ sweep: 'rate(1 minute)', autoPause: 300 }), topology, priceBook);
+
+    expect(cost.auroraPausedFraction).toBe(0);
+    expect(part(cost.parts, 'Aurora Serverless v2 compute').usd).toBeCloseTo(
+      assumptions.auroraActiveAcu.value * hours * prices.auroraAcuHour.usd,
+      10,
+    );
+  });
+
+  it('a cluster with MinCapacity 0.5 never pauses and idles at its minimum', () => {
+    const cost = idleMonthlyCost(template({ minCapacity: 0.5 }), topology, priceBook);
+
+    expect(cost.auroraPausedFraction).toBe(0);
+    expect(part(cost.parts, 'Aurora Serverless v2 compute').usd).toBeCloseTo(
+      0.5 * hours * prices.auroraAcuHour.usd,
+      10,
+    );
+  });
+});
+
+describe('cost model: what the template holds', () => {
+  it('monthly parts scale with the resource counts in the template', () => {
+    const small = idleMonthlyCost(
+      template({ secrets: 1, keys: 1, alarms: 2, dashboards: 0 }),
+      topology,
+      priceBook,
+    );
+    const large = idleMonthlyCost(
+      template({ secrets: 5, keys: 3, alarms: 16, dashboards: 2 }),
+      topology,
+      priceBook,
+    );
+
+    for (const [name, count, price] of [
+      ['Secrets Manager', 5, prices.secretMonth],
+      ['KMS keys', 3, prices.kmsKeyMonth],
+      ['CloudWatch alarms', 16, prices.alarmMetricMonth],
+      ['CloudWatch dashboards', 2, prices.dashboardMonth],
+    ] as const) {
+      expect(part(large.parts, name).usd, name).toBeCloseTo(count * price.usd, 10);
+    }
+    expect(part(small.parts, 'CloudWatch dashboards').usd).toBe(0);
+    expect(large.totalUsd - small.totalUsd).toBeCloseTo(
+      4 * prices.secretMonth.usd +
+        2 * prices.kmsKeyMonth.usd +
+        14 * prices.alarmMetricMonth.usd +
+        2 * prices.dashboardMonth.usd,
+      10,
+    );
+  });
+
+  it('a disabled schedule costs nothing', () => {
+    const without = idleMonthlyCost(template(), topology, priceBook);
+    const withDisabledBusySweep = idleMonthlyCost(template({ busySweep: true }), topology, priceBook);
+    const sweepDisabled = idleMonthlyCost(template({ sweepState: 'DISABLED' }), topology, priceBook);
+
+    expect(withDisabledBusySweep.totalUsd).toBeCloseTo(without.totalUsd, 10);
+    expect(sweepDisabled.auroraPausedFraction).toBe(1);
+    expect(part(sweepDisabled.parts, 'RDS Data API (sweeps)').usd).toBe(0);
+    expect(part(sweepDisabled.parts, 'Aurora Serverless v2 compute').usd).toBe(0);
+  });
+
+  it('an enabled schedule the model does not know fails the model instead of costing nothing', () => {
+    const unknown = template({
+      extra: { Other: fn('other'), OtherSchedule: rule('rate(1 minute)', 'Other') },
+    });
+
+    expect(() => idleMonthlyCost(unknown, topology, priceBook)).toThrow(/OtherSchedule targets Other/);
+  });
+
+  it('reads rate expressions and refuses cron ones', () => {
+    expect(ratePeriodSeconds('rate(1 minute)')).toBe(60);
+    expect(ratePeriodSeconds('rate(5 minutes)')).toBe(300);
+    expect(ratePeriodSeconds('rate(1 hour)')).toBe(3600);
+    expect(ratePeriodSeconds('rate(2 days)')).toBe(172_800);
+    expect(() => ratePeriodSeconds('cron(0 * * * ? *)')).toThrow(/only rate/);
+  });
+
+  it('the total is the sum of the parts', () => {
+    const cost = idleMonthlyCost(template({ secrets: 3, alarms: 4 }), topology, priceBook);
+
+    expect(cost.totalUsd).toBeCloseTo(sumOf(cost.parts), 10);
+  });
+});
+
+describe('cost model: per million approvals', () => {
+  const busy = template({
+    extra: {
+      Archive: { Type: 'AWS::Events::Archive', Properties: { RetentionDays: 30 } },
+      Stage: { Type: 'AWS::ApiGateway::Stage', Properties: { MethodSettings: [{ MetricsEnabled: true }] } },
+    },
+  });
+
+  it('includes every line of an approval, each with a cost, and totals them', () => {
+    const cost = perMillionApprovals(busy, topology, priceBook);
+
+    expect(cost.parts.map((p) => p.name)).toEqual([
+      'API Gateway REST requests',
+      'Lambda tasks-api',
+      'Lambda relay (nudged runs)',
+      'Lambda consumers',
+      'RDS Data API',
+      'Aurora I/O',
+      'Aurora kept awake',
+      'EventBridge PutEvents',
+      'EventBridge archive',
+      'DynamoDB writes and reads',
+      'S3 PUT (archive)',
+      'SNS publish (notify)',
+      'CloudWatch Logs ingestion',
+      'X-Ray traces',
+      'CloudWatch custom metrics while busy',
+    ]);
+    for (const p of cost.parts) expect(p.usd, p.name).toBeGreaterThan(0);
+    expect(cost.totalUsd).toBeCloseTo(sumOf(cost.parts), 10);
+    expect(part(cost.parts, 'API Gateway REST requests').usd).toBeCloseTo(
+      prices.apiGatewayRestMillion.usd,
+      10,
+    );
+  });
+
+  it('a cluster that never pauses costs nothing more to keep awake', () => {
+    const idle = idleMonthlyCost(template({ minCapacity: 0.5 }), topology, priceBook);
+    const cost = perMillionApprovals(template({ minCapacity: 0.5 }), topology, priceBook);
+    const pausing = perMillionApprovals(template({ minCapacity: 0 }), topology, priceBook);
+
+    expect(part(cost.parts, 'Aurora kept awake').usd).toBeCloseTo(0, 10);
+    expect(part(pausing.parts, 'Aurora kept awake').usd).toBeCloseTo(
+      assumptions.auroraActiveAcu.value * hours * prices.auroraAcuHour.usd -
+        part(idleMonthlyCost(template(), topology, priceBook).parts, 'Aurora Serverless v2 compute').usd,
+      10,
+    );
+    expect(part(idle.parts, 'Aurora Serverless v2 compute').usd).toBeGreaterThan(0);
+  });
+});
+
+describe('cost model on the synthesized sandbox stack', () => {
+  it('prices Aurora, secrets, keys and alarms from the template, and the totals add up', () => {
+    const { json } = synthPipeline({ stage: 'sandbox' });
+    const count = (type: string) => Object.values(json.Resources).filter((r) => r.Type === type).length;
+
+    const idle = idleMonthlyCost(json, topology, priceBook);
+    const perMillion = perMillionApprovals(json, topology, priceBook);
+
+    expect(part(idle.parts, 'Aurora Serverless v2 compute').usd).toBeGreaterThan(0);
+    expect(part(idle.parts, 'Secrets Manager').usd).toBeCloseTo(
+      count('AWS::SecretsManager::Secret') * prices.secretMonth.usd,
+      10,
+    );
+    expect(part(idle.parts, 'KMS keys').usd).toBeCloseTo(count('AWS::KMS::Key') * prices.kmsKeyMonth.usd, 10);
+    expect(part(idle.parts, 'CloudWatch alarms').usd).toBeGreaterThanOrEqual(
+      count('AWS::CloudWatch::Alarm') * prices.alarmMetricMonth.usd - 1e-9,
+    );
+    expect(count('AWS::SecretsManager::Secret')).toBeGreaterThan(0);
+    expect(count('AWS::CloudWatch::Alarm')).toBeGreaterThan(0);
+    expect(idle.auroraPausedFraction).toBeGreaterThan(0);
+    expect(idle.auroraPausedFraction).toBeLessThan(1);
+    expect(idle.totalUsd).toBeCloseTo(sumOf(idle.parts), 10);
+    expect(perMillion.totalUsd).toBeCloseTo(sumOf(perMillion.parts), 10);
+  });
+});
