@@ -28,7 +28,8 @@ async function measure(nudge: boolean): Promise<number[]> {
   const dir = tempDataDir('pipeline-bench-');
   let runtime: Runtime | undefined;
   try {
-    runtime = await startRuntime({ dataDir: dir, port: 0, nudge });
+    // Without the nudge the sweeps alone deliver: a one-minute sweep (prod's), not the sandbox's hour.
+    runtime = await startRuntime({ dataDir: dir, port: 0, nudge, ...(nudge ? {} : { sweepMs: 60_000 }) });
     const client = pipelineClient(runtime.url);
     log(`${nudge ? 'with nudge' : 'schedule only'}: creating ${approvals} tasks`);
     const ids: string[] = [];
