@@ -19,7 +19,7 @@ import { InboxTable } from './constructs/inbox-table';
 import { NotificationTopic } from './constructs/notification-topic';
 import { OpsApi, type OpsQueue } from './constructs/ops-api';
 import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
-import { PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
+import { alarmName, inboxDeadAlarmId, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
 import { PipelineDashboard } from './constructs/pipeline-dashboard';
 import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
@@ -186,7 +186,7 @@ export class PipelineStack extends Stack {
       name: q.rule === onFailureRule ? `on-failure-${q.consumer}` : `dlq-${q.rule}-${q.consumer}`,
       queue: q.queue,
     }));
-    const alarmPrefix = `${this.stackName}-`;
+    const alarmPrefix = alarmName(this.stackName, '');
     this.opsApi = new OpsApi(this, 'OpsApi', {
       api: this.tasksApi,
       database: this.database.access('ops'),
@@ -202,6 +202,9 @@ export class PipelineStack extends Stack {
     });
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
+      alarmNames: Object.fromEntries(
+        consumerNames.map((c) => [c, alarmName(this.stackName, inboxDeadAlarmId(c))]),
+      ) as Record<ConsumerName, string>,
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
       ...common,
     });

@@ -54,12 +54,16 @@ export function parseConsumerConfig(name: ConsumerName, env: Env = process.env):
   const problems: ConfigField[] = [];
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
-    for (const i of parsed.error.issues) problems.push({ path: i.path.map(String).join('.'), message: i.message });
+    for (const i of parsed.error.issues)
+      problems.push({ path: i.path.map(String).join('.'), message: i.message });
   }
   const e = (parsed.success ? parsed.data : {}) as Record<string, string | undefined>;
   const declared = e[consumerEnv.consumerName];
   if (declared !== undefined && declared !== name) {
-    problems.push({ path: consumerEnv.consumerName, message: `is ${declared}, but this is the ${name} consumer` });
+    problems.push({
+      path: consumerEnv.consumerName,
+      message: `is ${declared}, but this is the ${name} consumer`,
+    });
   }
   if (parsed.success) {
     for (const variable of [consumerEnv.inboxTable, requiredBy[name]]) {

@@ -611,13 +611,20 @@ describe('alarms', () => {
     const statements = statementsOf(s.stack.inboxGauges.function).filter(
       (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
     );
-    expect(statements).toEqual([
-      {
-        Action: 'dynamodb:Query',
-        Effect: 'Allow',
-        Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
-      },
-    ]);
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toEqual({
+      Action: 'dynamodb:Query',
+      Effect: 'Allow',
+      Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
+    });
+    // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
+    expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
+    const alarmArns = JSON.stringify(statements[1]?.Resource);
+    for (const c of consumerNames)
+      expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-inbox-dead-${c}`);
+    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).INBOX_DEAD_ALARMS))).toEqual(
+      Object.fromEntries(consumerNames.map((c) => [c, `ContentPipeline-sandbox-inbox-dead-${c}`])),
+    );
     expect(Object.keys(envOf(s.stack.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
   });
 

@@ -12,5 +12,8 @@ const db = createSqlClient(parseConfig());
 /** The archive consumer Lambda: stores a write-once S3 snapshot of each approved task version. */
 export const handler = createConsumerHandler({
   ...consumerDeps('archive', config, new DynamoDBClient({})),
-  effect: archiveEffect({ archive: new S3SnapshotArchive(new S3Client({}), config.archiveBucket as string), db }),
+  effect: archiveEffect({
+    archive: new S3SnapshotArchive(new S3Client({}), config.archiveBucket as string),
+    db,
+  }),
 });

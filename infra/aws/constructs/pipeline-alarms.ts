@@ -53,6 +53,12 @@ export interface PipelineAlarmsProps {
   readonly removalPolicy: RemovalPolicy;
 }
 
+/** An alarm's name: the stack's name, then its id (`ContentPipeline-sandbox-relay-silent`). */
+export const alarmName = (stackName: string, alarmId: string): string => `${stackName}-${alarmId}`;
+
+/** The id of a consumer's inbox-dead alarm. */
+export const inboxDeadAlarmId = (consumer: ConsumerName): string => `inbox-dead-${consumer}`;
+
 /** The pipeline's metrics in one place, so the alarms and the dashboard plot the same series. */
 export class PipelineMetrics {
   constructor(
@@ -214,7 +220,7 @@ export class PipelineAlarms extends Construct {
       } = {},
     ): Alarm => {
       const a = new Alarm(this, alarmId, {
-        alarmName: `${prefix}-${alarmId}`,
+        alarmName: alarmName(prefix, alarmId),
         alarmDescription: description,
         metric,
         threshold,
@@ -271,7 +277,7 @@ export class PipelineAlarms extends Construct {
       consumerDead.set(
         consumer,
         alarm(
-          `inbox-dead-${consumer}`,
+          inboxDeadAlarmId(consumer),
           `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
           this.metrics.inboxDeadGauge(consumer),
           t.consumerDeadRecords,

@@ -352,7 +352,6 @@ export function idleMonthlyCost(
   const runs = idleRuns(template, book);
   const aurora = auroraIdle(template, book, runs);
   const consumers = Object.keys(topology.consumers).length;
-  const gaugeMetrics = consumers * Object.keys(inboxGaugeMetricNames).length;
 
   const secrets = countOf(template, 'AWS::SecretsManager::Secret');
   const keys = countOf(template, 'AWS::KMS::Key');
@@ -369,7 +368,9 @@ export function idleMonthlyCost(
   }
 
   const relayMetricMonths = relayGaugeMetrics.length * hoursWithData(runs.relayPeriodSeconds);
-  const gaugeMetricMonths = gaugeMetrics * hoursWithData(runs.gaugePeriodSeconds);
+  // The inbox gauges send a point only for a consumer with DEAD records or whose alarm is not
+  // OK yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of their metrics is billed.
+  const gaugeMetricMonths = 0;
   const dataApiCalls = aurora.clusters > 0 ? runs.relayRunsPerMonth * a.relaySweepDataApiCalls.value : 0;
   const gaugeReadUnits =
     runs.gaugeRunsPerMonth * consumers * a.gaugeQueriesPerConsumer.value * a.gaugeQueryReadUnits.value;
@@ -414,7 +415,7 @@ export function idleMonthlyCost(
       usd: (relayMetricMonths + gaugeMetricMonths) * p.customMetricMonth.usd,
       detail:
         `relay ${relayGaugeMetrics.join('/')} (${fmt(hoursWithData(runs.relayPeriodSeconds) * 100)}% of hours) + ` +
-        `${Object.values(inboxGaugeMetricNames).join('/')} x ${consumers} consumers (${fmt(hoursWithData(runs.gaugePeriodSeconds) * 100)}% of hours) ` +
+        `${Object.values(inboxGaugeMetricNames).join('/')} x ${consumers} consumers (0% of hours: sent only while DEAD records exist or an alarm is not OK) ` +
         `= ${fmt(relayMetricMonths + gaugeMetricMonths, 1)} metric-months x ${each(p.customMetricMonth)}`,
     },
     {
@@ -435,6 +436,11 @@ export function idleMonthlyCost(
       name: 'DynamoDB reads (gauge queries)',
       usd: usdPer(gaugeReadUnits, p.dynamoReadRequestMillion, million),
       detail: `${fmt(runs.gaugeRunsPerMonth)} runs x ${consumers} consumers x ${a.gaugeQueriesPerConsumer.value} Queries x ${a.gaugeQueryReadUnits.value} RRU`,
+    },
+    {
+      name: 'CloudWatch API (gauge runs read their alarms)',
+      usd: usdPer(runs.gaugeRunsPerMonth, p.cloudWatchApiThousandRequests, 1_000),
+      detail: `${fmt(runs.gaugeRunsPerMonth)} DescribeAlarms calls`,
     },
     {
       name: 'X-Ray traces (scheduled runs)',

@@ -108,6 +108,13 @@ const prices = {
     confirmed: false,
     note: 'unconfirmed: $0.30 and the first-10,000 tier from signoz.io (2026-02) and third-party copies of the page; the hourly proration is recalled, not seen',
   },
+  cloudWatchApiThousandRequests: {
+    usd: 0.01,
+    unit: '1,000 CloudWatch API requests (DescribeAlarms and the like; first 1,000,000 a month free)',
+    source: page.cloudwatch,
+    confirmed: false,
+    note: 'unconfirmed: $0.01 per 1,000 requests recalled from the CloudWatch pricing page; the free tier is not applied here',
+  },
   dashboardMonth: {
     usd: 3,
     unit: 'dashboard-month',
