@@ -130,7 +130,6 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     });
   }
 
-  const consumers = Object.keys(topology.consumers) as ConsumerName[];
   const countFiles = async (dir: string): Promise<number> => {
     const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
     return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;

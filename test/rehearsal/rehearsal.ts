@@ -334,7 +334,9 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     const actionsByFunction: Record<string, Set<string>> = {};
     for (const call of calls) {
       const spec = callers.get(call.caller) as FunctionSpec;
-      (actionsByFunction[spec.logicalId] ??= new Set()).add(call.action);
+      const actions = actionsByFunction[spec.logicalId] ?? new Set<string>();
+      actions.add(call.action);
+      actionsByFunction[spec.logicalId] = actions;
       const statements = roleStatements(resolver, spec.roleId);
       for (const resource of call.resources) {
         if (!allows(statements, call.action, resource))

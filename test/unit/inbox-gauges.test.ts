@@ -14,7 +14,9 @@ function recordingMetrics() {
   return {
     sent,
     metrics: {
-      addDimension: (_name: string, v: string) => void (consumer = v),
+      addDimension: (_name: string, v: string) => {
+        consumer = v;
+      },
       addMetric: (name: string, _unit: unknown, v: number) => {
         if (name === inboxGaugeMetricNames.dead) value = v;
       },
