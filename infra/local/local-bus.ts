@@ -14,6 +14,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { sleep } from '../../shared/db/retry';
+import type { DeadLetter as OpsDeadLetter } from '../../shared/ops/ops-ports';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import { matchesPattern } from './event-pattern';
 import type { FaultInjector } from './faults';
@@ -39,13 +40,8 @@ export interface TargetRetry {
   readonly maxAgeMs: number;
 }
 
-export interface DeadLetter {
-  readonly id: string;
-  readonly consumer: ConsumerName;
-  readonly rule: string;
-  readonly attempts: number;
-  readonly error: string;
-  readonly deadAt: string;
+/** A dead letter of the local bus: the ops API's `DeadLetter`, with the event as the bus keeps it. */
+export interface DeadLetter extends Omit<OpsDeadLetter, 'event'> {
   readonly event: BusEvent;
 }
 
