@@ -45,6 +45,8 @@ describe('relay invocation', () => {
       outbox: new OutboxStore(relayDb),
       publisher,
       settings: testSettings({ pollIntervalMs: 5, ...options.settings }),
+      // Full jitter at its top: a backoff is as long as the settings say, never a lucky short one.
+      random: () => 0.999,
       logger,
       metrics,
       sweep: options.sweep,
@@ -67,7 +69,7 @@ describe('relay invocation', () => {
     return { sweep, calls, busy: () => busy };
   }
 
-  // A failed publish backs off for an hour: longer than any run waits.
+  // A failed publish backs off for about an hour (jitter pinned above): longer than any run waits.
   const longBackoff = { backoff: { baseMs: 3_600_000, maxMs: 3_600_000 } };
   /** Throttles the first entry it sees, accepts the rest. */
   const failFirst = () => {
