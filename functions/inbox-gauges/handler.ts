@@ -1,3 +1,4 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -23,15 +24,21 @@ const inbox = new DynamoInboxStore(new DynamoDBClient({}), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName });
+const logger = new Logger({ serviceName: inboxGaugesServiceName });
 const alarms = env.INBOX_DEAD_ALARMS as Record<string, string> | undefined;
 const cloudwatch = new CloudWatchClient({});
 
-/** The consumers whose inbox-dead alarm is OK now. */
+/** The consumers whose inbox-dead alarm is OK now; undefined (send every gauge) when that cannot be read. */
 async function okAlarms(): Promise<ReadonlySet<ConsumerName> | undefined> {
   if (!alarms) return undefined;
-  const out = await cloudwatch.send(new DescribeAlarmsCommand({ AlarmNames: Object.values(alarms) }));
-  const ok = new Set((out.MetricAlarms ?? []).filter((a) => a.StateValue === 'OK').map((a) => a.AlarmName));
-  return new Set(consumers.filter((c) => alarms[c] !== undefined && ok.has(alarms[c])));
+  try {
+    const out = await cloudwatch.send(new DescribeAlarmsCommand({ AlarmNames: Object.values(alarms) }));
+    const ok = new Set((out.MetricAlarms ?? []).filter((a) => a.StateValue === 'OK').map((a) => a.AlarmName));
+    return new Set(consumers.filter((c) => alarms[c] !== undefined && ok.has(alarms[c])));
+  } catch (err) {
+    logger.warn('cannot read the inbox-dead alarms; sending every gauge', { error: err });
+    return undefined;
+  }
 }
 
 /** The inbox gauges Lambda (every `topology.alarms.gaugePeriodSeconds`): DEAD records per consumer. */

@@ -28,6 +28,7 @@ export const handler = createOpsApi({
   redelivery,
   health: new CloudWatchHealth(new CloudWatchClient({}), {
     alarmPrefix: ops.alarmPrefix,
+    alarmNames: ops.alarmNames,
     relayFunctionName: ops.relayFunctionName,
   }),
   nudger: new LambdaRelayNudger({ client: lambda, functionName: ops.relayFunctionName }),

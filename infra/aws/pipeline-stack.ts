@@ -8,6 +8,7 @@ import {
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffect } from './constructs/consumer';
@@ -19,7 +20,7 @@ import { InboxTable } from './constructs/inbox-table';
 import { NotificationTopic } from './constructs/notification-topic';
 import { OpsApi, type OpsQueue } from './constructs/ops-api';
 import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
-import { alarmName, inboxDeadAlarmId, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
+import { alarmName, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
 import { PipelineDashboard } from './constructs/pipeline-dashboard';
 import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
@@ -187,23 +188,10 @@ export class PipelineStack extends Stack {
       queue: q.queue,
     }));
     const alarmPrefix = alarmName(this.stackName, '');
-    this.opsApi = new OpsApi(this, 'OpsApi', {
-      api: this.tasksApi,
-      database: this.database.access('ops'),
-      inbox: this.inbox,
-      queues: opsQueues,
-      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
-      relayFunction: this.relay.function,
-      alarmPrefix,
-      ...common,
-    });
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
       alarmNames: Object.fromEntries(
-        consumerNames.map((c) => [c, alarmName(this.stackName, inboxDeadAlarmId(c))]),
+        consumerNames.map((c) => [c, alarmName(this.stackName, alarmIds.inboxDead(c))]),
       ) as Record<ConsumerName, string>,
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
       ...common,
@@ -218,6 +206,7 @@ export class PipelineStack extends Stack {
         inboxGauge: (name) => ({ service: inboxGaugesServiceName, [consumerDimension]: name }),
       },
       relayFunction: this.relay.function,
+      gaugesFunction: this.inboxGauges.function,
       relaySweep,
       consumers: consumerNames,
       queues,
@@ -225,6 +214,20 @@ export class PipelineStack extends Stack {
       rules,
       email: settings.alarmEmail,
       removalPolicy,
+    });
+    this.opsApi = new OpsApi(this, 'OpsApi', {
+      api: this.tasksApi,
+      database: this.database.access('ops'),
+      inbox: this.inbox,
+      queues: opsQueues,
+      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
+        ConsumerName,
+        ReturnType<typeof consumerFunction>
+      >,
+      relayFunction: this.relay.function,
+      alarmNames: this.alarms.all.map((a) => a.alarmName),
+      alarmPrefix,
+      ...common,
     });
     this.dashboard = settings.dashboard
       ? new PipelineDashboard(this, 'Dashboard', {

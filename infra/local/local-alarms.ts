@@ -1,3 +1,4 @@
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
 import { type AlarmThresholds, type ConsumerName, topology } from '../../shared/topology';
@@ -29,14 +30,16 @@ export function evaluateAlarms(
   const silentAfterMs = thresholds.relaySilentSweeps * input.sweepMs;
   const lastSign = input.relayLastRunAt ?? input.startedAt;
   const alarms: Record<string, AlarmState> = {
-    oldestPendingAge: state(input.outbox.oldestPendingAgeSeconds > thresholds.oldestPendingAgeSeconds),
-    outboxDead: state(input.outbox.dead >= thresholds.deadEvents),
-    relayErrors: state(input.relayErrors >= thresholds.relayErrors),
-    relaySilent: state(input.now.getTime() - lastSign.getTime() > silentAfterMs),
-    deadLetters: state(input.deadLetters >= thresholds.dlqMessages),
+    [alarmIds.oldestPendingAge]: state(
+      input.outbox.oldestPendingAgeSeconds > thresholds.oldestPendingAgeSeconds,
+    ),
+    [alarmIds.outboxDead]: state(input.outbox.dead >= thresholds.deadEvents),
+    [alarmIds.relayErrors]: state(input.relayErrors >= thresholds.relayErrors),
+    [alarmIds.relaySilent]: state(input.now.getTime() - lastSign.getTime() > silentAfterMs),
+    [alarmIds.deadLetters]: state(input.deadLetters >= thresholds.dlqMessages),
   };
   for (const [name, counts] of Object.entries(input.consumers)) {
-    alarms[`${name}InboxDead`] = state(counts.dead >= thresholds.consumerDeadRecords);
+    alarms[alarmIds.inboxDead(name)] = state(counts.dead >= thresholds.consumerDeadRecords);
   }
   return alarms;
 }

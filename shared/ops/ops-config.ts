@@ -7,8 +7,10 @@ import type { DeadLetterQueueRef } from './adapters/aws/sqs-dead-letters';
 /** Environment variables of the ops function (the CDK stack sets them; the names live here once). */
 export const opsEnv = {
   inboxTable: consumerEnv.inboxTable,
-  /** Every alarm of the stack starts with it (`<stack>-`). */
+  /** Every alarm of the stack starts with it (`<stack>-`); cut off, the rest is the alarm id. */
   alarmPrefix: 'ALARM_NAME_PREFIX',
+  /** JSON `["<alarm name>", ...]`: every alarm of the stack, read by name (IAM allows no prefix read short of `alarm:*`). */
+  alarms: 'ALARM_NAMES',
   /** The relay, nudged after an outbox redrive and watched for its health. */
   relayFunction: 'RELAY_FUNCTION_NAME',
   /** JSON `{ "<consumer>": "<function name>" }`: who an inbox or dead-letter redrive re-invokes. */
@@ -21,6 +23,7 @@ export const opsEnv = {
 export interface OpsConfig {
   readonly inboxTable: string;
   readonly alarmPrefix: string;
+  readonly alarmNames: readonly string[];
   readonly relayFunctionName: string;
   readonly consumerFunctions: Readonly<Record<ConsumerName, string>>;
   readonly deadLetterQueues: readonly DeadLetterQueueRef[];
@@ -32,6 +35,7 @@ const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda func
 const schema = z.object({
   [opsEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
   [opsEnv.alarmPrefix]: z.string().min(1).max(200),
+  [opsEnv.alarms]: jsonVariable(z.array(z.string().min(1).max(255)).max(100, 'at most 100 alarms')),
   [opsEnv.relayFunction]: functionName,
   [opsEnv.consumerFunctions]: jsonVariable(
     z
@@ -54,6 +58,7 @@ export function parseOpsConfig(env: Readonly<Record<string, string | undefined>>
   return {
     inboxTable: e[opsEnv.inboxTable] as string,
     alarmPrefix: e[opsEnv.alarmPrefix] as string,
+    alarmNames: e[opsEnv.alarms] as string[],
     relayFunctionName: e[opsEnv.relayFunction] as string,
     consumerFunctions: e[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
     deadLetterQueues: (e[opsEnv.deadLetterQueues] as DeadLetterQueueRef[] | undefined) ?? [],

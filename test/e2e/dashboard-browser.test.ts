@@ -549,7 +549,7 @@ describe.skipIf(!haveChromium)(
       expect(await id('tasks-approved').textContent()).toBe('1');
       expect(await id('outbox-delivered').textContent()).toBe('1');
       expect(await id('effects-archivedObjects').textContent()).toBe('1');
-      expect(await id('alarm-outboxDead').getAttribute('data-state')).toBe('OK');
+      expect(await id('alarm-outbox-dead').getAttribute('data-state')).toBe('OK');
       expect(await id('trace-task-title').textContent()).toBe(title);
       expect(await id(`trace-${approved.eventId}-index`).textContent()).toBe('PROCESSED (1)');
       expect(await id(`trace-${approved.eventId}-archive`).textContent()).toBe('PROCESSED (1)');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts as InboxCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
 
@@ -40,12 +41,12 @@ describe('evaluateAlarms', () => {
     expect(alarmsIn(state)).toEqual([]);
     expect(Object.keys(state).sort()).toEqual(
       [
-        'oldestPendingAge',
-        'outboxDead',
-        'relayErrors',
-        'relaySilent',
-        'deadLetters',
-        ...consumerNames.map((c) => `${c}InboxDead`),
+        alarmIds.oldestPendingAge,
+        alarmIds.outboxDead,
+        alarmIds.relayErrors,
+        alarmIds.relaySilent,
+        alarmIds.deadLetters,
+        ...consumerNames.map(alarmIds.inboxDead),
       ].sort(),
     );
   });
@@ -55,37 +56,37 @@ describe('evaluateAlarms', () => {
       evaluateAlarms(
         healthy({ outbox: { ...healthy().outbox, pending: 1, oldestPendingAgeSeconds: seconds } }),
       );
-    expect(at(t.oldestPendingAgeSeconds).oldestPendingAge).toBe('OK');
-    expect(at(t.oldestPendingAgeSeconds + 1).oldestPendingAge).toBe('ALARM');
-    expect(alarmsIn(at(t.oldestPendingAgeSeconds + 1))).toEqual(['oldestPendingAge']);
+    expect(at(t.oldestPendingAgeSeconds)[alarmIds.oldestPendingAge]).toBe('OK');
+    expect(at(t.oldestPendingAgeSeconds + 1)[alarmIds.oldestPendingAge]).toBe('ALARM');
+    expect(alarmsIn(at(t.oldestPendingAgeSeconds + 1))).toEqual([alarmIds.oldestPendingAge]);
   });
 
   it('outboxDead alarms from the dead-event threshold on', () => {
     const at = (dead: number) => evaluateAlarms(healthy({ outbox: { ...healthy().outbox, dead } }));
-    expect(at(t.deadEvents - 1).outboxDead).toBe('OK');
-    expect(at(t.deadEvents).outboxDead).toBe('ALARM');
-    expect(alarmsIn(at(t.deadEvents))).toEqual(['outboxDead']);
+    expect(at(t.deadEvents - 1)[alarmIds.outboxDead]).toBe('OK');
+    expect(at(t.deadEvents)[alarmIds.outboxDead]).toBe('ALARM');
+    expect(alarmsIn(at(t.deadEvents))).toEqual([alarmIds.outboxDead]);
   });
 
   it('relayErrors alarms from the relay-error threshold on', () => {
-    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors - 1 })).relayErrors).toBe('OK');
-    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors })).relayErrors).toBe('ALARM');
-    expect(alarmsIn(evaluateAlarms(healthy({ relayErrors: t.relayErrors })))).toEqual(['relayErrors']);
+    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors - 1 }))[alarmIds.relayErrors]).toBe('OK');
+    expect(evaluateAlarms(healthy({ relayErrors: t.relayErrors }))[alarmIds.relayErrors]).toBe('ALARM');
+    expect(alarmsIn(evaluateAlarms(healthy({ relayErrors: t.relayErrors })))).toEqual([alarmIds.relayErrors]);
   });
 
   it('deadLetters alarms from the DLQ-message threshold on', () => {
-    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages - 1 })).deadLetters).toBe('OK');
-    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages })).deadLetters).toBe('ALARM');
-    expect(alarmsIn(evaluateAlarms(healthy({ deadLetters: t.dlqMessages })))).toEqual(['deadLetters']);
+    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages - 1 }))[alarmIds.deadLetters]).toBe('OK');
+    expect(evaluateAlarms(healthy({ deadLetters: t.dlqMessages }))[alarmIds.deadLetters]).toBe('ALARM');
+    expect(alarmsIn(evaluateAlarms(healthy({ deadLetters: t.dlqMessages })))).toEqual([alarmIds.deadLetters]);
   });
 
   it.each(consumerNames)(
-    '%sInboxDead alarms for that consumer only, from the dead-record threshold on',
+    'inbox-dead-%s alarms for that consumer only, from the dead-record threshold on',
     (name) => {
       const withDead = (dead: number) =>
         evaluateAlarms(healthy({ consumers: { ...healthy().consumers, [name]: { ...healthyInbox, dead } } }));
-      expect(withDead(t.consumerDeadRecords - 1)[`${name}InboxDead`]).toBe('OK');
-      expect(alarmsIn(withDead(t.consumerDeadRecords))).toEqual([`${name}InboxDead`]);
+      expect(withDead(t.consumerDeadRecords - 1)[alarmIds.inboxDead(name)]).toBe('OK');
+      expect(alarmsIn(withDead(t.consumerDeadRecords))).toEqual([alarmIds.inboxDead(name)]);
     },
   );
 
@@ -100,7 +101,7 @@ describe('evaluateAlarms', () => {
 
   it('relaySilent alarms after relaySilentSweeps sweep periods without a run, not at exactly that', () => {
     const lastRun = (msAgo: number) =>
-      evaluateAlarms(healthy({ relayLastRunAt: new Date(now.getTime() - msAgo) })).relaySilent;
+      evaluateAlarms(healthy({ relayLastRunAt: new Date(now.getTime() - msAgo) }))[alarmIds.relaySilent];
     expect(lastRun(periodMs)).toBe('OK');
     expect(lastRun(silentSweeps * periodMs)).toBe('OK');
     expect(lastRun(silentSweeps * periodMs + 1)).toBe('ALARM');
@@ -108,8 +109,9 @@ describe('evaluateAlarms', () => {
 
   it('relaySilent counts from the start when the relay has not run yet', () => {
     const sinceStart = (msAgo: number) =>
-      evaluateAlarms(healthy({ relayLastRunAt: undefined, startedAt: new Date(now.getTime() - msAgo) }))
-        .relaySilent;
+      evaluateAlarms(healthy({ relayLastRunAt: undefined, startedAt: new Date(now.getTime() - msAgo) }))[
+        alarmIds.relaySilent
+      ];
     expect(sinceStart(periodMs)).toBe('OK');
     expect(sinceStart(silentSweeps * periodMs)).toBe('OK');
     expect(sinceStart(silentSweeps * periodMs + 1)).toBe('ALARM');
@@ -122,13 +124,13 @@ describe('evaluateAlarms', () => {
         relayLastRunAt: new Date(now.getTime() - 1),
       }),
     );
-    expect(state.relaySilent).toBe('OK');
+    expect(state[alarmIds.relaySilent]).toBe('OK');
   });
 
   it('takes its thresholds from the argument when given one', () => {
     const strict = { ...t, oldestPendingAgeSeconds: 10 };
     const input = healthy({ outbox: { ...healthy().outbox, pending: 1, oldestPendingAgeSeconds: 11 } });
-    expect(evaluateAlarms(input).oldestPendingAge).toBe('OK');
-    expect(evaluateAlarms(input, strict).oldestPendingAge).toBe('ALARM');
+    expect(evaluateAlarms(input)[alarmIds.oldestPendingAge]).toBe('OK');
+    expect(evaluateAlarms(input, strict)[alarmIds.oldestPendingAge]).toBe('ALARM');
   });
 });

@@ -17,6 +17,7 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerMetricNames, inboxGaugeMetricNames } from '../../../shared/consumers/contract';
+import { alarmIds } from '../../../shared/ops/alarm-ids';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 
@@ -39,6 +40,8 @@ export interface PipelineAlarmsProps {
   readonly thresholds: AlarmThresholds;
   readonly dimensions: PipelineMetricDimensions;
   readonly relayFunction: IFunction;
+  /** The inbox gauges: if they stop, the inbox-dead alarms (missing data ignored) would go quiet. */
+  readonly gaugesFunction: IFunction;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
   readonly relaySweep: Duration;
   readonly consumers: readonly ConsumerName[];
@@ -55,9 +58,6 @@ export interface PipelineAlarmsProps {
 
 /** An alarm's name: the stack's name, then its id (`ContentPipeline-sandbox-relay-silent`). */
 export const alarmName = (stackName: string, alarmId: string): string => `${stackName}-${alarmId}`;
-
-/** The id of a consumer's inbox-dead alarm. */
-export const inboxDeadAlarmId = (consumer: ConsumerName): string => `inbox-dead-${consumer}`;
 
 /** The pipeline's metrics in one place, so the alarms and the dashboard plot the same series. */
 export class PipelineMetrics {
@@ -139,6 +139,7 @@ export class PipelineAlarms extends Construct {
   public readonly relaySilent: Alarm;
   public readonly outboxDead: Alarm;
   public readonly relayErrors: Alarm;
+  public readonly gaugesErrors: Alarm;
   public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
   public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
@@ -236,7 +237,7 @@ export class PipelineAlarms extends Construct {
     };
 
     this.oldestPendingAge = alarm(
-      'oldest-pending-age',
+      alarmIds.oldestPendingAge,
       `An outbox event has waited more than ${t.oldestPendingAgeSeconds} s (the relay reports after every run; between runs the alarm keeps its state).`,
       this.metrics.relay('oldestPendingAge'),
       t.oldestPendingAgeSeconds,
@@ -248,7 +249,7 @@ export class PipelineAlarms extends Construct {
       },
     );
     this.relaySilent = alarm(
-      'relay-silent',
+      alarmIds.relaySilent,
       `The outbox relay has not reported for ${t.relaySilentSweeps} sweep periods: it stopped running (missing data breaches).`,
       this.metrics.relay('oldestPendingAge', Stats.SAMPLE_COUNT).with({ period: props.relaySweep }),
       1,
@@ -259,17 +260,27 @@ export class PipelineAlarms extends Construct {
       },
     );
     this.outboxDead = alarm(
-      'outbox-dead',
+      alarmIds.outboxDead,
       'Outbox events are dead (never published): inspect and redrive with the ops CLI.',
       this.metrics.relay('dead'),
       t.deadEvents,
       { missing: TreatMissingData.IGNORE },
     );
     this.relayErrors = alarm(
-      'relay-errors',
+      alarmIds.relayErrors,
       'The outbox relay function failed.',
       props.relayFunction.metricErrors({ statistic: Stats.SUM, period: Duration.seconds(t.periodSeconds) }),
       t.relayErrors,
+    );
+
+    this.gaugesErrors = alarm(
+      alarmIds.inboxGaugesErrors,
+      'The inbox gauges function failed: while it fails, the inbox-dead alarms get no data and keep their state.',
+      props.gaugesFunction.metricErrors({
+        statistic: Stats.SUM,
+        period: Duration.seconds(t.gaugePeriodSeconds),
+      }),
+      1,
     );
 
     const consumerDead = new Map<ConsumerName, Alarm>();
@@ -277,7 +288,7 @@ export class PipelineAlarms extends Construct {
       consumerDead.set(
         consumer,
         alarm(
-          inboxDeadAlarmId(consumer),
+          alarmIds.inboxDead(consumer),
           `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
           this.metrics.inboxDeadGauge(consumer),
           t.consumerDeadRecords,
@@ -292,7 +303,7 @@ export class PipelineAlarms extends Construct {
       queueNotEmpty.set(
         name,
         alarm(
-          `queue-not-empty-${name}`,
+          alarmIds.queueNotEmpty(name),
           `Undelivered events are waiting in ${name}.`,
           this.metrics.queueDepth(queue),
           t.dlqMessages,
@@ -307,7 +318,7 @@ export class PipelineAlarms extends Construct {
       ruleFailed.set(
         name,
         alarm(
-          `rule-failed-invocations-${name}`,
+          alarmIds.ruleFailedInvocations(name),
           `EventBridge rule ${physicalName} failed to invoke a target (see its DLQs).`,
           this.metrics.rule(props.bus, physicalName, 'FailedInvocations'),
           t.failedInvocations,

@@ -389,7 +389,10 @@ export async function startCloudWatchStandin(options: CloudWatchStandinOptions):
     if (operation === 'DescribeAlarms') {
       const names = stringsField(body, 'AlarmNames');
       if (names.length > 0) return names.map((n) => alarms.get(n)?.arn ?? alarmArn(n));
-      return [alarmArn(`${stringField(body, 'AlarmNamePrefix') ?? ''}*`)];
+      // Without names IAM checks the call against every alarm, prefix or not ("not authorized to
+      // perform: cloudwatch:DescribeAlarms on resource: arn:aws:cloudwatch:<region>:<account>:alarm:*",
+      // as reported in aws-samples/amazon-cloudwatch-auto-alarms#1).
+      return [alarmArn('*')];
     }
     return ['*'];
   }

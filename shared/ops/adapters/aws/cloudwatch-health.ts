@@ -8,6 +8,11 @@ import type { AlarmState, PipelineHealth, RelayHealth } from '../../ops-ports';
 export interface CloudWatchHealthOptions {
   /** Every alarm of the stack starts with this (`ContentPipeline-sandbox-`); it is cut from the keys. */
   readonly alarmPrefix: string;
+  /**
+   * The stack's alarms, read by name (at most 100): IAM authorizes a DescribeAlarms by prefix
+   * against `alarm:*`, by name against each alarm's ARN, which is all this function is granted.
+   */
+  readonly alarmNames: readonly string[];
   /** The relay function, whose AWS/Lambda Invocations and Errors tell when it last ran. */
   readonly relayFunctionName: string;
   /** How far back the relay's health looks. @default 3 hours (longer than the safety sweep period) */
@@ -18,7 +23,7 @@ export interface CloudWatchHealthOptions {
 const states = new Set<AlarmState>(['OK', 'ALARM', 'INSUFFICIENT_DATA']);
 
 /**
- * The deployed stack's alarms (DescribeAlarms by the stack's name prefix) and the relay's last
+ * The deployed stack's alarms (DescribeAlarms by their names) and the relay's last
  * run and errors from AWS/Lambda metrics. CloudWatch evaluates the alarms; the figures the
  * local runtime passes to its own evaluation are not needed here.
  */
@@ -34,15 +39,17 @@ export class CloudWatchHealth implements PipelineHealth {
 
   async alarms(): Promise<Record<string, AlarmState>> {
     const out: Record<string, AlarmState> = {};
+    if (this.options.alarmNames.length === 0) return out;
     let nextToken: string | undefined;
     do {
       const page = await this.cloudwatch.send(
-        new DescribeAlarmsCommand({ AlarmNamePrefix: this.options.alarmPrefix, NextToken: nextToken }),
+        new DescribeAlarmsCommand({ AlarmNames: [...this.options.alarmNames], NextToken: nextToken }),
       );
       for (const alarm of [...(page.MetricAlarms ?? []), ...(page.CompositeAlarms ?? [])]) {
         if (!alarm.AlarmName) continue;
         const state = alarm.StateValue as AlarmState | undefined;
-        out[alarm.AlarmName.slice(this.options.alarmPrefix.length)] =
+        const name = alarm.AlarmName;
+        out[name.startsWith(this.options.alarmPrefix) ? name.slice(this.options.alarmPrefix.length) : name] =
           state && states.has(state) ? state : 'INSUFFICIENT_DATA';
       }
       nextToken = page.NextToken;
