@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import middy from '@middy/core';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
@@ -8,10 +9,16 @@ import { createSqlClient, parseConfig } from '../../shared/config';
 import { migrate } from '../../shared/db/migrate';
 import { type RoleLogin, setRolePasswords } from '../../shared/db/roles';
 import { blankIsUnset, jsonVariable, parseEnvironment } from '../../shared/env';
+import { nudgePayload } from '../../shared/tasks/relay-nudger';
 
 const config = parseConfig();
-const { DB_ROLE_SECRETS: roleSecrets } = parseEnvironment(
-  z.object({ DB_ROLE_SECRETS: blankIsUnset(jsonVariable(z.record(z.string(), z.string().min(20)))) }),
+const { DB_ROLE_SECRETS: roleSecrets, RELAY_FUNCTION_NAME: relayFunction } = parseEnvironment(
+  z.object({
+    DB_ROLE_SECRETS: blankIsUnset(jsonVariable(z.record(z.string(), z.string().min(20)))),
+    RELAY_FUNCTION_NAME: blankIsUnset(
+      z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
+    ),
+  }),
   process.env,
   'migrate configuration',
 );
@@ -34,9 +41,31 @@ async function roleLogins(arns: Readonly<Record<string, string>>): Promise<RoleL
 }
 
 /**
+ * Runs the relay once and waits for it, so a new stack's relay has reported (relay-silent has
+ * data) and anything committed before this deploy goes out. A failure is logged, never fails
+ * the deploy: the sweeps run the relay anyway, and its errors are alarmed.
+ */
+async function firstRelayRun(functionName: string): Promise<void> {
+  const lambda = new LambdaClient({});
+  try {
+    const out = await lambda.send(
+      new InvokeCommand({
+        FunctionName: functionName,
+        Payload: new TextEncoder().encode(JSON.stringify(nudgePayload)),
+      }),
+    );
+    if (out.FunctionError) logger.warn('the first relay run failed', { functionError: out.FunctionError });
+  } catch (err) {
+    logger.warn('the first relay run could not be started', { error: err });
+  } finally {
+    lambda.destroy();
+  }
+}
+
+/**
  * CDK custom resource (Provider framework `onEvent`): applies pending migrations on Create
- * and Update, then lets each function role log in with the password its secret holds (so a new
- * secret value takes effect on the next deploy); does nothing on Delete (a stack deletion
+ * and Update, then lets each function role log in with the password its secret holds (after a
+ * rotation, a deploy with a new `-c roleCredentialsVersion` runs it again); does nothing on Delete (a stack deletion
  * never drops data). The physical id is fixed, so an update never makes CloudFormation delete
  * the old resource; the schema version is returned as `SchemaVersion` for stack outputs.
  */
@@ -49,6 +78,7 @@ export async function run(event: Pick<CloudFormationCustomResourceEvent, 'Reques
     await setRolePasswords(db, logins);
     logger.info('role logins set', { roles: logins.map((l) => l.username) });
   }
+  if (relayFunction) await firstRelayRun(relayFunction);
   const version = Math.max(0, ...result.applied, ...result.alreadyApplied);
   return { PhysicalResourceId: 'content-pipeline-schema', Data: { SchemaVersion: String(version) } };
 }

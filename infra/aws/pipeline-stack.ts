@@ -86,6 +86,7 @@ export class PipelineStack extends Stack {
 
     this.migration = new SchemaMigration(this, 'Schema', {
       database: this.database.owner,
+      credentialsVersion: settings.roleCredentialsVersion,
       dependsOn: aurora?.cluster,
       ...common,
     });
@@ -167,6 +168,7 @@ export class PipelineStack extends Stack {
     // The relay must not publish into a schema that does not exist yet.
     this.relay.schedule.node.addDependency(this.migration.resource);
     if (this.relay.busySweep) this.relay.busySweep.node.addDependency(this.migration.resource);
+    this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {
       database: this.database.access('tasksApi'),
@@ -215,6 +217,8 @@ export class PipelineStack extends Stack {
       email: settings.alarmEmail,
       removalPolicy,
     });
+    // Created once the first relay run (at the end of the migration) has reported.
+    this.alarms.relaySilent.node.addDependency(this.migration.resource);
     this.opsApi = new OpsApi(this, 'OpsApi', {
       api: this.tasksApi,
       database: this.database.access('ops'),

@@ -29,6 +29,8 @@ export interface PipelineSettings {
   readonly relaySweepMinutes: number;
   /** Whether the stack has a CloudWatch dashboard ($3 a month at list price; prod: yes, sandbox: no). */
   readonly dashboard: boolean;
+  /** Bump it (`-c roleCredentialsVersion=2`) after putting new values in the role secrets: the deploy then resets the passwords. */
+  readonly roleCredentialsVersion: string;
 }
 
 /** The prefix of every physical name the stack sets itself, so stages deploy side by side. */
@@ -57,6 +59,11 @@ const contextSchema = z
       .default('none'),
     relaySweepMinutes: num.pipe(z.number().int().min(1).max(1440)).optional(),
     dashboard: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+    roleCredentialsVersion: z
+      .union([z.string(), z.number()])
+      .transform(String)
+      .pipe(z.string().regex(/^[\w.-]{1,64}$/, 'must be a short version label'))
+      .default('1'),
   })
   .refine((c) => (c.dbMinCapacity ?? 0) <= (c.dbMaxCapacity ?? 256), {
     message: 'dbMinCapacity must not exceed dbMaxCapacity',
@@ -93,5 +100,6 @@ export function parseSettings(tryGetContext: (key: string) => unknown): Pipeline
     // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing.
     relaySweepMinutes: c.relaySweepMinutes ?? (prod ? 1 : Math.round(topology.relay.sweepSeconds / 60)),
     dashboard: c.dashboard ?? prod,
+    roleCredentialsVersion: c.roleCredentialsVersion,
   };
 }

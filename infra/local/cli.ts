@@ -86,8 +86,8 @@ Commands:
                                                list (or redrive) a consumer's dead inbox records
   dead-letters [--redrive <id> | --all]        list (or redrive) the bus's dead letters
   alarms test [--alarm <name>]                 with --stack: set one alarm to ALARM
-                                               (default oldest-pending-age) to check that
-                                               its notification reaches you
+                                               (default relay-errors) to check that its
+                                               notification reaches you
 
 Options:
   --stack <name>  a deployed stack: its API URL from CloudFormation, requests SigV4-signed
@@ -262,45 +262,57 @@ const commands: readonly Command[] = [
     async run(ctx) {
       const stack = ctx.stack as NonNullable<Context['stack']>;
       const prefix = stack.outputs.AlarmNamePrefix || `${stack.name}-`;
-      const wanted = ctx.values.alarm ?? 'oldest-pending-age';
+      // relay-errors goes back to OK at its next one-minute evaluation (missing data is not
+      // breaching), so the test also shows the OK notification arriving.
+      const wanted = ctx.values.alarm ?? 'relay-errors';
       const cloudWatch = (ctx.io.aws ?? defaultAws).cloudWatch();
       try {
-        const names: string[] = [];
+        const found: { name: string; state?: string; missing?: string }[] = [];
         let nextToken: string | undefined;
         do {
           const page = await cloudWatch.send(
             new DescribeAlarmsCommand({ AlarmNamePrefix: prefix, NextToken: nextToken }),
           );
-          for (const a of page.MetricAlarms ?? []) if (a.AlarmName) names.push(a.AlarmName);
+          for (const a of page.MetricAlarms ?? []) {
+            if (a.AlarmName)
+              found.push({ name: a.AlarmName, state: a.StateValue, missing: a.TreatMissingData });
+          }
           nextToken = page.NextToken;
         } while (nextToken);
-        const alarm = names.find((n) => n === wanted || n === `${prefix}${wanted}`);
+        const alarm = found.find((a) => a.name === wanted || a.name === `${prefix}${wanted}`);
         if (!alarm) {
-          const known = names.map((n) => n.slice(prefix.length)).join(', ') || 'none';
+          const known = found.map((a) => a.name.slice(prefix.length)).join(', ') || 'none';
           throw new CliError('usage', `no alarm "${wanted}" in stack ${stack.name}; its alarms: ${known}`);
         }
-        await cloudWatch.send(
-          new SetAlarmStateCommand({
-            AlarmName: alarm,
-            StateValue: 'ALARM',
-            StateReason: 'pipeline alarms test: checking that alarm notifications reach a person',
-          }),
-        );
+        const set = (state: 'OK' | 'ALARM') =>
+          cloudWatch.send(
+            new SetAlarmStateCommand({
+              AlarmName: alarm.name,
+              StateValue: state,
+              StateReason: 'pipeline alarms test: checking that alarm notifications reach a person',
+            }),
+          );
+        // CloudWatch notifies on a change of state only: an alarm already in ALARM goes to OK first.
+        const wasAlarm = alarm.state === 'ALARM';
+        if (wasAlarm) await set('OK');
+        await set('ALARM');
         const topic = stack.outputs.AlarmTopicArn;
-        print(
-          ctx,
-          [
-            `set ${alarm} to ALARM.`,
-            'Expect an ALARM email within a minute or two, and an OK email when CloudWatch next evaluates it.',
-            `No email? Confirm the subscription (the "AWS Notification - Subscription Confirmation" mail), then check:${
-              topic
-                ? `
-  aws sns list-subscriptions-by-topic --topic-arn ${topic}`
-                : ''
-            }`,
-          ].join('\n'),
-          { alarm, state: 'ALARM', topicArn: topic ?? null },
-        );
+        const lines = [
+          `set ${alarm.name} to ALARM${wasAlarm ? ' (it was in ALARM: set to OK first, so expect an OK email before it)' : ''}.`,
+          alarm.missing === 'ignore'
+            ? 'Expect an ALARM email within a minute or two. This alarm keeps its state until its next data point, so it may stay in ALARM for a while; set it back with:\n' +
+              `  aws cloudwatch set-alarm-state --alarm-name ${alarm.name} --state-value OK --state-reason "alarms test over"`
+            : 'Expect an ALARM email within a minute or two, and an OK email when CloudWatch next evaluates it.',
+          'No email? Confirm the subscription (the "AWS Notification - Subscription Confirmation" mail), then check whether the notification was sent:',
+          `  aws cloudwatch describe-alarm-history --alarm-name ${alarm.name} --history-item-type Action`,
+          ...(topic ? [`  aws sns list-subscriptions-by-topic --topic-arn ${topic}`] : []),
+        ];
+        print(ctx, lines.join('\n'), {
+          alarm: alarm.name,
+          state: 'ALARM',
+          wasAlarm,
+          topicArn: topic ?? null,
+        });
       } catch (err) {
         if (err instanceof CliError) throw err;
         const e = err as Error;

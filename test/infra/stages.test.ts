@@ -136,3 +136,17 @@ describe('sandbox and prod in one account and region', () => {
     expect(reserved.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBe(3);
   });
 });
+
+describe('rotating the role passwords', () => {
+  it('a new roleCredentialsVersion changes the schema resource, so the deploy runs migrate and resets them', () => {
+    const props = (version?: string) => {
+      const s = synthPipeline(version ? { roleCredentialsVersion: version } : {});
+      return resourcesOfType(s, 'Custom::PipelineSchema')[0]?.[1].Properties;
+    };
+    const before = props();
+    const after = props('2');
+    expect(before?.CredentialsVersion).toBe('1');
+    expect(after?.CredentialsVersion).toBe('2');
+    expect(after?.Fingerprint).toEqual(before?.Fingerprint);
+  });
+});

@@ -97,20 +97,49 @@ describe('the ops CLI against a deployed stack (--stack)', () => {
     );
   });
 
-  it('alarms test defaults to the oldest-pending-age alarm, names the alarms it knows otherwise, and needs --stack', async () => {
-    cloudWatch
-      .on(DescribeAlarmsCommand)
-      .resolves({ MetricAlarms: [{ AlarmName: `${stackName}-oldest-pending-age` }] });
+  it('alarms test defaults to relay-errors (it re-evaluates within a minute), names the alarms it knows otherwise, and needs --stack', async () => {
+    cloudWatch.on(DescribeAlarmsCommand).resolves({
+      MetricAlarms: [
+        { AlarmName: `${stackName}-relay-errors`, StateValue: 'OK', TreatMissingData: 'notBreaching' },
+      ],
+    });
     cloudWatch.on(SetAlarmStateCommand).resolves({});
-    expect((await run(['--stack', stackName, 'alarms', 'test'])).code).toBe(0);
+    const { code, stdout } = await run(['--stack', stackName, 'alarms', 'test']);
+    expect(code).toBe(0);
+    expect(cloudWatch.commandCalls(SetAlarmStateCommand).map((c) => c.args[0].input.StateValue)).toEqual([
+      'ALARM',
+    ]);
     expect(cloudWatch.commandCalls(SetAlarmStateCommand)[0]?.args[0].input.AlarmName).toBe(
-      `${stackName}-oldest-pending-age`,
+      `${stackName}-relay-errors`,
+    );
+    expect(stdout).toContain('and an OK email when CloudWatch next evaluates it');
+    expect(stdout).toContain(
+      `describe-alarm-history --alarm-name ${stackName}-relay-errors --history-item-type Action`,
     );
     const unknown = await run(['--stack', stackName, 'alarms', 'test', '--alarm', 'nope']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('its alarms: oldest-pending-age');
+    expect(unknown.stderr).toContain('its alarms: relay-errors');
     const local = await run(['alarms', 'test']);
     expect(local.code).toBe(2);
     expect(local.stderr).toContain('needs --stack');
+  });
+
+  it('alarms test sets an alarm already in ALARM to OK first (CloudWatch notifies only on a change), and warns when it keeps its state', async () => {
+    cloudWatch.on(DescribeAlarmsCommand).resolves({
+      MetricAlarms: [
+        { AlarmName: `${stackName}-outbox-dead`, StateValue: 'ALARM', TreatMissingData: 'ignore' },
+      ],
+    });
+    cloudWatch.on(SetAlarmStateCommand).resolves({});
+    const { code, stdout } = await run(['--stack', stackName, 'alarms', 'test', '--alarm', 'outbox-dead']);
+    expect(code).toBe(0);
+    expect(cloudWatch.commandCalls(SetAlarmStateCommand).map((c) => c.args[0].input.StateValue)).toEqual([
+      'OK',
+      'ALARM',
+    ]);
+    expect(stdout).toContain('set to OK first');
+    expect(stdout).toContain(
+      `aws cloudwatch set-alarm-state --alarm-name ${stackName}-outbox-dead --state-value OK`,
+    );
   });
 });

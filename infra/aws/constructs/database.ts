@@ -142,7 +142,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
       Validations.of(roleSecret).acknowledge({
         id: 'AwsSolutions-SMG4',
         reason:
-          'Rotation needs a rotation Lambda inside the VPC plus a Secrets Manager endpoint or NAT (cost) in a VPC that is otherwise closed; rotate by putting a new value and redeploying (the migrate custom resource sets every role password from its secret).',
+          'Rotation needs a rotation Lambda inside the VPC plus a Secrets Manager endpoint or NAT (cost) in a VPC that is otherwise closed; rotate by putting a new value in the secret and deploying with -c roleCredentialsVersion=<new> (the migrate custom resource then runs and sets every role password from its secret).',
       });
     }
     this.roleSecrets = roleSecrets;
@@ -177,7 +177,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
       {
         id: 'AwsSolutions-SMG4',
         reason:
-          'Rotation needs a rotation Lambda inside the VPC plus a Secrets Manager endpoint or NAT (cost) in a VPC that is otherwise closed; rotate by hand, the Data API reads the current version on each call.',
+          'Rotation needs a rotation Lambda inside the VPC plus a Secrets Manager endpoint or NAT (cost) in a VPC that is otherwise closed; rotate by hand: change the master password (aws rds modify-db-cluster --master-user-password) and put the same value in this secret; the Data API reads the secret on each call.',
       },
     );
     if (!props.retain) {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CustomResource, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { CfnFunction, IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Provider } from 'aws-cdk-lib/custom-resources';
 import { Construct, type IDependable } from 'constructs';
@@ -13,9 +14,18 @@ export interface SchemaMigrationProps {
   readonly database: DatabaseAccess;
   /** What must exist before migrating (the cluster and its writer instance). */
   readonly dependsOn?: IDependable;
+  /**
+   * Changing it makes the next deploy run the migrate function even when no migration changed,
+   * so it sets every role's password from its secret again (after a rotation).
+   * @default '1'
+   */
+  readonly credentialsVersion?: string;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
+
+/** The relay the migrate function runs once after migrating (`RELAY_FUNCTION_NAME`). */
+export const firstRelayRunEnv = 'RELAY_FUNCTION_NAME';
 
 /** A fingerprint of every migration: a changed or added migration makes CloudFormation update the resource. */
 export function migrationsFingerprint(): string {
@@ -60,7 +70,11 @@ export class SchemaMigration extends Construct {
     this.resource = new CustomResource(this, 'Resource', {
       serviceToken: this.provider.serviceToken,
       resourceType: 'Custom::PipelineSchema',
-      properties: { Fingerprint: migrationsFingerprint(), Migrations: migrations.length },
+      properties: {
+        Fingerprint: migrationsFingerprint(),
+        Migrations: migrations.length,
+        CredentialsVersion: props.credentialsVersion ?? '1',
+      },
     });
     if (props.dependsOn) this.resource.node.addDependency(props.dependsOn);
     this.schemaVersion = this.resource.getAttString('SchemaVersion');
@@ -76,6 +90,18 @@ export class SchemaMigration extends Construct {
       },
     );
     acknowledgeProviderFramework(this.provider, this.function);
+  }
+
+  /**
+   * Makes each migration end with one run of `relay`, waited for: a new stack's relay reports
+   * at once instead of at its first sweep, so `relay-silent` (missing data breaching) has data
+   * from the start, and anything committed before the deploy goes out.
+   */
+  runAfterMigrating(relay: IFunction): void {
+    this.function.addEnvironment(firstRelayRunEnv, relay.functionName);
+    this.function.addToRolePolicy(
+      new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [relay.functionArn] }),
+    );
   }
 }
 
