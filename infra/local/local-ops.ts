@@ -29,9 +29,13 @@ export class BusDeadLetters implements DeadLetterStore {
     return this.bus.deadLetters().slice(0, limit);
   }
 
-  async redrive(id: string, consumer?: ConsumerName): Promise<number> {
+  async redrive(target: { readonly id: string; readonly consumer?: ConsumerName } | 'all'): Promise<number> {
+    const letters =
+      target === 'all'
+        ? this.bus.deadLetters().map((d) => ({ id: d.id, consumer: d.consumer }))
+        : [{ id: target.id, consumer: target.consumer }];
     let redriven = 0;
-    while (this.bus.redrive(id, consumer)) redriven++;
+    for (const { id, consumer } of letters) while (this.bus.redrive(id, consumer)) redriven++;
     return redriven;
   }
 }

@@ -10,13 +10,12 @@ import { createRouter, type RouteSpec } from '../http/router';
 import { isInboxError } from '../inbox/errors';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
-import { type DeadEvent, type OutboxStats, OutboxStore } from '../outbox/outbox-store';
+import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
 import type { RelayNudger } from '../tasks/relay-nudger';
 import { type ConsumerName, topology } from '../topology';
 import type {
   AlarmState,
   ConsumerRedelivery,
-  DeadLetter,
   DeadLetterStore,
   EffectCounts,
   InboxStatusCounts,
@@ -102,6 +101,17 @@ export const opsApiRoutes: readonly { readonly resource: string; readonly method
 export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50 } as const;
 
 const resolveRoute = createRouter(routes);
+
+/** What a redrive answers: how many, and whether that was everything (a redrive of all may stop early). */
+interface Redriven {
+  readonly redriven: number;
+  readonly complete: boolean;
+}
+
+/** Rows a redrive of every dead outbox event puts back per statement. */
+const outboxRedriveBatch = 1_000;
+/** Time a redrive of everything keeps for answering. */
+const answerMarginMs = 5_000;
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
 const redriveAll = z.strictObject({ all: z.literal(true) });
@@ -180,13 +190,29 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     };
   }
 
-  async function redriveOutbox(target: { eventId: string } | { all: true }): Promise<{ redriven: number }> {
-    const ids =
-      'all' in target ? (await outbox.listDead(10_000)).map((d: DeadEvent) => d.eventId) : [target.eventId];
+  async function redriveOutbox(
+    target: { eventId: string } | { all: true },
+    stopBy: number,
+  ): Promise<Redriven> {
     let redriven = 0;
-    for (const id of ids) if (await outbox.redriveDead(id)) redriven++;
-    if ('eventId' in target && redriven === 0)
-      throw new HttpError(404, `no dead outbox event ${target.eventId}`);
+    let complete = true;
+    if ('eventId' in target) {
+      if (!(await outbox.redriveDead(target.eventId))) {
+        throw new HttpError(404, `no dead outbox event ${target.eventId}`);
+      }
+      redriven = 1;
+    } else {
+      // A thousand rows per statement: a few statements even for a big backlog.
+      for (;;) {
+        const batch = await outbox.redriveDeadBatch(outboxRedriveBatch);
+        redriven += batch;
+        if (batch < outboxRedriveBatch) break;
+        if (clock() >= stopBy) {
+          complete = false;
+          break;
+        }
+      }
+    }
     if (redriven > 0) {
       await nudger.nudge().catch((err: unknown) =>
         logger.warn('relay nudge after redrive failed; the next sweep publishes the events', {
@@ -194,7 +220,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         }),
       );
     }
-    return { redriven };
+    return { redriven, complete };
   }
 
   /**
@@ -243,23 +269,26 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   async function redriveInbox(
     consumer: ConsumerName,
     target: { eventId: string } | { all: true },
-  ): Promise<{ redriven: number }> {
+    stopBy: number,
+  ): Promise<Redriven> {
     if ('eventId' in target) {
       if (!(await redriveInboxRecord(consumer, target.eventId))) {
         throw new HttpError(404, `no dead ${consumer} inbox record ${target.eventId}`);
       }
-      return { redriven: 1 };
+      return { redriven: 1, complete: true };
     }
     let redriven = 0;
     let cursor: string | undefined;
     do {
       const page = await inbox.listDead(consumer, { limit: opsListLimits.inboxDead, cursor });
       for (const r of page.records) {
+        // Between records only, never between a reset and its hand-over.
+        if (clock() >= stopBy) return { redriven, complete: false };
         if (await redriveInboxRecord(consumer, r.eventId).catch(skipTruncated)) redriven++;
       }
       cursor = page.cursor;
     } while (cursor);
-    return { redriven };
+    return { redriven, complete: true };
   }
 
   // In a redrive of everything, a record that cannot be re-sent stays DEAD and the rest go on.
@@ -270,25 +299,15 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
 
   async function redriveDeadLetters(
     target: { eventId: string; consumer?: ConsumerName } | { all: true },
-  ): Promise<{ redriven: number }> {
+    stopBy: number,
+  ): Promise<Redriven> {
     if ('eventId' in target) {
-      const redriven = await deadLetters.redrive(target.eventId, target.consumer);
+      const redriven = await deadLetters.redrive({ id: target.eventId, consumer: target.consumer });
       if (redriven === 0) throw new HttpError(404, `no dead letter ${target.eventId}`);
-      return { redriven };
+      return { redriven, complete: true };
     }
-    let redriven = 0;
-    const seen = new Set<string>();
-    for (;;) {
-      const letters = (await deadLetters.list(opsListLimits.deadLetters)).filter(
-        (d: DeadLetter) => !seen.has(`${d.id} ${d.consumer}`),
-      );
-      if (letters.length === 0) break;
-      for (const d of letters) {
-        seen.add(`${d.id} ${d.consumer}`);
-        redriven += await deadLetters.redrive(d.id, d.consumer);
-      }
-    }
-    return { redriven };
+    const redriven = await deadLetters.redrive('all', stopBy);
+    return { redriven, complete: clock() < stopBy };
   }
 
   async function trace(taskId: string) {
@@ -318,8 +337,12 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     };
   }
 
-  async function run(event: JsonBodyEvent): Promise<APIGatewayProxyResult> {
+  async function run(event: JsonBodyEvent, context: Context): Promise<APIGatewayProxyResult> {
     const route = resolveRoute(event);
+    // A redrive of everything stops in time to answer (API Gateway gives up at 29 s): the
+    // answer says `complete: false`, and the same request goes on from where it stopped.
+    const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+    const stopBy = clock() + remaining - answerMarginMs;
     const ok = (body: unknown) => jsonResponse(200, body, { 'cache-control': 'no-store' });
     switch (route.name) {
       case 'status':
@@ -333,19 +356,19 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       case 'outboxDead':
         return ok(await outbox.listDead(opsListLimits.outboxDead));
       case 'outboxRedrive':
-        return ok(await redriveOutbox(parseBody(outboxRedriveBody, event)));
+        return ok(await redriveOutbox(parseBody(outboxRedriveBody, event), stopBy));
       case 'inboxDead': {
         const consumer = consumerOf(route.pathParameters.consumer);
         return ok((await inbox.listDead(consumer, { limit: opsListLimits.inboxDead })).records);
       }
       case 'inboxRedrive': {
         const consumer = consumerOf(route.pathParameters.consumer);
-        return ok(await redriveInbox(consumer, parseBody(inboxRedriveBody, event)));
+        return ok(await redriveInbox(consumer, parseBody(inboxRedriveBody, event), stopBy));
       }
       case 'deadLetters':
         return ok(await deadLetters.list(opsListLimits.deadLetters));
       case 'deadLettersRedrive':
-        return ok(await redriveDeadLetters(parseBody(deadLetterRedriveBody, event)));
+        return ok(await redriveDeadLetters(parseBody(deadLetterRedriveBody, event), stopBy));
       case 'trace': {
         const id = taskIdParam.safeParse(route.pathParameters.taskId);
         if (!id.success) throw validationError('invalid request', toFieldErrors(id.error, ['taskId']));

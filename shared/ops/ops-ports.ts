@@ -26,10 +26,14 @@ export interface DeadLetterStore {
   count(): Promise<number>;
   list(limit: number): Promise<readonly DeadLetter[]>;
   /**
-   * Re-delivers every letter of event `id` (only `consumer`'s when given) and forgets each once
-   * its re-delivery was accepted; returns how many. 0 means there was none.
+   * Re-delivers every letter of event `id` (only `consumer`'s when given), or every letter
+   * there is (`'all'`), and forgets each once its re-delivery was accepted; returns how many
+   * (0: there was none). `stopBy` (epoch ms) ends a long redrive early, with what it did so far.
    */
-  redrive(id: string, consumer?: ConsumerName): Promise<number>;
+  redrive(
+    target: { readonly id: string; readonly consumer?: ConsumerName } | 'all',
+    stopBy?: number,
+  ): Promise<number>;
 }
 
 /** Hands a stored event to a consumer again (an inbox redrive): an async invoke on AWS. */

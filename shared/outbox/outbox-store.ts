@@ -286,6 +286,20 @@ export class OutboxStore {
     }));
   }
 
+  /**
+   * Puts up to `batchSize` dead events back to pending with fresh attempts, in one statement;
+   * returns how many (call again while it returns `batchSize`).
+   */
+  async redriveDeadBatch(batchSize = 1_000): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_until = NULL
+        WHERE event_id IN (SELECT event_id FROM outbox WHERE status = 'dead' ORDER BY created_at LIMIT :batchSize)
+          AND status = 'dead'`,
+      { batchSize },
+    );
+    return rowCount;
+  }
+
   /** Puts a dead event back to pending with fresh attempts; false when it is not dead. */
   async redriveDead(eventId: string): Promise<boolean> {
     const { rowCount } = await this.db.query(

@@ -29,8 +29,10 @@ class MemoryDeadLetters implements DeadLetterStore {
   async list(limit: number) {
     return this.letters.slice(0, limit);
   }
-  async redrive(id: string, consumer?: ConsumerName) {
-    const hit = this.letters.filter((d) => d.id === id && (!consumer || d.consumer === consumer));
+  async redrive(target: { id: string; consumer?: ConsumerName } | 'all') {
+    const hit = this.letters.filter(
+      (d) => target === 'all' || (d.id === target.id && (!target.consumer || d.consumer === target.consumer)),
+    );
     this.letters = this.letters.filter((d) => !hit.includes(d));
     this.redriven.push(...hit);
     return hit.length;

@@ -8,7 +8,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
 import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
 import { onFailureRule, SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
@@ -128,7 +128,7 @@ describe('SqsDeadLetters', () => {
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     sqs.on(DeleteMessageCommand).resolves({});
     lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
-    const redriven = await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).redrive('e1');
+    const redriven = await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).redrive({ id: 'e1' });
     expect(redriven).toBe(1);
     const invoke = lambda.commandCalls(InvokeCommand)[0]?.args[0].input;
     expect(invoke).toMatchObject({ FunctionName: 'fn-index', InvocationType: 'Event' });
@@ -149,9 +149,53 @@ describe('SqsDeadLetters', () => {
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     lambda.on(InvokeCommand).resolves({ StatusCode: 500 });
     await expect(
-      new SqsDeadLetters(new SQSClient({}), [onFailure], redelivery).redrive('e2'),
+      new SqsDeadLetters(new SQSClient({}), [onFailure], redelivery).redrive({ id: 'e2' }),
     ).rejects.toThrow(/answered status 500/);
     expect(sqs.commandCalls(DeleteMessageCommand)).toHaveLength(0);
+  });
+
+  it('redrives every letter of a queue in one pass (receive, invoke, delete) when asked for all', async () => {
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), dlqMessage('e3', 'c')] })
+      .resolves({});
+    sqs.on(ReceiveMessageCommand, { QueueUrl: onFailure.url }).resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    expect(await new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery).redrive('all')).toBe(2);
+    expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual([
+      'a',
+      'c',
+    ]);
+    // One long poll per queue, then short ones: a list or redrive stays within API Gateway's 29 s.
+    expect(sqs.commandCalls(ReceiveMessageCommand).map((c) => c.args[0].input.WaitTimeSeconds)).toEqual([
+      1, 0, 1,
+    ]);
+  });
+
+  it('stops a redrive of all at its deadline and makes the rest visible again', async () => {
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), dlqMessage('e3', 'c')] })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    let now = 1_000;
+    lambda.on(InvokeCommand).callsFake(async () => {
+      now += 10_000;
+      return { StatusCode: 202 };
+    });
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      expect(await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).redrive('all', 5_000)).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
+    const released = sqs
+      .commandCalls(ChangeMessageVisibilityBatchCommand)
+      .flatMap((c) => c.args[0].input.Entries);
+    expect(released.map((e) => e?.ReceiptHandle)).toEqual(['c']);
   });
 
   it('redrives only the named consumer’s letters, and counts visible and in-flight messages', async () => {
@@ -160,7 +204,7 @@ describe('SqsDeadLetters', () => {
       Attributes: { ApproximateNumberOfMessages: '2', ApproximateNumberOfMessagesNotVisible: '1' },
     });
     const store = new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery);
-    expect(await store.redrive('e1', 'archive')).toBe(0);
+    expect(await store.redrive({ id: 'e1', consumer: 'archive' })).toBe(0);
     expect(sqs.commandCalls(ReceiveMessageCommand)).toHaveLength(0);
     expect(await store.count()).toBe(6);
   });

@@ -21,11 +21,11 @@ export interface DeadLetterQueueRef {
 }
 
 export interface SqsDeadLettersOptions {
-  /** How long a listed message stays hidden while the list is read; released at once after. @default 5 */
+  /** How long a listed message stays hidden while the list is read; released at once after. @default 2 */
   readonly listVisibilitySeconds?: number;
   /** How long a message being redriven stays hidden: longer than one invoke. @default 30 */
   readonly redriveVisibilitySeconds?: number;
-  /** Receives per queue per list or redrive, 10 messages each. @default 10 */
+  /** Receives per queue per list or redrive, 10 messages each. @default 100 */
   readonly maxReceivesPerQueue?: number;
 }
 
@@ -60,9 +60,9 @@ export class SqsDeadLetters implements DeadLetterStore {
     private readonly redelivery: ConsumerRedelivery,
     options: SqsDeadLettersOptions = {},
   ) {
-    this.listVisibility = options.listVisibilitySeconds ?? 5;
+    this.listVisibility = options.listVisibilitySeconds ?? 2;
     this.redriveVisibility = options.redriveVisibilitySeconds ?? 30;
-    this.maxReceives = options.maxReceivesPerQueue ?? 10;
+    this.maxReceives = options.maxReceivesPerQueue ?? 100;
   }
 
   async count(): Promise<number> {
@@ -84,44 +84,55 @@ export class SqsDeadLetters implements DeadLetterStore {
   }
 
   async list(limit: number): Promise<readonly DeadLetter[]> {
-    const letters: DeadLetter[] = [];
-    for (const queue of this.queues) {
-      if (letters.length >= limit) break;
-      const received = await this.receiveAll(queue, this.listVisibility, limit - letters.length);
-      await this.release(queue, received);
-      for (const r of received) if (r.letter) letters.push(r.letter);
-    }
-    return letters.slice(0, limit);
+    // Every queue at once: each read ends with a one-second long poll that found nothing.
+    const perQueue = await Promise.all(
+      this.queues.map(async (queue) => {
+        const received = await this.receiveAll(queue, this.listVisibility, limit);
+        await this.release(queue, received);
+        return received.flatMap((r) => (r.letter ? [r.letter] : []));
+      }),
+    );
+    return perQueue.flat().slice(0, limit);
   }
 
-  async redrive(id: string, consumer?: ConsumerName): Promise<number> {
+  async redrive(
+    target: { readonly id: string; readonly consumer?: ConsumerName } | 'all',
+    stopBy = Number.POSITIVE_INFINITY,
+  ): Promise<number> {
     let redriven = 0;
     for (const queue of this.queues) {
-      if (consumer && queue.consumer !== consumer) continue;
+      if (target !== 'all' && target.consumer && queue.consumer !== target.consumer) continue;
+      if (Date.now() >= stopBy) break;
       const received = await this.receiveAll(queue, this.redriveVisibility, Number.POSITIVE_INFINITY);
-      const matching = received.filter((r) => r.letter?.id === id);
+      const matching = received.filter((r) => r.letter && (target === 'all' || r.letter.id === target.id));
       await this.release(
         queue,
         received.filter((r) => !matching.includes(r)),
       );
+      let done = 0;
       try {
         for (const r of matching) {
+          if (Date.now() >= stopBy) break;
           await this.redelivery.redeliver(queue.consumer, r.letter?.event);
           await this.sqs.send(
             new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: r.message.ReceiptHandle }),
           );
+          done++;
           redriven++;
         }
-      } catch (err) {
-        // What is not yet redriven becomes visible again at once; the error is the caller's 500.
-        await this.release(queue, matching).catch(() => undefined);
-        throw err;
+      } finally {
+        // What is not redriven (the invoke failed, or the time ran out) is visible again at once.
+        await this.release(queue, matching.slice(done)).catch(() => undefined);
       }
     }
     return redriven;
   }
 
-  /** Receives up to `max` messages of `queue`, each hidden for `visibility` seconds. */
+  /**
+   * Receives up to `max` messages of `queue`, each hidden for `visibility` seconds: one
+   * one-second long poll (it asks every SQS server, so a small queue is read whole), then short
+   * polls until a receive brings nothing new.
+   */
   private async receiveAll(queue: DeadLetterQueueRef, visibility: number, max: number): Promise<Received[]> {
     const out: Received[] = [];
     const seen = new Set<string>();
@@ -131,8 +142,7 @@ export class SqsDeadLetters implements DeadLetterStore {
           QueueUrl: queue.url,
           MaxNumberOfMessages: 10,
           VisibilityTimeout: visibility,
-          // Long polling asks every SQS server, so a small queue is read whole; 1 s keeps a list fast.
-          WaitTimeSeconds: 1,
+          WaitTimeSeconds: i === 0 ? 1 : 0,
           MessageSystemAttributeNames: ['SentTimestamp', 'ApproximateReceiveCount'],
           MessageAttributeNames: ['All'],
         }),
@@ -147,7 +157,10 @@ export class SqsDeadLetters implements DeadLetterStore {
     return out;
   }
 
-  /** Makes received messages visible again at once. */
+  /**
+   * Makes received messages visible again at once. A message this cannot release (its receipt
+   * handle went stale) becomes visible by itself when its short visibility timeout ends.
+   */
   private async release(queue: DeadLetterQueueRef, received: readonly Received[]): Promise<void> {
     for (let i = 0; i < received.length; i += 10) {
       const batch = received.slice(i, i + 10);
