@@ -335,6 +335,7 @@ const commands: readonly Command[] = [
         // The same event can be dead for two consumers; each redrive by id takes one of them.
         key: (d) => `${field(d, 'id')} ${field(d, 'consumer')}`,
         idOf: (d) => field(d, 'id'),
+        bodyOf: (d) => ({ eventId: field(d, 'id'), consumer: field(d, 'consumer') || undefined }),
         format: formatDeadLetters,
       });
     },
@@ -349,6 +350,8 @@ interface DeadListSpec {
   readonly key: (entry: unknown) => string;
   /** The id the redrive route takes. */
   readonly idOf: (entry: unknown) => string;
+  /** The redrive body for one list entry, when it says more than `{eventId}`. */
+  readonly bodyOf?: (entry: unknown) => Record<string, unknown>;
   readonly format: (list: readonly unknown[]) => string;
 }
 
@@ -370,7 +373,8 @@ async function deadList(ctx: Context, spec: DeadListSpec): Promise<void> {
  * `--all`: lists, then redrives one entry at a time so a long redrive shows progress and stops
  * at the first failure with an exact count. Lists again afterwards because a server caps its
  * lists (the outbox's at 500); `seen` keeps an entry that died again from being retried forever.
- * An entry that is gone by the time its turn comes (someone else redrove it) is skipped.
+ * An entry that is gone by the time its turn comes (someone else redrove it), or that the server
+ * cannot redrive (409), is skipped and named.
  */
 async function redriveAll(ctx: Context, spec: DeadListSpec): Promise<void> {
   const seen = new Set<string>();
@@ -386,10 +390,12 @@ async function redriveAll(ctx: Context, spec: DeadListSpec): Promise<void> {
     for (const d of fresh) {
       const id = spec.idOf(d);
       try {
-        const result = await ctx.client.post<{ redriven?: number }>(spec.redrivePath, { eventId: id });
+        const body = spec.bodyOf ? spec.bodyOf(d) : { eventId: id };
+        const result = await ctx.client.post<{ redriven?: number }>(spec.redrivePath, body);
         redriven += typeof result.redriven === 'number' ? result.redriven : 1;
       } catch (err) {
-        if (!(err instanceof CliError && err.status === 404)) {
+        // 404: someone else redrove it first; 409: it cannot be redriven (a truncated stored event).
+        if (!(err instanceof CliError && (err.status === 404 || err.status === 409))) {
           progress.end();
           ctx.io.stderr.write(`stopped after ${redriven} of ${seen.size} ${spec.noun} redriven\n`);
           throw err;
@@ -403,7 +409,7 @@ async function redriveAll(ctx: Context, spec: DeadListSpec): Promise<void> {
   const human =
     seen.size === 0
       ? `no ${spec.noun} to redrive`
-      : `redrove ${redriven} of ${seen.size} ${spec.noun}${skipped.length > 0 ? ` (${skipped.length} no longer dead: ${skipped.join(', ')})` : ''}`;
+      : `redrove ${redriven} of ${seen.size} ${spec.noun}${skipped.length > 0 ? ` (${skipped.length} skipped, no longer dead or not redrivable: ${skipped.join(', ')})` : ''}`;
   print(ctx, human, { redriven, total: seen.size, skipped });
 }
 

@@ -364,7 +364,30 @@ describe('--all', () => {
     const r = await run(['inbox', 'dead', '--consumer', 'index', '--all'], api.fetch);
 
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`redrove 2 of 3 dead index inbox records (1 no longer dead: ${gone})\n`);
+    expect(r.stdout).toBe(
+      `redrove 2 of 3 dead index inbox records (1 skipped, no longer dead or not redrivable: ${gone})\n`,
+    );
+  });
+
+  it('skips a record the server cannot redrive (409, a truncated stored event) and goes on', async () => {
+    const truncated = ids[0] as string;
+    const api = deadServer(ids.slice(0, 3), {
+      fail: (id) => (id === truncated ? { status: 409, body: { error: 'truncated' } } : undefined),
+    });
+
+    const r = await run(['inbox', 'dead', '--consumer', 'index', '--all', '--json'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ redriven: 2, total: 3, skipped: [truncated] });
+  });
+
+  it('dead-letters --all names the consumer of each letter, so each redrive takes only that one', async () => {
+    const api = deadServer(ids.slice(0, 2));
+
+    await run(['dead-letters', '--all'], api.fetch);
+
+    const bodies = api.calls.filter((c) => c.method === 'POST').map((c) => c.body);
+    expect(bodies).toEqual(ids.slice(0, 2).map((eventId) => ({ eventId, consumer: 'notify' })));
   });
 
   it('stops at the first failure, says how far it got, and exits 1', async () => {
