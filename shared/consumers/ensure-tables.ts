@@ -5,6 +5,7 @@ import {
   DeleteTableCommand,
   DescribeTableCommand,
   type DynamoDBClient,
+  GetItemCommand,
   type GlobalSecondaryIndex,
   PutItemCommand,
   ScanCommand,
@@ -103,30 +104,34 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
  * Rebuilds an inbox table that predates the sparse ops index: its items are copied to a
  * backup table, the table is made again with the index, and the items come back, open ones
  * with their index key. (UpdateTable cannot do it: dynalite accepts a new index and never
- * builds it.) A start that dies half-way finds the backup next time and carries on from it, so
- * no record is lost. Local data directories only: on AWS the CDK table has the index from the start.
+ * builds it.) The backup counts only once it holds a completion marker, written after the
+ * last item: a start that died while filling it copies again (PutItem is idempotent), and the
+ * old table is deleted only after the marker is there, so no record is lost at any point.
+ * Local data directories only: on AWS the CDK table has the index from the start.
  */
 async function ensureOpenIndex(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
   const backup = `${table}-upgrade-backup`;
-  const hasIndex = async (name: string) => {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
-    return Table?.GlobalSecondaryIndexes?.some((i) => i.IndexName === openIndex.IndexName) ?? false;
+  const describe = async (name: string) => {
+    try {
+      return (await client.send(new DescribeTableCommand({ TableName: name }))).Table;
+    } catch (err) {
+      if ((err as Error).name === 'ResourceNotFoundException') return undefined;
+      throw err;
+    }
   };
-  const exists = (name: string) =>
-    client.send(new DescribeTableCommand({ TableName: name })).then(
-      () => true,
-      (err: Error) => {
-        if (err.name === 'ResourceNotFoundException') return false;
-        throw err;
-      },
-    );
-  const backupExists = await exists(backup);
-  if (!backupExists && (await hasIndex(table))) return;
-  if (!backupExists) {
+  const hasIndex = (t: Awaited<ReturnType<typeof describe>>) =>
+    t?.GlobalSecondaryIndexes?.some((i) => i.IndexName === openIndex.IndexName) ?? false;
+
+  const current = await describe(table);
+  const backupExists = (await describe(backup)) !== undefined;
+  if (!backupExists && hasIndex(current)) return;
+  if (!(backupExists && (await hasMarker(client, backup)))) {
+    // No complete backup yet, so the old table is still whole: (re)fill the backup from it.
     await ensureTable(client, inboxTableInput(backup), timeoutMs);
     await copyItems(client, table, backup);
+    await client.send(new PutItemCommand({ TableName: backup, Item: backupMarker }));
   }
-  if ((await exists(table)) && !(await hasIndex(table))) {
+  if (current && !hasIndex(current)) {
     await client.send(new DeleteTableCommand({ TableName: table }));
     await waitGone(client, table, timeoutMs);
   }
@@ -135,12 +140,29 @@ async function ensureOpenIndex(client: DynamoDBClient, table: string, timeoutMs:
   await client.send(new DeleteTableCommand({ TableName: backup }));
 }
 
-/** Copies every item of `from` into `to`, giving records that are not PROCESSED their index key. */
+/** The item that says a backup holds every item of the old table (no consumer is named `#`). */
+const backupMarker: Record<string, AttributeValue> = {
+  [inboxTableSchema.partitionKey]: { S: '#upgrade' },
+  [inboxTableSchema.sortKey]: { S: '#complete' },
+};
+
+async function hasMarker(client: DynamoDBClient, backup: string): Promise<boolean> {
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: backup, Key: backupMarker, ConsistentRead: true }),
+  );
+  return Item !== undefined;
+}
+
+/** Copies every item of `from` into `to` (never the marker), keying records that are not PROCESSED. */
 async function copyItems(client: DynamoDBClient, from: string, to: string): Promise<void> {
+  const markerKey = backupMarker[inboxTableSchema.partitionKey]?.S;
   let start: Record<string, AttributeValue> | undefined;
   do {
-    const page = await client.send(new ScanCommand({ TableName: from, ExclusiveStartKey: start }));
+    const page = await client.send(
+      new ScanCommand({ TableName: from, ExclusiveStartKey: start, ConsistentRead: true }),
+    );
     for (const item of page.Items ?? []) {
+      if (item[inboxTableSchema.partitionKey]?.S === markerKey) continue;
       const status = item.state?.M?.status?.S;
       const keyed =
         status && status !== 'PROCESSED' && !item[inboxTableSchema.openIndex.partitionKey]
