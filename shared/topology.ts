@@ -182,3 +182,6 @@ export const topology = {
 } as const;
 
 export type Topology = typeof topology;
+
+/** Every consumer's name, in the topology's order (a non-empty tuple, as `z.enum` takes it). */
+export const consumerNames = Object.keys(consumers) as [ConsumerName, ...ConsumerName[]];

@@ -8,9 +8,9 @@ import { blankIsUnset, jsonVariable, parseEnvironment } from '../../shared/env';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
-import { type ConsumerName, topology } from '../../shared/topology';
+import { type ConsumerName, consumerNames } from '../../shared/topology';
 
-const consumers = Object.keys(topology.consumers) as ConsumerName[];
+const consumers = consumerNames;
 const env = parseEnvironment(
   z.object({
     [consumerEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),

@@ -9,13 +9,13 @@ import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher'
 import { EventBridgeSweepControl } from '../../shared/outbox/eventbridge-sweep-control';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
-import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { topology } from '../../shared/topology';
 
 // Built once per container; config is validated here so a bad deploy fails on cold start.
 const config = parseConfig();
-const logger = new Logger({ serviceName: 'outbox-relay' });
-const metrics = new Metrics({ namespace: metricsNamespace, serviceName: 'outbox-relay' });
+const logger = new Logger({ serviceName: relayServiceName });
+const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
 const outbox = new OutboxStore(createSqlClient(config));
 const eventBridge = new EventBridgeClient({});
 const publisher = new EventBridgePublisher(eventBridge, {

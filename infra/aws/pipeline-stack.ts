@@ -9,6 +9,7 @@ import {
 } from '../../shared/consumers/contract';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
+import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffect } from './constructs/consumer';
@@ -19,7 +20,7 @@ import { InboxGauges } from './constructs/inbox-gauges';
 import { InboxTable } from './constructs/inbox-table';
 import { NotificationTopic } from './constructs/notification-topic';
 import { OpsApi, type OpsQueue } from './constructs/ops-api';
-import { OutboxRelay, relayServiceName } from './constructs/outbox-relay';
+import { OutboxRelay } from './constructs/outbox-relay';
 import { alarmName, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
 import { PipelineDashboard } from './constructs/pipeline-dashboard';
 import { sqlAdapterContextKey } from './constructs/pipeline-function';

@@ -1,8 +1,8 @@
-import { type ConsumerName, topology } from '../../shared/topology';
+import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { matchesPattern } from './event-pattern';
 
 /** Every consumer of the topology, in its declared order (the column order of traces and tables). */
-export const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+export { consumerNames };
 
 /**
  * The consumers the topology's rules route an event type to. A trace shows `null` for both "not

@@ -14,7 +14,7 @@ import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import type { EffectCounts } from '../../shared/ops/ops-ports';
-import { type ConsumerName, topology } from '../../shared/topology';
+import { type ConsumerName, consumerNames } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
@@ -121,7 +121,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   };
   const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
   const functions = {} as Record<ConsumerName, ConsumerFunction>;
-  for (const name of Object.keys(topology.consumers) as ConsumerName[]) {
+  for (const name of consumerNames) {
     functions[name] = createConsumer({
       ...consumerDeps(name, tables, client),
       logger: localLogger(name, log),

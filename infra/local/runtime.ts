@@ -18,7 +18,7 @@ import { createOpsApi, type OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
-import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { noopRelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology } from '../../shared/topology';
@@ -162,8 +162,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     stack.push(() => bus.stop());
 
     const abort = new AbortController();
-    const logger = new Logger({ serviceName: 'outbox-relay', logLevel: 'WARN' });
-    const metrics = new Metrics({ namespace: metricsNamespace, serviceName: 'outbox-relay' });
+    const logger = new Logger({ serviceName: relayServiceName, logLevel: 'WARN' });
+    const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
     const eventBridge = new EventBridgeClient({
       endpoint: bus.endpoint,
       region: 'us-east-1',

@@ -6,7 +6,7 @@ import { blankIsUnset, type ConfigField, configError } from '../env';
 import { DynamoInboxStore } from '../inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
-import type { ConsumerName } from '../topology';
+import { type ConsumerName, consumerNames } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
 import { consumerDimension, consumerEnv, consumerServiceName } from './contract';
 
@@ -27,7 +27,7 @@ export interface ConsumerConfig {
 const tableName = z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name');
 
 const envSchema = z.object({
-  [consumerEnv.consumerName]: blankIsUnset(z.enum(['index', 'notify', 'archive'])),
+  [consumerEnv.consumerName]: blankIsUnset(z.enum(consumerNames)),
   [consumerEnv.inboxTable]: blankIsUnset(tableName),
   [consumerEnv.indexTable]: blankIsUnset(tableName),
   [consumerEnv.archiveBucket]: blankIsUnset(

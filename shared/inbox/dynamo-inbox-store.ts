@@ -140,8 +140,9 @@ export interface DynamoInboxStoreOptions {
 /**
  * The inbox on DynamoDB, through the document client over the `DynamoDBClient` it is given.
  * Uses only GetItem, PutItem, UpdateItem and Query with condition expressions, which AWS,
- * dynalite and DynamoDB Local all implement alike: no transactions, no
- * ReturnValuesOnConditionCheckFailure (dynalite ignores it), no TTL API.
+ * dynalite and DynamoDB Local all implement alike: no transactions, no TTL API. `begin` asks
+ * for ReturnValuesOnConditionCheckFailure, which dynalite ignores, so it falls back to a
+ * GetItem when a failed condition comes back without the item.
  */
 export class DynamoInboxStore implements InboxStore {
   private readonly doc: DynamoDBDocumentClient;

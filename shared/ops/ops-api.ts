@@ -12,7 +12,7 @@ import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
 import type { RelayNudger } from '../tasks/relay-nudger';
-import { type ConsumerName, topology } from '../topology';
+import { type ConsumerName, consumerNames, topology } from '../topology';
 import type {
   AlarmState,
   ConsumerRedelivery,
@@ -112,12 +112,11 @@ interface Redriven {
 const outboxRedriveBatch = 1_000;
 /** Time a redrive of everything keeps for answering. */
 const answerMarginMs = 5_000;
-const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
 const redriveAll = z.strictObject({ all: z.literal(true) });
 const outboxRedriveBody = z.union([z.strictObject({ eventId: z.uuid('must be a UUID') }), redriveAll]);
 const inboxRedriveBody = z.union([z.strictObject({ eventId: z.string().min(1).max(1024) }), redriveAll]);
-const consumerField = z.enum(consumerNames as [ConsumerName, ...ConsumerName[]]);
+const consumerField = z.enum(consumerNames);
 const deadLetterRedriveBody = z.union([
   z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
   redriveAll,

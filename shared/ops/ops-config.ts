@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { consumerEnv } from '../consumers/contract';
 import { blankIsUnset, jsonVariable, parseEnvironment } from '../env';
-import { type ConsumerName, topology } from '../topology';
+import { type ConsumerName, consumerNames } from '../topology';
 import type { DeadLetterQueueRef } from './adapters/aws/sqs-dead-letters';
 
 /** Environment variables of the ops function (the CDK stack sets them; the names live here once). */
@@ -29,7 +29,7 @@ export interface OpsConfig {
   readonly deadLetterQueues: readonly DeadLetterQueueRef[];
 }
 
-const consumerName = z.enum(Object.keys(topology.consumers) as [ConsumerName, ...ConsumerName[]]);
+const consumerName = z.enum(consumerNames);
 const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN');
 
 const schema = z.object({
@@ -40,10 +40,7 @@ const schema = z.object({
   [opsEnv.consumerFunctions]: jsonVariable(
     z
       .record(consumerName, functionName)
-      .refine(
-        (m) => Object.keys(topology.consumers).every((c) => c in m),
-        'must name a function for every consumer',
-      ),
+      .refine((m) => consumerNames.every((c) => c in m), 'must name a function for every consumer'),
   ),
   [opsEnv.deadLetterQueues]: blankIsUnset(
     jsonVariable(

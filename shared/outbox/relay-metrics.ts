@@ -17,6 +17,9 @@ export const relayMetricNames = {
 /** The CloudWatch namespace of every pipeline metric. */
 export const metricsNamespace = 'ContentPipeline';
 
+/** Powertools service name of the relay: the `service` dimension of every relay metric. */
+export const relayServiceName = 'outbox-relay';
+
 /**
  * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware). The gauges
  * (pending, oldest age, dead) go out after every run: the alarms watch them, and a relay that

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { relayServiceName } from '../../infra/aws/constructs/outbox-relay';
 import {
   type CfnResource,
   type CfnTemplate,
@@ -10,6 +9,7 @@ import {
 } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
 import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { topology } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 

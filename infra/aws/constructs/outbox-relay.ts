@@ -4,6 +4,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { relayServiceName } from '../../../shared/outbox/relay-metrics';
 import type { RelayConfig } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
@@ -23,9 +24,6 @@ export interface OutboxRelayProps {
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
-
-/** Powertools service name of the relay: the `service` dimension of every relay metric. */
-export const relayServiceName = 'outbox-relay';
 
 /**
  * The outbox relay: a function that drains what is due and returns, nudged by the tasks API

@@ -4,9 +4,8 @@ import {
   inboxGaugeMetricNames,
   inboxGaugesServiceName,
 } from '../../../shared/consumers/contract';
-import { relayMetricNames } from '../../../shared/outbox/relay-metrics';
+import { relayMetricNames, relayServiceName } from '../../../shared/outbox/relay-metrics';
 import type { ConsumerName, Topology } from '../../../shared/topology';
-import { relayServiceName } from '../constructs/outbox-relay';
 import type { PriceBook } from './prices';
 
 /**
