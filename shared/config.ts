@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
 import type { SqlClient } from './db/sql-client';
+import { blankIsUnset, parseEnvironment } from './env';
 import { PipelineError } from './errors';
 import { topology } from './topology';
 
@@ -27,25 +28,21 @@ export interface AppConfig {
   readonly busySweepRuleName: string | undefined;
 }
 
-// Deploy tooling often sets a variable to '' rather than leaving it out: treat both as unset.
-const optional = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema.optional());
-
 const envSchema = z
   .object({
-    DATABASE_URL: optional(z.string().regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL')),
-    DB_CLUSTER_ARN: optional(
+    DATABASE_URL: blankIsUnset(z.string().regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL')),
+    DB_CLUSTER_ARN: blankIsUnset(
       z.string().regex(/^arn:aws[\w-]*:rds:[\w-]+:\d{12}:cluster:\S+$/, 'must be an RDS cluster ARN'),
     ),
-    DB_SECRET_ARN: optional(
+    DB_SECRET_ARN: blankIsUnset(
       z
         .string()
         .regex(/^arn:aws[\w-]*:secretsmanager:[\w-]+:\d{12}:secret:\S+$/, 'must be a Secrets Manager ARN'),
     ),
-    DB_NAME: optional(
+    DB_NAME: blankIsUnset(
       z.string().regex(/^[A-Za-z_][A-Za-z0-9_$]{0,62}$/, 'must be a PostgreSQL database name'),
     ),
-    EVENT_BUS_NAME: optional(
+    EVENT_BUS_NAME: blankIsUnset(
       z
         .string()
         .regex(
@@ -53,10 +50,12 @@ const envSchema = z
           'must be an event bus name or ARN',
         ),
     ),
-    RELAY_FUNCTION_NAME: optional(
+    RELAY_FUNCTION_NAME: blankIsUnset(
       z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
     ),
-    RELAY_BUSY_SWEEP_RULE: optional(z.string().regex(/^[\w.-]{1,64}$/, 'must be an EventBridge rule name')),
+    RELAY_BUSY_SWEEP_RULE: blankIsUnset(
+      z.string().regex(/^[\w.-]{1,64}$/, 'must be an EventBridge rule name'),
+    ),
   })
   .superRefine((env, ctx) => {
     const dataApi = [env.DB_CLUSTER_ARN, env.DB_SECRET_ARN, env.DB_NAME];
@@ -93,19 +92,7 @@ const envSchema = z
  * DATABASE_URL may hold a password.
  */
 export function parseConfig(env: Readonly<Record<string, string | undefined>> = process.env): AppConfig {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const fields = parsed.error.issues.map((i) => ({
-      path: i.path.map(String).join('.'),
-      message: i.message,
-    }));
-    throw new PipelineError(
-      'CONFIG',
-      `invalid configuration: ${fields.map((f) => `${f.path}: ${f.message}`).join('; ')}`,
-      { fields },
-    );
-  }
-  const e = parsed.data;
+  const e = parseEnvironment(envSchema, env, 'configuration');
   const database: DatabaseConfig =
     e.DATABASE_URL !== undefined
       ? { kind: 'pg', url: e.DATABASE_URL }
