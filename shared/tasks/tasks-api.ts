@@ -58,9 +58,12 @@ const required = (iss: { input: unknown }) => (iss.input === undefined ? 'requir
 const text = (max: number) => z.string({ error: required }).trim().min(1, 'must not be empty').max(max);
 const optionalText = (max: number) => text(max).nullable().optional();
 
+/** A task's title as the API accepts it (the notify effect's SNS subject is cut from it). */
+export const taskTitle = text(500);
+
 // Strict objects: a misspelt optional field (`reson`) is reported instead of silently dropped.
 const createTaskBody = z.strictObject({
-  title: text(500),
+  title: taskTitle,
   body: z.string().nullable().optional(),
   assignee: optionalText(200),
 });

@@ -1,12 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import * as z from 'zod';
 import { snsSubject } from '../../shared/effects/sns-subject';
+import { taskTitle as acceptedTitle } from '../../shared/tasks/tasks-api';
 
-// The title the tasks API accepts: `text(500)` in shared/tasks/tasks-api.ts, mirrored because
-// `createTaskBody` is not exported. Zod's `.max` counts code points (500 emoji are 1,000 UTF-16
+// The title the tasks API accepts. Zod's `.max` counts code points (500 emoji are 1,000 UTF-16
 // units), and the body is JSON, so any code unit can arrive, a lone surrogate included.
-const acceptedTitle = z.string().trim().min(1).max(500);
 
 const isControl = (unit: number) => unit <= 0x1f || (unit >= 0x7f && unit <= 0x9f);
 const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
