@@ -15,6 +15,11 @@ const statements = {
   appendOutbox: `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)
                  VALUES ('${randomUUID()}', 'content.approved', '${taskId}', 2, '{}')`,
   updateOutbox: "UPDATE outbox SET attempts = attempts WHERE status = 'dead'",
+  settleOutbox:
+    "UPDATE outbox SET delivered_at = now(), bus_event_id = 'x', claim_token = claim_token WHERE false",
+  // A committed event's content is written once, by the INSERT: nobody rewrites it.
+  rewritePayload: "UPDATE outbox SET payload = '{}' WHERE status = 'dead'",
+  retypeEvent: "UPDATE outbox SET event_type = 'content.withdrawn' WHERE false",
   claimOutbox: "SELECT event_id FROM outbox WHERE status = 'pending' FOR UPDATE SKIP LOCKED",
   purgeOutbox: "DELETE FROM outbox WHERE status = 'delivered' AND delivered_at < now() - interval '1 year'",
   dropTable: 'DROP TABLE outbox',
@@ -23,7 +28,7 @@ const statements = {
 type Statement = keyof typeof statements;
 
 const allowed: Record<FunctionRole, readonly Statement[]> = {
-  relay: ['readOutbox', 'updateOutbox', 'claimOutbox', 'purgeOutbox'],
+  relay: ['readOutbox', 'updateOutbox', 'settleOutbox', 'claimOutbox', 'purgeOutbox'],
   tasksApi: ['readTasks', 'writeTasks', 'insertTask', 'appendOutbox'],
   archive: ['readTasks'],
   // UPDATE (redrive) is what FOR UPDATE needs too: a claim-shaped read follows from it.
