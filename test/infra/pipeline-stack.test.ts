@@ -548,7 +548,9 @@ describe('alarm dimensions match what the functions emit', () => {
     const handler = readFileSync(join(projectRoot, 'functions/outbox-relay/handler.ts'), 'utf8');
     // The handler names its service with the constant the alarms read, not a literal of its own.
     expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: relayServiceName \}\)/);
-    expect(handler).toMatch(/import \{[^}]*relayServiceName[^}]*\} from '..\/..\/shared\/outbox\/relay-metrics'/);
+    expect(handler).toMatch(
+      /import \{[^}]*relayServiceName[^}]*\} from '..\/..\/shared\/outbox\/relay-metrics'/,
+    );
     for (const metric of [relayMetricNames.oldestPendingAge, relayMetricNames.dead]) {
       const dimensions = alarmsOn(metric);
       expect(dimensions.length).toBeGreaterThan(0);
