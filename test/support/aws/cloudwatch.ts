@@ -1,13 +1,5 @@
 import type { CallRecorder } from './calls';
-import { callerOf } from './calls';
-import {
-  closeServer,
-  decodeBody,
-  type LocalEndpoint,
-  listenOnLoopback,
-  readRawBody,
-  requestUrl,
-} from './http';
+import { closeServer, type LocalEndpoint, listenOnLoopback } from './http';
 import {
   asArray,
   asObject,
@@ -17,15 +9,8 @@ import {
   stringField,
   stringsField,
 } from './json';
-import {
-  AwsFault,
-  type AwsJsonProtocol,
-  jsonRequest,
-  jsonTarget,
-  sendAwsJson,
-  sendAwsJsonFault,
-  toFault,
-} from './protocol';
+import { awsJsonHandler, unknownOperation } from './json-service';
+import { AwsFault, type AwsJsonProtocol } from './protocol';
 
 // The installed @aws-sdk/client-cloudwatch speaks awsJson1_0 (query-compatible), not awsQuery:
 // `protocol: AwsJson1_0Protocol`, `serviceTarget: "GraniteServiceVersion20100801"`,
@@ -397,39 +382,29 @@ export async function startCloudWatchStandin(options: CloudWatchStandinOptions):
     return ['*'];
   }
 
-  const { server, endpoint } = await listenOnLoopback(async (req, res) => {
-    const url = requestUrl(req);
-    const caller = callerOf(req.headers, url);
-    const operation = jsonTarget(req.headers['x-amz-target'], targetPrefix) ?? '';
-    const raw = await decodeBody(req, await readRawBody(req));
-    recorder.record(caller, 'cloudwatch', [
-      {
-        action: `cloudwatch:${operation || 'Unrecognized'}`,
-        resources: resourcesOf(operation, parseJsonObject(raw) ?? {}),
-        operation,
+  const { server, endpoint } = await listenOnLoopback(
+    awsJsonHandler({
+      service: 'cloudwatch',
+      protocol,
+      targetPrefix,
+      recorder,
+      authorize: (operation, body) => ({ resources: resourcesOf(operation, body) }),
+      serve(operation, body) {
+        switch (operation) {
+          case 'DescribeAlarms':
+            return describeAlarms(body);
+          case 'SetAlarmState':
+            return setAlarmState(body);
+          case 'PutMetricData':
+            return putMetricData(body);
+          case 'GetMetricData':
+            return getMetricData(body);
+          default:
+            throw unknownOperation(operation);
+        }
       },
-    ]);
-    try {
-      const body = jsonRequest(raw);
-      switch (operation) {
-        case 'DescribeAlarms':
-          return sendAwsJson(res, protocol, describeAlarms(body));
-        case 'SetAlarmState':
-          return sendAwsJson(res, protocol, setAlarmState(body));
-        case 'PutMetricData':
-          return sendAwsJson(res, protocol, putMetricData(body));
-        case 'GetMetricData':
-          return sendAwsJson(res, protocol, getMetricData(body));
-        default:
-          throw new AwsFault(
-            'UnknownOperationException',
-            `The stand-in does not serve ${operation || '(none)'}.`,
-          );
-      }
-    } catch (err) {
-      sendAwsJsonFault(res, protocol, toFault(err));
-    }
-  });
+    }),
+  );
 
   return {
     endpoint,

@@ -1,17 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { CallRecorder } from './calls';
-import { callerOf } from './calls';
-import { closeServer, type LocalEndpoint, listenOnLoopback, readRawBody, requestUrl } from './http';
-import { type JsonObject, parseJsonObject, stringField, stringsField } from './json';
-import {
-  AwsFault,
-  type AwsJsonProtocol,
-  jsonRequest,
-  jsonTarget,
-  sendAwsJson,
-  sendAwsJsonFault,
-  toFault,
-} from './protocol';
+import { closeServer, type LocalEndpoint, listenOnLoopback } from './http';
+import { type JsonObject, stringField, stringsField } from './json';
+import { awsJsonHandler, unknownOperation } from './json-service';
+import { AwsFault, type AwsJsonProtocol } from './protocol';
 
 const protocol: AwsJsonProtocol = { version: '1.1' };
 const targetPrefix = 'secretsmanager';
@@ -184,38 +176,30 @@ export async function startSecretsManagerStandin(
     return { ARN: secret.arn, Name: secret.name, VersionId: version.id, VersionStages: version.stages };
   }
 
-  const { server, endpoint } = await listenOnLoopback(async (req, res) => {
-    const url = requestUrl(req);
-    const caller = callerOf(req.headers, url);
-    const operation = jsonTarget(req.headers['x-amz-target'], targetPrefix) ?? '';
-    const raw = await readRawBody(req);
-    const secretId = stringField(parseJsonObject(raw) ?? {}, 'SecretId');
-    recorder.record(caller, 'secretsmanager', [
-      {
-        action: `secretsmanager:${operation || 'Unrecognized'}`,
-        resources: [find(secretId)?.arn ?? secretId ?? '*'],
-        operation,
+  const { server, endpoint } = await listenOnLoopback(
+    awsJsonHandler({
+      service: 'secretsmanager',
+      protocol,
+      targetPrefix,
+      recorder,
+      authorize: (_operation, body) => {
+        const secretId = stringField(body, 'SecretId');
+        return { resources: [find(secretId)?.arn ?? secretId ?? '*'] };
       },
-    ]);
-    try {
-      const body = jsonRequest(raw);
-      switch (operation) {
-        case 'GetSecretValue':
-          return sendAwsJson(res, protocol, getSecretValue(body));
-        case 'DescribeSecret':
-          return sendAwsJson(res, protocol, describeSecret(body));
-        case 'PutSecretValue':
-          return sendAwsJson(res, protocol, putSecretValue(body));
-        default:
-          throw new AwsFault(
-            'UnknownOperationException',
-            `The stand-in does not serve ${operation || '(none)'}.`,
-          );
-      }
-    } catch (err) {
-      sendAwsJsonFault(res, protocol, toFault(err));
-    }
-  });
+      serve(operation, body) {
+        switch (operation) {
+          case 'GetSecretValue':
+            return getSecretValue(body);
+          case 'DescribeSecret':
+            return describeSecret(body);
+          case 'PutSecretValue':
+            return putSecretValue(body);
+          default:
+            throw unknownOperation(operation);
+        }
+      },
+    }),
+  );
 
   return {
     endpoint,

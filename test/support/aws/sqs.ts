@@ -1,26 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CallRecorder } from './calls';
-import { callerOf } from './calls';
-import { closeServer, type LocalEndpoint, listenOnLoopback, readRawBody, requestUrl } from './http';
-import {
-  asArray,
-  asObject,
-  type JsonObject,
-  numberField,
-  parseJsonObject,
-  stringField,
-  stringsField,
-} from './json';
-import {
-  AwsFault,
-  type AwsJsonProtocol,
-  jsonRequest,
-  jsonTarget,
-  sendAwsJson,
-  sendAwsJsonFault,
-  toFault,
-} from './protocol';
+import { closeServer, type LocalEndpoint, listenOnLoopback } from './http';
+import { asArray, asObject, type JsonObject, numberField, stringField, stringsField } from './json';
+import { awsJsonHandler } from './json-service';
+import { AwsFault, type AwsJsonProtocol, toFault } from './protocol';
 
 const protocol: AwsJsonProtocol = { version: '1.0', queryCompatible: true };
 const targetPrefix = 'AmazonSQS';
@@ -574,28 +558,25 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     }
   }
 
-  const { server, endpoint } = await listenOnLoopback(async (req, res) => {
-    const url = requestUrl(req);
-    const caller = callerOf(req.headers, url);
-    const operation = jsonTarget(req.headers['x-amz-target'], targetPrefix) ?? '';
-    const raw = await readRawBody(req);
-    const parsed = parseJsonObject(raw);
-    const named =
-      operation === 'CreateQueue' || operation === 'GetQueueUrl'
-        ? stringField(parsed ?? {}, 'QueueName')
-        : queueNamedBy(stringField(parsed ?? {}, 'QueueUrl'));
-    // A batch action is authorized as its single counterpart: IAM has no sqs:*Batch actions
-    // (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-api-permissions-reference.html).
-    const action = operation.replace(/Batch$/, '') || 'Unrecognized';
-    recorder.record(caller, 'sqs', [
-      { action: `sqs:${action}`, resources: [named ? queueArn(named) : '*'], operation },
-    ]);
-    try {
-      sendAwsJson(res, protocol, await serve(operation, jsonRequest(raw), caller));
-    } catch (err) {
-      sendAwsJsonFault(res, protocol, toFault(err));
-    }
-  });
+  const { server, endpoint } = await listenOnLoopback(
+    awsJsonHandler({
+      service: 'sqs',
+      protocol,
+      targetPrefix,
+      recorder,
+      authorize(operation, body) {
+        const named =
+          operation === 'CreateQueue' || operation === 'GetQueueUrl'
+            ? stringField(body, 'QueueName')
+            : queueNamedBy(stringField(body, 'QueueUrl'));
+        // A batch action is authorized as its single counterpart: IAM has no sqs:*Batch actions
+        // (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-api-permissions-reference.html).
+        const action = operation.replace(/Batch$/, '') || 'Unrecognized';
+        return { action: `sqs:${action}`, resources: [named ? queueArn(named) : '*'] };
+      },
+      serve,
+    }),
+  );
   origin = endpoint;
   for (const q of options.queues ?? []) createQueue(q);
 
