@@ -13,6 +13,18 @@ import {
 // The adapter sends through the document client it builds over the DynamoDBClient it is given.
 const dynamo = mockClient(DynamoDBDocumentClient);
 const key = { consumer: 'index', eventId: 'e-1' };
+/** A first delivery's `begin`, `event` and the rest overridable. */
+const beginInput = (over: Partial<Parameters<DynamoInboxStore['begin']>[0]> = {}) => ({
+  ...key,
+  owner: 'me',
+  leaseUntil: 2,
+  payloadHash: 'h',
+  eventType: 't',
+  taskId: null,
+  event: {},
+  now: 1,
+  ...over,
+});
 const conditionFailed = () =>
   new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
 
@@ -62,18 +74,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
       name: 'ProvisionedThroughputExceededException',
     });
     dynamo.on(UpdateCommand).rejects(throttled);
-    const err = await store
-      .begin({
-        ...key,
-        owner: 'me',
-        leaseUntil: 2,
-        payloadHash: 'h',
-        eventType: 't',
-        taskId: null,
-        event: {},
-        now: 1,
-      })
-      .catch((e: unknown) => e);
+    const err = await store.begin(beginInput()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InboxError);
     expect(err).toMatchObject({
       code: 'STORE_ERROR',
@@ -84,16 +85,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
 
   it('begin is one UpdateItem that creates the record only if absent and asks for the old item on refusal', async () => {
     dynamo.on(UpdateCommand).resolves({});
-    const begun = await store.begin({
-      ...key,
-      owner: 'me',
-      leaseUntil: 2,
-      payloadHash: 'h',
-      eventType: 't',
-      taskId: null,
-      event: { a: 1 },
-      now: 1,
-    });
+    const begun = await store.begin(beginInput({ event: { a: 1 } }));
     expect(begun.created).toBe(true);
     const calls = dynamo.commandCalls(UpdateCommand);
     expect(calls).toHaveLength(1);
@@ -138,16 +130,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
         Item: existing,
       }),
     );
-    const begun = await store.begin({
-      ...key,
-      owner: 'me',
-      leaseUntil: 2,
-      payloadHash: 'h',
-      eventType: 't',
-      taskId: null,
-      event: {},
-      now: 1,
-    });
+    const begun = await store.begin(beginInput());
     expect(begun).toMatchObject({ created: false, record: { status: 'PROCESSED', leaseOwner: 'other' } });
     expect(dynamo.commandCalls(GetCommand)).toHaveLength(0);
   });
