@@ -89,7 +89,14 @@ describeEachEngine('ops API', (fixture) => {
     });
   }
 
-  async function call(method: string, url: string, body?: unknown, deps: Partial<OpsApiDeps> = {}) {
+  async function call(
+    method: string,
+    url: string,
+    body?: unknown,
+    deps: Partial<OpsApiDeps> = {},
+    /** The invocation's remaining time (a redrive of everything answers 5 s before it ends). */
+    timeoutMs = 30_000,
+  ) {
     const result = await api(deps)(
       toProxyEvent({
         method,
@@ -97,7 +104,7 @@ describeEachEngine('ops API', (fixture) => {
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         body: body === undefined ? null : JSON.stringify(body),
       }),
-      localLambdaContext('ops-api-test'),
+      localLambdaContext('ops-api-test', timeoutMs),
     );
     return { status: result.statusCode, body: JSON.parse(result.body) };
   }
@@ -184,6 +191,33 @@ describeEachEngine('ops API', (fixture) => {
     expect(after).toEqual([{ status: 'pending' }]);
   });
 
+  it('a redrive of every dead outbox event stops at the deadline with complete: false, and goes on when sent again', async () => {
+    await seedPending(owner, 2_500);
+    await owner.query("UPDATE outbox SET status = 'dead'");
+    // 5 s left: the margin it keeps for answering is already reached after the first statement.
+    expect(await call('POST', '/ops/outbox/dead/redrive', { all: true }, {}, 5_000)).toMatchObject({
+      body: { redriven: 1_000, complete: false },
+    });
+    expect(await call('POST', '/ops/outbox/dead/redrive', { all: true })).toMatchObject({
+      body: { redriven: 1_500, complete: true },
+    });
+    const { rows } = await owner.query<{ status: string }>('SELECT DISTINCT status FROM outbox');
+    expect(rows).toEqual([{ status: 'pending' }]);
+  });
+
+  it('a redrive of every DEAD inbox record stops between records at the deadline', async () => {
+    const ids = [await deadRecord('archive'), await deadRecord('archive')];
+    expect(await call('POST', '/ops/inbox/archive/dead/redrive', { all: true }, {}, 5_000)).toMatchObject({
+      body: { redriven: 0, complete: false },
+    });
+    for (const eventId of ids) {
+      expect(await inbox.get({ consumer: 'archive', eventId })).toMatchObject({ status: 'DEAD' });
+    }
+    expect(await call('POST', '/ops/inbox/archive/dead/redrive', { all: true })).toMatchObject({
+      body: { redriven: 2, complete: true },
+    });
+  });
+
   it('redrives a dead inbox record: reset, then its stored event handed back to the consumer', async () => {
     const event = busEvent(approvedRow());
     const eventId = await deadRecord('index', event);
@@ -259,12 +293,44 @@ describeEachEngine('ops API', (fixture) => {
       body: { redriven: 1 },
     });
     expect(await call('POST', '/ops/dead-letters/redrive', { all: true })).toMatchObject({
-      body: { redriven: 2 },
+      body: { redriven: 2, complete: true },
     });
     expect(deadLetters.letters).toEqual([]);
     expect(
       (await call('POST', '/ops/dead-letters/redrive', { eventId: 'e1', consumer: 'nope' })).status,
     ).toBe(400);
+  });
+
+  it('a redrive of all dead letters passes again until a pass finds none (a queue hands out a bounded batch)', async () => {
+    // As an SQS queue: one pass receives at most 2 of them.
+    const bounded = new MemoryDeadLetters();
+    bounded.letters = Array.from({ length: 5 }, (_, i) => ({
+      id: `e${i}`,
+      consumer: 'index' as const,
+      rule: 'content-approved',
+      attempts: 3,
+      error: 'x',
+      deadAt: new Date(0).toISOString(),
+      event: { id: `e${i}` },
+    }));
+    const passes: number[] = [];
+    const store: DeadLetterStore = {
+      count: () => bounded.count(),
+      list: (limit) => bounded.list(limit),
+      async redrive(target) {
+        const batch = bounded.letters.slice(0, 2);
+        bounded.letters = bounded.letters.slice(2);
+        passes.push(batch.length);
+        return target === 'all' ? batch.length : 0;
+      },
+    };
+    expect(
+      await call('POST', '/ops/dead-letters/redrive', { all: true }, { deadLetters: store }, 5_000),
+    ).toMatchObject({ body: { redriven: 2, complete: false } });
+    expect(
+      await call('POST', '/ops/dead-letters/redrive', { all: true }, { deadLetters: store }),
+    ).toMatchObject({ body: { redriven: 3, complete: true } });
+    expect(passes).toEqual([2, 2, 1, 0]);
   });
 
   it('traces a task through every consumer; 400 for a bad id, 404 for an unknown task', async () => {
