@@ -158,7 +158,8 @@ const script = `
       button.disabled = true;
       try {
         var result = await call('POST', path, body);
-        notice('Redrove ' + what + ': ' + num(obj(result).redriven) + ' redriven.', false);
+        var more = obj(result).complete === false ? ' More are left: press it again.' : '';
+        notice('Redrove ' + what + ': ' + num(obj(result).redriven) + ' redriven.' + more, false);
       } catch (e) {
         notice('Redrive of ' + what + ' failed: ' + e.message, true);
       }
