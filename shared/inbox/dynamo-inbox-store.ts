@@ -203,6 +203,10 @@ export class DynamoInboxStore implements InboxStore {
       const existing = returned ? (unmarshall(returned) as Item) : await this.getItem('begin', record);
       // Gone between the refused write and the read (a TTL deletion): begin afresh.
       if (!existing) return this.begin(record);
+      // The SDK resent this very write after it landed (its response was lost): the record is
+      // this attempt's own, and the attempt goes on. Owners are unique per attempt, so no other
+      // attempt can have written this owner.
+      if (holds(existing, 'PROCESSING', record.owner)) return { created: true, record: decode(existing) };
       return { created: false, record: decode(existing) };
     }
     return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
@@ -243,12 +247,16 @@ export class DynamoInboxStore implements InboxStore {
             ':openKey': openKey(k.consumer, 'PROCESSING'),
           },
           ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return decode(output.Attributes as Item);
     } catch (err) {
-      if (isConditionFailure(err)) throw new InboxRecordChangedError(k, { cause: err });
-      throw storeError('takeOver', k, err);
+      if (!isConditionFailure(err)) throw storeError('takeOver', k, err);
+      // A resend of this take-over after it landed finds the record already this owner's.
+      const current = await this.refusedItem('takeOver', k, err);
+      if (current && holds(current, 'PROCESSING', claim.owner)) return decode(current);
+      throw new InboxRecordChangedError(k, { cause: err });
     }
   }
 
@@ -268,6 +276,7 @@ export class DynamoInboxStore implements InboxStore {
       owner,
       'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt REMOVE #openKey',
       { ':processed': 'PROCESSED', ':now': at.now, ':expiresAt': at.expiresAt },
+      { landed: 'PROCESSED' },
     );
   }
 
@@ -289,6 +298,7 @@ export class DynamoInboxStore implements InboxStore {
         ':error': failure.error,
         ':openKey': openKey(k.consumer, 'FAILED'),
       },
+      { landed: 'FAILED' },
     );
   }
 
@@ -312,8 +322,11 @@ export class DynamoInboxStore implements InboxStore {
         ':expiresAt': death.expiresAt,
         ...(lapsed ? { ':lapsedBy': death.leaseLapsedBy } : {}),
       },
-      expected.status,
-      lapsed ? ' AND #state.#leaseUntil < :lapsedBy' : '',
+      {
+        landed: 'DEAD',
+        status: expected.status,
+        extraCondition: lapsed ? ' AND #state.#leaseUntil < :lapsedBy' : '',
+      },
     );
   }
 
@@ -462,17 +475,21 @@ export class DynamoInboxStore implements InboxStore {
     }
   }
 
-  /** An update that only the live attempt holding the lease may make. */
+  /**
+   * An update that only the live attempt holding the lease may make. `landed` is the status the
+   * write leaves: a refusal that finds the record already there under `owner` is the SDK
+   * resending this write after it landed (a lost response), and counts as done. A renewal needs
+   * no such check: its resend still passes the condition.
+   */
   private async fenced(
     operation: string,
     k: InboxKey,
     owner: string,
     update: string,
     values: Record<string, unknown>,
-    status: InboxStatus = 'PROCESSING',
-    extraCondition = '',
+    options: { landed?: InboxStatus; status?: InboxStatus; extraCondition?: string } = {},
   ): Promise<void> {
-    const condition = `#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner${extraCondition}`;
+    const condition = `#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner${options.extraCondition ?? ''}`;
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -481,13 +498,31 @@ export class DynamoInboxStore implements InboxStore {
           UpdateExpression: update,
           ConditionExpression: condition,
           ExpressionAttributeNames: namesIn(update, condition),
-          ExpressionAttributeValues: { ...values, ':fenceStatus': status, ':fenceOwner': owner },
+          ExpressionAttributeValues: {
+            ...values,
+            ':fenceStatus': options.status ?? 'PROCESSING',
+            ':fenceOwner': owner,
+          },
+          ...(options.landed ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
         }),
       );
     } catch (err) {
-      if (isConditionFailure(err)) throw new InboxFencedOutError(k, owner, operation, { cause: err });
-      throw storeError(operation, k, err);
+      if (!isConditionFailure(err)) throw storeError(operation, k, err);
+      if (options.landed) {
+        const current = await this.refusedItem(operation, k, err);
+        if (current && holds(current, options.landed, owner)) return;
+      }
+      throw new InboxFencedOutError(k, owner, operation, { cause: err });
     }
+  }
+
+  /**
+   * The item a conditional write was refused on: returned with the refusal on AWS and DynamoDB
+   * Local (ReturnValuesOnConditionCheckFailure), read back on dynalite, which ignores that.
+   */
+  private async refusedItem(operation: string, k: InboxKey, err: unknown): Promise<Item | undefined> {
+    const returned = (err as { Item?: Record<string, AttributeValue> }).Item;
+    return returned ? (unmarshall(returned) as Item) : this.getItem(operation, k);
   }
 
   private query(
@@ -550,6 +585,11 @@ export class DynamoInboxStore implements InboxStore {
     if (Buffer.byteLength(json) <= this.maxEventBytes) return { event: json, truncated: false };
     return { event: Buffer.from(json).subarray(0, this.maxEventBytes).toString('utf8'), truncated: true };
   }
+}
+
+/** True when `item` is in `status` under `owner`: what this attempt's own landed write left. */
+function holds(item: Item, status: InboxStatus, owner: string): boolean {
+  return item.state?.status === status && item.state.leaseOwner === owner;
 }
 
 function key(k: InboxKey): { consumer: string; eventId: string } {

@@ -101,13 +101,16 @@ export interface InboxStore {
   /**
    * Creates a `PROCESSING` record owned by `record.owner` if none exists, in one write that
    * also returns the record that was there before, so a duplicate costs exactly one call.
-   * Never changes an existing record.
+   * Never changes an existing record. A `PROCESSING` record already held by `record.owner` is
+   * this attempt's own write, resent by the SDK after it landed: it counts as created.
    */
   begin(record: NewInboxRecord): Promise<BeginResult>;
   /**
    * Takes a `FAILED` record whose backoff passed, or a `PROCESSING` record whose lease
    * expired, over for `owner`: attempts + 1, a new lease. Throws RECORD_CHANGED when the record
-   * is no longer in `expected` state or not yet due.
+   * is no longer in `expected` state or not yet due, unless it is already `owner`'s (a resend).
+   * Fenced writes (`complete`, `fail`, `markDead`) likewise succeed when their resend finds the
+   * state they write already there under the same owner.
    */
   takeOver(
     key: InboxKey,

@@ -40,6 +40,8 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
 
   it('a refused complete, renew or fail is InboxFencedOutError, carrying the SDK error as cause', async () => {
     dynamo.rejects(conditionFailed());
+    // The read after a refusal finds the record gone or someone else's.
+    dynamo.on(GetCommand).resolves({});
     const complete = await store.complete(key, 'me', { now: 1, expiresAt: 2 }).catch((e: unknown) => e);
     expect(complete).toBeInstanceOf(InboxFencedOutError);
     expect((complete as Error).cause).toBeInstanceOf(ConditionalCheckFailedException);
@@ -51,6 +53,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
 
   it('a refused take-over is InboxRecordChangedError; a refused poison write is InboxRecordExistsError', async () => {
     dynamo.rejects(conditionFailed());
+    dynamo.on(GetCommand).resolves({});
     await expect(
       store.takeOver(key, { status: 'FAILED', leaseOwner: 'old' }, { owner: 'me', leaseUntil: 9, now: 1 }),
     ).rejects.toBeInstanceOf(InboxRecordChangedError);
@@ -105,33 +108,58 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
   });
 
   it('begin that finds a record returns the item DynamoDB sent back with the refusal, without a read', async () => {
-    const existing = {
-      consumer: { S: key.consumer },
-      eventId: { S: key.eventId },
-      state: {
-        M: {
-          status: { S: 'PROCESSED' },
-          attempts: { N: '1' },
-          leaseOwner: { S: 'other' },
-          leaseUntil: { N: '5' },
-          nextAttemptAt: { N: '0' },
-          payloadHash: { S: 'h' },
-          eventType: { S: 't' },
-          taskId: { NULL: true },
-          event: { S: '{}' },
-          eventTruncated: { BOOL: false },
-          receivedAt: { N: '1' },
-          updatedAt: { N: '2' },
-        },
-      },
-    };
     dynamo.on(UpdateCommand).rejects(
       Object.assign(new ConditionalCheckFailedException({ message: 'refused', $metadata: {} }), {
-        Item: existing,
+        Item: storedItem('PROCESSED', 'other'),
       }),
     );
     const begun = await store.begin(beginInput());
     expect(begun).toMatchObject({ created: false, record: { status: 'PROCESSED', leaseOwner: 'other' } });
     expect(dynamo.commandCalls(GetCommand)).toHaveLength(0);
   });
+
+  it('a refused write that finds its own landed result (an SDK resend) succeeds, without a read', async () => {
+    const refusedOn = (status: string) =>
+      Object.assign(new ConditionalCheckFailedException({ message: 'refused', $metadata: {} }), {
+        Item: storedItem(status, 'me'),
+      });
+    dynamo.on(UpdateCommand).rejects(refusedOn('PROCESSING'));
+    expect(await store.begin(beginInput())).toMatchObject({ created: true, record: { leaseOwner: 'me' } });
+    dynamo.on(UpdateCommand).rejects(refusedOn('PROCESSING'));
+    const taken = await store.takeOver(
+      key,
+      { status: 'FAILED', leaseOwner: 'old' },
+      { owner: 'me', leaseUntil: 9, now: 1 },
+    );
+    expect(taken).toMatchObject({ status: 'PROCESSING', leaseOwner: 'me' });
+    dynamo.on(UpdateCommand).rejects(refusedOn('PROCESSED'));
+    await store.complete(key, 'me', { now: 1, expiresAt: 2 });
+    dynamo.on(UpdateCommand).rejects(refusedOn('FAILED'));
+    await store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2 });
+    expect(dynamo.commandCalls(GetCommand)).toHaveLength(0);
+  });
 });
+
+/** A stored item in DynamoDB JSON, as a refusal returns it. */
+function storedItem(status: string, owner: string) {
+  return {
+    consumer: { S: key.consumer },
+    eventId: { S: key.eventId },
+    state: {
+      M: {
+        status: { S: status },
+        attempts: { N: '1' },
+        leaseOwner: { S: owner },
+        leaseUntil: { N: '5' },
+        nextAttemptAt: { N: '0' },
+        payloadHash: { S: 'h' },
+        eventType: { S: 't' },
+        taskId: { NULL: true },
+        event: { S: '{}' },
+        eventTruncated: { BOOL: false },
+        receivedAt: { N: '1' },
+        updatedAt: { N: '2' },
+      },
+    },
+  };
+}
