@@ -95,10 +95,11 @@ export async function processOnce<T>(
   const key: InboxKey = { consumer: event.consumer, eventId: event.eventId };
 
   let now = clock();
+  let grant = { at: now, leaseMs: leaseLength(settings, now, deps.deadline) };
   const begun = await inbox.begin({
     ...key,
     owner,
-    leaseUntil: now + leaseLength(settings, now, deps.deadline),
+    leaseUntil: now + grant.leaseMs,
     payloadHash: event.payloadHash,
     eventType: event.eventType,
     taskId: event.taskId,
@@ -134,11 +135,8 @@ export async function processOnce<T>(
       return { kind: 'dead', attempt: existing.attempts, reason };
     }
     try {
-      const claimed = await inbox.takeOver(key, expected, {
-        owner,
-        leaseUntil: now + leaseLength(settings, now, deps.deadline),
-        now,
-      });
+      grant = { at: now, leaseMs: leaseLength(settings, now, deps.deadline) };
+      const claimed = await inbox.takeOver(key, expected, { owner, leaseUntil: now + grant.leaseMs, now });
       attempt = claimed.attempts;
       takenOver = true;
     } catch (err) {
@@ -149,7 +147,7 @@ export async function processOnce<T>(
     }
   }
 
-  const heartbeat = startHeartbeat(key, owner, deps, clock);
+  const heartbeat = startHeartbeat(key, owner, grant, deps, clock);
   let result: T;
   try {
     result = await work({ attempt, signal: heartbeat.signal });
@@ -253,36 +251,53 @@ interface Heartbeat {
 }
 
 /**
- * Renews the lease every third of its length while the work runs. A renewal refused by the
- * fence means a newer attempt owns the record: the work is told through the abort signal (and
- * its completion will be refused anyway). Other renewal errors are reported and retried on the
- * next beat, while the lease still has two thirds to run.
+ * Renews the lease at a third of each lease it grants, measured from when that lease was
+ * granted: leases shrink as the invocation's deadline nears (and to the grace alone past it,
+ * where only Lambda stops the work), so a period fixed from the first lease would let a later,
+ * shorter one lapse while the work still runs. A renewal refused by the fence means a newer
+ * attempt owns the record: the work is told through the abort signal (and its completion will
+ * be refused anyway). Other renewal errors are reported and retried on the next beat, while
+ * the lease still has two thirds to run.
  */
-function startHeartbeat(key: InboxKey, owner: string, deps: ProcessOnceDeps, clock: () => number): Heartbeat {
+function startHeartbeat(
+  key: InboxKey,
+  owner: string,
+  first: { readonly at: number; readonly leaseMs: number },
+  deps: ProcessOnceDeps,
+  clock: () => number,
+): Heartbeat {
   const controller = new AbortController();
-  const every = Math.max(1, Math.floor(leaseLength(deps.settings, clock(), deps.deadline) / 3));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
   let inFlight: Promise<void> = Promise.resolve();
-  const beat = () => {
-    const now = clock();
-    inFlight = deps.inbox
-      .renew(key, owner, now + leaseLength(deps.settings, now, deps.deadline), now)
-      .catch((err: unknown) => {
-        if (isInboxError(err, 'FENCED_OUT')) {
-          clearInterval(timer);
-          controller.abort(new InboxFencedOutError(key, owner, 'heartbeat', { cause: err }));
-        } else {
-          deps.logger?.warn('inbox heartbeat failed; retrying on the next beat', {
-            ...key,
-            error: errorText(err),
-          });
-        }
-      });
+  const scheduleAfter = (grant: { at: number; leaseMs: number }) => {
+    const due = grant.at + Math.max(1, Math.floor(grant.leaseMs / 3));
+    timer = setTimeout(beat, Math.max(1, due - clock()));
   };
-  const timer = setInterval(beat, every);
+  const beat = () => {
+    if (stopped) return;
+    const now = clock();
+    const leaseMs = leaseLength(deps.settings, now, deps.deadline);
+    scheduleAfter({ at: now, leaseMs });
+    inFlight = deps.inbox.renew(key, owner, now + leaseMs, now).catch((err: unknown) => {
+      if (isInboxError(err, 'FENCED_OUT')) {
+        stopped = true;
+        clearTimeout(timer);
+        controller.abort(new InboxFencedOutError(key, owner, 'heartbeat', { cause: err }));
+      } else {
+        deps.logger?.warn('inbox heartbeat failed; retrying on the next beat', {
+          ...key,
+          error: errorText(err),
+        });
+      }
+    });
+  };
+  scheduleAfter(first);
   return {
     signal: controller.signal,
     async stop() {
-      clearInterval(timer);
+      stopped = true;
+      clearTimeout(timer);
       await inFlight;
     },
   };
