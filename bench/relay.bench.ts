@@ -97,11 +97,15 @@ async function main() {
       let done = 0;
       const loop = async () => {
         for (;;) {
-          const claimed = await ceilingStore.claim('bench-ceiling', topology.relay.claimBatchSize, 30);
+          const { claimed } = await ceilingStore.claim('bench-ceiling', {
+            rows: topology.relay.claimBatchSize,
+            leaseSeconds: 30,
+            bytes: topology.relay.claimBytes,
+            maxUnsettledClaims: topology.relay.maxUnsettledClaims,
+          });
           if (claimed.length === 0) return;
           const marked = await ceilingStore.markDelivered(
-            'bench-ceiling',
-            claimed.map((c) => ({ eventId: c.eventId, claimToken: c.claimToken, busEventId: 'x' })),
+            claimed.map((c) => ({ eventId: c.eventId, busEventId: 'x' })),
           );
           done += marked.length;
         }

@@ -64,7 +64,18 @@ export interface RelayConfig {
   readonly maxRequestBytes: number;
   readonly publishConcurrency: number;
   readonly leaseSeconds: number;
-  readonly maxAttempts: number;
+  /**
+   * Transient publish failures (throttling, internal failures, a failed call) are retried
+   * until the event is this old; then it goes `dead`. Permanent entry errors go dead at once.
+   */
+  readonly maxEventAgeSeconds: number;
+  /** Claims in a row that never settled (the relay crashed or timed out) before a row goes `dead`. */
+  readonly maxUnsettledClaims: number;
+  /**
+   * What one claim may return, in bytes as the RDS Data API counts its response (JSON, the
+   * payload escaped twice): below its 1 MiB response limit, and per row below its 64 KB row limit.
+   */
+  readonly claimBytes: { readonly perClaim: number; readonly perRow: number };
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
   readonly pollIntervalMs: number;
   readonly budgetMarginMs: number;
@@ -100,8 +111,15 @@ const relay: RelayConfig = {
   publishConcurrency: 4,
   /** A claim is the owner's for this long; it must exceed one publish round trip by far. */
   leaseSeconds: 30,
-  /** Publish attempts before an event goes `dead`. */
-  maxAttempts: 10,
+  /** As long as EventBridge itself keeps retrying a target: an outage of hours loses nothing. */
+  maxEventAgeSeconds: 24 * 3600,
+  maxUnsettledClaims: 10,
+  /**
+   * https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/data-api.limitations.html:
+   * "The response size limit is 1 MiB", "64 KB per row in the result set". Margins for the
+   * other columns and the result metadata.
+   */
+  claimBytes: { perClaim: 1024 * 1024 - 64 * 1024, perRow: 60 * 1024 },
   backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
   /**
    * A run that has drained what is due waits for rows that become due within its budget

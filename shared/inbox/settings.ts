@@ -55,11 +55,12 @@ export function inboxSettingsFor(
  */
 export function longestRedeliveryWindowSeconds(t: Pick<Topology, 'consumers' | 'relay'> = topology): number {
   const { relay } = t;
-  let relayMs = 0;
-  for (let attempt = 1; attempt < relay.maxAttempts; attempt++) {
-    relayMs += Math.min(relay.backoff.maxMs, relay.backoff.baseMs * 2 ** (attempt - 1));
-  }
-  relayMs += relay.maxAttempts * relay.leaseSeconds * 1000;
+  // Retried until the event is maxEventAgeSeconds old, then one more backoff; each claim that
+  // never settled held the row for a lease on top.
+  const relayMs =
+    relay.maxEventAgeSeconds * 1000 +
+    relay.backoff.maxMs +
+    relay.maxUnsettledClaims * relay.leaseSeconds * 1000;
   const consumerSeconds = Object.values(t.consumers).map(
     (c) => c.targetRetry.maximumEventAgeSeconds + c.asyncInvoke.maximumEventAgeSeconds,
   );

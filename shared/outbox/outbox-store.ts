@@ -5,15 +5,38 @@ import type { OutboundEvent } from '../events/cloud-event';
 export interface ClaimedEvent extends OutboundEvent {
   /** Publish attempts so far, this one included. */
   readonly attempts: number;
-  /** Fencing token of this claim: settling requires it unchanged. */
+  /** Fencing token of this claim: settling a failure requires it unchanged. */
   readonly claimToken: number;
   /** The row had a lease that ran out without being settled (a relay died or stalled). */
   readonly leaseExpired: boolean;
+  /**
+   * Set when the payload is too large for one row of a Data API response: the claim leaves
+   * it out (`payload` is null) and says how large it is, so the relay can declare it dead.
+   */
+  readonly oversizePayloadBytes?: number;
+}
+
+/** How much one claim takes. */
+export interface ClaimLimits {
+  /** Rows at most. */
+  readonly rows: number;
+  /** How long the claim is the owner's. */
+  readonly leaseSeconds: number;
+  /** Bytes at most, as the Data API counts its response; and per row (larger payloads are left out). */
+  readonly bytes: { readonly perClaim: number; readonly perRow: number };
+  /** A due row claimed this many times without a settle goes `dead` instead. */
+  readonly maxUnsettledClaims: number;
+}
+
+/** What a claim did: the rows it took, and the rows it declared dead for never settling. */
+export interface Claim {
+  readonly claimed: ClaimedEvent[];
+  /** Ids marked `dead` because their last `maxUnsettledClaims` claims never settled. */
+  readonly wedged: string[];
 }
 
 export interface Delivered {
   readonly eventId: string;
-  readonly claimToken: number;
   readonly busEventId: string;
 }
 
@@ -54,12 +77,20 @@ interface ClaimRow {
   aggregate_id: string;
   aggregate_version: number;
   payload: unknown;
+  payload_bytes: number;
   created_at: Date;
   attempts: number;
   claim_token: number;
   lease_expired: boolean;
+  wedged: boolean;
   [k: string]: unknown;
 }
+
+/**
+ * The bytes a claimed row adds to a Data API response besides its payload: the other eight
+ * columns as `{"stringValue": …}`-style fields (about 400 bytes), with room to spare.
+ */
+const claimRowOverheadBytes = 1024;
 
 /** Everything the outbox needs from PostgreSQL, in one place and through the SqlClient port. */
 export class OutboxStore {
@@ -93,82 +124,137 @@ export class OutboxStore {
   }
 
   /**
-   * Claims up to `limit` due pending rows for `owner` for `leaseSeconds`.
+   * Claims due pending rows for `owner`, oldest first, within `limits`.
    *
    * The lock: the inner SELECT takes row locks with FOR UPDATE SKIP LOCKED, so concurrent
    * relays each get disjoint rows without waiting on each other; the UPDATE then bumps
-   * `claim_token` (the fencing token) and `attempts` and sets the lease. A row whose lease ran
-   * out is claimable again; its old owner's token no longer matches, so that owner can neither
-   * mark it delivered nor failed. `lease_expired` reports such take-overs for the metric.
+   * `claim_token` (the fencing token), `attempts` and `unsettled_claims`, and sets the lease. A
+   * row whose lease ran out is claimable again; its old owner's token no longer matches, so
+   * that owner cannot record a failure over the new claim. `lease_expired` reports such
+   * take-overs for the metric.
+   *
+   * The size: rows are taken while their running total stays within `bytes.perClaim`, counted
+   * as the Data API counts its response (the payload's jsonb text, escaped again as a JSON
+   * string: a quote or a control character in a title grows fourfold to sevenfold), so the
+   * response can never pass the 1 MiB limit and fail after the UPDATE committed. A payload over
+   * `bytes.perRow` is left out of the answer (the Data API refuses rows over 64 KB) and reported
+   * by size; the relay declares it dead. At least one row is always taken.
+   *
+   * The wedged: a due row whose last `maxUnsettledClaims` claims never settled (every relay
+   * that took it crashed or timed out) is marked `dead` with that reason in the same statement,
+   * in place of being claimed (it takes its place in this batch, never one in the next).
    */
-  async claim(owner: string, limit: number, leaseSeconds: number): Promise<ClaimedEvent[]> {
+  async claim(owner: string, limits: ClaimLimits): Promise<Claim> {
     const { rows } = await this.db.query<ClaimRow>(
       `WITH due AS (
-         SELECT event_id, lease_until IS NOT NULL AS lease_expired
+         SELECT event_id, created_at, unsettled_claims,
+                lease_until IS NOT NULL AS lease_expired,
+                octet_length(to_json(payload::text)::text) AS payload_bytes
            FROM outbox
           WHERE status = 'pending'
             AND next_attempt_at <= now()
             AND (lease_until IS NULL OR lease_until < now())
           ORDER BY created_at
-          LIMIT :limit
+          LIMIT :rows
           FOR UPDATE SKIP LOCKED
+       ),
+       sized AS (
+         SELECT due.*,
+                sum(:rowOverhead + CASE WHEN payload_bytes > :perRow THEN 0 ELSE payload_bytes END)
+                  OVER (ORDER BY created_at, event_id) AS running,
+                row_number() OVER (ORDER BY created_at, event_id) AS n
+           FROM due
+          WHERE unsettled_claims < :maxUnsettled
+       ),
+       taken AS (
+         UPDATE outbox o
+            SET claim_owner      = :owner,
+                claim_token      = o.claim_token + 1,
+                lease_until      = clock_timestamp() + make_interval(secs => :leaseSeconds::float8),
+                attempts         = o.attempts + 1,
+                unsettled_claims = o.unsettled_claims + 1
+           FROM sized
+          WHERE o.event_id = sized.event_id
+            AND (sized.running <= :perClaim OR sized.n = 1)
+         RETURNING o.event_id, o.event_type, o.aggregate_id, o.aggregate_version,
+                   CASE WHEN sized.payload_bytes > :perRow THEN NULL ELSE o.payload END AS payload,
+                   sized.payload_bytes, o.created_at, o.attempts, o.claim_token, sized.lease_expired
+       ),
+       wedged AS (
+         UPDATE outbox o
+            SET status = 'dead', lease_until = NULL,
+                last_error = format('claimed %s times in a row without being marked: every relay that took it '
+                                    'crashed or timed out (last error: %s)',
+                                    o.unsettled_claims, coalesce(o.last_error, 'none'))
+           FROM due
+          WHERE o.event_id = due.event_id AND due.unsettled_claims >= :maxUnsettled
+         RETURNING o.event_id
        )
-       UPDATE outbox o
-          SET claim_owner = :owner,
-              claim_token = o.claim_token + 1,
-              lease_until = clock_timestamp() + make_interval(secs => :leaseSeconds::float8),
-              attempts    = o.attempts + 1
-         FROM due
-        WHERE o.event_id = due.event_id
-       RETURNING o.event_id, o.event_type, o.aggregate_id, o.aggregate_version, o.payload, o.created_at,
-                 o.attempts, o.claim_token, due.lease_expired`,
-      { owner, limit, leaseSeconds },
+       SELECT taken.*, false AS wedged FROM taken
+       UNION ALL
+       SELECT wedged.event_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM wedged`,
+      {
+        owner,
+        rows: limits.rows,
+        leaseSeconds: limits.leaseSeconds,
+        perClaim: limits.bytes.perClaim,
+        perRow: limits.bytes.perRow,
+        rowOverhead: claimRowOverheadBytes,
+        maxUnsettled: limits.maxUnsettledClaims,
+      },
     );
-    return rows
-      .map((r) => ({
-        eventId: r.event_id,
-        eventType: r.event_type,
-        aggregateId: r.aggregate_id,
-        aggregateVersion: r.aggregate_version,
-        payload: r.payload,
-        createdAt: r.created_at,
-        attempts: r.attempts,
-        claimToken: r.claim_token,
-        leaseExpired: r.lease_expired,
-      }))
+    const claimed = rows
+      .filter((r) => !r.wedged)
+      .map(
+        (r): ClaimedEvent => ({
+          eventId: r.event_id,
+          eventType: r.event_type,
+          aggregateId: r.aggregate_id,
+          aggregateVersion: r.aggregate_version,
+          payload: r.payload,
+          createdAt: r.created_at,
+          attempts: r.attempts,
+          claimToken: r.claim_token,
+          leaseExpired: r.lease_expired,
+          ...(r.payload === null && r.payload_bytes > limits.bytes.perRow
+            ? { oversizePayloadBytes: r.payload_bytes }
+            : {}),
+        }),
+      )
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    return { claimed, wedged: rows.filter((r) => r.wedged).map((r) => r.event_id) };
   }
 
   /**
-   * Marks published rows delivered, fenced: only rows still pending and still claimed by
-   * `owner` with the same token. A lapsed lease alone does not refuse the mark (the row was
-   * published; refusing would only publish it again, and a round slower than the lease would
-   * republish for ever); a take-over bumps the token, and then the old owner's mark changes
-   * nothing. Returns the ids it marked.
+   * Marks published rows delivered: every row still pending, whoever holds its claim now. An
+   * event the bus accepted is delivered, whichever relay put it there; fencing this mark would
+   * refuse it whenever another relay had taken the row over meanwhile, and with rounds slower
+   * than the lease every mark would be refused and the event re-published for ever. A row
+   * another relay settled first (delivered, or redriven and dead) is left as it is. Returns the
+   * ids it marked; the first accepted publish's bus event id is the one kept.
    */
-  async markDelivered(owner: string, items: readonly Delivered[]): Promise<string[]> {
+  async markDelivered(items: readonly Delivered[]): Promise<string[]> {
     if (items.length === 0) return [];
     const { rows } = await this.db.query<{ event_id: string }>(
       `UPDATE outbox o
           SET status = 'delivered', delivered_at = now(), bus_event_id = x.bus_event_id,
-              lease_until = NULL, last_error = NULL
-         FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint, bus_event_id text)
+              lease_until = NULL, last_error = NULL, unsettled_claims = 0
+         FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, bus_event_id text)
         WHERE o.event_id = x.event_id
           AND o.status = 'pending'
-          AND o.claim_owner = :owner
-          AND o.claim_token = x.claim_token
        RETURNING o.event_id`,
       {
-        owner,
-        items: sqlParam.json(
-          items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken, bus_event_id: i.busEventId })),
-        ),
+        items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, bus_event_id: i.busEventId }))),
       },
     );
     return rows.map((r) => r.event_id);
   }
 
-  /** Records failed publishes, fenced like `markDelivered`: back off, or `dead` with the reason. */
+  /**
+   * Records failed publishes, fenced: only rows still pending and still claimed by `owner` with
+   * the same token (a take-over bumps the token, and then the old owner's failure changes
+   * nothing: the new claim decides). Back off, or `dead` with the reason.
+   */
   async markFailed(owner: string, items: readonly Failed[]): Promise<string[]> {
     if (items.length === 0) return [];
     const { rows } = await this.db.query<{ event_id: string }>(
@@ -176,7 +262,8 @@ export class OutboxStore {
           SET status = CASE WHEN x.dead THEN 'dead' ELSE 'pending' END,
               next_attempt_at = now() + x.retry_in_ms * interval '1 millisecond',
               last_error = left(x.error, 2000),
-              lease_until = NULL
+              lease_until = NULL,
+              unsettled_claims = 0
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint, error text, dead boolean, retry_in_ms bigint)
         WHERE o.event_id = x.event_id
           AND o.status = 'pending'
@@ -207,7 +294,8 @@ export class OutboxStore {
     if (items.length === 0) return [];
     const { rows } = await this.db.query<{ event_id: string }>(
       `UPDATE outbox o
-          SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0)
+          SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0),
+              unsettled_claims = greatest(o.unsettled_claims - 1, 0)
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint)
         WHERE o.event_id = x.event_id AND o.status = 'pending'
           AND o.claim_owner = :owner AND o.claim_token = x.claim_token
@@ -292,7 +380,7 @@ export class OutboxStore {
    */
   async redriveDeadBatch(batchSize = 1_000): Promise<number> {
     const { rowCount } = await this.db.query(
-      `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_until = NULL
+      `UPDATE outbox SET status = 'pending', attempts = 0, unsettled_claims = 0, next_attempt_at = now(), lease_until = NULL
         WHERE event_id IN (SELECT event_id FROM outbox WHERE status = 'dead' ORDER BY created_at LIMIT :batchSize)
           AND status = 'dead'`,
       { batchSize },
@@ -303,7 +391,7 @@ export class OutboxStore {
   /** Puts a dead event back to pending with fresh attempts; false when it is not dead. */
   async redriveDead(eventId: string): Promise<boolean> {
     const { rowCount } = await this.db.query(
-      `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_until = NULL
+      `UPDATE outbox SET status = 'pending', attempts = 0, unsettled_claims = 0, next_attempt_at = now(), lease_until = NULL
         WHERE event_id = :eventId AND status = 'dead'`,
       { eventId: sqlParam.uuid(eventId) },
     );

@@ -9,7 +9,9 @@ export type RelaySettings = Pick<
   | 'claimBatchSize'
   | 'roundsInFlight'
   | 'leaseSeconds'
-  | 'maxAttempts'
+  | 'maxEventAgeSeconds'
+  | 'maxUnsettledClaims'
+  | 'claimBytes'
   | 'backoff'
   | 'pollIntervalMs'
   | 'budgetMarginMs'
@@ -23,6 +25,8 @@ export interface RelayDeps {
   readonly owner: string;
   readonly settings: RelaySettings;
   readonly random?: () => number;
+  /** Epoch milliseconds; defaults to `Date.now`. An event's age is judged by it. */
+  readonly clock?: () => number;
 }
 
 /** What one claim-publish-settle round did. */
@@ -32,7 +36,10 @@ export interface RelayRound {
   readonly published: number;
   /** Failed and scheduled for another attempt. */
   readonly failed: number;
-  /** Failed for good this round (max attempts, or an error that can never succeed). */
+  /**
+   * Failed for good this round: an error that can never succeed, an event past its maximum
+   * age, or a row whose claims never settled.
+   */
   readonly dead: number;
   /** Rows taken over from a relay whose lease ran out. */
   readonly expiredLeases: number;
@@ -61,26 +68,46 @@ function addRounds(a: RelayRound, b: RelayRound): RelayRound {
 }
 
 /**
- * One round: claim a batch, publish it, settle every row with its claim token.
- * Invariant: a row leaves `pending` only through a fenced update by the relay holding its
+ * One round: claim a batch, publish it, settle every row.
+ * Invariants: a row the bus accepted is marked delivered whoever holds its claim by then (an
+ * event on the bus is delivered); a failure is recorded only by the relay holding the row's
  * current token, so a relay that stalled past its lease cannot undo a newer claim. A crash
- * anywhere leaves rows pending, to be claimed again once the lease runs out: at least once.
+ * anywhere leaves rows pending, to be claimed again once the lease runs out: at least once;
+ * a row whose claims keep not settling goes dead after `maxUnsettledClaims`.
  */
 export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
   const { outbox, publisher, owner, settings } = deps;
-  const claimed = await outbox.claim(owner, settings.claimBatchSize, settings.leaseSeconds);
-  if (claimed.length === 0) return emptyRound;
+  const { claimed, wedged } = await outbox.claim(owner, {
+    rows: settings.claimBatchSize,
+    leaseSeconds: settings.leaseSeconds,
+    bytes: settings.claimBytes,
+    maxUnsettledClaims: settings.maxUnsettledClaims,
+  });
+  if (claimed.length === 0) return { ...emptyRound, dead: wedged.length };
 
-  const outcomes = await publisher.publish(claimed);
-  const byId = new Map<string, ClaimedEvent>(claimed.map((c) => [c.eventId, c]));
-  const delivered: Delivered[] = [];
   const failed: Failed[] = [];
+  const publishable: ClaimedEvent[] = [];
+  for (const row of claimed) {
+    if (row.oversizePayloadBytes === undefined) publishable.push(row);
+    else
+      failed.push(
+        failure(
+          row,
+          false,
+          `PayloadTooLarge: the payload is ${row.oversizePayloadBytes} bytes in a Data API response, over the ${settings.claimBytes.perRow}-byte row limit`,
+          deps,
+        ),
+      );
+  }
+  const outcomes = publishable.length > 0 ? await publisher.publish(publishable) : [];
+  const byId = new Map<string, ClaimedEvent>(publishable.map((c) => [c.eventId, c]));
+  const delivered: Delivered[] = [];
   for (const outcome of outcomes) {
     const row = byId.get(outcome.eventId);
     if (!row) continue;
     byId.delete(outcome.eventId);
     if (outcome.ok) {
-      delivered.push({ eventId: row.eventId, claimToken: row.claimToken, busEventId: outcome.busEventId });
+      delivered.push({ eventId: row.eventId, busEventId: outcome.busEventId });
     } else {
       failed.push(failure(row, outcome.retryable, `${outcome.errorCode}: ${outcome.errorMessage}`, deps));
     }
@@ -90,7 +117,7 @@ export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
     failed.push(failure(row, true, 'NoOutcome: publisher returned no result', deps));
 
   const [marked, settledFailures] = await Promise.all([
-    outbox.markDelivered(owner, delivered),
+    outbox.markDelivered(delivered),
     outbox.markFailed(owner, failed),
   ]);
   const settled = new Set(settledFailures);
@@ -99,20 +126,34 @@ export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
     claimed: claimed.length,
     published: marked.length,
     failed: settled.size - dead,
-    dead,
+    dead: dead + wedged.length,
     expiredLeases: claimed.filter((c) => c.leaseExpired).length,
     fencedOut: delivered.length - marked.length + (failed.length - settled.size),
   };
 }
 
+/**
+ * How a failed publish is settled. Permanent failures (an entry the bus can never accept) go
+ * dead at once; transient ones (throttling, internal failures, a failed call) are retried with
+ * capped backoff until the event is `maxEventAgeSeconds` old, so an outage of hours ends in
+ * delivery, not in `dead`.
+ */
 function failure(row: ClaimedEvent, retryable: boolean, error: string, deps: RelayDeps): Failed {
-  const dead = !retryable || row.attempts >= deps.settings.maxAttempts;
+  const now = (deps.clock ?? Date.now)();
+  const ageMs = now - row.createdAt.getTime();
+  const retryInMs = backoffDelay(row.attempts, deps.settings.backoff, deps.random);
+  // Dead when the next try would come after the maximum age: no try is made past it.
+  const tooOld = ageMs + retryInMs > deps.settings.maxEventAgeSeconds * 1000;
+  const dead = !retryable || tooOld;
   return {
     eventId: row.eventId,
     claimToken: row.claimToken,
-    error: dead && retryable ? `max attempts (${row.attempts}) reached; last error ${error}` : error,
+    error:
+      dead && retryable
+        ? `undelivered after ${row.attempts} attempts over ${Math.round(ageMs / 1000)} s (maximum age ${deps.settings.maxEventAgeSeconds} s); last error ${error}`
+        : error,
     dead,
-    retryInMs: dead ? 0 : backoffDelay(row.attempts, deps.settings.backoff, deps.random),
+    retryInMs: dead ? 0 : retryInMs,
   };
 }
 

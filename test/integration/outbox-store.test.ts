@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { seedPending, statusCounts } from '../support/outbox-fixtures';
+import { claimRows, seedPending, statusCounts } from '../support/outbox-fixtures';
 import { openTestDatabase, sqlAdapters } from '../support/sql-adapters';
 
 // The outbox repository contract, run once per SqlClient adapter on the same real PostgreSQL.
@@ -41,7 +41,7 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('claims due rows oldest first, with a token, an attempt and a lease', async () => {
     await seedPending(db, 5);
-    const claimed = await store.claim('relay-a', 3, 30);
+    const claimed = await claimRows(store, 'relay-a', 3, 30);
     expect(claimed).toHaveLength(3);
     expect(claimed.map((c) => c.attempts)).toEqual([1, 1, 1]);
     expect(claimed.every((c) => c.claimToken === 1 && !c.leaseExpired)).toBe(true);
@@ -49,57 +49,77 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     const times = claimed.map((c) => c.createdAt.getTime());
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     // The lease hides claimed rows from the next claim.
-    const rest = await store.claim('relay-b', 10, 30);
+    const rest = await claimRows(store, 'relay-b', 10, 30);
     expect(rest).toHaveLength(2);
     expect(new Set([...claimed, ...rest].map((c) => c.eventId)).size).toBe(5);
   });
 
-  it('marks delivered only with the current owner and token, storing the bus event id', async () => {
+  it('marks pending rows delivered once, keeping the first accepted publish’s bus event id', async () => {
     await seedPending(db, 2);
-    const [first, second] = await store.claim('relay-a', 2, 30);
-    if (!first || !second) throw new Error('expected two claims');
-    const marked = await store.markDelivered('relay-a', [
-      { eventId: first.eventId, claimToken: first.claimToken, busEventId: 'bus-1' },
-      { eventId: second.eventId, claimToken: second.claimToken + 1, busEventId: 'bus-2' },
+    const [first] = await claimRows(store, 'relay-a', 2, 30);
+    if (!first) throw new Error('expected a claim');
+    expect(await store.markDelivered([{ eventId: first.eventId, busEventId: 'bus-1' }])).toEqual([
+      first.eventId,
     ]);
-    expect(marked).toEqual([first.eventId]);
-    expect(await store.markDelivered('relay-b', [{ ...first, busEventId: 'x' }])).toEqual([]);
+    // A second relay's publish of the same event was accepted too: already delivered, unchanged.
+    expect(await store.markDelivered([{ eventId: first.eventId, busEventId: 'bus-2' }])).toEqual([]);
     const { rows } = await db.query<{ bus_event_id: string }>(
       "SELECT bus_event_id FROM outbox WHERE status = 'delivered'",
     );
     expect(rows).toEqual([{ bus_event_id: 'bus-1' }]);
   });
 
-  it('an expired lease: once taken over, the old owner cannot mark; the new owner can', async () => {
+  it('an accepted publish is delivered even after another relay took the row over (only failures are fenced)', async () => {
     await seedPending(db, 1);
-    const [stale] = await store.claim('relay-a', 1, 0.2);
+    const [stale] = await claimRows(store, 'relay-a', 1, 0.2);
     if (!stale) throw new Error('expected a claim');
     await new Promise((r) => setTimeout(r, 300));
-    const [fresh] = await store.claim('relay-b', 1, 30);
+    const [fresh] = await claimRows(store, 'relay-b', 1, 30);
+    if (!fresh) throw new Error('expected a claim');
+    // relay-a's publish was accepted: the event is on the bus, so the row is delivered.
+    expect(await store.markDelivered([{ eventId: stale.eventId, busEventId: 'from-a' }])).toEqual([
+      stale.eventId,
+    ]);
+    // relay-b's publish failing afterwards changes nothing: it is delivered.
+    expect(await store.markFailed('relay-b', [{ ...fresh, error: 'x', dead: false, retryInMs: 0 }])).toEqual(
+      [],
+    );
+    expect(await statusCounts(db)).toEqual({ delivered: 1 });
+  });
+
+  it('an expired lease: once taken over, the old owner cannot record a failure; the new owner can settle', async () => {
+    await seedPending(db, 1);
+    const [stale] = await claimRows(store, 'relay-a', 1, 0.2);
+    if (!stale) throw new Error('expected a claim');
+    await new Promise((r) => setTimeout(r, 300));
+    const [fresh] = await claimRows(store, 'relay-b', 1, 30);
     expect(fresh?.leaseExpired).toBe(true);
     expect(fresh?.claimToken).toBe(stale.claimToken + 1);
     expect(fresh?.attempts).toBe(2);
-    expect(await store.markDelivered('relay-a', [{ ...stale, busEventId: 'late' }])).toEqual([]);
     expect(await store.markFailed('relay-a', [{ ...stale, error: 'x', dead: true, retryInMs: 0 }])).toEqual(
       [],
     );
     if (!fresh) throw new Error('expected a claim');
-    expect(await store.markDelivered('relay-b', [{ ...fresh, busEventId: 'ok' }])).toEqual([fresh.eventId]);
+    expect(await store.markDelivered([{ eventId: fresh.eventId, busEventId: 'ok' }])).toEqual([
+      fresh.eventId,
+    ]);
   });
 
   it('a lapsed lease nobody took over still lets its owner mark what it published (no needless republish)', async () => {
     await seedPending(db, 1);
-    const [slow] = await store.claim('relay-a', 1, 0.1);
+    const [slow] = await claimRows(store, 'relay-a', 1, 0.1);
     if (!slow) throw new Error('expected a claim');
     await new Promise((r) => setTimeout(r, 200));
 
-    expect(await store.markDelivered('relay-a', [{ ...slow, busEventId: 'slow' }])).toEqual([slow.eventId]);
-    expect(await store.claim('relay-b', 1, 30)).toEqual([]);
+    expect(await store.markDelivered([{ eventId: slow.eventId, busEventId: 'slow' }])).toEqual([
+      slow.eventId,
+    ]);
+    expect(await claimRows(store, 'relay-b', 1, 30)).toEqual([]);
   });
 
   it('failed rows back off and keep the error; dead rows leave the claimable set', async () => {
     await seedPending(db, 2);
-    const [a, b] = await store.claim('relay-a', 2, 30);
+    const [a, b] = await claimRows(store, 'relay-a', 2, 30);
     if (!a || !b) throw new Error('expected two claims');
     await store.markFailed('relay-a', [
       {
@@ -117,7 +137,7 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
         retryInMs: 0,
       },
     ]);
-    expect(await store.claim('relay-a', 10, 30)).toEqual([]);
+    expect(await claimRows(store, 'relay-a', 10, 30)).toEqual([]);
     const { rows } = await db.query<{ status: string; last_error: string; delay: number }>(
       `SELECT status, last_error, extract(epoch FROM next_attempt_at - now())::float8 AS delay
          FROM outbox ORDER BY status`,
@@ -130,10 +150,10 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('release gives claimed rows back at once without counting the attempt', async () => {
     await seedPending(db, 1);
-    const [c] = await store.claim('relay-a', 1, 30);
+    const [c] = await claimRows(store, 'relay-a', 1, 30);
     if (!c) throw new Error('expected a claim');
     expect(await store.release('relay-a', [c])).toEqual([c.eventId]);
-    const [again] = await store.claim('relay-b', 1, 30);
+    const [again] = await claimRows(store, 'relay-b', 1, 30);
     expect(again?.eventId).toBe(c.eventId);
     expect(again?.attempts).toBe(1);
   });
@@ -143,9 +163,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     await db.query(
       "UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)",
     );
-    const [c] = await store.claim('relay-a', 1, 30);
+    const [c] = await claimRows(store, 'relay-a', 1, 30);
     if (!c) throw new Error('expected a claim');
-    await store.markDelivered('relay-a', [{ ...c, busEventId: 'b' }]);
+    await store.markDelivered([{ ...c, busEventId: 'b' }]);
     const stats = await store.stats();
     expect(stats).toMatchObject({ pending: 2, delivered: 1, dead: 0 });
     expect(stats.oldestPendingAgeSeconds).toBeGreaterThan(0);
@@ -164,7 +184,7 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     await seedPending(db, 3);
     expect((await store.stats()).nextDueInMs).toBe(0);
     // One row leased by a live claim, the others backing off for 10 s and for an hour.
-    const [leased] = await store.claim('relay-a', 1, 30);
+    const [leased] = await claimRows(store, 'relay-a', 1, 30);
     if (!leased) throw new Error('expected a claim');
     await db.query(
       `UPDATE outbox SET next_attempt_at = now() + CASE WHEN row_number = 1 THEN interval '10 seconds' ELSE interval '1 hour' END
@@ -198,12 +218,12 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('redrives a dead event back to pending with fresh attempts', async () => {
     await seedPending(db, 1);
-    const [c] = await store.claim('relay-a', 1, 30);
+    const [c] = await claimRows(store, 'relay-a', 1, 30);
     if (!c) throw new Error('expected a claim');
     await store.markFailed('relay-a', [{ ...c, error: 'InvalidArgument', dead: true, retryInMs: 0 }]);
     expect(await store.redriveDead(c.eventId)).toBe(true);
     expect(await store.redriveDead(c.eventId)).toBe(false);
-    const [again] = await store.claim('relay-a', 1, 30);
+    const [again] = await claimRows(store, 'relay-a', 1, 30);
     expect(again).toMatchObject({ eventId: c.eventId, attempts: 1 });
   });
 });

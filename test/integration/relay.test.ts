@@ -88,6 +88,42 @@ describe('relay on real PostgreSQL', () => {
     expect(await statusCounts(db)).toEqual({ delivered: 5_000 });
   });
 
+  it('rounds slower than the lease: the first accepted publish settles each event, attempts stay bounded', async () => {
+    await seedPending(db, 5);
+    // Every publish takes 300 ms and succeeds; a claim is the owner's for 100 ms only, so other
+    // relays take the rows over while the first publish is still in flight.
+    const slow = new RecordingPublisher();
+    const publisher = {
+      publish: async (events: Parameters<RecordingPublisher['publish']>[0]) => {
+        await new Promise((r) => setTimeout(r, 300));
+        return slow.publish(events);
+      },
+    };
+    const settings = testSettings({ leaseSeconds: 0.1 });
+    const started = Date.now();
+    const reports = await Promise.all(
+      [1, 2, 3].map(async (n) => {
+        const own = await pgAdapter.open(url);
+        // Each relay starts 150 ms after the one before: after the lease, before the publish ends.
+        await new Promise((r) => setTimeout(r, (n - 1) * 150));
+        try {
+          return await runRelay(
+            { outbox: new OutboxStore(own.db), publisher, owner: `relay-${n}`, settings },
+            { remainingMs: () => 3_000 - (Date.now() - started) },
+          );
+        } finally {
+          await own.close();
+        }
+      }),
+    );
+    expect(await statusCounts(db)).toEqual({ delivered: 5 });
+    const { rows } = await db.query<{ attempts: number }>('SELECT attempts FROM outbox');
+    // At most one claim per relay before the first accepted publish is recorded.
+    expect(Math.max(...rows.map((r) => r.attempts))).toBeLessThanOrEqual(3);
+    expect(slow.published.length).toBeLessThanOrEqual(15);
+    expect(reports.reduce((n, r) => n + r.published, 0)).toBe(5);
+  });
+
   it('publishes CloudEvents and stores the bus EventId of each entry', async () => {
     await seedPending(db, 3);
     eventBridge.on(PutEventsCommand).callsFake((input: PutEventsCommandInput) => ({
@@ -186,28 +222,30 @@ describe('relay on real PostgreSQL', () => {
     expect(await statusCounts(db)).toEqual({ delivered: 4 });
   });
 
-  it('an event that keeps failing goes dead after the maximum attempts, with the reason', async () => {
+  it('a transient failure is retried past any count of attempts, and goes dead only at the maximum age', async () => {
     await seedPending(db, 1);
     eventBridge.on(PutEventsCommand).resolves({
       FailedEntryCount: 1,
       Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'internal' }],
     });
-    const settings = testSettings({ maxAttempts: 3 });
+    const settings = testSettings({ maxEventAgeSeconds: 3600 });
     const publisher = ebPublisher();
-    const rounds = [];
-    for (let i = 0; i < 3; i++) {
-      rounds.push(await relayOnce({ outbox: store, publisher, owner: 'r', settings }));
+    let now = Date.now();
+    const round = () => relayOnce({ outbox: store, publisher, owner: 'r', settings, clock: () => now });
+    // Twenty failures within the hour: every one is scheduled again, none is dead.
+    for (let i = 0; i < 20; i++) {
+      expect(await round()).toMatchObject({ failed: 1, dead: 0 });
       await makeAllDue(db);
     }
-    expect(rounds.map((r) => [r.failed, r.dead])).toEqual([
-      [1, 0],
-      [1, 0],
-      [0, 1],
-    ]);
+    // An hour later the next try would be past the maximum age: dead, with the reason.
+    now += 3600 * 1000;
+    expect(await round()).toMatchObject({ failed: 0, dead: 1 });
     const [dead] = await store.listDead();
-    expect(dead?.attempts).toBe(3);
-    expect(dead?.lastError).toMatch(/max attempts \(3\).*InternalFailure/);
-    expect(await relayOnce({ outbox: store, publisher, owner: 'r', settings })).toMatchObject({ claimed: 0 });
+    expect(dead?.attempts).toBe(21);
+    expect(dead?.lastError).toMatch(
+      /undelivered after 21 attempts over \d+ s \(maximum age 3600 s\).*InternalFailure/,
+    );
+    expect(await round()).toMatchObject({ claimed: 0 });
   });
 
   it('an entry that can never succeed goes dead at once', async () => {
@@ -229,7 +267,7 @@ describe('relay on real PostgreSQL', () => {
   it('an oversize entry goes dead at once without being sent; its batch mates are published', async () => {
     await seedPending(db, 2);
     await db.query(
-      `UPDATE outbox SET payload = payload || jsonb_build_object('padding', repeat('x', 300000))
+      `UPDATE outbox SET payload = payload || jsonb_build_object('padding', repeat('x', 20000))
         WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)`,
     );
     eventBridge.on(PutEventsCommand).callsFake((input: PutEventsCommandInput) => ({
@@ -238,7 +276,7 @@ describe('relay on real PostgreSQL', () => {
     }));
     const round = await relayOnce({
       outbox: store,
-      publisher: ebPublisher(),
+      publisher: ebPublisher(10_000),
       owner: 'r',
       settings: testSettings(),
     });
@@ -246,7 +284,22 @@ describe('relay on real PostgreSQL', () => {
     expect(eventBridge.commandCalls(PutEventsCommand)).toHaveLength(1);
     expect(sentEventIds(0)).toHaveLength(1);
     expect((await store.listDead())[0]?.lastError).toMatch(
-      /^EntryTooLarge: entry is \d+ bytes, over the 262144/,
+      /^EntryTooLarge: entry is \d+ bytes, over the 10000/,
+    );
+  });
+
+  it('a payload too large for one Data API row is claimed without it and goes dead, unsent', async () => {
+    await seedPending(db, 2);
+    await db.query(
+      `UPDATE outbox SET payload = payload || jsonb_build_object('padding', repeat('x', 300000))
+        WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)`,
+    );
+    const publisher = new RecordingPublisher();
+    const round = await relayOnce({ outbox: store, publisher, owner: 'r', settings: testSettings() });
+    expect(round).toMatchObject({ claimed: 2, published: 1, dead: 1 });
+    expect(publisher.published).toHaveLength(1);
+    expect((await store.listDead())[0]?.lastError).toMatch(
+      /^PayloadTooLarge: the payload is \d+ bytes in a Data API response, over the 61440-byte row limit/,
     );
   });
 

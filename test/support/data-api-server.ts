@@ -28,6 +28,26 @@ export interface InjectedFailure {
   readonly status?: number;
   /** Only calls to this operation fail; any operation when absent. */
   readonly operation?: DataApiOperation;
+  /**
+   * Serve the call first, then answer the failure instead of its result: the statement ran (and,
+   * outside a transaction, committed) but the caller never hears so, as when the response is
+   * lost after the database did the work. @default false
+   */
+  readonly afterRunning?: boolean;
+}
+
+/** Decides per call whether to answer an injected failure instead (undefined: serve it). */
+export type FailureDecider = (
+  operation: DataApiOperation,
+  request: Readonly<Record<string, unknown>>,
+) => InjectedFailure | undefined;
+
+/** One injected failure the endpoint answered. */
+export interface InjectedAnswer {
+  readonly operation: DataApiOperation;
+  readonly name: string;
+  /** The call was served before the failure was answered (see `InjectedFailure.afterRunning`). */
+  readonly afterRunning: boolean;
 }
 
 /** A database login a Secrets Manager secret holds (`username` and `password`, as the Data API reads it). */
@@ -61,8 +81,12 @@ export interface DataApiServer {
   addSecret(login: SecretLogin): string;
   /** Operations served (or failed by injection), in arrival order: lets tests count retries. */
   readonly calls: readonly DataApiOperation[];
-  /** The next `times` matching calls answer `failure` without touching the database. */
+  /** The next `times` matching calls answer `failure` (after serving them, with `afterRunning`). */
   failNext(times: number, failure: InjectedFailure): void;
+  /** Asks `decide` about every call `failNext` does not fail, from now on; undefined stops asking. */
+  failWhen(decide: FailureDecider | undefined): void;
+  /** Every injected failure answered so far, in order: lets tests prove a fault really happened. */
+  readonly injected: readonly InjectedAnswer[];
   close(): Promise<void>;
 }
 
@@ -153,6 +177,12 @@ const timeHint = /^\d{2}:\d{2}:\d{2}(\.\d{1,9})?$/;
 
 /** The Data API's response limit; bigger results fail rather than truncate. */
 const maxResponseBytes = 1024 * 1024;
+/**
+ * "The Data API size limit is 64 KB per row in the result set returned by the database"
+ * (docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/data-api.limitations.html), counted
+ * here on the row's values as PostgreSQL sends them (text).
+ */
+const maxRowBytes = 64 * 1024;
 
 interface TypeInfo {
   readonly typname: string;
@@ -490,6 +520,8 @@ export async function startDataApiServer(
   const typeCache = new Map<string, Map<number, TypeInfo>>();
   const transactions = new Map<string, OpenTransaction>();
   const failures: { remaining: number; failure: InjectedFailure }[] = [];
+  let decider: FailureDecider | undefined;
+  const injected: InjectedAnswer[] = [];
   const calls: DataApiOperation[] = [];
 
   async function typesOf(
@@ -602,6 +634,17 @@ export async function startDataApiServer(
       const type = typeInfo.get(f.dataTypeID) ?? { typname: 'unknown', category: 'X', elem: 0 };
       return { type, elem: type.elem ? typeInfo.get(type.elem) : undefined };
     });
+    for (const row of result.rows) {
+      const bytes = row.reduce((n, text) => n + (text === null ? 0 : Buffer.byteLength(String(text))), 0);
+      if (bytes > maxRowBytes) {
+        // (I) wording; the limit itself is documented.
+        throw new ApiError(
+          400,
+          'DatabaseErrorException',
+          `Row of ${bytes} bytes exceeds the 64 KB row size limit`,
+        );
+      }
+    }
     const records = result.rows.map((row) =>
       row.map((text, i) => {
         const c = columnTypes[i] as (typeof columnTypes)[number];
@@ -838,8 +881,11 @@ export async function startDataApiServer(
       const op = operation as DataApiOperation;
       const body = await readJson(req);
       calls.push(op);
-      const failure = takeFailure(op);
+      const failure = takeFailure(op) ?? decider?.(op, body);
       if (failure) {
+        // The work is done and kept; only its answer is lost (whatever that answer was).
+        if (failure.afterRunning) await handle(op, body).catch(() => undefined);
+        injected.push({ operation: op, name: failure.name, afterRunning: failure.afterRunning === true });
         const message =
           failure.message ??
           (failure.name === 'DatabaseResumingException'
@@ -877,6 +923,10 @@ export async function startDataApiServer(
     failNext(times, failure) {
       failures.push({ remaining: times, failure });
     },
+    failWhen(decide) {
+      decider = decide;
+    },
+    injected,
     async close() {
       for (const id of [...transactions.keys()]) {
         const tx = endTransaction(id);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlClient } from '../../shared/db/sql-client';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
+import type { ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
 import type { RelaySettings } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';
@@ -58,4 +59,20 @@ export function testSettings(overrides: Partial<RelaySettings> = {}): RelaySetti
     budgetMarginMs: 0,
     ...overrides,
   };
+}
+
+/** `store.claim` with the topology's limits and `rows`/`leaseSeconds` as given: the claimed rows. */
+export async function claimRows(
+  store: Pick<OutboxStore, 'claim'>,
+  owner: string,
+  rows: number,
+  leaseSeconds: number,
+): Promise<ClaimedEvent[]> {
+  const { claimed } = await store.claim(owner, {
+    rows,
+    leaseSeconds,
+    bytes: topology.relay.claimBytes,
+    maxUnsettledClaims: topology.relay.maxUnsettledClaims,
+  });
+  return claimed;
 }

@@ -26,7 +26,7 @@ describe('a relay run whose round fails', () => {
         const call = ++claims;
         await new Promise((r) => setTimeout(r, 10));
         if (call === 1) throw new Error('database went away');
-        return fullBatch();
+        return { claimed: fullBatch(), wedged: [] };
       },
       markDelivered: async () => [],
       markFailed: async () => [],
