@@ -125,6 +125,9 @@ function namesIn(...expressions: (string | undefined)[]): Record<string, string>
 const beginUpdate = 'SET #state = :state, #openKey = :openKey';
 const beginCondition = 'attribute_not_exists(#state)';
 
+/** Longest `lastError` a record keeps, in UTF-8 bytes: a reason quoting a huge field must not pass the 400 KB item limit. */
+export const maxErrorBytes = 4 * 1024;
+
 const isConditionFailure = (err: unknown) =>
   (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
@@ -295,7 +298,7 @@ export class DynamoInboxStore implements InboxStore {
         ':failed': 'FAILED',
         ':now': failure.now,
         ':next': failure.nextAttemptAt,
-        ':error': failure.error,
+        ':error': boundedError(failure.error),
         ':openKey': openKey(k.consumer, 'FAILED'),
       },
       { landed: 'FAILED' },
@@ -318,7 +321,7 @@ export class DynamoInboxStore implements InboxStore {
         ':dead': 'DEAD',
         ':openKey': openKey(k.consumer, 'DEAD'),
         ':now': death.now,
-        ':reason': death.reason,
+        ':reason': boundedError(death.reason),
         ':expiresAt': death.expiresAt,
         ...(lapsed ? { ':lapsedBy': death.leaseLapsedBy } : {}),
       },
@@ -347,7 +350,7 @@ export class DynamoInboxStore implements InboxStore {
         eventTruncated: stored.truncated,
         receivedAt: record.now,
         updatedAt: record.now,
-        lastError: record.reason,
+        lastError: boundedError(record.reason),
         poison: true,
         cloudEventId: record.cloudEventId,
       },
@@ -585,6 +588,13 @@ export class DynamoInboxStore implements InboxStore {
     if (Buffer.byteLength(json) <= this.maxEventBytes) return { event: json, truncated: false };
     return { event: Buffer.from(json).subarray(0, this.maxEventBytes).toString('utf8'), truncated: true };
   }
+}
+
+/** `text` cut to {@link maxErrorBytes} UTF-8 bytes, marked with an ellipsis when it was cut. */
+function boundedError(text: string): string {
+  if (Buffer.byteLength(text) <= maxErrorBytes) return text;
+  // A cut inside a multi-byte character decodes to U+FFFD; the record stays well under its limit.
+  return `${Buffer.from(text).subarray(0, maxErrorBytes).toString('utf8')}…`;
 }
 
 /** True when `item` is in `status` under `owner`: what this attempt's own landed write left. */

@@ -5,7 +5,7 @@ import { beforeEach, expect, it } from 'vitest';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames } from '../../shared/consumers/contract';
 import type { ConsumerEffect } from '../../shared/effects/effect';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore, maxErrorBytes } from '../../shared/inbox/dynamo-inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { poisonKey } from '../../shared/inbox/process-once';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -111,6 +111,38 @@ describeEachEngine('consumer poison handling', (fixture) => {
     const event = busEvent(approvedRow());
     (event.detail as { data: Record<string, unknown> }).data.eventId = randomUUID();
     await expectPoison(event, 'disagrees with data.eventId');
+  });
+
+  it('a huge id, source or detail-type still records the poison: its reason is bounded to fit the item', async () => {
+    // With the stored event (truncated to 64 KB) a reason this long would pass DynamoDB's
+    // 400 KB item limit, and the poison write would fail as a store error, retried for ever.
+    const huge = 'x'.repeat(380 * 1024);
+    const spoil: Record<string, (event: Record<string, unknown>) => void> = {
+      'an event id in data': (e) => {
+        (e.detail as { data: Record<string, unknown> }).data.eventId = huge;
+      },
+      'a source': (e) => {
+        e.source = huge;
+      },
+      'a detail-type': (e) => {
+        e['detail-type'] = huge;
+      },
+    };
+    for (const [what, mutate] of Object.entries(spoil)) {
+      const event = busEvent(approvedRow()) as unknown as Record<string, unknown>;
+      mutate(event);
+      const { run } = build();
+      const first = await run(event as unknown as AnyEvent, lambdaContext());
+      expect(first, what).toMatchObject({ status: 'poison' });
+      const record = await inbox.get({
+        consumer: 'index',
+        eventId: poisonKey(first.eventId, payloadHash(event.detail)),
+      });
+      expect(record, what).toMatchObject({ status: 'DEAD', poison: true });
+      expect(Buffer.byteLength(record?.lastError ?? ''), what).toBeLessThanOrEqual(maxErrorBytes + 3);
+      expect(record?.lastError, what).toMatch(/…$/);
+    }
+    expect(effectCalls).toBe(0);
   });
 
   it('a detail-type that disagrees with the CloudEvent type is poison', async () => {
