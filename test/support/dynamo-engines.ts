@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { type LocalDynamo, startDynalite, startDynamoDbLocal } from '../../infra/local/dynamo';
 import { freePort } from './embedded-pg';
 
 // The engines the local runtime starts, in memory here: one implementation for both.
@@ -36,5 +38,79 @@ export async function startDynaliteProcess(): Promise<RunningDynamo> {
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
+  };
+}
+
+/** A DynamoDB engine a test can stop and start again under running clients, data kept. */
+export interface RestartableDynamo extends RunningDynamo {
+  /** Stops the engine: open connections are cut, new ones refused, until `resume`. */
+  halt(): Promise<void>;
+  /** Starts the engine again on the same data; the endpoint is the same as before. */
+  resume(): Promise<void>;
+  /** False between `halt` and `resume`. */
+  readonly running: boolean;
+}
+
+/**
+ * Starts `engine` with its data in `dir` (so records survive a restart) behind a fixed loopback
+ * endpoint. The engines pick a free port at every start; the endpoint a client was built with
+ * must not change across a restart, so a plain TCP relay holds the address: it listens only
+ * while the engine runs (a stopped engine refuses connections, as a stopped server does) and
+ * cuts every open connection when the engine stops.
+ */
+export async function startRestartableDynamo(
+  engine: LocalDynamo['engine'],
+  dir: string,
+): Promise<RestartableDynamo> {
+  const start = () => (engine === 'dynalite' ? startDynalite(dir) : startDynamoDbLocal(dir));
+  let current: LocalDynamo | undefined = await start();
+  const sockets = new Set<Socket>();
+  const relay = createServer((client) => {
+    const target = current ? new URL(current.endpoint) : undefined;
+    if (!target) return client.destroy();
+    const upstream = createConnection(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const port = await freePort();
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      relay.once('error', reject);
+      relay.listen(port, '127.0.0.1', () => {
+        relay.off('error', reject);
+        resolve();
+      });
+    });
+  const unlisten = () => new Promise<void>((resolve) => relay.close(() => resolve()));
+  await listen();
+  const halt = async () => {
+    const stopping = current;
+    current = undefined;
+    const closed = unlisten();
+    for (const s of sockets) s.destroy();
+    await closed;
+    await stopping?.stop();
+  };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    get running() {
+      return current !== undefined;
+    },
+    halt,
+    async resume() {
+      if (current) return;
+      current = await start();
+      await listen();
+    },
+    async stop() {
+      await halt();
+    },
   };
 }

