@@ -79,6 +79,31 @@ async function run<R extends Row>(
   }
 }
 
+/**
+ * COMMIT, and reject unless it committed. PostgreSQL answers the COMMIT of a transaction that
+ * already failed (a statement error the work caught and swallowed) with the command tag
+ * ROLLBACK and no error, and node-postgres resolves it: without this check the caller would
+ * take a rolled-back transaction for a committed one. A deferred constraint violated at COMMIT
+ * is an error from the server and rejects on its own.
+ * (https://www.postgresql.org/docs/current/sql-commit.html: "in an aborted transaction, a COMMIT
+ * command returns a command tag of the form ROLLBACK")
+ */
+async function commit(conn: pg.PoolClient): Promise<void> {
+  let answer: pg.QueryResult;
+  try {
+    answer = await conn.query('COMMIT');
+  } catch (err) {
+    throw translatePgError(err);
+  }
+  if (answer.command !== 'COMMIT') {
+    throw new PipelineError(
+      'DB_ERROR',
+      `COMMIT was answered ${answer.command}: the transaction had failed and was rolled back, nothing was committed`,
+      { sqlState: '25P02', command: answer.command },
+    );
+  }
+}
+
 export interface PgClientOptions {
   readonly connectionString: string;
   readonly maxConnections?: number;
@@ -132,7 +157,7 @@ export class PgSqlClient implements SqlClient {
       });
       await queue;
       ended = true;
-      await run(conn, 'COMMIT');
+      await commit(conn);
       return result;
     } catch (err) {
       try {
