@@ -85,8 +85,8 @@ async function run<R extends Row>(
  * ROLLBACK and no error, and node-postgres resolves it: without this check the caller would
  * take a rolled-back transaction for a committed one. A deferred constraint violated at COMMIT
  * is an error from the server and rejects on its own.
- * (https://www.postgresql.org/docs/current/sql-commit.html: "in an aborted transaction, a COMMIT
- * command returns a command tag of the form ROLLBACK")
+ * (https://www.postgresql.org/docs/current/sql-commit.html, Outputs: an aborted transaction's
+ * COMMIT acts as ROLLBACK and reports that tag)
  */
 async function commit(conn: pg.PoolClient): Promise<void> {
   let answer: pg.QueryResult;
