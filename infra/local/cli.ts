@@ -67,38 +67,6 @@ async function stackOutputs(stack: string, io: CliIo): Promise<Record<string, st
   }
 }
 
-/** The `--help` text. */
-export const usage = `Usage: pipeline <command> [options]
-
-Operates the local pipeline started by \`npm start\`, through its HTTP API. With --stack (a
-deployed stack, e.g. ContentPipeline-sandbox), every command goes to that stack's API, found
-from its outputs and SigV4-signed with your AWS credentials (environment or default chain).
-
-Commands:
-  status                                       task counts, outbox, inboxes, effects, alarms
-  tasks create --title <t> [--body <b>] [--assignee <a>]
-  tasks approve <taskId> --by <name>
-  tasks withdraw <taskId> --by <name> [--reason <r>]
-  tasks show <taskId>                          the task and its trace: its events and each
-                                               consumer's inbox state for each of them
-  outbox dead [--redrive <eventId> | --all]    list (or redrive) dead outbox events
-  inbox dead --consumer <${consumerNames.join('|')}> [--redrive <eventId> | --all]
-                                               list (or redrive) a consumer's dead inbox records
-  dead-letters [--redrive <id> | --all]        list (or redrive) the bus's dead letters
-  alarms test [--alarm <name>]                 with --stack: set one alarm to ALARM
-                                               (default relay-errors) to check that its
-                                               notification reaches you
-
-Options:
-  --stack <name>  a deployed stack: its API URL from CloudFormation, requests SigV4-signed
-  --url <url>   the pipeline's base URL (default http://127.0.0.1:$PORT, PORT defaulting to 3000)
-  --json        print one JSON document on stdout instead of tables
-  -h, --help    show this help
-
---all redrives one id at a time, with progress on stderr.
-Exit status: 0 done; 1 the request failed (pipeline unreachable, 4xx, 5xx); 2 bad arguments.
-`;
-
 const optionSpec = {
   url: { type: 'string' },
   stack: { type: 'string' },
@@ -118,7 +86,27 @@ const optionSpec = {
 type OptionName = keyof typeof optionSpec;
 type Values = { [K in OptionName]?: (typeof optionSpec)[K]['type'] extends 'string' ? string : boolean };
 
-const globalOptions: readonly OptionName[] = ['url', 'stack', 'json', 'help'];
+/** What `--help` says of each option: its argument's placeholder (string options) and, for the global ones, a line. */
+const optionHelp: Record<OptionName, { readonly arg?: string; readonly help?: string }> = {
+  url: {
+    arg: 'url',
+    help: "the pipeline's base URL (default\nhttp://127.0.0.1:$PORT, PORT defaulting to 3000)",
+  },
+  stack: { arg: 'name', help: 'a deployed stack: its API URL from\nCloudFormation, requests SigV4-signed' },
+  json: { help: 'print one JSON document on stdout\ninstead of tables' },
+  help: { help: 'show this help' },
+  alarm: { arg: 'name' },
+  title: { arg: 't' },
+  body: { arg: 'b' },
+  assignee: { arg: 'a' },
+  by: { arg: 'name' },
+  reason: { arg: 'r' },
+  consumer: { arg: consumerNames.join('|') },
+  redrive: { arg: 'eventId' },
+  all: {},
+};
+
+const globalOptions: readonly OptionName[] = ['stack', 'url', 'json', 'help'];
 
 interface Context {
   readonly client: OpsClient;
@@ -132,6 +120,10 @@ interface Context {
 
 interface Command {
   readonly words: readonly string[];
+  /** What `--help` says it does; `\n` starts a continuation line. */
+  readonly summary: string;
+  /** Options of which at most one may be given, shown as `[--a <x> | --b]`. */
+  readonly oneOf?: readonly OptionName[];
   /** Needs a deployed stack (`--stack`) rather than any pipeline URL. */
   readonly needsStack?: boolean;
   /** Names of the positional arguments after the command words. */
@@ -157,6 +149,7 @@ const print = (ctx: Context, human: string, json: unknown) => {
 const commands: readonly Command[] = [
   {
     words: ['status'],
+    summary: 'task counts, outbox, inboxes, effects, alarms',
     positionals: [],
     options: [],
     async run(ctx) {
@@ -166,6 +159,7 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'create'],
+    summary: 'create a task, pending review',
     positionals: [],
     options: ['title', 'body', 'assignee'],
     required: ['title'],
@@ -181,6 +175,7 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'approve'],
+    summary: 'approve a task; its event commits with it',
     positionals: ['taskId'],
     options: ['by'],
     required: ['by'],
@@ -195,6 +190,7 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'withdraw'],
+    summary: 'withdraw an approved task',
     positionals: ['taskId'],
     options: ['by', 'reason'],
     required: ['by'],
@@ -210,6 +206,7 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'show'],
+    summary: "the task and its trace: its events and each\nconsumer's inbox state for each of them",
     positionals: ['taskId'],
     options: [],
     async run(ctx) {
@@ -221,8 +218,10 @@ const commands: readonly Command[] = [
   },
   {
     words: ['outbox', 'dead'],
+    summary: 'list (or redrive) dead outbox events',
     positionals: [],
     options: ['redrive', 'all'],
+    oneOf: ['redrive', 'all'],
     async run(ctx) {
       await deadList(ctx, {
         noun: 'dead outbox events',
@@ -236,8 +235,10 @@ const commands: readonly Command[] = [
   },
   {
     words: ['inbox', 'dead'],
+    summary: "list (or redrive) a consumer's dead inbox records",
     positionals: [],
     options: ['consumer', 'redrive', 'all'],
+    oneOf: ['redrive', 'all'],
     required: ['consumer'],
     async run(ctx) {
       const consumer = ctx.values.consumer ?? '';
@@ -256,6 +257,8 @@ const commands: readonly Command[] = [
   },
   {
     words: ['alarms', 'test'],
+    summary:
+      'with --stack: set one alarm to ALARM\n(default relay-errors) to check that its\nnotification reaches you',
     needsStack: true,
     positionals: [],
     options: ['alarm'],
@@ -324,8 +327,10 @@ const commands: readonly Command[] = [
   },
   {
     words: ['dead-letters'],
+    summary: "list (or redrive) the bus's dead letters",
     positionals: [],
     options: ['redrive', 'all'],
+    oneOf: ['redrive', 'all'],
     async run(ctx) {
       const field = (d: unknown, name: string) => String((d as Record<string, unknown>)[name] ?? '');
       await deadList(ctx, {
@@ -341,6 +346,68 @@ const commands: readonly Command[] = [
     },
   },
 ];
+
+/** One option as a command line shows it: `--title <t>`, or `--all` for a flag. */
+function optionUsage(option: OptionName): string {
+  const arg = optionHelp[option].arg;
+  return arg === undefined ? `--${option}` : `--${option} <${arg}>`;
+}
+
+/** A command's line in `--help`: its words, positionals, required options, then the optional ones. */
+export function commandUsage(command: Command): string {
+  const required = command.required ?? [];
+  const oneOf = command.oneOf ?? [];
+  const parts = [
+    ...command.words,
+    ...command.positionals.map((p) => `<${p}>`),
+    ...required.map(optionUsage),
+    ...command.options
+      .filter((o) => !required.includes(o) && !oneOf.includes(o))
+      .map((o) => `[${optionUsage(o)}]`),
+  ];
+  if (oneOf.length > 0) parts.push(`[${oneOf.map(optionUsage).join(' | ')}]`);
+  return parts.join(' ');
+}
+
+/**
+ * The `--help` text, generated from the command table and the option list, so it cannot name
+ * a command or an option the CLI does not take (a test checks both ways).
+ */
+function renderUsage(): string {
+  const column = 47;
+  const indent = ' '.repeat(column);
+  const pad = (left: string, text: string) => {
+    const [first = '', ...rest] = text.split('\n');
+    const head = left.length < column - 1 ? `${left.padEnd(column)}${first}` : `${left}\n${indent}${first}`;
+    return [head, ...rest.map((line) => `${indent}${line}`)].join('\n');
+  };
+  const commandLines = commands.map((c) => pad(`  ${commandUsage(c)}`, c.summary));
+  const optionLines = globalOptions.map((o) =>
+    pad(`  ${o === 'help' ? '-h, ' : ''}${optionUsage(o)}`, optionHelp[o].help ?? ''),
+  );
+  return `Usage: pipeline <command> [options]
+
+Operates the local pipeline started by \`npm start\`, through its HTTP API. With --stack (a
+deployed stack, e.g. ContentPipeline-sandbox), every command goes to that stack's API, found
+from its outputs and SigV4-signed with your AWS credentials (environment or default chain).
+
+Commands:
+${commandLines.join('\n')}
+
+Options:
+${optionLines.join('\n')}
+
+--all redrives one id at a time, with progress on stderr.
+Exit status: 0 done; 1 the request failed (pipeline unreachable, 4xx, 5xx); 2 bad arguments.
+`;
+}
+
+/** The `--help` text. */
+export const usage = renderUsage();
+
+/** The command table, for the test that checks `--help` against it. */
+export const cliCommands: readonly Pick<Command, 'words' | 'positionals' | 'options' | 'required'>[] =
+  commands;
 
 interface DeadListSpec {
   readonly noun: string;
