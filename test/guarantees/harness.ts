@@ -141,6 +141,8 @@ export interface Harness {
     readonly relay?: Partial<RelaySettings>;
     /** False: only wait (the scenario runs its own relays meanwhile). */
     readonly runRelays?: boolean;
+    /** Return once the outbox is drained, deliveries still in flight or not (a scenario holding them). */
+    readonly outboxOnly?: boolean;
   }): Promise<{ readonly quiet: boolean; readonly ms: number }>;
   sources(): GuaranteeSources;
   /** The invariant checker over this run, with the repeats the observations explain. */
@@ -361,7 +363,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
             observed.relayErrors.push(err);
           });
         }
-        if ((await pendingRows()) === 0 && bus.pendingDeliveries === 0) {
+        if ((await pendingRows()) === 0 && (settleOptions.outboxOnly || bus.pendingDeliveries === 0)) {
           return { quiet: true, ms: Date.now() - started };
         }
         await new Promise((r) => setTimeout(r, 50));
