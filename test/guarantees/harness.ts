@@ -363,7 +363,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
             observed.relayErrors.push(err);
           });
         }
-        if ((await pendingRows()) === 0 && (settleOptions.outboxOnly || bus.pendingDeliveries === 0)) {
+        // While a scenario has PostgreSQL down, the count fails: not quiet yet.
+        const pending = await pendingRows().catch(() => -1);
+        if (pending === 0 && (settleOptions.outboxOnly || bus.pendingDeliveries === 0)) {
           return { quiet: true, ms: Date.now() - started };
         }
         await new Promise((r) => setTimeout(r, 50));

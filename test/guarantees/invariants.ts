@@ -55,6 +55,8 @@ export interface InboxFact {
   readonly consumer: string;
   readonly eventId: string;
   readonly status: InboxStatus;
+  /** Attempts the inbox counted (claims), when known. */
+  readonly attempts?: number;
 }
 
 /** A content index entry. */
@@ -115,6 +117,8 @@ export interface GuaranteeFigures {
   readonly duplicates: Readonly<Record<DuplicateKind, number>>;
   /** The most publish attempts (claims) any outbox row needed. */
   readonly maxPublishAttempts: number;
+  /** The most attempts any inbox record needed, per consumer. */
+  readonly maxConsumerAttempts: Readonly<Record<ConsumerName, number>>;
 }
 
 /** The checker's answer: every broken promise, and the figures either way. */
@@ -240,9 +244,12 @@ export function checkGuarantees(facts: GuaranteeFacts, explanations: Explanation
   if ((facts.busDeadLetters ?? 0) > 0) add(`the bus holds ${facts.busDeadLetters} dead letters`);
 
   const processed = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
+  const maxConsumerAttempts = { ...processed };
   for (const record of facts.inbox) {
-    if (record.status === 'PROCESSED' && record.consumer in processed)
-      processed[record.consumer as ConsumerName]++;
+    if (!(record.consumer in processed)) continue;
+    const consumer = record.consumer as ConsumerName;
+    if (record.status === 'PROCESSED') processed[consumer]++;
+    maxConsumerAttempts[consumer] = Math.max(maxConsumerAttempts[consumer], record.attempts ?? 0);
   }
   const explained: Partial<Record<DuplicateKind, string>> = {};
   if (publishRepeats > 0)
@@ -267,6 +274,7 @@ export function checkGuarantees(facts: GuaranteeFacts, explanations: Explanation
       notifications: facts.notifications.length,
       duplicates: { publish: publishRepeats, delivery: deliveryRepeats, notification: notificationRepeats },
       maxPublishAttempts: facts.outbox.reduce((m, r) => Math.max(m, r.attempts), 0),
+      maxConsumerAttempts,
     },
   };
 }
@@ -307,6 +315,7 @@ export async function readFacts(sources: GuaranteeSources): Promise<GuaranteeFac
       consumer: String(item.consumer),
       eventId: String(item.eventId),
       status: (item.state as { status: InboxStatus }).status,
+      attempts: Number((item.state as { attempts?: number }).attempts ?? 0),
     })),
     scanTable(sources.dynamo.client, sources.dynamo.indexTable, (item) => ({
       taskId: String(item.taskId),
