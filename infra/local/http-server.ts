@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { localLambdaContext, parseRequestTarget, toProxyEvent } from '../../shared/http/proxy-event';
 
 /** An API Gateway proxy handler as the tasks and ops APIs are (middy-wrapped). */
 type ProxyHandler = (
@@ -38,7 +38,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ url
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, options: HttpServerOptions): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://localhost');
+  // The same reading of the target as the proxy event's: `//x/tasks` is a path, not host x.
+  const url = parseRequestTarget(req.url ?? '/');
   const method = (req.method ?? 'GET').toUpperCase();
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);

@@ -12,13 +12,37 @@ export interface PlainHttpRequest {
   readonly body?: string | Uint8Array | null;
 }
 
+/** A request target split into its path and query. */
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly search: string;
+  readonly searchParams: URLSearchParams;
+}
+
+/**
+ * Splits an HTTP request target (origin-form `/path?query`, absolute-form `http://host/path`, or
+ * anything else a client sends) into path and query, never throwing. Resolving it against a base
+ * URL instead reads `//x/tasks` as host `x` and path `/tasks`, and throws on `//`.
+ */
+export function parseRequestTarget(target: string): RequestTarget {
+  try {
+    // Behind a fixed authority a path cannot become a host.
+    if (target.startsWith('/')) return new URL(`http://localhost${target}`);
+    const url = new URL(target);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url;
+  } catch {
+    // Not a URL: below, it becomes a path no route matches.
+  }
+  return { pathname: target, search: '', searchParams: new URLSearchParams() };
+}
+
 /**
  * Builds the API Gateway REST proxy event for a plain HTTP request, so the local runtime can
  * call the very handler Lambda runs. Like a `{proxy+}` integration it fills `path`, not
  * `resource`: the API routes on the path then.
  */
 export function toProxyEvent(request: PlainHttpRequest): APIGatewayProxyEvent {
-  const url = new URL(request.url, 'http://localhost');
+  const url = parseRequestTarget(request.url);
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
   for (const [name, value] of Object.entries(request.headers ?? {})) {

@@ -55,7 +55,21 @@ export const tasksApiRoutes: readonly { readonly resource: string; readonly meth
 const resolveRoute = createRouter(routes);
 
 const required = (iss: { input: unknown }) => (iss.input === undefined ? 'required' : undefined);
-const text = (max: number) => z.string({ error: required }).trim().min(1, 'must not be empty').max(max);
+
+// With the `u` flag a well-formed pair is one code point, so `\p{Cs}` matches only a lone surrogate.
+const loneSurrogate = /\p{Cs}/u;
+
+/**
+ * A JSON string PostgreSQL `text` can hold as sent. It refuses NUL outright (an error, once a
+ * 500), and a lone surrogate (a JSON `"\ud800"` escape) has no UTF-8 form: the driver would store
+ * U+FFFD instead, so what reads back would not be what was accepted. Both are a 400 naming the field.
+ */
+const storableString = () =>
+  z
+    .string({ error: required })
+    .refine((s) => !s.includes('\u0000'), 'must not contain NUL (U+0000)')
+    .refine((s) => !loneSurrogate.test(s), 'must not contain a lone UTF-16 surrogate');
+const text = (max: number) => storableString().trim().min(1, 'must not be empty').max(max);
 const optionalText = (max: number) => text(max).nullable().optional();
 
 /** A task's title as the API accepts it (the notify effect's SNS subject is cut from it). */
@@ -64,7 +78,7 @@ export const taskTitle = text(500);
 // Strict objects: a misspelt optional field (`reson`) is reported instead of silently dropped.
 const createTaskBody = z.strictObject({
   title: taskTitle,
-  body: z.string().nullable().optional(),
+  body: storableString().nullable().optional(),
   assignee: optionalText(200),
 });
 const approveBody = z.strictObject({ approvedBy: text(200) });

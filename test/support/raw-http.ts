@@ -1,0 +1,85 @@
+import { request } from 'node:http';
+import { connect } from 'node:net';
+
+/** An HTTP answer as it came off the wire. */
+export interface RawAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+/**
+ * Sends one request with exactly the method, target, headers and body given (node:http checks
+ * only that they are legal HTTP), without the defaults an SDK or `fetch` adds, so a property test
+ * can reach a server's parsing with what a careless client really sends.
+ */
+export function rawHttp(
+  baseUrl: string,
+  req: {
+    readonly method: string;
+    readonly target: string;
+    readonly headers?: readonly (readonly [string, string])[];
+    readonly body?: Uint8Array | string | null;
+  },
+): Promise<RawAnswer> {
+  const url = new URL(baseUrl);
+  const given = req.headers ?? [];
+  // HTTP/1.1 requires Host (node:http answers 400 without it) and a header list gets none added.
+  const headers = given.some(([name]) => name.toLowerCase() === 'host')
+    ? given
+    : [['host', url.host], ...given];
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: req.method,
+        path: req.target,
+        agent: false,
+        // A flat [name, value, name, value, …] list keeps repeated names and the given casing.
+        headers: headers.flat() as unknown as Record<string, string>,
+        timeout: 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    outgoing.on('timeout', () => outgoing.destroy(new Error(`no answer to ${req.method} ${req.target}`)));
+    outgoing.on('error', reject);
+    outgoing.end(req.body ?? undefined);
+  });
+}
+
+/**
+ * Writes raw bytes to a server's socket and returns the status of whatever HTTP answer comes
+ * back (0 when the server just closes), for input that is not HTTP at all.
+ */
+export function rawBytes(baseUrl: string, bytes: Uint8Array): Promise<number> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer to raw bytes')));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      // A server may reset a connection it refused; that is an answer too.
+      err.code === 'ECONNRESET' ? resolve(statusOf(chunks)) : reject(err),
+    );
+    socket.on('close', () => resolve(statusOf(chunks)));
+    socket.end(bytes);
+  });
+}
+
+function statusOf(chunks: readonly Buffer[]): number {
+  const match = /^HTTP\/1\.[01] (\d{3})/.exec(Buffer.concat(chunks).toString('latin1'));
+  return match ? Number(match[1]) : 0;
+}
