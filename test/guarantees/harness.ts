@@ -103,7 +103,7 @@ export interface Observations {
   readonly effectResults: Record<ConsumerName, EffectResult[]>;
   /** Invocations that ran the effect and did not end `processed`, per consumer. */
   readonly actedWithoutCompleting: Record<ConsumerName, number>;
-  /** Failed invocations per consumer, by error name (`InboxInProgressError`, ...). */
+  /** Failed invocations per consumer, by error name and code when it has one (`InboxInProgressError/IN_PROGRESS`). */
   readonly invocationErrors: Record<ConsumerName, Map<string, number>>;
   /** Relay runs that threw, with their errors. */
   readonly relayErrors: unknown[];
@@ -260,7 +260,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       const client = new DynamoDBClient({
         endpoint: options.dynamoEndpoint,
         region: 'us-east-1',
-        credentials: { accessKeyId: `consumer-${consumer}`, secretAccessKey: 'local' },
+        // DynamoDB Local takes access key ids of letters and digits only.
+        credentials: { accessKeyId: `consumer${consumer}`, secretAccessKey: 'local' },
       });
       options.configureConsumerClient?.(consumer, client);
       stack.push(() => client.destroy());
@@ -300,7 +301,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         return result;
       } catch (err) {
         if (state.acted) observed.actedWithoutCompleting[consumer]++;
-        const name = err instanceof Error ? err.name : 'non-error';
+        const e = err as { name?: unknown; code?: unknown } | null;
+        const name = typeof e?.code === 'string' ? `${String(e?.name)}/${e.code}` : String(e?.name ?? err);
         const errors = observed.invocationErrors[consumer];
         errors.set(name, (errors.get(name) ?? 0) + 1);
         throw err;
