@@ -7,17 +7,28 @@
 /** EventBridge event pattern, as EventBridge accepts it (values are always arrays). */
 export type EventPattern = Readonly<Record<string, unknown>>;
 
-/** Retry policy of one consumer, on both the rule target and the function's async invoke. */
+/**
+ * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
+ * rule target's retries, the function's async invoke, and how long their queues keep a message.
+ */
 export interface ConsumerPolicy {
   readonly description: string;
-  /** Attempts the inbox allows before a record goes `DEAD`. */
-  readonly maxAttempts: number;
-  /** Inbox backoff between attempts (full jitter). */
+  /**
+   * Transient failures (throttling, 5xx, timeouts, connection errors) and attempts that lost
+   * their lease (a crash, a timeout) are retried, with capped backoff, until the event's first
+   * attempt is this old; one after that makes the record `DEAD`.
+   */
+  readonly maxEventAgeSeconds: number;
+  /** Permanent failures (validation, 4xx other than throttling) before a record goes `DEAD`; poison is `DEAD` at once. */
+  readonly maxPermanentAttempts: number;
+  /** Inbox backoff between attempts (full jitter), capped at `maxMs`. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
   /** Rule target retry policy: only failed invokes (throttles, missing function) use it. */
   readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
   /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
   readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
+  /** How long the consumer's rule-target DLQs and its on-failure queue keep a message (SQS: at most 14 days). */
+  readonly deadLetterRetentionSeconds: number;
 }
 
 export interface RuleSpec {
@@ -39,13 +50,19 @@ export type ConsumerName = 'index' | 'notify' | 'archive';
 const source = 'content.pipeline';
 
 const defaultConsumerPolicy = {
-  // More than one delivery's Lambda async attempts (1 + 2 retries): a delivery that runs out
-  // goes to the consumer's on-failure queue (alarmed) with its record FAILED, and a redrive
-  // of that message continues the count until DEAD. Locally the bus retries up to this + 2.
-  maxAttempts: 5,
-  backoff: { baseMs: 1_000, maxMs: 5 * 60_000 },
+  // A day of transient failures, as long as EventBridge keeps retrying a target. On AWS one
+  // delivery gets Lambda's async attempts (1 + 2 retries); a transient failure that outlasts
+  // them lands in the on-failure queue (alarmed) with its record FAILED, and the ops redrive of
+  // that message continues within the same age. Locally the bus retries until this age.
+  maxEventAgeSeconds: 24 * 3600,
+  maxPermanentAttempts: 3,
+  // Capped at Lambda's first async retry delay (one minute, then two), so those retries find
+  // the backoff passed: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+  backoff: { baseMs: 1_000, maxMs: 60_000 },
   targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
   asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
+  // The longest SQS keeps a message: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
+  deadLetterRetentionSeconds: 14 * 24 * 3600,
 } as const;
 
 /** Relay settings: how often, how much, how long, and when to give up. */
@@ -179,6 +196,11 @@ export const topology = {
   /** EventBridge `Source` of every event the pipeline publishes. */
   source,
   busName: 'content-pipeline',
+  /**
+   * How long the bus archive keeps events for replay. A replay re-delivers them, so the inbox
+   * keeps processed records past it (`shared/inbox/settings.ts`): replays are duplicates.
+   */
+  archiveRetentionDays: 30,
   eventTypes,
   consumers,
   rules: [

@@ -32,8 +32,6 @@ export interface PipelineStackProps extends StackProps {
   readonly settings: PipelineSettings;
   /** The pipeline description this stack realizes; tests may pass a variant. @default shared/topology */
   readonly topology?: Topology;
-  /** How long the bus archive keeps events (not in the topology yet). @default 30 days */
-  readonly archiveRetention?: Duration;
 }
 
 /**
@@ -153,7 +151,7 @@ export class PipelineStack extends Stack {
         ConsumerName,
         ReturnType<typeof consumerFunction>
       >,
-      archiveRetention: props.archiveRetention,
+      archiveRetention: Duration.days(topology.archiveRetentionDays),
     });
 
     const relaySweep = Duration.minutes(settings.relaySweepMinutes);

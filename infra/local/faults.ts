@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { TransientError } from '../../shared/inbox/failure-kind';
 
 /**
  * Fault injection for the local adapters only (the bus and the effects), never in handler
@@ -84,7 +85,10 @@ export class FaultInjector {
   }
 }
 
-/** Thrown by a local effect when a fault is injected, so logs say it was on purpose. */
-export class InjectedFaultError extends Error {
+/**
+ * Thrown by a local effect when a fault is injected, so logs say it was on purpose. Transient,
+ * as the outages it stands for are: the inbox retries it until the maximum event age.
+ */
+export class InjectedFaultError extends TransientError {
   override readonly name = 'InjectedFaultError';
 }

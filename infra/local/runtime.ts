@@ -148,12 +148,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
-          // Room for the inbox to reach its own max attempts (it then acknowledges as DEAD),
-          // plus the deliveries that find another still holding the lease.
-          maxAttempts: policy.maxAttempts + 2,
+          // No attempt budget: the inbox decides what is DEAD (and acknowledges it), transient
+          // failures are retried until the maximum event age, plus a backoff for the inbox's last word.
+          maxAttempts: Number.POSITIVE_INFINITY,
           baseMs: policy.backoff.baseMs,
           maxMs: policy.backoff.maxMs,
-          maxAgeMs: policy.asyncInvoke.maximumEventAgeSeconds * 1_000,
+          maxAgeMs: policy.maxEventAgeSeconds * 1_000 + policy.backoff.maxMs,
         };
       },
       log,

@@ -131,7 +131,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
         case 'dead':
           counts.failed++;
           counts.dead++;
-          logger.error('event is dead: max attempts reached', {
+          logger.error('event is dead: its failures need a person', {
             ...keys,
             attempt: outcome.attempt,
             reason: outcome.reason,

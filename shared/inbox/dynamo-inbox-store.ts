@@ -17,6 +17,7 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from './errors';
+import type { FailureKind } from './failure-kind';
 import {
   type BeginResult,
   type ExpectedState,
@@ -73,6 +74,11 @@ interface Item {
 interface State {
   status: InboxStatus;
   attempts: number;
+  /** Absent on records written before it existed: `receivedAt` stands in. */
+  firstAttemptAt?: number;
+  /** Absent on records written before it existed: none counted. */
+  permanentFailures?: number;
+  lastFailure?: FailureKind;
   leaseOwner: string;
   leaseUntil: number;
   nextAttemptAt: number;
@@ -97,6 +103,9 @@ const names = {
   '#state': 'state',
   '#status': 'status',
   '#attempts': 'attempts',
+  '#firstAttemptAt': 'firstAttemptAt',
+  '#permanentFailures': 'permanentFailures',
+  '#lastFailure': 'lastFailure',
   '#leaseOwner': 'leaseOwner',
   '#leaseUntil': 'leaseUntil',
   '#nextAttemptAt': 'nextAttemptAt',
@@ -177,6 +186,8 @@ export class DynamoInboxStore implements InboxStore {
     const state: State = {
       status: 'PROCESSING',
       attempts: 1,
+      firstAttemptAt: record.now,
+      permanentFailures: 0,
       leaseOwner: record.owner,
       leaseUntil: record.leaseUntil,
       nextAttemptAt: 0,
@@ -286,18 +297,27 @@ export class DynamoInboxStore implements InboxStore {
   async fail(
     k: InboxKey,
     owner: string,
-    failure: { now: number; error: string; nextAttemptAt: number },
+    failure: {
+      now: number;
+      error: string;
+      nextAttemptAt: number;
+      kind: FailureKind;
+      permanentFailures: number;
+    },
   ): Promise<void> {
     await this.fenced(
       'fail',
       k,
       owner,
       `SET #state.#status = :failed, #state.#leaseUntil = :now, #state.#nextAttemptAt = :next,
-        #state.#lastError = :error, #state.#updatedAt = :now, #openKey = :openKey`,
+        #state.#lastError = :error, #state.#lastFailure = :kind, #state.#permanentFailures = :permanent,
+        #state.#updatedAt = :now, #openKey = :openKey`,
       {
         ':failed': 'FAILED',
         ':now': failure.now,
         ':next': failure.nextAttemptAt,
+        ':kind': failure.kind,
+        ':permanent': failure.permanentFailures,
         ':error': boundedError(failure.error),
         ':openKey': openKey(k.consumer, 'FAILED'),
       },
@@ -340,6 +360,8 @@ export class DynamoInboxStore implements InboxStore {
       state: {
         status: 'DEAD',
         attempts: 0,
+        firstAttemptAt: record.now,
+        permanentFailures: 0,
         leaseOwner: `poison/${randomUUID()}`,
         leaseUntil: record.now,
         nextAttemptAt: 0,
@@ -446,8 +468,9 @@ export class DynamoInboxStore implements InboxStore {
 
   async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
     const update = `SET #state.#status = :failed, #state.#attempts = :zero, #state.#nextAttemptAt = :zero,
+      #state.#firstAttemptAt = :now, #state.#permanentFailures = :zero,
       #state.#leaseOwner = :owner, #state.#leaseUntil = :zero, #state.#updatedAt = :now,
-      #state.#lastError = :note, #openKey = :openKey REMOVE #expiresAt`;
+      #state.#lastError = :note, #openKey = :openKey REMOVE #expiresAt, #state.#lastFailure`;
     const condition = '#state.#status = :dead';
     try {
       const output = await this.doc.send(
@@ -633,6 +656,9 @@ function decode(item: Item): InboxRecord {
     eventId: item.eventId,
     status: st.status,
     attempts: st.attempts,
+    firstAttemptAt: st.firstAttemptAt ?? st.receivedAt,
+    permanentFailures: st.permanentFailures ?? 0,
+    ...(st.lastFailure !== undefined ? { lastFailure: st.lastFailure } : {}),
     leaseOwner: st.leaseOwner,
     leaseUntil: st.leaseUntil,
     nextAttemptAt: st.nextAttemptAt,

@@ -6,6 +6,8 @@
  * clock controls leases and backoff and the store itself never reads a clock.
  */
 
+import type { FailureKind } from './failure-kind';
+
 /** Lifecycle of a record. `PROCESSED` and `DEAD` are final until an ops redrive. */
 export type InboxStatus = 'PROCESSING' | 'PROCESSED' | 'FAILED' | 'DEAD';
 
@@ -23,6 +25,15 @@ export interface InboxRecord extends InboxKey {
   readonly status: InboxStatus;
   /** Attempts started so far (claims), the current one included. */
   readonly attempts: number;
+  /**
+   * Epoch ms of the first attempt (reset by an ops redrive of a `DEAD` record): transient
+   * failures are retried until the event is the consumer's maximum event age past this.
+   */
+  readonly firstAttemptAt: number;
+  /** Attempts that failed permanently so far: the record goes `DEAD` at the consumer's budget. */
+  readonly permanentFailures: number;
+  /** How the last failed attempt failed, when one did. */
+  readonly lastFailure?: FailureKind;
   /** The attempt that holds (or last held) the lease; unique per attempt, so it is the fencing token. */
   readonly leaseOwner: string;
   /** Epoch ms; a `PROCESSING` record whose lease is past may be taken over. */
@@ -129,7 +140,14 @@ export interface InboxStore {
   fail(
     key: InboxKey,
     owner: string,
-    failure: { readonly now: number; readonly error: string; readonly nextAttemptAt: number },
+    failure: {
+      readonly now: number;
+      readonly error: string;
+      readonly nextAttemptAt: number;
+      readonly kind: FailureKind;
+      /** The record's permanent failures, this one counted. */
+      readonly permanentFailures: number;
+    },
   ): Promise<void>;
   /**
    * -> `DEAD` from exactly the `expected` state, TTL set. Throws FENCED_OUT when it changed.
@@ -163,8 +181,9 @@ export interface InboxStore {
     page?: { readonly limit?: number; readonly cursor?: string },
   ): Promise<InboxPage>;
   /**
-   * Resets a `DEAD` record to `FAILED`, attempts 0, due now, so the next delivery of its event
-   * (the caller re-sends `record.event`) runs the effect again. Throws NOT_FOUND or NOT_DEAD.
+   * Resets a `DEAD` record to `FAILED`, attempts 0, due now, a fresh first-attempt time and
+   * permanent budget, so the next delivery of its event (the caller re-sends `record.event`)
+   * runs the effect again. Throws NOT_FOUND or NOT_DEAD.
    */
   redrive(key: InboxKey, now: number): Promise<InboxRecord>;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { backoffDelay } from '../db/retry';
 import { InboxBackoffError, InboxFencedOutError, InboxInProgressError, isInboxError } from './errors';
+import { type FailureKind, failureKind } from './failure-kind';
 import type { ExpectedState, InboxKey, InboxRecord, InboxStore } from './inbox-store';
 import type { InboxSettings } from './settings';
 
@@ -46,7 +47,10 @@ export type ProcessOutcome<T> =
   | { readonly kind: 'processed'; readonly attempt: number; readonly takenOver: boolean; readonly result: T }
   /** Already `PROCESSED` or `DEAD` (or the same poison already recorded): acknowledged, skipped. */
   | { readonly kind: 'duplicate'; readonly status: InboxRecord['status'] }
-  /** The last allowed attempt failed (or crashed): `DEAD`, acknowledged, alarmed. */
+  /**
+   * `DEAD`, acknowledged, alarmed: a permanent failure spent its budget, or transient failures
+   * (or lost leases) outlasted the maximum event age.
+   */
   | { readonly kind: 'dead'; readonly attempt: number; readonly reason: string }
   /** Another payload arrived under a known id: recorded `DEAD` under a poison key, never retried. */
   | { readonly kind: 'poison'; readonly reason: string; readonly poisonKey: string };
@@ -67,14 +71,15 @@ const epochSeconds = (ms: number) => Math.floor(ms / 1000);
 /**
  * Runs `work` for one delivery of `event` unless the inbox says it must not: once an attempt
  * has completed, no delivery runs the work again; until then, deliveries keep running it
- * (one at a time) until one completes or the attempts run out (`DEAD`), whatever the platform
+ * (one at a time) until one completes or the failures say a person is needed (`DEAD`: a
+ * permanent failure past its small budget, or transient ones past the maximum event age), whatever the platform
  * does: duplicates, concurrent deliveries, out-of-order retries, crashes.
  *
  * State machine of the (consumer, event id) record:
  * - absent -> `PROCESSING` (begin, this attempt owns the lease);
  * - `PROCESSING` with an expired lease, or `FAILED` past its backoff -> `PROCESSING` under a new
  *   owner, attempts + 1 (take-over, conditional on the exact state observed);
- * - `PROCESSING` (owner) -> `PROCESSED` (complete) | `FAILED` (fail, backoff) | `DEAD` (last attempt);
+ * - `PROCESSING` (owner) -> `PROCESSED` (complete) | `FAILED` (fail, backoff) | `DEAD` (budget or age spent);
  * - `PROCESSED`, `DEAD` -> acknowledged, unchanged; a live `PROCESSING` or a pending backoff ->
  *   InboxInProgressError / InboxBackoffError, so the platform retries later.
  *
@@ -107,7 +112,7 @@ export async function processOnce<T>(
     now,
   });
 
-  let attempt = 1;
+  let record = begun.record;
   let takenOver = false;
   if (!begun.created) {
     const existing = begun.record;
@@ -124,20 +129,19 @@ export async function processOnce<T>(
         break;
     }
     const expected: ExpectedState = { status: existing.status, leaseOwner: existing.leaseOwner };
-    if (existing.attempts >= settings.maxAttempts) {
-      // Attempts that crashed count too: an event that kills its worker every time must stop.
-      const reason = `max attempts (${existing.attempts}) reached; last attempt ${
-        existing.status === 'PROCESSING'
-          ? 'lost its lease (crash or timeout)'
-          : `failed: ${existing.lastError}`
-      }`;
+    const age = now - existing.firstAttemptAt;
+    if (existing.status === 'PROCESSING' && age >= settings.maxEventAgeMs) {
+      // Attempts that crash or time out are retried like transient failures, but not for ever:
+      // an event that kills its worker every time stops at the maximum event age.
+      const reason = `attempts kept losing their lease (crash or timeout) for ${duration(age)} since the first (max event age ${duration(
+        settings.maxEventAgeMs,
+      )}); ${existing.attempts} attempts`;
       await markDeadOrInProgress(inbox, key, expected, { now, reason, settings });
       return { kind: 'dead', attempt: existing.attempts, reason };
     }
     try {
       grant = { at: now, leaseMs: leaseLength(settings, now, deps.deadline) };
-      const claimed = await inbox.takeOver(key, expected, { owner, leaseUntil: now + grant.leaseMs, now });
-      attempt = claimed.attempts;
+      record = await inbox.takeOver(key, expected, { owner, leaseUntil: now + grant.leaseMs, now });
       takenOver = true;
     } catch (err) {
       // Someone else moved first (took it over, or finished it): try again later and see.
@@ -147,6 +151,7 @@ export async function processOnce<T>(
     }
   }
 
+  const attempt = record.attempts;
   const heartbeat = startHeartbeat(key, owner, grant, deps, clock);
   let result: T;
   try {
@@ -154,22 +159,77 @@ export async function processOnce<T>(
   } catch (workError) {
     await heartbeat.stop();
     now = clock();
-    const message = errorText(workError);
-    if (attempt >= settings.maxAttempts) {
-      const reason = `max attempts (${attempt}) reached; last error ${message}`;
+    const failure = judgeFailure(workError, record, now, settings);
+    if (failure.dead) {
       await fencedOrRethrow(workError, () =>
-        inbox.markDead(key, { status: 'PROCESSING', leaseOwner: owner }, deathAt(now, reason, settings)),
+        inbox.markDead(
+          key,
+          { status: 'PROCESSING', leaseOwner: owner },
+          deathAt(now, failure.reason, settings),
+        ),
       );
-      return { kind: 'dead', attempt, reason };
+      return { kind: 'dead', attempt, reason: failure.reason };
     }
     const nextAttemptAt = now + backoffDelay(attempt, settings.backoff, deps.random);
-    await fencedOrRethrow(workError, () => inbox.fail(key, owner, { now, error: message, nextAttemptAt }));
+    await fencedOrRethrow(workError, () =>
+      inbox.fail(key, owner, {
+        now,
+        error: failure.message,
+        nextAttemptAt,
+        kind: failure.kind,
+        permanentFailures: failure.permanentFailures,
+      }),
+    );
     throw workError;
   }
   await heartbeat.stop();
   now = clock();
   await inbox.complete(key, owner, { now, expiresAt: epochSeconds(now) + settings.retentionSeconds });
   return { kind: 'processed', attempt, takenOver, result };
+}
+
+/** What one failed attempt means for its record: retried later (`FAILED`) or `DEAD` now. */
+interface FailureVerdict {
+  readonly kind: FailureKind;
+  readonly message: string;
+  readonly permanentFailures: number;
+  readonly dead: boolean;
+  readonly reason: string;
+}
+
+/**
+ * Judges a failed attempt: a permanent failure spends the consumer's small permanent budget, a
+ * transient one is retried until the event's first attempt is the maximum event age old. So a
+ * run of bad luck (throttling, a blip of 5xx, a dropped connection) never makes a record
+ * `DEAD`, and what cannot succeed still stops after a few tries.
+ */
+function judgeFailure(
+  workError: unknown,
+  record: InboxRecord,
+  now: number,
+  settings: InboxSettings,
+): FailureVerdict {
+  const kind = failureKind(workError);
+  const message = errorText(workError);
+  const permanentFailures = record.permanentFailures + (kind === 'permanent' ? 1 : 0);
+  if (kind === 'permanent') {
+    const dead = permanentFailures >= settings.maxPermanentAttempts;
+    const reason = `permanent failure ${permanentFailures} of at most ${settings.maxPermanentAttempts}; last error ${message}`;
+    return { kind, message, permanentFailures, dead, reason };
+  }
+  const age = now - record.firstAttemptAt;
+  const dead = age >= settings.maxEventAgeMs;
+  const reason = `failing transiently for ${duration(age)} since the first attempt (max event age ${duration(
+    settings.maxEventAgeMs,
+  )}), ${record.attempts} attempts; last error ${message}`;
+  return { kind, message, permanentFailures, dead, reason };
+}
+
+/** A duration for a reason text: `95 s`, `42 min`, `26.5 h`. */
+function duration(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
 function deathAt(now: number, reason: string, settings: InboxSettings) {

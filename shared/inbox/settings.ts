@@ -2,9 +2,14 @@ import { type ConsumerName, type Topology, topology } from '../topology';
 
 /** How the inbox treats one consumer's attempts: retries, leases and retention. */
 export interface InboxSettings {
-  /** Attempts before a record goes `DEAD` (the topology's consumer policy). */
-  readonly maxAttempts: number;
-  /** Backoff between attempts, full jitter (the topology's consumer policy). */
+  /** Permanent failures before a record goes `DEAD` (the topology's consumer policy). */
+  readonly maxPermanentAttempts: number;
+  /**
+   * Transient failures and lost leases are retried until the first attempt is this old, in ms
+   * (the topology's `maxEventAgeSeconds`); one after that makes the record `DEAD`.
+   */
+  readonly maxEventAgeMs: number;
+  /** Backoff between attempts, full jitter, capped (the topology's consumer policy). */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
   /**
    * The longest lease granted at once. Work that runs longer is kept alive by the heartbeat,
@@ -13,9 +18,12 @@ export interface InboxSettings {
   readonly leaseMs: number;
   /** Added to the invocation's deadline: Lambda stops the function then, clocks may drift a little. */
   readonly leaseGraceMs: number;
-  /** How long a `PROCESSED` record stays (DynamoDB TTL): must outlast every redelivery. */
+  /** How long a `PROCESSED` record stays (DynamoDB TTL): derived, see {@link inboxRetentionSeconds}. */
   readonly retentionSeconds: number;
-  /** How long a `DEAD` record stays: longer, since an operator has to see and redrive it. */
+  /**
+   * How long a `DEAD` record stays: at least as long as a processed one (a late copy of the event
+   * must find it DEAD, not start afresh), and at least {@link inboxDefaults.deadOperatorSeconds}.
+   */
   readonly deadRetentionSeconds: number;
   /** Events larger than this (JSON bytes) are stored truncated: a DynamoDB item holds 400 KB. */
   readonly maxStoredEventBytes: number;
@@ -25,44 +33,80 @@ export interface InboxSettings {
 export const inboxDefaults = {
   leaseMs: 30_000,
   leaseGraceMs: 2_000,
-  /** 8 days: well past the longest redelivery window (see longestRedeliveryWindowSeconds). */
-  retentionSeconds: 8 * 24 * 3600,
-  deadRetentionSeconds: 30 * 24 * 3600,
+  /** The least time an operator gets to see and redrive a `DEAD` record. */
+  deadOperatorSeconds: 30 * 24 * 3600,
   maxStoredEventBytes: 64 * 1024,
 } as const;
+
+/** What the retention derivation reads of the topology. */
+export type RetentionTopology = Pick<Topology, 'consumers' | 'relay' | 'archiveRetentionDays'>;
 
 /** The inbox settings of one consumer: its topology policy plus the defaults, then `overrides`. */
 export function inboxSettingsFor(
   consumer: ConsumerName,
   overrides: Partial<InboxSettings> = {},
-  t: Pick<Topology, 'consumers'> = topology,
+  t: RetentionTopology = topology,
 ): InboxSettings {
   const policy = t.consumers[consumer];
+  const retentionSeconds = inboxRetentionSeconds(consumer, t);
+  const { deadOperatorSeconds, ...defaults } = inboxDefaults;
   return {
-    maxAttempts: policy.maxAttempts,
+    maxPermanentAttempts: policy.maxPermanentAttempts,
+    maxEventAgeMs: policy.maxEventAgeSeconds * 1000,
     backoff: policy.backoff,
-    ...inboxDefaults,
+    ...defaults,
+    retentionSeconds,
+    deadRetentionSeconds: Math.max(retentionSeconds, deadOperatorSeconds),
     ...overrides,
   };
 }
 
+/** One way a delivery of an event can come back, and the longest after its first publish it can take. */
+export interface RedeliveryPath {
+  readonly path: string;
+  readonly seconds: number;
+}
+
+const daySeconds = 24 * 3600;
+
 /**
- * The longest time after its first delivery at which an event can still arrive again: the
- * relay re-publishing after a lost PutEvents response (its whole backoff schedule and leases),
- * then EventBridge retrying the invoke for the target's maximum event age, then Lambda's
- * asynchronous retries up to their maximum event age. A processed record must outlive this,
- * or a late duplicate would run the effect again.
+ * Every path by which a delivery of an event can reach `consumer` again after its first
+ * publish, each with the longest it can take:
+ * - the relay re-publishes an event whose PutEvents answer was lost: until the event's maximum
+ *   age, one more backoff, and a lease for each claim that never settled;
+ * - EventBridge retries the target invoke up to its maximum event age, then puts the event in
+ *   the rule's DLQ, which an ops redrive can take from while the queue keeps it;
+ * - Lambda retries the function's own errors up to the async maximum event age, then puts the
+ *   invocation in the on-failure queue, redrivable while the queue keeps it;
+ * - the bus archive keeps every event (each re-publish too) for replay, and a replayed delivery
+ *   can take every path above once more.
+ * Completion comes after the first publish, so a record kept the longest of these from its
+ * completion outlives every copy still on its way.
  */
-export function longestRedeliveryWindowSeconds(t: Pick<Topology, 'consumers' | 'relay'> = topology): number {
+export function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology = topology): RedeliveryPath[] {
   const { relay } = t;
-  // Retried until the event is maxEventAgeSeconds old, then one more backoff; each claim that
-  // never settled held the row for a lease on top.
-  const relayMs =
-    relay.maxEventAgeSeconds * 1000 +
-    relay.backoff.maxMs +
-    relay.maxUnsettledClaims * relay.leaseSeconds * 1000;
-  const consumerSeconds = Object.values(t.consumers).map(
-    (c) => c.targetRetry.maximumEventAgeSeconds + c.asyncInvoke.maximumEventAgeSeconds,
-  );
-  return Math.ceil(relayMs / 1000) + Math.max(...consumerSeconds);
+  const c = t.consumers[consumer];
+  const republish =
+    relay.maxEventAgeSeconds + relay.backoff.maxMs / 1000 + relay.maxUnsettledClaims * relay.leaseSeconds;
+  const target = c.targetRetry.maximumEventAgeSeconds;
+  const lambda = c.asyncInvoke.maximumEventAgeSeconds;
+  const queue = c.deadLetterRetentionSeconds;
+  const archive = t.archiveRetentionDays * daySeconds;
+  return [
+    { path: 'relay re-publish', seconds: republish },
+    { path: 'rule DLQ redrive', seconds: republish + target + queue },
+    { path: 'on-failure queue redrive', seconds: republish + target + lambda + queue },
+    { path: 'archive replay', seconds: republish + archive + target + lambda + queue },
+  ];
+}
+
+/**
+ * How long a `PROCESSED` record of `consumer` is kept: the longest of its redelivery paths,
+ * rounded up to whole days. Derived, so lengthening any path (a queue's retention, an event
+ * age, the archive) lengthens the retention with it; a late duplicate never finds the record
+ * gone and runs the effect again.
+ */
+export function inboxRetentionSeconds(consumer: ConsumerName, t: RetentionTopology = topology): number {
+  const longest = Math.max(...redeliveryPaths(consumer, t).map((p) => p.seconds));
+  return Math.ceil(longest / daySeconds) * daySeconds;
 }

@@ -178,16 +178,15 @@ describeEachEngine('index consumer', (fixture) => {
     let down = true;
     const flaky: ContentIndex = {
       apply: async (entry) => {
-        if (down) throw new Error('ProvisionedThroughputExceededException');
+        if (down)
+          throw Object.assign(new Error('Rate exceeded'), { name: 'ProvisionedThroughputExceededException' });
         return index.apply(entry);
       },
       get: (taskId) => index.get(taskId),
     };
     const { run, metrics, logger } = build({ index: flaky });
     const row = approvedRow();
-    await expect(run(busEvent(row), lambdaContext())).rejects.toThrow(
-      'ProvisionedThroughputExceededException',
-    );
+    await expect(run(busEvent(row), lambdaContext())).rejects.toThrow('Rate exceeded');
     expect(takeMetrics(metrics).values[consumerMetricNames.failed]).toBe(1);
     expect(logger.lines.at(-1)).toMatchObject({ level: 'error', message: 'attempt failed' });
     expect(await inbox.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({ status: 'FAILED' });
@@ -197,17 +196,20 @@ describeEachEngine('index consumer', (fixture) => {
     expect(applied).toBe(1);
   });
 
-  it('after the last allowed attempt fails the event is DEAD and acknowledged (no throw)', async () => {
+  it('after the last allowed permanent failure the event is DEAD and acknowledged (no throw)', async () => {
     const broken: ContentIndex = {
       apply: async () => {
-        throw new Error('AccessDeniedException');
+        throw Object.assign(new Error('not authorized to perform dynamodb:PutItem'), {
+          name: 'AccessDeniedException',
+          $metadata: { httpStatusCode: 400 },
+        });
       },
       get: (taskId) => index.get(taskId),
     };
     const { run, metrics } = build({ index: broken });
     const row = approvedRow();
-    for (let attempt = 1; attempt < testInboxSettings().maxAttempts; attempt++) {
-      await expect(run(busEvent(row), lambdaContext())).rejects.toThrow('AccessDeniedException');
+    for (let attempt = 1; attempt < testInboxSettings().maxPermanentAttempts; attempt++) {
+      await expect(run(busEvent(row), lambdaContext())).rejects.toThrow('not authorized');
       clock.advance(10_000);
     }
     takeMetrics(metrics);

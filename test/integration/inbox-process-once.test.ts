@@ -6,6 +6,7 @@ import {
   InboxInProgressError,
   isInboxError,
 } from '../../shared/inbox/errors';
+import { TransientError } from '../../shared/inbox/failure-kind';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { type InboxEvent, poisonKey, processOnce, type WorkContext } from '../../shared/inbox/process-once';
@@ -185,13 +186,13 @@ describeEachEngine('processOnce state machine', (fixture) => {
 
   it('backoff doubles per attempt up to its cap', async () => {
     const event = inboxEvent('index');
-    settings = testInboxSettings({ maxAttempts: 5, backoff: { baseMs: 1_000, maxMs: 2_500 } });
+    settings = testInboxSettings({ backoff: { baseMs: 1_000, maxMs: 2_500 } });
     const delays: number[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       await processOnce(
         event,
         async () => {
-          throw new Error('down');
+          throw new TransientError('down');
         },
         deps(`o${i}`, { random: () => 1 }),
       ).catch(() => undefined);
@@ -199,10 +200,83 @@ describeEachEngine('processOnce state machine', (fixture) => {
       delays.push((record?.nextAttemptAt ?? 0) - clock.now);
       clock.advance(10_000);
     }
-    expect(delays).toEqual([1_000, 2_000, 2_500]);
+    expect(delays).toEqual([1_000, 2_000, 2_500, 2_500]);
   });
 
-  it('the last allowed attempt that fails makes the record DEAD, acknowledged, and it stays dead', async () => {
+  it('a transient failure 20 times in a row still ends PROCESSED, never DEAD', async () => {
+    const event = inboxEvent('index');
+    settings = testInboxSettings({ maxEventAgeMs: 24 * 3600_000 });
+    let failures = 0;
+    const flaky = async () => {
+      if (failures < 20) {
+        failures++;
+        throw Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      }
+      runs.set(event.eventId, (runs.get(event.eventId) ?? 0) + 1);
+      return 'done';
+    };
+    for (let i = 1; i <= 20; i++) {
+      await expect(processOnce(event, flaky, deps(`o${i}`))).rejects.toThrow('Rate exceeded');
+      const failed = await inbox.get(event);
+      expect(failed).toMatchObject({
+        status: 'FAILED',
+        attempts: i,
+        lastFailure: 'transient',
+        permanentFailures: 0,
+      });
+      clock.now = failed?.nextAttemptAt ?? clock.now;
+    }
+    expect(await processOnce(event, flaky, deps('last'))).toMatchObject({ kind: 'processed', attempt: 21 });
+    expect(runs.get(event.eventId)).toBe(1);
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 21 });
+  });
+
+  it('a transient failure once the first attempt is the maximum event age old makes the record DEAD', async () => {
+    const event = inboxEvent('index');
+    const down = async () => {
+      throw Object.assign(new Error('Service Unavailable'), { $metadata: { httpStatusCode: 503 } });
+    };
+    await expect(processOnce(event, down, deps('a'))).rejects.toThrow('Service Unavailable');
+    clock.advance(settings.maxEventAgeMs - 1);
+    await expect(processOnce(event, down, deps('b'))).rejects.toThrow('Service Unavailable');
+    clock.advance(settings.backoff.maxMs);
+    const outcome = await processOnce(event, down, deps('c'));
+    expect(outcome).toMatchObject({ kind: 'dead', attempt: 3 });
+    expect(outcome.kind === 'dead' && outcome.reason).toMatch(
+      /^failing transiently for 6\d s since the first attempt \(max event age 60 s\)/,
+    );
+    expect(await inbox.get(event)).toMatchObject({ status: 'DEAD', attempts: 3 });
+  });
+
+  it('a permanent failure spends the small budget, whatever transient failures came before', async () => {
+    const event = inboxEvent('index');
+    let attempt = 0;
+    const failing = async () => {
+      attempt++;
+      if (attempt <= 5) throw new TransientError(`blip ${attempt}`);
+      throw Object.assign(new Error(`invalid item ${attempt}`), {
+        name: 'ValidationException',
+        $metadata: { httpStatusCode: 400 },
+      });
+    };
+    for (let i = 1; i < 5 + settings.maxPermanentAttempts; i++) {
+      await expect(processOnce(event, failing, deps(`o${i}`))).rejects.toThrow();
+      clock.advance(settings.backoff.maxMs);
+    }
+    expect(await inbox.get(event)).toMatchObject({
+      status: 'FAILED',
+      permanentFailures: 2,
+      lastFailure: 'permanent',
+    });
+    const outcome = await processOnce(event, failing, deps('last'));
+    expect(outcome).toEqual({
+      kind: 'dead',
+      attempt: 8,
+      reason: 'permanent failure 3 of at most 3; last error ValidationException: invalid item 8',
+    });
+  });
+
+  it('the last allowed permanent failure makes the record DEAD, acknowledged, and it stays dead', async () => {
     const event = inboxEvent('index');
     let calls = 0;
     const failing = async () => {
@@ -217,7 +291,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(third).toEqual({
       kind: 'dead',
       attempt: 3,
-      reason: 'max attempts (3) reached; last error Error: failure 3',
+      reason: 'permanent failure 3 of at most 3; last error Error: failure 3',
     });
     clock.advance(10_000);
     expect(await processOnce(event, failing, deps('d'))).toEqual({ kind: 'duplicate', status: 'DEAD' });
@@ -229,22 +303,29 @@ describeEachEngine('processOnce state machine', (fixture) => {
     });
   });
 
-  it('an event whose attempts all crash goes DEAD without running again', async () => {
+  it('attempts that keep crashing are retried until the maximum event age, then DEAD without running again', async () => {
     const event = inboxEvent('index');
     const crashing: InboxStore = Object.assign(Object.create(inbox) as InboxStore, {
       complete: async () => {
         throw new Error('killed');
       },
     });
-    for (let i = 0; i < settings.maxAttempts; i++) {
-      await processOnce(event, effect(event), deps(`o${i}`, { inbox: crashing })).catch(() => undefined);
+    const firstAttemptAt = clock.now;
+    let crashes = 0;
+    while (clock.now - firstAttemptAt < settings.maxEventAgeMs) {
+      await processOnce(event, effect(event), deps(`o${crashes}`, { inbox: crashing })).catch(
+        () => undefined,
+      );
+      crashes++;
       clock.advance(settings.leaseMs + 1);
     }
-    expect(runs.get(event.eventId)).toBe(3);
+    // More than a permanent budget's worth: a crash is no proof the event is bad.
+    expect(crashes).toBeGreaterThan(settings.maxPermanentAttempts);
+    expect(runs.get(event.eventId)).toBe(crashes);
     const outcome = await processOnce(event, effect(event), deps('last'));
-    expect(outcome).toMatchObject({ kind: 'dead', attempt: 3 });
-    expect(outcome.kind === 'dead' && outcome.reason).toContain('lost its lease');
-    expect(runs.get(event.eventId)).toBe(3);
+    expect(outcome).toMatchObject({ kind: 'dead', attempt: crashes });
+    expect(outcome.kind === 'dead' && outcome.reason).toContain('kept losing their lease');
+    expect(runs.get(event.eventId)).toBe(crashes);
   });
 
   it('a different payload under a known id is poison: recorded DEAD apart, the original untouched', async () => {
@@ -295,7 +376,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
 
   it('a redriven DEAD record runs again on its next delivery', async () => {
     const event = inboxEvent('index');
-    settings = testInboxSettings({ maxAttempts: 1 });
+    settings = testInboxSettings({ maxPermanentAttempts: 1 });
     const dead = await processOnce(
       event,
       async () => {

@@ -14,6 +14,8 @@ import type { InboxKey, NewInboxRecord, PoisonRecord } from '../../shared/inbox/
 import { describeEachEngine } from '../support/dynamo';
 
 const t0 = Date.parse('2026-11-30T12:00:00.000Z');
+/** How most of these failures failed: only the failure test itself looks at it. */
+const transient = { kind: 'transient', permanentFailures: 0 } as const;
 
 describeEachEngine('inbox store contract', (fixture) => {
   let store: DynamoInboxStore;
@@ -145,7 +147,12 @@ describeEachEngine('inbox store contract', (fixture) => {
         ),
       ).rejects.toBeInstanceOf(InboxRecordChangedError);
 
-      await store.fail(keyOf(record), 'owner-a', { now: t0 + 1, error: 'boom', nextAttemptAt: t0 + 5_000 });
+      await store.fail(keyOf(record), 'owner-a', {
+        now: t0 + 1,
+        error: 'boom',
+        nextAttemptAt: t0 + 5_000,
+        ...transient,
+      });
       await expect(
         store.takeOver(
           keyOf(record),
@@ -192,12 +199,12 @@ describeEachEngine('inbox store contract', (fixture) => {
       await expect(store.complete(k, 'owner-b', { now: t0, expiresAt: 1 })).rejects.toBeInstanceOf(
         InboxFencedOutError,
       );
-      await expect(store.fail(k, 'owner-b', { now: t0, error: 'x', nextAttemptAt: 0 })).rejects.toMatchObject(
-        {
-          code: 'FENCED_OUT',
-          details: { operation: 'fail', owner: 'owner-b' },
-        },
-      );
+      await expect(
+        store.fail(k, 'owner-b', { now: t0, error: 'x', nextAttemptAt: 0, ...transient }),
+      ).rejects.toMatchObject({
+        code: 'FENCED_OUT',
+        details: { operation: 'fail', owner: 'owner-b' },
+      });
       await store.complete(k, 'owner-a', { now: t0 + 2, expiresAt: 1_900_000_000 });
       expect(await store.get(k)).toMatchObject({
         status: 'PROCESSED',
@@ -215,12 +222,17 @@ describeEachEngine('inbox store contract', (fixture) => {
         now: t0 + 3,
         error: 'Error: down',
         nextAttemptAt: t0 + 2_000,
+        kind: 'permanent',
+        permanentFailures: 1,
       });
       expect(await store.get(keyOf(record))).toMatchObject({
         status: 'FAILED',
         lastError: 'Error: down',
         nextAttemptAt: t0 + 2_000,
         leaseUntil: t0 + 3,
+        lastFailure: 'permanent',
+        permanentFailures: 1,
+        firstAttemptAt: record.now,
       });
     });
 
@@ -308,6 +320,7 @@ describeEachEngine('inbox store contract', (fixture) => {
         now: t0,
         error: 'e',
         nextAttemptAt: t0,
+        ...transient,
       });
       await store.recordPoison(poison());
       await store.begin(fresh({ consumer: `${consumer}-other` }));
@@ -325,7 +338,7 @@ describeEachEngine('inbox store contract', (fixture) => {
       for (const r of records) await store.begin(r);
       const [done, failed, dead] = records as [NewInboxRecord, NewInboxRecord, NewInboxRecord];
       await store.complete(keyOf(done), 'owner-a', { now: t0, expiresAt: 1 });
-      await store.fail(keyOf(failed), 'owner-a', { now: t0, error: 'e', nextAttemptAt: t0 });
+      await store.fail(keyOf(failed), 'owner-a', { now: t0, error: 'e', nextAttemptAt: t0, ...transient });
       await store.markDead(
         keyOf(dead),
         { status: 'PROCESSING', leaseOwner: 'owner-a' },
@@ -361,10 +374,27 @@ describeEachEngine('inbox store contract', (fixture) => {
       expect(last.cursor).toBeUndefined();
     });
 
-    it('redrive resets a DEAD record to a due FAILED record at attempt 0 without TTL', async () => {
+    it('redrive resets a DEAD record to a due FAILED record at attempt 0 without TTL, its failure window afresh', async () => {
       const record = fresh();
       await store.begin(record);
       const k = keyOf(record);
+      await store.takeOver(
+        k,
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { owner: 'owner-a2', leaseUntil: t0 + 99_000, now: record.leaseUntil + 1 },
+      );
+      await store.fail(k, 'owner-a2', {
+        now: t0,
+        error: 'e',
+        nextAttemptAt: t0,
+        kind: 'permanent',
+        permanentFailures: 1,
+      });
+      await store.takeOver(
+        k,
+        { status: 'FAILED', leaseOwner: 'owner-a2' },
+        { owner: 'owner-a', leaseUntil: t0 + 99_000, now: t0 + 1 },
+      );
       await store.markDead(
         k,
         { status: 'PROCESSING', leaseOwner: 'owner-a' },
@@ -375,8 +405,11 @@ describeEachEngine('inbox store contract', (fixture) => {
         status: 'FAILED',
         attempts: 0,
         nextAttemptAt: 0,
+        firstAttemptAt: t0 + 10,
+        permanentFailures: 0,
         event: record.event,
       });
+      expect(redriven.lastFailure).toBeUndefined();
       expect(redriven.expiresAt).toBeUndefined();
       expect(redriven.leaseOwner).toMatch(/^redrive\//);
       // And a delivery can now take it over.

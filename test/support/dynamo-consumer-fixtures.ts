@@ -108,10 +108,11 @@ export class TestClock {
   }
 }
 
-/** Inbox settings with small numbers tests can step through. */
+/** Inbox settings with small numbers tests can step through (a minute of transient failures). */
 export function testInboxSettings(overrides: Partial<InboxSettings> = {}): InboxSettings {
   return inboxSettingsFor('index', {
-    maxAttempts: 3,
+    maxPermanentAttempts: 3,
+    maxEventAgeMs: 60_000,
     backoff: { baseMs: 1_000, maxMs: 4_000 },
     leaseMs: 10_000,
     leaseGraceMs: 1_000,

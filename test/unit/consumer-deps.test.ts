@@ -64,7 +64,10 @@ describe('the parts every consumer shares', () => {
     const client = new DynamoDBClient({ region: 'us-east-1' });
     const deps = consumerDeps('notify', { inboxTable: 'inbox' }, client);
     expect(deps.inbox).toBeInstanceOf(DynamoInboxStore);
-    expect(deps.settings).toMatchObject({ maxAttempts: topology.consumers.notify.maxAttempts });
+    expect(deps.settings).toMatchObject({
+      maxPermanentAttempts: topology.consumers.notify.maxPermanentAttempts,
+      maxEventAgeMs: topology.consumers.notify.maxEventAgeSeconds * 1000,
+    });
     deps.metrics.addMetric('X', 'Count', 1);
     expect(deps.metrics.serializeMetrics()).toMatchObject({ Consumer: 'notify', service: 'consumer-notify' });
     client.destroy();

@@ -13,6 +13,7 @@ import {
 // The adapter sends through the document client it builds over the DynamoDBClient it is given.
 const dynamo = mockClient(DynamoDBDocumentClient);
 const key = { consumer: 'index', eventId: 'e-1' };
+const transient = { kind: 'transient', permanentFailures: 0 } as const;
 /** A first delivery's `begin`, `event` and the rest overridable. */
 const beginInput = (over: Partial<Parameters<DynamoInboxStore['begin']>[0]> = {}) => ({
   ...key,
@@ -46,9 +47,9 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     expect(complete).toBeInstanceOf(InboxFencedOutError);
     expect((complete as Error).cause).toBeInstanceOf(ConditionalCheckFailedException);
     await expect(store.renew(key, 'me', 5, 1)).rejects.toBeInstanceOf(InboxFencedOutError);
-    await expect(store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2 })).rejects.toBeInstanceOf(
-      InboxFencedOutError,
-    );
+    await expect(
+      store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2, ...transient }),
+    ).rejects.toBeInstanceOf(InboxFencedOutError);
   });
 
   it('a refused take-over is InboxRecordChangedError; a refused poison write is InboxRecordExistsError', async () => {
@@ -135,7 +136,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     dynamo.on(UpdateCommand).rejects(refusedOn('PROCESSED'));
     await store.complete(key, 'me', { now: 1, expiresAt: 2 });
     dynamo.on(UpdateCommand).rejects(refusedOn('FAILED'));
-    await store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2 });
+    await store.fail(key, 'me', { now: 1, error: 'x', nextAttemptAt: 2, ...transient });
     expect(dynamo.commandCalls(GetCommand)).toHaveLength(0);
   });
 });

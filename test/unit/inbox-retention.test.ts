@@ -1,42 +1,101 @@
 import { describe, expect, it } from 'vitest';
 import { leaseLength } from '../../shared/inbox/process-once';
-import { inboxDefaults, inboxSettingsFor, longestRedeliveryWindowSeconds } from '../../shared/inbox/settings';
-import { topology } from '../../shared/topology';
+import { inboxDefaults, inboxSettingsFor } from '../../shared/inbox/settings';
+import { type ConsumerName, consumerNames, type Topology, topology } from '../../shared/topology';
 
-describe('inbox retention and leases', () => {
-  it('keeps processed records (TTL) longer than the longest redelivery window of the topology', () => {
-    const window = longestRedeliveryWindowSeconds(topology);
-    // Target retry (24 h) then Lambda async retries (6 h), plus the relay's re-publish schedule.
-    expect(window).toBeGreaterThanOrEqual(30 * 3600);
-    expect(inboxDefaults.retentionSeconds).toBe(8 * 24 * 3600);
-    expect(inboxDefaults.retentionSeconds).toBeGreaterThan(window);
-    for (const consumer of ['index', 'notify', 'archive'] as const) {
-      expect(inboxSettingsFor(consumer).retentionSeconds).toBeGreaterThan(window);
+const day = 24 * 3600;
+
+type RetentionTopology = Pick<Topology, 'consumers' | 'relay' | 'archiveRetentionDays'>;
+
+/**
+ * Every path by which a delivery of an event can come back to a consumer after the event was
+ * first published, with (a lower bound of) the longest it can take, in seconds. Stated here on
+ * its own, from the topology's numbers, so the test checks the derivation rather than repeat it:
+ * - the relay re-publishes an event whose PutEvents answer was lost, until its maximum age;
+ * - EventBridge retries a target invoke up to the target's maximum event age, then puts the
+ *   event in the rule's DLQ, where an ops redrive can take it for the queue's retention;
+ * - Lambda retries the function's own errors up to the async maximum event age, then puts the
+ *   invocation record in the on-failure queue, redrivable for its retention;
+ * - the bus archive keeps every event for replay for its retention, and a replayed delivery can
+ *   take every path above again.
+ */
+function redeliveryPaths(t: RetentionTopology, consumer: ConsumerName): [string, number][] {
+  const c = t.consumers[consumer];
+  const relay = t.relay.maxEventAgeSeconds;
+  const target = c.targetRetry.maximumEventAgeSeconds;
+  const lambda = c.asyncInvoke.maximumEventAgeSeconds;
+  const queue = c.deadLetterRetentionSeconds;
+  const archive = t.archiveRetentionDays * day;
+  return [
+    ['relay re-publish', relay],
+    ['EventBridge target retries', relay + target],
+    ['rule DLQ redrive', relay + target + queue],
+    ['Lambda async retries', relay + target + lambda],
+    ['on-failure queue redrive', relay + target + lambda + queue],
+    ['archive replay', relay + archive + target + lambda + queue],
+  ];
+}
+
+function expectRetentionCovers(t: RetentionTopology, label: string): void {
+  for (const consumer of consumerNames) {
+    const settings = inboxSettingsFor(consumer, {}, t);
+    for (const [path, seconds] of redeliveryPaths(t, consumer)) {
+      expect(settings.retentionSeconds, `${label}: ${consumer} PROCESSED vs ${path}`).toBeGreaterThanOrEqual(
+        seconds,
+      );
+      // A late copy of a DEAD event must find it DEAD, not start it afresh.
+      expect(settings.deadRetentionSeconds, `${label}: ${consumer} DEAD vs ${path}`).toBeGreaterThanOrEqual(
+        seconds,
+      );
     }
+  }
+}
+
+describe('inbox retention, derived from the topology', () => {
+  it('keeps a PROCESSED record at least as long as every path a delivery can come back by', () => {
+    expectRetentionCovers(topology, 'topology');
+    // Today: 14 days of queue retention and 30 of archive put it past six weeks.
+    expect(inboxSettingsFor('index').retentionSeconds).toBeGreaterThanOrEqual(44 * day);
   });
 
-  it('the window follows the topology: a longer retry policy outgrows the retention', () => {
-    const stretched = {
-      relay: topology.relay,
-      consumers: {
-        ...topology.consumers,
-        notify: {
-          ...topology.consumers.notify,
-          targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 8 * 24 * 3600 },
-        },
-      },
+  it('follows each path: lengthen any one and the retention still covers them all', () => {
+    const stretch = (patch: (t: Mutable) => void): RetentionTopology => {
+      const t = structuredClone({
+        consumers: topology.consumers,
+        relay: topology.relay,
+        archiveRetentionDays: topology.archiveRetentionDays,
+      }) as unknown as Mutable;
+      patch(t);
+      return t as unknown as RetentionTopology;
     };
-    expect(longestRedeliveryWindowSeconds(stretched)).toBeGreaterThan(inboxDefaults.retentionSeconds);
+    const longer: Record<string, RetentionTopology> = {
+      'relay max age': stretch((t) => {
+        t.relay.maxEventAgeSeconds *= 10;
+      }),
+      'archive retention': stretch((t) => {
+        t.archiveRetentionDays *= 10;
+      }),
+      'target max event age': stretch((t) => {
+        t.consumers.notify.targetRetry.maximumEventAgeSeconds *= 10;
+      }),
+      'Lambda async max event age': stretch((t) => {
+        t.consumers.archive.asyncInvoke.maximumEventAgeSeconds *= 10;
+      }),
+      'dead-letter queue retention': stretch((t) => {
+        t.consumers.index.deadLetterRetentionSeconds *= 10;
+      }),
+    };
+    for (const [label, t] of Object.entries(longer)) expectRetentionCovers(t, `longer ${label}`);
   });
 
-  it('takes attempts and backoff from the topology, the rest from defaults, overrides last', () => {
+  it('takes the failure limits and backoff from the topology, the rest from defaults, overrides last', () => {
     const settings = inboxSettingsFor('archive', { leaseMs: 5_000 });
     expect(settings).toMatchObject({
-      maxAttempts: topology.consumers.archive.maxAttempts,
+      maxPermanentAttempts: topology.consumers.archive.maxPermanentAttempts,
+      maxEventAgeMs: topology.consumers.archive.maxEventAgeSeconds * 1000,
       backoff: topology.consumers.archive.backoff,
       leaseMs: 5_000,
       leaseGraceMs: inboxDefaults.leaseGraceMs,
-      deadRetentionSeconds: inboxDefaults.deadRetentionSeconds,
     });
   });
 
@@ -48,3 +107,16 @@ describe('inbox retention and leases', () => {
     expect(leaseLength(settings, 1_000)).toBe(30_000);
   });
 });
+
+interface Mutable {
+  relay: { maxEventAgeSeconds: number };
+  archiveRetentionDays: number;
+  consumers: Record<
+    ConsumerName,
+    {
+      targetRetry: { maximumEventAgeSeconds: number };
+      asyncInvoke: { maximumEventAgeSeconds: number };
+      deadLetterRetentionSeconds: number;
+    }
+  >;
+}

@@ -17,7 +17,7 @@ export interface ConsumerEffect {
 
 export interface ConsumerProps {
   readonly name: ConsumerName;
-  /** `topology.consumers[name]`: the async-invoke retries and max event age come from here. */
+  /** `topology.consumers[name]`: the async-invoke retries, max event age and queue retention come from here. */
   readonly policy: ConsumerPolicy;
   readonly inbox: InboxTable;
   readonly effect: ConsumerEffect;
@@ -43,6 +43,7 @@ export class Consumer extends Construct {
     this.name = props.name;
     this.onFailureQueue = new DeadLetterQueue(this, 'OnFailure', {
       purpose: `events the ${props.name} consumer failed after Lambda's async retries`,
+      retention: Duration.seconds(props.policy.deadLetterRetentionSeconds),
     });
     this.function = new PipelineFunction(this, 'Function', {
       entry: `functions/consumers/${props.name}/handler.ts`,

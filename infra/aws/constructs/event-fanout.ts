@@ -22,8 +22,11 @@ export interface EventFanoutProps {
   readonly consumers: Readonly<Record<ConsumerName, ConsumerPolicy>>;
   /** The consumer functions the rules target. */
   readonly targets: Readonly<Record<ConsumerName, IFunction>>;
-  /** How long the archive keeps events for replay. @default 30 days */
-  readonly archiveRetention?: Duration;
+  /**
+   * How long the archive keeps events for replay: the topology's `archiveRetentionDays`, which
+   * the inbox retention is derived from (a replay must find its events' records still there).
+   */
+  readonly archiveRetention: Duration;
 }
 
 /** One rule target: which consumer, and the queue that catches invokes EventBridge gave up on. */
@@ -78,7 +81,7 @@ export class EventFanout extends Construct {
     this.archive = this.bus.archive('Archive', {
       description: 'Every pipeline event, for replay',
       eventPattern: { source: [props.source] },
-      retention: props.archiveRetention ?? Duration.days(30),
+      retention: props.archiveRetention,
     });
 
     const rules = new Map<string, Rule>();
@@ -94,6 +97,7 @@ export class EventFanout extends Construct {
         const policy = props.consumers[consumer];
         const deadLetterQueue = new DeadLetterQueue(this, `Dlq-${spec.name}-${consumer}`, {
           purpose: `events rule ${spec.name} could not deliver to the ${consumer} consumer`,
+          retention: Duration.seconds(policy.deadLetterRetentionSeconds),
         });
         rule.addTarget(
           new LambdaFunction(props.targets[consumer], {
