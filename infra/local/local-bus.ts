@@ -13,6 +13,7 @@ import {
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import * as z from 'zod';
 import { sleep } from '../../shared/db/retry';
 import type { DeadLetter as OpsDeadLetter } from '../../shared/ops/ops-ports';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
@@ -73,6 +74,69 @@ type JournalLine =
   | { t: 'done'; id: string; consumer: ConsumerName; rule: string };
 
 const nonRetryable = (code: string, message: string) => ({ ErrorCode: code, ErrorMessage: message });
+
+// A JavaScript Date spans ±8.64e15 ms; an epoch-seconds `Time` outside it names no instant.
+const maxEpochSeconds = 8.64e12;
+
+// awsJson reads a null member as an absent one.
+const member = <T extends z.ZodType>(type: T) => type.nullish();
+
+/**
+ * A PutEvents request as the wire must carry it: every member of its JSON type (unknown members
+ * ignored, as AWS JSON services do). A body that does not fit cannot be read at all, and AWS
+ * answers it as a whole (SerializationException); which members an entry needs and whether its
+ * Detail is an object are answered per entry (InvalidArgument, MalformedDetail).
+ * https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEventsRequestEntry.html
+ */
+const putEventsRequest = z.object({
+  Entries: member(
+    z.array(
+      z.object({
+        Source: member(z.string()),
+        DetailType: member(z.string()),
+        Detail: member(z.string()),
+        EventBusName: member(z.string()),
+        Resources: member(z.array(z.string())),
+        TraceHeader: member(z.string()),
+        // awsJson timestamps are epoch seconds (a JSON number, fractions allowed).
+        Time: member(z.number().min(-maxEpochSeconds).max(maxEpochSeconds)),
+      }),
+    ),
+  ),
+  EndpointId: member(z.string()),
+});
+type PutEventsEntry = NonNullable<z.infer<typeof putEventsRequest>['Entries']>[number];
+
+/**
+ * How deep a Detail may nest: "PutEvents will only process nested JSON up to 1000 levels deep"
+ * (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html). Deeper is
+ * answered as MalformedDetail; beyond it the journal's JSON.stringify would overflow the stack.
+ */
+const maxDetailDepth = 1000;
+
+/** Whether the JSON text nests objects and arrays deeper than `max` (read without recursion). */
+function nestsDeeperThan(json: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') {
+      if (++depth > max) return true;
+    } else if (c === '}' || c === ']') depth--;
+  }
+  return false;
+}
+
+/** The first thing wrong with an unreadable request, in the words of a serialization error. */
+function serializationMessage(error: z.ZodError): string {
+  const issue = error.issues[0];
+  const at = issue && issue.path.length > 0 ? issue.path.join('.') : 'the request';
+  return `Cannot deserialize ${at}: ${issue?.message ?? 'invalid'}`;
+}
 
 /**
  * A local EventBridge custom bus: a `PutEvents` endpoint (awsJson1.1) on loopback that the
@@ -183,13 +247,26 @@ export class LocalBus {
         message: `unsupported: ${target || req.method}`,
       });
     }
-    let body: { Entries?: unknown };
+    let body: unknown;
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     } catch {
       return this.reply(res, 400, { __type: 'SerializationException', message: 'body is not JSON' });
     }
-    const entries = Array.isArray(body.Entries) ? (body.Entries as Record<string, unknown>[]) : [];
+    const request = putEventsRequest.safeParse(body);
+    if (!request.success) {
+      return this.reply(res, 400, {
+        __type: 'SerializationException',
+        message: serializationMessage(request.error),
+      });
+    }
+    const entries = request.data.Entries;
+    if (!entries) {
+      return this.reply(res, 400, {
+        __type: 'ValidationException',
+        message: `1 validation error detected: Value null at 'entries' failed to satisfy constraint: Member must not be null`,
+      });
+    }
     if (entries.length < 1 || entries.length > 10) {
       return this.reply(res, 400, {
         __type: 'ValidationException',
@@ -238,7 +315,7 @@ export class LocalBus {
   }
 
   private accept(
-    entry: Record<string, unknown>,
+    entry: PutEventsEntry,
   ):
     | { error: Record<string, string> }
     | { event: BusEvent; targets: { rule: string; consumer: ConsumerName }[] } {
@@ -254,7 +331,9 @@ export class LocalBus {
     }
     let detail: unknown;
     try {
-      detail = JSON.parse(entry.Detail as string);
+      detail = nestsDeeperThan(entry.Detail as string, maxDetailDepth)
+        ? undefined
+        : JSON.parse(entry.Detail as string);
     } catch {
       detail = undefined;
     }
@@ -270,7 +349,7 @@ export class LocalBus {
       account: '000000000000',
       time: `${time.toISOString().slice(0, 19)}Z`,
       region: 'us-east-1',
-      resources: Array.isArray(entry.Resources) ? (entry.Resources as string[]) : [],
+      resources: entry.Resources ?? [],
       detail: detail as Record<string, unknown>,
     };
     const bus = typeof entry.EventBusName === 'string' ? entry.EventBusName : 'default';
@@ -459,10 +538,10 @@ export class LocalBus {
   }
 }
 
-const utf8 = (v: unknown) => (typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : 0);
+const utf8 = (v: string | null | undefined) => (v ? Buffer.byteLength(v, 'utf8') : 0);
 
-/** AWS's entry size rule (reference/eventbridge.md §2). */
-function entryBytes(e: Record<string, unknown>): number {
-  const resources = Array.isArray(e.Resources) ? e.Resources.reduce((n: number, r) => n + utf8(r), 0) : 0;
-  return (e.Time !== undefined ? 14 : 0) + utf8(e.Source) + utf8(e.DetailType) + utf8(e.Detail) + resources;
+/** AWS's entry size rule (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html). */
+function entryBytes(e: PutEventsEntry): number {
+  const resources = (e.Resources ?? []).reduce((n, r) => n + utf8(r), 0);
+  return (e.Time != null ? 14 : 0) + utf8(e.Source) + utf8(e.DetailType) + utf8(e.Detail) + resources;
 }

@@ -24,10 +24,17 @@ export function rawHttp(
 ): Promise<RawAnswer> {
   const url = new URL(baseUrl);
   const given = req.headers ?? [];
-  // HTTP/1.1 requires Host (node:http answers 400 without it) and a header list gets none added.
-  const headers = given.some(([name]) => name.toLowerCase() === 'host')
-    ? given
-    : [['host', url.host], ...given];
+  const has = (wanted: string) => given.some(([name]) => name.toLowerCase() === wanted);
+  const body = req.body ?? undefined;
+  // A header list gets no defaults added: HTTP/1.1 requires Host (node:http answers 400 without
+  // it), and without a length a GET's body would be read as a second, broken request.
+  const headers = [
+    ...(has('host') ? [] : [['host', url.host] as const]),
+    ...(body === undefined || has('content-length')
+      ? []
+      : [['content-length', String(Buffer.byteLength(body))] as const]),
+    ...given,
+  ];
   return new Promise((resolve, reject) => {
     const outgoing = request(
       {
@@ -55,7 +62,7 @@ export function rawHttp(
     );
     outgoing.on('timeout', () => outgoing.destroy(new Error(`no answer to ${req.method} ${req.target}`)));
     outgoing.on('error', reject);
-    outgoing.end(req.body ?? undefined);
+    outgoing.end(body);
   });
 }
 
