@@ -3,7 +3,7 @@ import type { ConsumerEffect } from '../../shared/effects/effect';
 import type { InboxKey, InboxStore } from '../../shared/inbox/inbox-store';
 import { type ConsumerName, consumerNames } from '../../shared/topology';
 import { engineEndpoint, type Harness, SimulatedCrashError, startHarness, withOverrides } from './harness';
-import { sized } from './profile';
+import { scenarioTimeoutMs, sized } from './profile';
 
 /** A third of the events crash their consumer once after the effect, a third fail once after it. */
 const fate = (eventId: string) =>
@@ -46,32 +46,36 @@ describe('guarantee: a consumer that crashes after its effect', () => {
   });
   afterAll(() => harness?.stop());
 
-  it('runs the effect again after the lease or the backoff, and only notifications repeat', async () => {
-    const tasks = sized(24, 300);
-    await harness.approveTasks(tasks);
-    const settled = await harness.settle();
-    const report = await harness.check();
+  it(
+    'runs the effect again after the lease or the backoff, and only notifications repeat',
+    async () => {
+      const tasks = sized(24, 300);
+      await harness.approveTasks(tasks);
+      const settled = await harness.settle();
+      const report = await harness.check();
 
-    // The faults happened, on every consumer, and each of those effects ran a second time.
-    for (const consumer of consumerNames) {
-      const crashes = [...crashed].filter((id) => id.startsWith(`${consumer}/`));
-      const failures = [...failedAfter].filter((id) => id.startsWith(`${consumer}/`));
-      expect(crashes.length).toBeGreaterThan(0);
-      expect(failures.length).toBeGreaterThan(0);
-      for (const id of [...crashes, ...failures]) expect(harness.observed.effectRuns.get(id)).toBe(2);
-      expect(harness.observed.actedWithoutCompleting[consumer]).toBe(crashes.length + failures.length);
-    }
-    // The second index write found its own version (stale); the second archive put found the
-    // object; SNS dedupes nothing, so notify's repeats show, each explained by an attempt above.
-    const indexStale = harness.observed.effectResults.index.filter((r) => r.outcome === 'stale').length;
-    expect(indexStale).toBeGreaterThanOrEqual(
-      [...crashed, ...failedAfter].filter((id) => id.startsWith('index/')).length,
-    );
-    expect(
-      harness.observed.effectResults.archive.filter((r) => r.outcome === 'exists').length,
-    ).toBeGreaterThan(0);
-    expect(report.figures.duplicates.notification).toBe(harness.observed.actedWithoutCompleting.notify);
-    expect(report.violations).toEqual([]);
-    expect(settled.quiet).toBe(true);
-  });
+      // The faults happened, on every consumer, and each of those effects ran a second time.
+      for (const consumer of consumerNames) {
+        const crashes = [...crashed].filter((id) => id.startsWith(`${consumer}/`));
+        const failures = [...failedAfter].filter((id) => id.startsWith(`${consumer}/`));
+        expect(crashes.length).toBeGreaterThan(0);
+        expect(failures.length).toBeGreaterThan(0);
+        for (const id of [...crashes, ...failures]) expect(harness.observed.effectRuns.get(id)).toBe(2);
+        expect(harness.observed.actedWithoutCompleting[consumer]).toBe(crashes.length + failures.length);
+      }
+      // The second index write found its own version (stale); the second archive put found the
+      // object; SNS dedupes nothing, so notify's repeats show, each explained by an attempt above.
+      const indexStale = harness.observed.effectResults.index.filter((r) => r.outcome === 'stale').length;
+      expect(indexStale).toBeGreaterThanOrEqual(
+        [...crashed, ...failedAfter].filter((id) => id.startsWith('index/')).length,
+      );
+      expect(
+        harness.observed.effectResults.archive.filter((r) => r.outcome === 'exists').length,
+      ).toBeGreaterThan(0);
+      expect(report.figures.duplicates.notification).toBe(harness.observed.actedWithoutCompleting.notify);
+      expect(report.violations).toEqual([]);
+      expect(settled.quiet).toBe(true);
+    },
+    scenarioTimeoutMs,
+  );
 });

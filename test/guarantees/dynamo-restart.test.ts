@@ -5,7 +5,7 @@ import { dynamoDbLocalUnavailable } from '../../infra/local/dynamo';
 import { type RestartableDynamo, startRestartableDynamo } from '../support/dynamo-engines';
 import { tempDataDir } from '../support/pipeline-client';
 import { type Harness, startHarness } from './harness';
-import { fullProfile, sized } from './profile';
+import { fullProfile, scenarioTimeoutMs, settleTimeoutMs, sized } from './profile';
 
 const outageMs = sized(2_000, 8_000);
 
@@ -79,27 +79,31 @@ for (const engine of engines) {
         await dynamo?.stop();
       });
 
-      it('processes every event once the engine is back, each effect once', async () => {
-        await harness.approveTasks(tasks);
-        const settled = await harness.settle({ timeoutMs: outageMs + 45_000 });
-        await outage;
-        const report = await harness.check();
+      it(
+        'processes every event once the engine is back, each effect once',
+        async () => {
+          await harness.approveTasks(tasks);
+          const settled = await harness.settle({ timeoutMs: outageMs + settleTimeoutMs });
+          await outage;
+          const report = await harness.check();
 
-        // The fault happened under load: records had been written, the endpoint refused
-        // connections, and consumers failed on it (not only on each other's leases).
-        expect(processedBeforeOutage).toBeGreaterThan(0);
-        expect(downProbe).toBe('ECONNREFUSED');
-        expect(dynamo.running).toBe(true);
-        const engineErrors = Object.values(harness.observed.invocationErrors)
-          .flatMap((errors) => [...errors])
-          .filter(([name]) => !/IN_PROGRESS|BACKOFF/.test(name))
-          .reduce((n, [, count]) => n + count, 0);
-        expect(engineErrors).toBeGreaterThan(0);
-        // What was written before the stop survived it, and the rest followed.
-        expect(report.violations).toEqual([]);
-        expect(settled.quiet).toBe(true);
-        expect(report.figures.approvedTasks).toBe(tasks);
-      });
+          // The fault happened under load: records had been written, the endpoint refused
+          // connections, and consumers failed on it (not only on each other's leases).
+          expect(processedBeforeOutage).toBeGreaterThan(0);
+          expect(downProbe).toBe('ECONNREFUSED');
+          expect(dynamo.running).toBe(true);
+          const engineErrors = Object.values(harness.observed.invocationErrors)
+            .flatMap((errors) => [...errors])
+            .filter(([name]) => !/IN_PROGRESS|BACKOFF/.test(name))
+            .reduce((n, [, count]) => n + count, 0);
+          expect(engineErrors).toBeGreaterThan(0);
+          // What was written before the stop survived it, and the rest followed.
+          expect(report.violations).toEqual([]);
+          expect(settled.quiet).toBe(true);
+          expect(report.figures.approvedTasks).toBe(tasks);
+        },
+        scenarioTimeoutMs,
+      );
     },
   );
 }

@@ -44,6 +44,7 @@ import {
   type GuaranteeReport,
   type GuaranteeSources,
 } from './invariants';
+import { settleTimeoutMs } from './profile';
 
 /**
  * The pipeline assembled from its real parts for a guarantee scenario: the tasks commands and the
@@ -355,7 +356,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
 
     const settle: Harness['settle'] = async (settleOptions = {}) => {
       const started = Date.now();
-      const deadline = started + (settleOptions.timeoutMs ?? 30_000);
+      const deadline = started + (settleOptions.timeoutMs ?? settleTimeoutMs);
       while (Date.now() < deadline) {
         if (settleOptions.runRelays !== false) {
           const budgetEnd = Math.min(deadline, Date.now() + 3_000);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { archiveKey } from '../../shared/effects/archive';
 import { eventTypes } from '../../shared/topology';
-import { checkGuarantees, type GuaranteeFacts, routedConsumers } from './invariants';
+import { checkGuarantees, type GuaranteeFacts, type OutboxFact, routedConsumers } from './invariants';
 
 /** A run where everything went right: one approved task, one approved then withdrawn. */
 function healthyRun() {
@@ -106,7 +106,7 @@ describe('the guarantee checker', () => {
         ...facts,
         outbox: [
           ...facts.outbox,
-          { ...(facts.outbox[0] as never), eventId: randomUUID(), aggregateId: approved.taskId },
+          { ...(facts.outbox[0] as OutboxFact), eventId: randomUUID(), aggregateId: approved.taskId },
         ],
       }),
       /approved but has 2 content.approved outbox rows/,

@@ -8,7 +8,7 @@ import { runRelay } from '../../shared/outbox/relay';
 import { testLogin } from '../support/database';
 import { type RestartablePostgres, startRestartablePostgres } from '../support/embedded-pg';
 import { engineEndpoint, type Harness, startHarness } from './harness';
-import { sized } from './profile';
+import { scenarioTimeoutMs, settleTimeoutMs, sized } from './profile';
 
 /** How long PostgreSQL stays down: seconds here, longer in the full profile. */
 const outageMs = sized(3_000, 10_000);
@@ -59,48 +59,54 @@ describe('guarantee: PostgreSQL stopped in the middle of a relay run, then start
     await server?.stop();
   });
 
-  it('delivers every committed event once PostgreSQL is back, each effect once', async () => {
-    const tasks = sized(30, 300);
-    await harness.approveTasks(tasks);
-    let downProbe: string | undefined = 'not probed';
-    let outage: Promise<void> | undefined;
-    let deliveriesBeforeOutage = 0;
-    // The first PutEvents of the run is on its way when PostgreSQL goes down: the bus accepts it,
-    // the relay cannot mark it, and consumers that need the database fail until it is back.
-    const stopsDatabase = (publisher: EventPublisher): EventPublisher => ({
-      async publish(events) {
-        if (!outage) {
-          deliveriesBeforeOutage = harness.observed.deliveries.length;
-          await server.halt();
-          downProbe = await probe(url);
-          outage = new Promise<void>((resolve) => setTimeout(resolve, outageMs)).then(() => server.resume());
-        }
-        return publisher.publish(events);
-      },
-    });
-    const interrupted = await runRelay(harness.relayDeps({ publisher: stopsDatabase }), {
-      remainingMs: () => 10_000,
-    }).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    // Relay runs go on (as the schedule would), failing until PostgreSQL is back.
-    const settled = await harness.settle({ timeoutMs: outageMs + 30_000 });
-    await outage;
-    const report = await harness.check();
+  it(
+    'delivers every committed event once PostgreSQL is back, each effect once',
+    async () => {
+      const tasks = sized(30, 300);
+      await harness.approveTasks(tasks);
+      let downProbe: string | undefined = 'not probed';
+      let outage: Promise<void> | undefined;
+      let deliveriesBeforeOutage = 0;
+      // The first PutEvents of the run is on its way when PostgreSQL goes down: the bus accepts it,
+      // the relay cannot mark it, and consumers that need the database fail until it is back.
+      const stopsDatabase = (publisher: EventPublisher): EventPublisher => ({
+        async publish(events) {
+          if (!outage) {
+            deliveriesBeforeOutage = harness.observed.deliveries.length;
+            await server.halt();
+            downProbe = await probe(url);
+            outage = new Promise<void>((resolve) => setTimeout(resolve, outageMs)).then(() =>
+              server.resume(),
+            );
+          }
+          return publisher.publish(events);
+        },
+      });
+      const interrupted = await runRelay(harness.relayDeps({ publisher: stopsDatabase }), {
+        remainingMs: () => 10_000,
+      }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      // Relay runs go on (as the schedule would), failing until PostgreSQL is back.
+      const settled = await harness.settle({ timeoutMs: outageMs + settleTimeoutMs });
+      await outage;
+      const report = await harness.check();
 
-    // The fault happened: the run in flight failed for want of its database, which refused
-    // connections, while the bus took the batch it had published.
-    expect(interrupted).toBeInstanceOf(Error);
-    expect(downProbe).toBe('ECONNREFUSED');
-    expect(server.running).toBe(true);
-    expect(deliveriesBeforeOutage).toBe(0);
-    expect(report.figures.duplicates.publish).toBeGreaterThan(0);
-    // The archive consumer, which reads the task from PostgreSQL, failed on the outage and retried.
-    expect(report.figures.maxConsumerAttempts.archive).toBeGreaterThan(1);
-    // Nothing committed was lost, nothing is stuck, nothing is dead.
-    expect(report.violations).toEqual([]);
-    expect(settled.quiet).toBe(true);
-    expect(report.figures.approvedTasks).toBe(tasks);
-  });
+      // The fault happened: the run in flight failed for want of its database, which refused
+      // connections, while the bus took the batch it had published.
+      expect(interrupted).toBeInstanceOf(Error);
+      expect(downProbe).toBe('ECONNREFUSED');
+      expect(server.running).toBe(true);
+      expect(deliveriesBeforeOutage).toBe(0);
+      expect(report.figures.duplicates.publish).toBeGreaterThan(0);
+      // The archive consumer, which reads the task from PostgreSQL, failed on the outage and retried.
+      expect(report.figures.maxConsumerAttempts.archive).toBeGreaterThan(1);
+      // Nothing committed was lost, nothing is stuck, nothing is dead.
+      expect(report.violations).toEqual([]);
+      expect(settled.quiet).toBe(true);
+      expect(report.figures.approvedTasks).toBe(tasks);
+    },
+    scenarioTimeoutMs,
+  );
 });

@@ -4,7 +4,7 @@ import type { BusEvent } from '../../infra/local/local-bus';
 import type { ConsumerResult } from '../../shared/consumers/consumer';
 import { type ConsumerName, eventTypes } from '../../shared/topology';
 import { engineEndpoint, type Harness, type Interposer, startHarness } from './harness';
-import { sized } from './profile';
+import { scenarioTimeoutMs, sized } from './profile';
 
 interface Held {
   readonly consumer: ConsumerName;
@@ -61,43 +61,47 @@ describe('guarantee: duplicated and reordered deliveries, a withdrawal overtakin
   });
   afterAll(() => harness?.stop());
 
-  it('converges on every task’s latest version, each effect once', async () => {
-    const tasks = sized(20, 200);
-    const ids = await harness.approveTasks(tasks);
-    const withdrawn = ids.filter((_, i) => i % 2 === 0);
-    for (const id of withdrawn) await harness.withdraw(id);
-    const drained = await harness.settle({
-      outboxOnly: true,
-      relay: { backoff: { baseMs: 50, maxMs: 200 } },
-    });
-    expect(drained.quiet).toBe(true);
+  it(
+    'converges on every task’s latest version, each effect once',
+    async () => {
+      const tasks = sized(20, 200);
+      const ids = await harness.approveTasks(tasks);
+      const withdrawn = ids.filter((_, i) => i % 2 === 0);
+      for (const id of withdrawn) await harness.withdraw(id);
+      const drained = await harness.settle({
+        outboxOnly: true,
+        relay: { backoff: { baseMs: 50, maxMs: 200 } },
+      });
+      expect(drained.quiet).toBe(true);
 
-    // Every withdrawal (and its duplicates) first, then everything else in a shuffled order,
-    // duplicates of one delivery released side by side.
-    const isWithdraw = (h: Held) => h.event['detail-type'] === eventTypes.withdrawn;
-    const withdrawals = network.held.filter(isWithdraw);
-    const rest = shuffled(
-      network.held.filter((h) => !isWithdraw(h)),
-      seededRandom(11),
-    );
-    await Promise.all(withdrawals.map((h) => h.release()));
-    await Promise.all(rest.map((h) => h.release()));
-    const settled = await harness.settle();
-    const report = await harness.check();
+      // Every withdrawal (and its duplicates) first, then everything else in a shuffled order,
+      // duplicates of one delivery released side by side.
+      const isWithdraw = (h: Held) => h.event['detail-type'] === eventTypes.withdrawn;
+      const withdrawals = network.held.filter(isWithdraw);
+      const rest = shuffled(
+        network.held.filter((h) => !isWithdraw(h)),
+        seededRandom(11),
+      );
+      await Promise.all(withdrawals.map((h) => h.release()));
+      await Promise.all(rest.map((h) => h.release()));
+      const settled = await harness.settle();
+      const report = await harness.check();
 
-    // The faults happened: duplicates on the bus, re-publishes, and every approval of a
-    // withdrawn task reached the index after the withdrawal (its write found a higher version).
-    // Everything was held: at least one delivery per routed consumer of every event.
-    expect(network.held.length).toBeGreaterThanOrEqual(tasks * 3 + withdrawn.length);
-    expect(new Set(withdrawals.map((h) => h.event.detail.subject)).size).toBe(withdrawn.length);
-    expect(report.figures.duplicates.delivery).toBeGreaterThan(0);
-    expect(report.figures.duplicates.publish).toBeGreaterThan(0);
-    const staleApprovals = harness.observed.effectResults.index.filter(
-      (r) => r.status === 'approved' && r.outcome === 'stale',
-    ).length;
-    expect(staleApprovals).toBeGreaterThanOrEqual(withdrawn.length);
-    expect(report.figures.withdrawnTasks).toBe(withdrawn.length);
-    expect(report.violations).toEqual([]);
-    expect(settled.quiet).toBe(true);
-  });
+      // The faults happened: duplicates on the bus, re-publishes, and every approval of a
+      // withdrawn task reached the index after the withdrawal (its write found a higher version).
+      // Everything was held: at least one delivery per routed consumer of every event.
+      expect(network.held.length).toBeGreaterThanOrEqual(tasks * 3 + withdrawn.length);
+      expect(new Set(withdrawals.map((h) => h.event.detail.subject)).size).toBe(withdrawn.length);
+      expect(report.figures.duplicates.delivery).toBeGreaterThan(0);
+      expect(report.figures.duplicates.publish).toBeGreaterThan(0);
+      const staleApprovals = harness.observed.effectResults.index.filter(
+        (r) => r.status === 'approved' && r.outcome === 'stale',
+      ).length;
+      expect(staleApprovals).toBeGreaterThanOrEqual(withdrawn.length);
+      expect(report.figures.withdrawnTasks).toBe(withdrawn.length);
+      expect(report.violations).toEqual([]);
+      expect(settled.quiet).toBe(true);
+    },
+    scenarioTimeoutMs,
+  );
 });

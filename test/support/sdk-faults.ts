@@ -21,8 +21,9 @@ export interface LostResponse {
 export function loseResponsesAfterLanding(
   client: DynamoDBClient,
   decide: ResponseLossDecider,
+  /** Where the struck calls are recorded; several clients may share one list. */
+  lost: LostResponse[] = [],
 ): { readonly lost: readonly LostResponse[] } {
-  const lost: LostResponse[] = [];
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const result = await next(args);

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ConsumerEffect } from '../../shared/effects/effect';
+import { type ConsumerName, consumerNames } from '../../shared/topology';
+import { describeEachEngine } from '../support/dynamo';
+import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-faults';
+import { type Harness, startHarness } from './harness';
+import { scenarioTimeoutMs, sized } from './profile';
+
+/** Which inbox or index write a lost response belonged to, from the request itself. */
+function writeKind(lost: LostResponse): string {
+  const condition = String(lost.input.ConditionExpression ?? '');
+  const update = String(lost.input.UpdateExpression ?? '');
+  if (lost.commandName === 'PutItemCommand') return 'index put';
+  if (condition.startsWith('attribute_not_exists(#state)')) return 'begin';
+  if (update.includes('#attempts + :one')) return 'take-over';
+  if (update.includes(':processed')) return 'complete';
+  return 'other';
+}
+
+describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => {
+  let harness: Harness;
+  const lost: LostResponse[] = [];
+  const firstTries = new Set<string>();
+
+  beforeAll(async () => {
+    const struck = new WeakSet<object>();
+    let writes = 0;
+    harness = await startHarness({
+      dynamoEndpoint: fixture().endpoint,
+      // One write in eight lands and then loses its response; the SDK sends the same request
+      // again (each request at most once, so the resend gets its answer). More would drain the
+      // SDK's retry quota (a resend refused by its condition does not refund it), after which the
+      // timeout reaches the inbox as a store error: the crash path, not this scenario.
+      configureConsumerClient: (_consumer, client) => {
+        loseResponsesAfterLanding(
+          client,
+          (commandName, input) => {
+            if (commandName !== 'UpdateItemCommand' && commandName !== 'PutItemCommand') return false;
+            if (struck.has(input) || writes++ % 8 !== 0) return false;
+            struck.add(input);
+            return true;
+          },
+          lost,
+        );
+      },
+      // A third of the events fail their first attempt before acting, so take-overs happen too.
+      wrapEffect:
+        (consumer: ConsumerName, effect: ConsumerEffect): ConsumerEffect =>
+        async (event, ctx) => {
+          const id = `${consumer}/${event.id}`;
+          if (Number.parseInt(event.id.slice(0, 4), 16) % 3 === 0 && !firstTries.has(id)) {
+            firstTries.add(id);
+            throw new Error(`${consumer}: a transient failure before acting on ${event.id}`);
+          }
+          return effect(event, ctx);
+        },
+    });
+  });
+  afterAll(() => harness?.stop());
+
+  it(
+    'each effect runs once, no attempt waits on its own lease, every event is processed',
+    async () => {
+      const tasks = sized(20, 200);
+      await harness.approveTasks(tasks);
+      const settled = await harness.settle();
+      const report = await harness.check();
+
+      // The fault happened on every kind of write the inbox makes, and on the index's put.
+      const kinds = new Set(lost.map(writeKind));
+      for (const kind of ['begin', 'take-over', 'complete', 'index put']) expect(kinds).toContain(kind);
+      // No attempt mistook its own landed write for another's: no in-progress refusal, and no
+      // effect ran twice (every repeat here would be the inbox's doing).
+      for (const consumer of consumerNames) {
+        const inProgress = [...harness.observed.invocationErrors[consumer]].filter(([name]) =>
+          name.includes('IN_PROGRESS'),
+        );
+        expect(inProgress, `${consumer} refused its own attempts`).toEqual([]);
+      }
+      expect([...harness.observed.effectRuns].filter(([, runs]) => runs > 1)).toEqual([]);
+      expect(report.figures.duplicates.notification).toBe(0);
+      expect(report.violations).toEqual([]);
+      expect(settled.quiet).toBe(true);
+    },
+    scenarioTimeoutMs,
+  );
+});
