@@ -73,6 +73,7 @@ function freshFake(): Fake {
         eventId: withdrawnEvent,
         eventType: 'content.withdrawn',
         taskId,
+        title: 'Spring campaign copy',
         version: 3,
         status: 'pending',
         attempts: 0,
@@ -84,6 +85,7 @@ function freshFake(): Fake {
         eventId: approvedEvent,
         eventType: 'content.approved',
         taskId,
+        title: 'Spring campaign copy',
         version: 2,
         status: 'delivered',
         attempts: 1,
@@ -369,6 +371,60 @@ describe.skipIf(!haveChromium)(
         await page.screenshot({ path: screenshot.replace(/(\.png)?$/, '-trace.png'), fullPage: true });
     });
 
+    it('names the task of each latest event by its title, its id beneath, and by its id alone when untitled', async () => {
+      (fake.events[0] as Entry).title = null;
+      await open();
+
+      expect(await testid(`event-task-${approvedEvent}`).textContent()).toBe('Spring campaign copy');
+      expect(await testid(`event-task-id-${approvedEvent}`).textContent()).toBe(taskId);
+      expect(await testid(`event-task-${withdrawnEvent}`).textContent()).toBe(taskId);
+      expect(await testid(`event-task-id-${withdrawnEvent}`).count()).toBe(0);
+    });
+
+    it('charts approvals, deliveries and the oldest pending age, and the lines move after an approval', async () => {
+      const violations: string[] = [];
+      page.on('console', (m) => {
+        if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+      });
+      await open();
+      const values = async (line: string) =>
+        ((await testid(`chart-${line}`).getAttribute('data-values')) ?? '').split(',');
+      const counted = async (line: string) => (await values(line)).filter((v) => v !== '').map(Number);
+      // Two readings make the first count (0 approvals since the page opened).
+      await expect
+        .poll(async () => (await counted('approvals')).length, { timeout: 6_000 })
+        .toBeGreaterThan(0);
+      expect(await values('approvals')).toHaveLength(60); // 10 minutes in 10 s buckets
+      expect(await counted('approvals')).toEqual((await counted('approvals')).map(() => 0));
+      expect(await testid('chart-approvals-total').textContent()).toBe('0');
+      expect(await counted('oldest-age')).toContain(400);
+      expect(await testid('chart-oldest-age-now').textContent()).toBe('6m 40s');
+      expect(await testid('chart-oldest-age-max').textContent()).toBe('max 10m 00s');
+      const before = await testid('chart-approvals').getAttribute('d');
+      expect(before).toMatch(/^M[\d.]+ 60/); // on the baseline: nothing approved yet
+
+      // A task is approved and delivered; its event leaves the outbox's pending list.
+      const status = fake.status as { tasks: Entry; outbox: Entry };
+      fake.status = {
+        ...status,
+        tasks: { ...status.tasks, pending_review: 3, approved: 8 },
+        outbox: { ...status.outbox, delivered: 9, oldestPendingAgeSeconds: 0 },
+      };
+
+      await expect.poll(() => testid('chart-approvals-total').textContent(), { timeout: 6_000 }).toBe('1');
+      expect(await testid('chart-deliveries-total').textContent()).toBe('1');
+      // The approval sits in the bucket of the reading that saw it (the last, or the one before
+      // once the clock passed a bucket's end).
+      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([1]);
+      expect((await counted('deliveries')).filter((v) => v !== 0)).toEqual([1]);
+      expect(await testid('chart-approvals-max').textContent()).toBe('max 1 per 10 s');
+      const after = await testid('chart-approvals').getAttribute('d');
+      expect(after).not.toBe(before);
+      expect(after).toMatch(/\d 0(h0)?( |$)/); // a point at the top of the scale (y 0)
+      expect(await testid('chart-oldest-age-now').textContent()).toBe('0s');
+      expect(violations).toEqual([]);
+    });
+
     it('the trace input looks a task up and says so when there is no such task', async () => {
       await open();
       const missing = '99999999-9999-4999-8999-999999999999';
@@ -470,6 +526,7 @@ describe.skipIf(!haveChromium)(
       const hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
       (fake.tasks[taskId] as { title: string }).title = hostile;
       (fake.events[0] as { eventType: string }).eventType = '<b id="injected">bold</b>';
+      (fake.events[1] as { title: string }).title = hostile;
       (fake.outboxDead[0] as { lastError?: string }).lastError = '<img src=x onerror="window.__xss = 3">';
       const errors: string[] = [];
       page.on('pageerror', (err) => errors.push(err.message));
@@ -478,6 +535,7 @@ describe.skipIf(!haveChromium)(
       await expect.poll(() => testid('trace-task-title').textContent()).toBe(hostile);
 
       expect(await testid('events-table').textContent()).toContain('<b id="injected">bold</b>');
+      expect(await testid(`event-task-${approvedEvent}`).textContent()).toBe(hostile);
       expect(await testid('outbox-dead-list').textContent()).toContain('<img src=x');
       expect(await page.locator('img, b#injected, main script').count()).toBe(0);
       expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
@@ -512,17 +570,17 @@ describe.skipIf(!haveChromium)(
     let ownBrowser: Browser;
     let approved: { taskId: string; eventId: string };
     const title = '<script>window.__xss = 1</script> & "quotes"';
+    const post = async (path: string, body: unknown) =>
+      (await fetch(`${runtime.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then((r) => r.json())) as { taskId: string; eventId: string };
 
     beforeAll(async () => {
       dir = tempDataDir('pipeline-dashboard-');
       runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
       ownBrowser = await launchChromium();
-      const post = async (path: string, body: unknown) =>
-        (await fetch(`${runtime.url}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        }).then((r) => r.json())) as { taskId: string; eventId: string };
       const created = await post('/tasks', { title, assignee: 'alice' });
       approved = await post(`/tasks/${created.taskId}/approve`, { approvedBy: 'rita' });
     });
@@ -551,6 +609,7 @@ describe.skipIf(!haveChromium)(
       expect(await id('effects-archivedObjects').textContent()).toBe('1');
       expect(await id('alarm-outbox-dead').getAttribute('data-state')).toBe('OK');
       expect(await id('trace-task-title').textContent()).toBe(title);
+      expect(await id(`event-task-${approved.eventId}`).textContent()).toBe(title);
       expect(await id(`trace-${approved.eventId}-index`).textContent()).toBe('PROCESSED (1)');
       expect(await id(`trace-${approved.eventId}-archive`).textContent()).toBe('PROCESSED (1)');
       expect(await id('error-banner').isVisible()).toBe(false);
@@ -564,6 +623,45 @@ describe.skipIf(!haveChromium)(
       const screenshot = process.env.DASHBOARD_SCREENSHOT;
       if (screenshot)
         await live.screenshot({ path: screenshot.replace(/(\.png)?$/, '-runtime.png'), fullPage: true });
+      await live.close();
+    });
+
+    it('charts an approval made while the page is open, and its delivery', async () => {
+      // The events before this one are delivered before the page opens, so they are not counted.
+      await expect
+        .poll(
+          async () =>
+            ((await (await fetch(`${runtime.url}/ops/status`)).json()) as { outbox: { pending: number } })
+              .outbox.pending,
+          { timeout: 30_000 },
+        )
+        .toBe(0);
+      const live = await ownBrowser.newPage({ viewport: { width: 1280, height: 900 } });
+      const errors: string[] = [];
+      live.on('pageerror', (err) => errors.push(err.message));
+      const id = (testId: string) => live.getByTestId(testId);
+      const counted = async (line: string) =>
+        ((await id(`chart-${line}`).getAttribute('data-values')) ?? '')
+          .split(',')
+          .filter((v) => v !== '')
+          .map(Number);
+      await live.goto(`${runtime.url}/`);
+      await expect
+        .poll(async () => (await counted('approvals')).length, { timeout: 10_000 })
+        .toBeGreaterThan(0);
+      expect(await id('chart-approvals-total').textContent()).toBe('0');
+
+      const created = await post('/tasks', { title: 'Chart this approval', assignee: 'alice' });
+      const second = await post(`/tasks/${created.taskId}/approve`, { approvedBy: 'rita' });
+
+      await expect.poll(() => id('chart-approvals-total').textContent(), { timeout: 10_000 }).toBe('1');
+      await expect.poll(() => id('chart-deliveries-total').textContent(), { timeout: 30_000 }).toBe('1');
+      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([1]);
+      expect((await counted('deliveries')).filter((v) => v !== 0)).toEqual([1]);
+      await expect
+        .poll(() => id(`event-task-${second.eventId}`).textContent(), { timeout: 10_000 })
+        .toBe('Chart this approval');
+      expect(errors).toEqual([]);
       await live.close();
     });
   },

@@ -1,12 +1,17 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { dashboardHtml } from '../../infra/local/dashboard';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
 // checked in Chromium by test/e2e/dashboard-browser.test.ts.
 const html = dashboardHtml();
-const inline = (tag: string) =>
-  [...html.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] ?? '');
+/** The texts of the page's elements opened exactly by `open` (`<style>`, `<script type="module">`). */
+const inline = (open: string) => {
+  const tag = /^<(\w+)/.exec(open)?.[1] ?? '';
+  return [...html.matchAll(new RegExp(`${open}([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] ?? '');
+};
+const moduleScript = '<script type="module">';
 const csp = /<meta http-equiv="Content-Security-Policy" content="([^"]+)">/.exec(html)?.[1] ?? '';
 const directive = (name: string) =>
   csp
@@ -26,19 +31,27 @@ describe('the dashboard page', () => {
   });
 
   it('allows by Content-Security-Policy only its own inline script and style, and fetches to its origin', () => {
-    const [script] = inline('script');
-    const [style] = inline('style');
+    const [script] = inline(moduleScript);
+    const [style] = inline('<style>');
 
     expect(directive('default-src')).toBe("'none'");
     expect(directive('connect-src')).toBe("'self'");
     expect(directive('script-src')).toBe(sha256(script ?? ''));
     expect(directive('style-src')).toBe(sha256(style ?? ''));
-    expect(inline('script')).toHaveLength(1);
+    expect(inline(moduleScript)).toHaveLength(1);
     expect(html.match(/<script\b/g)).toHaveLength(2); // the code and its JSON config
   });
 
+  it('inlines the app.js and style.css of infra/local/dashboard/ as they are', () => {
+    const file = (name: string) =>
+      readFileSync(new URL(`../../infra/local/dashboard/${name}`, import.meta.url), 'utf8');
+
+    expect(inline(moduleScript)).toEqual([file('app.js')]);
+    expect(inline('<style>')).toEqual([file('style.css')]);
+  });
+
   it('never turns a string into markup or code in its script', () => {
-    const [script] = inline('script');
+    const [script] = inline(moduleScript);
 
     expect(script).not.toMatch(
       /innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/,

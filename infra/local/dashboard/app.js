@@ -1,0 +1,905 @@
+// @ts-check
+/*
+ * The local dashboard's code. The server (infra/local/dashboard.ts) inlines this file as the
+ * page's one module script, allowed by its sha256 hash in the Content-Security-Policy, so nothing
+ * else runs. It never assigns markup: every value becomes a text node or an attribute, so a title
+ * holding markup shows as text. Type-checked by ./tsconfig.json (DOM lib), linted by Biome.
+ *
+ * The chart helpers at the top are pure and exported for test/unit/dashboard-chart.test.ts; the
+ * page itself starts only where there is a document.
+ */
+
+/**
+ * One reading of `GET /ops/status`: the two counters whose increase the chart draws, and the
+ * oldest pending age as it was.
+ * @typedef {{ at: number, approved: number, delivered: number, oldestPendingAgeSeconds: number }} Sample
+ */
+
+/**
+ * What the chart draws, one value per bucket, oldest first; null where no reading fell in the
+ * bucket (the page was not open, or the status could not be read), so no line is drawn there.
+ * @typedef {{ approvals: (number | null)[], deliveries: (number | null)[], oldestAge: (number | null)[] }} ChartSeries
+ */
+
+/** The chart's window: the last 10 minutes, in 60 buckets of 10 s. */
+export const chartWindowMs = 10 * 60_000;
+export const chartBuckets = 60;
+
+/**
+ * @param {unknown} v
+ * @returns {number} v when it is a finite number, else 0 (the page shows what it is sent, never NaN)
+ */
+function num(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+}
+
+/**
+ * @param {unknown} v
+ * @returns {Record<string, unknown>} v when it is an object, else an empty one
+ */
+function obj(v) {
+  return v && typeof v === 'object' ? /** @type {Record<string, unknown>} */ (v) : {};
+}
+
+/**
+ * The sample a status answer gives, read defensively: a missing figure counts as 0.
+ * @param {unknown} status
+ * @param {number} at
+ * @returns {Sample}
+ */
+export function sampleOf(status, at) {
+  const s = obj(status);
+  const outbox = obj(s.outbox);
+  return {
+    at,
+    approved: num(obj(s.tasks).approved),
+    delivered: num(outbox.delivered),
+    oldestPendingAgeSeconds: num(outbox.oldestPendingAgeSeconds),
+  };
+}
+
+/**
+ * The samples with `sample` appended, dropping those that fell out of the window. One bucket more
+ * than the window is kept, so the oldest bucket shown still has the reading before it to count from.
+ * @param {readonly Sample[]} samples oldest first
+ * @param {Sample} sample
+ * @param {number} windowMs
+ * @param {number} buckets
+ * @returns {Sample[]}
+ */
+export function addSample(samples, sample, windowMs, buckets) {
+  const keepFrom = sample.at - windowMs - windowMs / buckets;
+  return [...samples.filter((s) => s.at >= keepFrom && s.at < sample.at), sample];
+}
+
+/**
+ * The series the chart draws over the `buckets` buckets ending with the one holding `now`.
+ * Buckets are aligned to absolute time, so a reading stays in its bucket from one poll to the
+ * next and the chart scrolls by whole buckets. Approvals and deliveries are how much their
+ * counters rose between consecutive readings, counted in the later reading's bucket; a counter
+ * that falls (delivered rows purged past retention, an approved task withdrawn) adds nothing.
+ * The age is the largest oldest-pending age read in the bucket.
+ * @param {readonly Sample[]} samples oldest first
+ * @param {number} now
+ * @param {number} windowMs
+ * @param {number} buckets
+ * @returns {ChartSeries}
+ */
+export function chartSeries(samples, now, windowMs, buckets) {
+  const bucketMs = windowMs / buckets;
+  const first = Math.floor(now / bucketMs) - buckets + 1;
+  /** @returns {(number | null)[]} */
+  const empty = () => Array.from({ length: buckets }, () => null);
+  const series = { approvals: empty(), deliveries: empty(), oldestAge: empty() };
+  samples.forEach((s, i) => {
+    const b = Math.floor(s.at / bucketMs) - first;
+    if (b < 0 || b >= buckets) return;
+    series.oldestAge[b] = Math.max(series.oldestAge[b] ?? 0, s.oldestPendingAgeSeconds);
+    const before = samples[i - 1];
+    if (!before) return; // the first reading has nothing to count from
+    series.approvals[b] = (series.approvals[b] ?? 0) + Math.max(0, s.approved - before.approved);
+    series.deliveries[b] = (series.deliveries[b] ?? 0) + Math.max(0, s.delivered - before.delivered);
+  });
+  return series;
+}
+
+/**
+ * The top of a chart's scale: the smallest 1, 2 or 5 times a power of ten that holds `value`,
+ * at least 1, so a line of zeros lies on the baseline and small counts fill the height.
+ * @param {number} value
+ * @returns {number}
+ */
+export function niceCeiling(value) {
+  if (!(value > 1)) return 1;
+  const power = 10 ** Math.floor(Math.log10(value));
+  const step = [1, 2, 5].find((m) => m * power >= value);
+  return (step ?? 10) * power;
+}
+
+/** Scale tops for an age, in seconds: the round figures a clock reads (30s, 2m, 15m, 1h...). */
+const ageSteps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
+
+/**
+ * The top of an age chart's scale: the smallest round age that holds `seconds`; past an hour,
+ * a nice number of hours.
+ * @param {number} seconds
+ * @returns {number}
+ */
+export function niceAgeCeiling(seconds) {
+  return ageSteps.find((step) => step >= seconds) ?? niceCeiling(seconds / 3600) * 3600;
+}
+
+/**
+ * An SVG path through `values` across `width` x `height` (y grows downwards), `max` at the top.
+ * A null value breaks the line; a point with no neighbour is drawn as a dot (a zero-length
+ * segment, which a round line cap renders).
+ * @param {readonly (number | null)[]} values
+ * @param {number} max
+ * @param {number} width
+ * @param {number} height
+ * @returns {string}
+ */
+export function linePath(values, max, width, height) {
+  const step = values.length > 1 ? width / (values.length - 1) : 0;
+  const round = (/** @type {number} */ n) => Math.round(n * 10) / 10;
+  /** @type {string[]} */
+  const parts = [];
+  values.forEach((v, i) => {
+    if (v === null || v === undefined) return;
+    const x = round(i * step);
+    const y = round(height - (Math.min(Math.max(v, 0), max) / max) * height);
+    const joined = i > 0 && values[i - 1] !== null && values[i - 1] !== undefined;
+    const alone = !joined && (values[i + 1] === null || values[i + 1] === undefined);
+    parts.push(`${joined ? 'L' : 'M'}${x} ${y}${alone ? 'h0' : ''}`);
+  });
+  return parts.join(' ');
+}
+
+/**
+ * @param {readonly (number | null)[]} values
+ * @returns {number} the sum of the values, nulls counting 0
+ */
+export function total(values) {
+  let sum = 0;
+  for (const v of values) sum += v ?? 0;
+  return sum;
+}
+
+/**
+ * @param {unknown} seconds
+ * @returns {string} an age as people read it: 42s, 6m 40s, 2h 05m
+ */
+function age(seconds) {
+  const s = Math.max(0, Math.floor(num(seconds)));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** @typedef {{ consumers: string[], routes: Record<string, string[] | undefined>, refreshMs: number }} DashboardConfig */
+/** @typedef {Node | string | number | null | undefined | Child[]} Child */
+/** @typedef {Record<string, string | number | null | undefined>} Attrs */
+/** @typedef {{ label: string, num?: boolean }} Column */
+
+/** An ops API answer other than 2xx; loadTrace clears the trace on a 404 only. */
+class RequestError extends Error {
+  /**
+   * @param {string} message
+   * @param {number} status
+   */
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * @param {unknown} e
+ * @returns {string}
+ */
+function messageOf(e) {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * @param {unknown} v
+ * @returns {string} v as text, '-' when absent
+ */
+function text(v) {
+  return v === null || v === undefined || v === '' ? '-' : String(v);
+}
+
+/**
+ * @param {unknown} v
+ * @returns {string} a timestamp in the reader's locale, '-' when absent
+ */
+function when(v) {
+  if (v === null || v === undefined || v === '') return '-';
+  const d = new Date(/** @type {string | number} */ (v));
+  return Number.isNaN(d.getTime()) ? String(v) : d.toLocaleString();
+}
+
+/**
+ * @param {string} id
+ * @returns {HTMLElement} the page's element with that id; the page is static, so a missing one is a bug
+ */
+function $(id) {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`the page has no #${id}`);
+  return el;
+}
+
+/**
+ * @param {Element} el
+ * @param {Child} children
+ */
+function append(el, children) {
+  if (children === undefined || children === null) return;
+  if (Array.isArray(children)) {
+    for (const c of children) append(el, c);
+    return;
+  }
+  el.appendChild(typeof children === 'object' ? children : document.createTextNode(String(children)));
+}
+
+/**
+ * An element with attributes (`class`, `testid` for data-testid, any other by name) and children,
+ * strings becoming text nodes.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs} [attrs]
+ * @param {Child} [children]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
+function h(tag, attrs = {}, children = null) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null) continue;
+    if (k === 'class') el.className = String(v);
+    else if (k === 'testid') el.setAttribute('data-testid', String(v));
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+/**
+ * @param {string} label
+ * @param {string | number} value
+ * @param {string} testid
+ * @param {boolean} [bad]
+ */
+function stat(label, value, testid, bad) {
+  return h('div', { class: 'stat' }, [
+    h('span', {}, label),
+    h('span', { class: `value${bad ? ' bad' : ''}`, testid }, value),
+  ]);
+}
+
+/**
+ * @param {(string | Column)[]} headers
+ * @param {HTMLTableRowElement[]} rows
+ * @param {string} emptyText
+ * @param {string} testid
+ */
+function table(headers, rows, emptyText, testid) {
+  const head = h(
+    'tr',
+    {},
+    headers.map((c) =>
+      typeof c === 'string' ? h('th', {}, c) : h('th', { class: c.num ? 'num' : null }, c.label),
+    ),
+  );
+  const body =
+    rows.length > 0 ? rows : [h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, emptyText))];
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h('table', { testid }, [h('thead', {}, head), h('tbody', {}, body)]),
+  );
+}
+
+/**
+ * @param {unknown} body
+ * @param {string} raw
+ */
+function errorText(body, raw) {
+  const error = obj(body).error;
+  if (typeof error === 'string') return error;
+  return raw ? raw.slice(0, 300) : '(empty body)';
+}
+
+/**
+ * One ops API request; resolves to its JSON, rejects with a message a person can act on.
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @returns {Promise<unknown>}
+ */
+async function call(method, path, body) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      cache: 'no-store',
+      headers: body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new Error(`${method} ${path}: the pipeline is unreachable (${messageOf(e)})`);
+  }
+  const raw = await res.text();
+  let json;
+  try {
+    json = raw ? JSON.parse(raw) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    throw new RequestError(`${method} ${path} failed: ${res.status} ${errorText(json, raw)}`, res.status);
+  }
+  if (json === undefined) throw new Error(`${method} ${path}: answered without JSON`);
+  return json;
+}
+
+/**
+ * The running page: its state and renderers, closed over its config.
+ * @param {DashboardConfig} config
+ */
+function startDashboard(config) {
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  /** @type {Record<string, string | undefined>} */
+  const effectLabels = {
+    indexDocuments: 'index documents',
+    notificationsSent: 'notifications sent',
+    distinctNotifiedEvents: 'distinct notified events',
+    archivedObjects: 'archived objects',
+  };
+  const inboxColumns = [
+    ['processed', 'processed'],
+    ['inProgress', 'in progress'],
+    ['failed', 'failed'],
+    ['dead', 'dead'],
+  ];
+  // A list shows its first rows only: hundreds of rows rebuilt every 2 s would make the page crawl.
+  const deadRowsShown = 50;
+  const consumers = config.consumers.slice();
+  /** @type {string | null} */
+  let traceTaskId = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  let running = false;
+  let again = false;
+  /** @type {Sample[]} */
+  let samples = [];
+
+  /**
+   * @param {string} message
+   * @param {boolean} failed
+   */
+  function notice(message, failed) {
+    const el = $('notice');
+    el.textContent = message;
+    el.className = `banner${failed ? ' failed' : ''}`;
+    el.hidden = false;
+  }
+
+  /**
+   * @param {string} label
+   * @param {string} testid
+   * @param {string} path
+   * @param {Record<string, unknown>} body
+   * @param {string} what
+   */
+  function redriveButton(label, testid, path, body, what) {
+    const button = h('button', { type: 'button', testid });
+    button.textContent = label;
+    button.addEventListener('click', async () => {
+      if (body.all && !window.confirm(`Redrive ${what}?`)) return;
+      button.disabled = true;
+      try {
+        const result = obj(await call('POST', path, body));
+        const more = result.complete === false ? ' More are left: press it again.' : '';
+        notice(`Redrove ${what}: ${num(result.redriven)} redriven.${more}`, false);
+      } catch (e) {
+        notice(`Redrive of ${what} failed: ${messageOf(e)}`, true);
+      }
+      refresh();
+    });
+    return button;
+  }
+
+  /** @param {unknown} status */
+  function renderStatus(status) {
+    const s = obj(status);
+    const tasks = obj(s.tasks);
+    const outbox = obj(s.outbox);
+    const relay = obj(s.relay);
+    const effects = obj(s.effects);
+    const alarms = obj(s.alarms);
+    $('tasks').replaceChildren(
+      ...Object.keys(tasks).map((k) => stat(k.replace(/_/g, ' '), num(tasks[k]), `tasks-${k}`)),
+    );
+    $('outbox').replaceChildren(
+      stat('pending', num(outbox.pending), 'outbox-pending'),
+      stat('delivered', num(outbox.delivered), 'outbox-delivered'),
+      stat('dead', num(outbox.dead), 'outbox-dead', num(outbox.dead) > 0),
+      stat(
+        'oldest pending',
+        age(outbox.oldestPendingAgeSeconds),
+        'outbox-oldest-pending-age',
+        alarms.oldestPendingAge === 'ALARM',
+      ),
+      stat('relay last run', when(relay.lastRunAt), 'relay-last-run'),
+      stat('relay errors', num(relay.errors), 'relay-errors', num(relay.errors) > 0),
+    );
+    $('effects').replaceChildren(
+      ...Object.keys(effects).map((k) => stat(effectLabels[k] ?? k, num(effects[k]), `effects-${k}`)),
+      stat('bus dead letters', num(s.deadLetters), 'dead-letters-count', num(s.deadLetters) > 0),
+    );
+
+    const inbox = obj(s.consumers);
+    for (const c of Object.keys(inbox)) if (!consumers.includes(c)) consumers.push(c);
+    $('inbox').replaceChildren(
+      table(
+        [{ label: 'consumer' }, ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true }))],
+        Object.keys(inbox).map((c) => {
+          const counts = obj(inbox[c]);
+          return h('tr', {}, [
+            h('td', {}, c),
+            ...inboxColumns.map(([key]) => {
+              const v = num(counts[key ?? '']);
+              return h(
+                'td',
+                { class: `num value${key === 'dead' && v > 0 ? ' bad' : ''}`, testid: `inbox-${c}-${key}` },
+                v,
+              );
+            }),
+          ]);
+        }),
+        'no consumers',
+        'inbox-table',
+      ),
+    );
+
+    const names = Object.keys(alarms);
+    const firing = names.filter((n) => alarms[n] !== 'OK');
+    $('alarms').replaceChildren(
+      ...names.map((n) =>
+        h(
+          'span',
+          {
+            class: `badge ${alarms[n] === 'OK' ? 'ok' : 'alarm'}`,
+            testid: `alarm-${n}`,
+            'data-state': text(alarms[n]),
+          },
+          `${n}: ${text(alarms[n])}`,
+        ),
+      ),
+    );
+    const summary = $('alarm-summary');
+    summary.textContent =
+      names.length === 0 ? 'no alarms' : firing.length === 0 ? 'all OK' : `${firing.length} in ALARM`;
+    summary.className = firing.length === 0 ? 'ok' : 'alarm';
+  }
+
+  /**
+   * Draws one line of the chart: its path across its SVG's viewBox, the values as data (what
+   * the browser test reads) and the top of its scale.
+   * @param {string} id
+   * @param {(number | null)[]} values
+   * @param {(value: number) => number} ceiling the top of the scale that holds a value
+   * @param {(max: number) => string} scaleLabel
+   */
+  function drawLine(id, values, ceiling, scaleLabel) {
+    const path = document.querySelector(`path#chart-${id}`);
+    const box = path?.closest('svg')?.viewBox.baseVal;
+    if (!path || !box) throw new Error(`the page has no chart line #chart-${id}`);
+    const max = ceiling(Math.max(0, ...values.map((v) => v ?? 0)));
+    path.setAttribute('d', linePath(values, max, box.width, box.height));
+    path.setAttribute('data-values', values.map((v) => (v === null ? '' : String(v))).join(','));
+    $(`chart-${id}-max`).textContent = scaleLabel(max);
+  }
+
+  /**
+   * Keeps the reading and redraws the chart of the last minutes from the readings kept.
+   * @param {unknown} status
+   */
+  function renderChart(status) {
+    const sample = sampleOf(status, Date.now());
+    samples = addSample(samples, sample, chartWindowMs, chartBuckets);
+    const series = chartSeries(samples, sample.at, chartWindowMs, chartBuckets);
+    const per = `per ${chartWindowMs / chartBuckets / 1000} s`;
+    drawLine('approvals', series.approvals, niceCeiling, (max) => `max ${max} ${per}`);
+    drawLine('deliveries', series.deliveries, niceCeiling, (max) => `max ${max} ${per}`);
+    drawLine('oldest-age', series.oldestAge, niceAgeCeiling, (max) => `max ${age(max)}`);
+    $('chart-approvals-total').textContent = String(total(series.approvals));
+    $('chart-deliveries-total').textContent = String(total(series.deliveries));
+    $('chart-oldest-age-now').textContent = age(sample.oldestPendingAgeSeconds);
+  }
+
+  /** @param {unknown} list */
+  function renderEvents(list) {
+    const rows = (Array.isArray(list) ? list : []).map((raw) => {
+      const e = obj(raw);
+      const named = typeof e.title === 'string' && e.title !== '';
+      const link = h('button', {
+        type: 'button',
+        class: named ? 'link title' : 'link',
+        testid: `event-task-${text(e.eventId)}`,
+        title: 'show the trace of this task',
+      });
+      link.textContent = named ? String(e.title) : text(e.taskId);
+      link.addEventListener('click', () => showTrace(String(e.taskId)));
+      return h('tr', { testid: 'event-row', 'data-event-id': text(e.eventId) }, [
+        h('td', { title: text(e.createdAt) }, when(e.createdAt)),
+        h('td', {}, text(e.eventType)),
+        h('td', {}, [
+          link,
+          named
+            ? h('div', { class: 'mono muted', testid: `event-task-id-${text(e.eventId)}` }, text(e.taskId))
+            : null,
+        ]),
+        h('td', { class: 'num' }, text(e.version)),
+        h('td', { class: e.status === 'dead' ? 'bad' : null }, text(e.status)),
+        h('td', { class: 'num' }, num(e.attempts)),
+        h('td', {}, when(e.deliveredAt)),
+        h('td', { class: 'err' }, e.lastError ? String(e.lastError) : ''),
+      ]);
+    });
+    $('events').replaceChildren(
+      table(
+        [
+          'created',
+          'type',
+          'task',
+          { label: 'version', num: true },
+          'outbox',
+          { label: 'attempts', num: true },
+          'delivered',
+          'last error',
+        ],
+        rows,
+        'no events yet',
+        'events-table',
+      ),
+    );
+  }
+
+  /**
+   * @param {HTMLElement} container
+   * @param {string} listTestid
+   * @param {(string | Column)[]} headers
+   * @param {HTMLTableRowElement[]} rows
+   * @param {string} emptyText
+   * @param {HTMLButtonElement} allButton
+   * @param {string} command
+   */
+  function deadSection(container, listTestid, headers, rows, emptyText, allButton, command) {
+    const more = rows.length - deadRowsShown;
+    // replaceChildren would render a null argument as the text "null": pass only real nodes.
+    const parts = [
+      h('div', { class: 'section-head' }, [
+        h('h3', {}, `${container.getAttribute('data-title')} (${rows.length})`),
+        rows.length > 0 ? allButton : null,
+      ]),
+      table(headers, rows.slice(0, deadRowsShown), emptyText, listTestid),
+    ];
+    if (more > 0) {
+      parts.push(
+        h(
+          'p',
+          { class: 'muted', testid: `${listTestid}-more` },
+          `${more} more not shown; npx pipeline ${command} lists them all.`,
+        ),
+      );
+    }
+    container.replaceChildren(...parts);
+  }
+
+  /** @param {unknown} list */
+  function renderOutboxDead(list) {
+    const path = '/ops/outbox/dead/redrive';
+    deadSection(
+      $('outbox-dead'),
+      'outbox-dead-list',
+      ['event', 'type', 'task', { label: 'attempts', num: true }, 'created', 'last error', ''],
+      (Array.isArray(list) ? list : []).map((raw) => {
+        const d = obj(raw);
+        const id = text(d.eventId);
+        return h('tr', { testid: 'outbox-dead-row' }, [
+          h('td', { class: 'mono' }, id),
+          h('td', {}, text(d.eventType)),
+          h('td', { class: 'mono' }, text(d.aggregateId)),
+          h('td', { class: 'num' }, num(d.attempts)),
+          h('td', {}, when(d.createdAt)),
+          h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
+          h(
+            'td',
+            {},
+            redriveButton('Redrive', `redrive-outbox-${id}`, path, { eventId: id }, `outbox event ${id}`),
+          ),
+        ]);
+      }),
+      'no dead outbox events',
+      redriveButton('Redrive all', 'redrive-all-outbox', path, { all: true }, 'every dead outbox event'),
+      'outbox dead',
+    );
+  }
+
+  /** @param {Record<string, unknown>} d */
+  function inboxId(d) {
+    return text(d.eventId !== undefined ? d.eventId : d.id);
+  }
+
+  /**
+   * @param {string} consumer
+   * @returns {HTMLElement} the consumer's dead-list container, made on first use
+   */
+  function inboxDeadContainer(consumer) {
+    const found = document.getElementById(`inbox-dead-${consumer}`);
+    if (found) return found;
+    const made = h('div', { id: `inbox-dead-${consumer}`, 'data-title': `${consumer} inbox` });
+    $('inbox-dead').appendChild(made);
+    return made;
+  }
+
+  /**
+   * @param {string} consumer
+   * @param {unknown} list
+   */
+  function renderInboxDead(consumer, list) {
+    const path = `/ops/inbox/${encodeURIComponent(consumer)}/dead/redrive`;
+    deadSection(
+      inboxDeadContainer(consumer),
+      `inbox-dead-${consumer}-list`,
+      ['event', 'type', 'task', { label: 'attempts', num: true }, 'updated', 'last error', ''],
+      (Array.isArray(list) ? list : []).map((raw) => {
+        const d = obj(raw);
+        const id = inboxId(d);
+        return h('tr', { testid: `inbox-dead-${consumer}-row` }, [
+          h('td', { class: 'mono' }, id),
+          h('td', {}, text(d.eventType)),
+          h('td', { class: 'mono' }, text(d.taskId)),
+          h('td', { class: 'num' }, text(d.attempts)),
+          h('td', {}, when(d.updatedAt)),
+          h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
+          h(
+            'td',
+            {},
+            redriveButton(
+              'Redrive',
+              `redrive-inbox-${consumer}-${id}`,
+              path,
+              { eventId: id },
+              `${consumer} inbox record ${id}`,
+            ),
+          ),
+        ]);
+      }),
+      `no dead ${consumer} inbox records`,
+      redriveButton(
+        'Redrive all',
+        `redrive-all-inbox-${consumer}`,
+        path,
+        { all: true },
+        `every dead ${consumer} inbox record`,
+      ),
+      `inbox dead --consumer ${consumer}`,
+    );
+  }
+
+  /** @param {unknown} list */
+  function renderDeadLetters(list) {
+    const path = '/ops/dead-letters/redrive';
+    deadSection(
+      $('dead-letters'),
+      'dead-letters-list',
+      ['id', 'consumer', 'rule', { label: 'attempts', num: true }, 'dead at', 'error', ''],
+      (Array.isArray(list) ? list : []).map((raw) => {
+        const d = obj(raw);
+        const id = text(d.id);
+        return h('tr', { testid: 'dead-letter-row' }, [
+          h('td', { class: 'mono' }, id),
+          h('td', {}, text(d.consumer)),
+          h('td', {}, text(d.rule)),
+          h('td', { class: 'num' }, num(d.attempts)),
+          h('td', {}, when(d.deadAt)),
+          h('td', { class: 'err' }, d.error ? String(d.error) : ''),
+          h(
+            'td',
+            {},
+            redriveButton(
+              'Redrive',
+              `redrive-dead-letter-${text(d.consumer)}-${id}`,
+              path,
+              { eventId: id, consumer: d.consumer },
+              `dead letter ${id}`,
+            ),
+          ),
+        ]);
+      }),
+      'no dead letters',
+      redriveButton('Redrive all', 'redrive-all-dead-letters', path, { all: true }, 'every dead letter'),
+      'dead-letters',
+    );
+  }
+
+  /**
+   * @param {string} eventType
+   * @param {string} consumer
+   * @param {unknown} raw
+   */
+  function traceCell(eventType, consumer, raw) {
+    const routed = config.routes[eventType];
+    if (raw === null || raw === undefined || typeof raw !== 'object') {
+      const label = routed && !routed.includes(consumer) ? 'not routed' : 'not received';
+      return h('td', { class: 'muted' }, label);
+    }
+    const r = obj(raw);
+    const status = typeof r.status === 'string' ? r.status : 'UNKNOWN';
+    const attempts = typeof r.attempts === 'number' ? ` (${r.attempts})` : '';
+    const updated = r.updatedAt === undefined ? '' : when(r.updatedAt);
+    return h('td', { title: updated ? `updated ${updated}` : null }, [
+      h('span', { class: `state-${status.replace(/[^A-Za-z_]/g, '')}` }, status + attempts),
+      r.lastError ? h('div', { class: 'err' }, String(r.lastError)) : null,
+    ]);
+  }
+
+  /**
+   * @param {string} id
+   * @param {boolean} quiet a background refresh: keeps the last trace shown when a read fails
+   */
+  async function loadTrace(id, quiet) {
+    const out = $('trace');
+    const errorEl = $('trace-error');
+    if (!uuid.test(id)) {
+      errorEl.textContent = `Task id "${id}" is not a UUID.`;
+      errorEl.hidden = false;
+      out.replaceChildren();
+      return;
+    }
+    if (!quiet) errorEl.hidden = true;
+    let task;
+    let trace;
+    try {
+      const both = await Promise.all([call('GET', `/tasks/${id}`), call('GET', `/ops/tasks/${id}/trace`)]);
+      task = obj(both[0]);
+      trace = obj(both[1]);
+    } catch (e) {
+      if (id !== traceTaskId) return;
+      errorEl.textContent = messageOf(e);
+      errorEl.hidden = false;
+      if (!quiet || (e instanceof RequestError && e.status === 404)) out.replaceChildren();
+      return;
+    }
+    if (id !== traceTaskId) return; // another task was asked for meanwhile
+    errorEl.hidden = true;
+    const events = Array.isArray(trace.events) ? trace.events : [];
+    const columns = consumers.slice();
+    for (const e of events) {
+      for (const c of Object.keys(obj(obj(e).consumers))) if (!columns.includes(c)) columns.push(c);
+    }
+    /**
+     * @param {string} label
+     * @param {unknown} value
+     * @param {string} [testid]
+     */
+    const field = (label, value, testid) => [h('dt', {}, label), h('dd', { testid }, text(value))];
+    const facts = h('dl', { class: 'task' }, [
+      field('task', task.taskId, 'trace-task-id'),
+      field('title', task.title, 'trace-task-title'),
+      field('status', `${text(task.status)} (version ${text(task.version)})`, 'trace-task-status'),
+      field('assignee', task.assignee),
+      field('reviewer', task.reviewer),
+      field('updated', when(task.updatedAt)),
+    ]);
+    const rows = events.map((raw) => {
+      const e = obj(raw);
+      const states = obj(e.consumers);
+      const eventId = text(e.eventId);
+      return h('tr', { testid: 'trace-event', 'data-event-id': eventId }, [
+        h('td', { class: 'mono' }, eventId),
+        h('td', {}, text(e.eventType)),
+        h('td', { class: 'num' }, text(e.version)),
+        h('td', { class: e.status === 'dead' ? 'bad' : null }, `${text(e.status)} (${num(e.attempts)})`),
+        h('td', {}, when(e.deliveredAt)),
+        ...columns.map((c) => {
+          const cell = traceCell(String(e.eventType), c, states[c]);
+          cell.setAttribute('data-testid', `trace-${eventId}-${c}`);
+          return cell;
+        }),
+      ]);
+    });
+    out.replaceChildren(
+      facts,
+      table(
+        ['event', 'type', { label: 'version', num: true }, 'outbox', 'delivered', ...columns],
+        rows,
+        'no events yet (the task was never approved or withdrawn)',
+        'trace-events',
+      ),
+    );
+  }
+
+  /** @param {string} asked */
+  function showTrace(asked) {
+    const id = String(asked).trim();
+    /** @type {HTMLInputElement} */ ($('trace-input')).value = id;
+    traceTaskId = id;
+    if (location.hash !== `#task=${id}`) history.replaceState(null, '', `#task=${id}`);
+    $('trace-section').scrollIntoView({ block: 'nearest' });
+    void loadTrace(id, false);
+  }
+
+  /** Reads every figure once, then again after config.refreshMs; one refresh at a time. */
+  async function refresh() {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    clearTimeout(timer);
+    /** @type {string[]} */
+    const failures = [];
+    /**
+     * @param {string} path
+     * @param {(body: unknown) => void} render
+     */
+    const read = async (path, render) => {
+      try {
+        render(await call('GET', path));
+      } catch (e) {
+        failures.push(messageOf(e));
+      }
+    };
+    await Promise.all([
+      read('/ops/status', (s) => {
+        renderStatus(s);
+        renderChart(s);
+      }),
+      read('/ops/events?limit=20', renderEvents),
+      read('/ops/outbox/dead', renderOutboxDead),
+      read('/ops/dead-letters', renderDeadLetters),
+      ...consumers.map((c) =>
+        read(`/ops/inbox/${encodeURIComponent(c)}/dead`, (list) => renderInboxDead(c, list)),
+      ),
+      ...(traceTaskId && uuid.test(traceTaskId) ? [loadTrace(traceTaskId, true)] : []),
+    ]);
+    const banner = $('error-banner');
+    if (failures.length > 0) {
+      banner.textContent = `Some figures could not be read; they may be stale. Retrying every ${
+        config.refreshMs / 1000
+      } s.\n${failures.join('\n')}`;
+      banner.hidden = false;
+    } else {
+      banner.hidden = true;
+      $('last-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+    }
+    running = false;
+    if (again) {
+      again = false;
+      void refresh();
+      return;
+    }
+    timer = setTimeout(refresh, config.refreshMs);
+  }
+
+  const minutes = chartWindowMs / 60_000;
+  $('chart-title').textContent = `Last ${minutes} minutes (since this page opened)`;
+  for (const el of document.querySelectorAll('.chart-from')) el.textContent = `${minutes} min ago`;
+  // One section per consumer, in the topology's order, before any answer arrives.
+  for (const c of consumers) inboxDeadContainer(c);
+  $('trace-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    showTrace(/** @type {HTMLInputElement} */ ($('trace-input')).value);
+  });
+  const fromHash = /^#task=(.+)$/.exec(location.hash);
+  if (fromHash?.[1]) showTrace(decodeURIComponent(fromHash[1]));
+  void refresh();
+}
+
+// Node (the unit test of the helpers above) has no document: only a browser starts the page.
+if (typeof document !== 'undefined') {
+  startDashboard(/** @type {DashboardConfig} */ (JSON.parse($('config').textContent ?? '{}')));
+}
