@@ -134,7 +134,7 @@ function namesIn(...expressions: (string | undefined)[]): Record<string, string>
 const beginUpdate = 'SET #state = :state, #openKey = :openKey';
 const beginCondition = 'attribute_not_exists(#state)';
 
-/** Longest `lastError` a record keeps, in UTF-8 bytes: a reason quoting a huge field must not pass the 400 KB item limit. */
+/** Longest `lastError` a record keeps, in UTF-8 bytes (the ellipsis of a cut one included): a reason quoting a huge field must not pass the 400 KB item limit. */
 export const maxErrorBytes = 4 * 1024;
 
 const isConditionFailure = (err: unknown) =>
@@ -615,9 +615,12 @@ export class DynamoInboxStore implements InboxStore {
 
 /** `text` cut to {@link maxErrorBytes} UTF-8 bytes, marked with an ellipsis when it was cut. */
 function boundedError(text: string): string {
-  if (Buffer.byteLength(text) <= maxErrorBytes) return text;
-  // A cut inside a multi-byte character decodes to U+FFFD; the record stays well under its limit.
-  return `${Buffer.from(text).subarray(0, maxErrorBytes).toString('utf8')}…`;
+  const bytes = Buffer.from(text);
+  if (bytes.length <= maxErrorBytes) return text;
+  // Cut before a character, never inside one: a UTF-8 continuation byte is 0b10xxxxxx.
+  let cut = maxErrorBytes - Buffer.byteLength('…');
+  while (cut > 0 && ((bytes[cut] as number) & 0xc0) === 0x80) cut--;
+  return `${bytes.subarray(0, cut).toString('utf8')}…`;
 }
 
 /** True when `item` is in `status` under `owner`: what this attempt's own landed write left. */
