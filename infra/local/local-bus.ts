@@ -17,7 +17,7 @@ import * as z from 'zod';
 import { sleep } from '../../shared/db/retry';
 import type { DeadLetter as OpsDeadLetter } from '../../shared/ops/ops-ports';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
-import { matchesPattern } from './event-pattern';
+import { assertValidRules, matchesPattern } from './event-pattern';
 import type { FaultInjector } from './faults';
 
 /** The event a Lambda target receives from EventBridge (reference/eventbridge.md §3). */
@@ -168,6 +168,8 @@ export class LocalBus {
 
   /** Opens the journal, re-delivers what a previous run left pending, and starts listening. */
   async start(): Promise<string> {
+    // A rule EventBridge would refuse (PutRule: InvalidEventPatternException) stops the bus before it creates anything.
+    assertValidRules(this.options.rules);
     mkdirSync(this.options.dir, { recursive: true });
     const pending = this.recover();
     this.journalFd = openSync(this.journalPath, 'a');
