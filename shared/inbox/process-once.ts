@@ -72,8 +72,9 @@ const epochSeconds = (ms: number) => Math.floor(ms / 1000);
  * Runs `work` for one delivery of `event` unless the inbox says it must not: once an attempt
  * has completed, no delivery runs the work again; until then, deliveries keep running it
  * (one at a time) until one completes or the failures say a person is needed (`DEAD`: a
- * permanent failure past its small budget, or transient ones past the maximum event age), whatever the platform
- * does: duplicates, concurrent deliveries, out-of-order retries, crashes.
+ * permanent failure past its small budget, or transient ones past the maximum event age),
+ * whatever the platform does: duplicates, concurrent deliveries, out-of-order retries, crashes.
+ * A write of this attempt that the SDK resent after it landed is recognized by its owner.
  *
  * State machine of the (consumer, event id) record:
  * - absent -> `PROCESSING` (begin, this attempt owns the lease);
