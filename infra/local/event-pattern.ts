@@ -81,7 +81,10 @@ type ValueTest = (leaf: Leaf) => boolean;
 
 const compiled = new WeakMap<object, CompiledEventPattern>();
 
-/** Checks `pattern` as PutRule does and prepares it for matching; throws InvalidEventPatternError. */
+/**
+ * Checks `pattern` as PutRule does and prepares it for matching; throws InvalidEventPatternError.
+ * The result is kept per pattern object (patterns are read-only), so matching many events is cheap.
+ */
 export function compileEventPattern(pattern: unknown): CompiledEventPattern {
   if (typeof pattern === 'object' && pattern !== null) {
     const cached = compiled.get(pattern);
