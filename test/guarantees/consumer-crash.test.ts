@@ -49,7 +49,7 @@ describe('guarantee: a consumer that crashes after its effect', () => {
   it(
     'runs the effect again after the lease or the backoff, and only notifications repeat',
     async () => {
-      const tasks = sized(24, 300);
+      const tasks = sized(15, 300);
       await harness.approveTasks(tasks);
       const settled = await harness.settle();
       const report = await harness.check();

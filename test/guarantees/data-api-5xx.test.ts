@@ -69,7 +69,7 @@ describe('guarantee: the Data API answering 5xx after running a statement', () =
         nudger: noopRelayNudger,
         logger: { error: () => undefined, warn: () => undefined },
       });
-      const tasks = sized(20, 200);
+      const tasks = sized(12, 200);
       const confirmed: string[] = [];
       const answers: number[] = [];
       for (let i = 0; i < tasks; i++) {

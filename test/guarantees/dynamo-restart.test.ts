@@ -7,7 +7,7 @@ import { tempDataDir } from '../support/pipeline-client';
 import { type Harness, startHarness } from './harness';
 import { fullProfile, scenarioTimeoutMs, settleTimeoutMs, sized } from './profile';
 
-const outageMs = sized(2_000, 8_000);
+const outageMs = sized(1_500, 8_000);
 
 /** One call with no SDK retry: the error the engine's endpoint gives now, or undefined if it answers. */
 async function probe(endpoint: string): Promise<string | undefined> {
@@ -53,7 +53,7 @@ for (const engine of engines) {
       let outage: Promise<void> | undefined;
       let downProbe: string | undefined = 'not probed';
       let processedBeforeOutage = 0;
-      const tasks = sized(30, 300);
+      const tasks = sized(20, 300);
 
       beforeAll(async () => {
         dynamo = await startRestartableDynamo(engine.name, tempDataDir('guarantees-dynamo-'));

@@ -11,7 +11,7 @@ import { engineEndpoint, type Harness, startHarness } from './harness';
 import { scenarioTimeoutMs, settleTimeoutMs, sized } from './profile';
 
 /** How long PostgreSQL stays down: seconds here, longer in the full profile. */
-const outageMs = sized(3_000, 10_000);
+const outageMs = sized(2_000, 10_000);
 
 /** A migrated database with the roles' test logins on `server`, as the run's template gives. */
 async function pipelineDatabase(server: RestartablePostgres) {
@@ -62,7 +62,7 @@ describe('guarantee: PostgreSQL stopped in the middle of a relay run, then start
   it(
     'delivers every committed event once PostgreSQL is back, each effect once',
     async () => {
-      const tasks = sized(30, 300);
+      const tasks = sized(20, 300);
       await harness.approveTasks(tasks);
       let downProbe: string | undefined = 'not probed';
       let outage: Promise<void> | undefined;

@@ -11,9 +11,15 @@ const leaseSeconds = 0.3;
 const publishDelayMs = 1_000;
 /** New relay invocations (nudges, sweeps) keep arriving, faster than a lease runs out. */
 const invocationEveryMs = 200;
-const stormMs = sized(4_000, 12_000);
-/** A claim's lease can lapse this many times during one publish, each time to a new claim. */
-const claimsPerPublish = Math.ceil(publishDelayMs / (leaseSeconds * 1_000)) + 1;
+const stormMs = sized(3_000, 12_000);
+/** What a claim-publish-mark round may take beyond the PutEvents delay on a busy machine. */
+const roundOverheadMs = 1_000;
+/**
+ * A claim's lease can lapse this many times during one round, each time to a new claim: the bound
+ * once the first accepted publish settles the row. Without that, claims go on for as long as new
+ * invocations keep arriving (the storm), about (storm + publish) / lease of them.
+ */
+const claimsPerRound = Math.ceil((publishDelayMs + roundOverheadMs) / (leaseSeconds * 1_000)) + 1;
 
 /** The real publisher behind a slow network (or a throttled PutEvents): the call lands late. */
 const slow = (publisher: EventPublisher): EventPublisher => ({
@@ -61,8 +67,8 @@ describe('guarantee: relays racing while their leases expire', () => {
       expect(takeOvers).toBeGreaterThan(0);
       expect(report.figures.duplicates.publish).toBeGreaterThan(0);
       // Each take-over is one more claim; a row settles at its first accepted publish, so a row is
-      // claimed at most once per lease that can lapse during that publish, however many relays run.
-      expect(report.figures.maxPublishAttempts).toBeLessThanOrEqual(claimsPerPublish);
+      // claimed at most once per lease that can lapse during that round, however many relays run.
+      expect(report.figures.maxPublishAttempts).toBeLessThanOrEqual(claimsPerRound);
       expect(report.figures.maxPublishAttempts).toBeLessThan(topology.relay.maxUnsettledClaims);
       expect(report.violations).toEqual([]);
       expect(settled.quiet).toBe(true);

@@ -61,7 +61,7 @@ describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => 
   it(
     'each effect runs once, no attempt waits on its own lease, every event is processed',
     async () => {
-      const tasks = sized(20, 200);
+      const tasks = sized(12, 200);
       await harness.approveTasks(tasks);
       const settled = await harness.settle();
       const report = await harness.check();
