@@ -7,8 +7,9 @@
  * the `Subject` TSDoc in `@aws-sdk/client-sns`; older revisions asked for ASCII, the current one
  * allows UTF-8, so non-ASCII titles are kept). The tasks API accepts any JSON string of 1 to 500
  * characters after trimming (zod counts code points, so up to 1,000 UTF-16 code units), so a
- * title may carry newlines, tabs, C0/C1 controls, DEL, U+2028/U+2029 and lone surrogates (a JSON
- * `"\ud800"` escape).
+ * title may carry newlines, tabs, C0/C1 controls, DEL and U+2028/U+2029. The API refuses NUL and
+ * lone surrogates (a JSON `"\ud800"` escape); this still replaces a lone surrogate, so a subject is
+ * valid whatever the title's origin.
  *
  * SNS does not say what a "character" is. A JVM service counts UTF-16 code units
  * (`String.length()`); a code-point count is never larger than that, so capping code units at 99

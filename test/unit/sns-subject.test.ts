@@ -4,7 +4,8 @@ import { snsSubject } from '../../shared/effects/sns-subject';
 import { taskTitle as acceptedTitle } from '../../shared/tasks/tasks-api';
 
 // The title the tasks API accepts. Zod's `.max` counts code points (500 emoji are 1,000 UTF-16
-// units), and the body is JSON, so any code unit can arrive, a lone surrogate included.
+// units), and the body is JSON, so any code unit can arrive; the schema refuses NUL and lone
+// surrogates, and the generator's other titles are filtered through it.
 
 const isControl = (unit: number) => unit <= 0x1f || (unit >= 0x7f && unit <= 0x9f);
 const isHighSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdbff;
