@@ -6,16 +6,27 @@ import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-fau
 import { type Harness, startHarness } from './harness';
 import { scenarioTimeoutMs, sized } from './profile';
 
-/** Which inbox or index write a lost response belonged to, from the request itself. */
-function writeKind(lost: LostResponse): string {
-  const condition = String(lost.input.ConditionExpression ?? '');
-  const update = String(lost.input.UpdateExpression ?? '');
-  if (lost.commandName === 'PutItemCommand') return 'index put';
+/** Which inbox or index write a request is, from the request itself. */
+function writeKind(commandName: string, input: Readonly<Record<string, unknown>>): string {
+  const condition = String(input.ConditionExpression ?? '');
+  const update = String(input.UpdateExpression ?? '');
+  if (commandName === 'PutItemCommand') return 'index put';
   if (condition.startsWith('attribute_not_exists(#state)')) return 'begin';
   if (update.includes('#attempts + :one')) return 'take-over';
   if (update.includes(':processed')) return 'complete';
   return 'other';
 }
+
+/** Every consumer loses the response of its first few writes of each kind... */
+const firstOfEachKind = 3;
+/**
+ * ...and then of one write in this many. A resend its condition refuses costs the SDK's retry
+ * quota 10 tokens that no success refunds, and each call that succeeds at once gives 1 back
+ * (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html): above about one
+ * write in eleven the quota drains in a long run, the SDK stops resending, and the timeout
+ * reaches the inbox as a store error, which is the crash path, not this scenario.
+ */
+const thenOneIn = 16;
 
 describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => {
   let harness: Harness;
@@ -24,19 +35,21 @@ describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => 
 
   beforeAll(async () => {
     const struck = new WeakSet<object>();
-    let writes = 0;
     harness = await startHarness({
       dynamoEndpoint: fixture().endpoint,
-      // One write in eight lands and then loses its response; the SDK sends the same request
-      // again (each request at most once, so the resend gets its answer). More would drain the
-      // SDK's retry quota (a resend refused by its condition does not refund it), after which the
-      // timeout reaches the inbox as a store error: the crash path, not this scenario.
+      // A write lands and then its response is lost; the SDK sends the same request again (each
+      // request at most once, so the resend gets its answer).
       configureConsumerClient: (_consumer, client) => {
+        const seen = new Map<string, number>();
         loseResponsesAfterLanding(
           client,
           (commandName, input) => {
             if (commandName !== 'UpdateItemCommand' && commandName !== 'PutItemCommand') return false;
-            if (struck.has(input) || writes++ % 8 !== 0) return false;
+            if (struck.has(input)) return false;
+            const kind = writeKind(commandName, input);
+            const n = (seen.get(kind) ?? 0) + 1;
+            seen.set(kind, n);
+            if (n > firstOfEachKind && n % thenOneIn !== 0) return false;
             struck.add(input);
             return true;
           },
@@ -67,7 +80,7 @@ describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => 
       const report = await harness.check();
 
       // The fault happened on every kind of write the inbox makes, and on the index's put.
-      const kinds = new Set(lost.map(writeKind));
+      const kinds = new Set(lost.map((l) => writeKind(l.commandName, l.input)));
       for (const kind of ['begin', 'take-over', 'complete', 'index put']) expect(kinds).toContain(kind);
       // No attempt mistook its own landed write for another's: no in-progress refusal, and no
       // effect ran twice (every repeat here would be the inbox's doing).
