@@ -40,6 +40,15 @@ async function createAndApprove(api: TasksApi, i: number): Promise<{ taskId: str
   }
 }
 
+/** A name for what a Data API call runs: the operation, or the statement's first words. */
+function statementOf(operation: DataApiOperation, request: Readonly<Record<string, unknown>>): string {
+  if (operation !== 'Execute') return operation;
+  const sql = String(request.sql ?? '').trim();
+  if (sql.startsWith('WITH due')) return 'claim';
+  if (sql.startsWith('UPDATE outbox') && sql.includes("status = 'delivered'")) return 'mark delivered';
+  return sql.split(/\s+/).slice(0, 2).join(' ');
+}
+
 describe('guarantee: the Data API answering 5xx after running a statement', () => {
   let harness: Harness;
   beforeAll(async () => {
@@ -57,13 +66,20 @@ describe('guarantee: the Data API answering 5xx after running a statement', () =
       const dataApi = harness.dataApi;
       if (!dataApi) throw new Error('the harness was started without the Data API');
       const random = seededRandom(5);
+      const lostAnswers: string[] = [];
       // The statement runs (and commits, outside a transaction); the caller gets a 500 instead,
-      // and the SDK sends the same request again, as it does for a 5xx.
-      dataApi.failWhen((operation) =>
-        lossy.has(operation) && random() < lossRate
-          ? { name: 'InternalServerErrorException', status: 500, afterRunning: true }
-          : undefined,
-      );
+      // and the SDK sends the same request again, as it does for a 5xx. The tasks API's calls
+      // lose their answers at random; the relay's first claim and first delivered mark do.
+      dataApi.failWhen((operation, request) => {
+        const statement = statementOf(operation, request);
+        const relayWrite = statement === 'claim' || statement === 'mark delivered';
+        const strike = relayWrite
+          ? !lostAnswers.includes(statement)
+          : lossy.has(operation) && random() < lossRate;
+        if (!strike) return undefined;
+        lostAnswers.push(statement);
+        return { name: 'InternalServerErrorException', status: 500, afterRunning: true };
+      });
       const api = createTasksApi({
         db: harness.sql.tasksApi,
         nudger: noopRelayNudger,
@@ -81,10 +97,11 @@ describe('guarantee: the Data API answering 5xx after running a statement', () =
       dataApi.failWhen(undefined);
       const report = await harness.check();
 
-      // The fault happened on both paths: statements and commits whose answers were lost.
-      const lost = dataApi.injected.filter((f) => f.afterRunning);
-      expect(lost.filter((f) => f.operation === 'Execute').length).toBeGreaterThan(0);
-      expect(lost.filter((f) => f.operation === 'CommitTransaction').length).toBeGreaterThan(0);
+      // The fault happened on every path: the approve's statement and its commit, the relay's
+      // claim and its mark, each ran and lost its answer.
+      expect(dataApi.injected.every((f) => f.afterRunning)).toBe(true);
+      for (const statement of ['UPDATE tasks', 'CommitTransaction', 'claim', 'mark delivered'])
+        expect(lostAnswers).toContain(statement);
       // Every approval the API confirmed (200, or 409 "already approved") is in the database.
       const { rows } = await harness.db.query<{ task_id: string; status: string }>(
         'SELECT task_id, status FROM tasks WHERE task_id = ANY(:ids::uuid[])',
