@@ -10,8 +10,9 @@ import {
   RollbackTransactionCommand,
   type SqlParameter,
 } from '@aws-sdk/client-rds-data';
+import { isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import { PipelineError } from '../errors';
-import { type RetryDeps, type RetryPolicy, withRetry } from './retry';
+import { backoffDelay, type RetryDeps, type RetryPolicy, sleep, withRetry } from './retry';
 import {
   assertPortableParams,
   type QueryResult,
@@ -46,9 +47,64 @@ const transientErrorNames = new Set([
   'TooManyRequestsException',
 ]);
 
+/**
+ * A call inside a transaction whose answer never came (a 5xx, a timeout, a dropped connection):
+ * it may have run. The SDK would send it again, and inside a transaction that runs it a second
+ * time: an approve's `UPDATE … WHERE status = 'pending_review'` resent after it ran matches
+ * nothing, and the approve would report "already approved" for an approval that then rolls back.
+ */
+class AnswerLostError extends Error {
+  override readonly name = 'AnswerLostError';
+  /**
+   * The SDK's failure. Not `cause`: the SDK's retry looks through `cause` (isTransientError
+   * follows it) and would send the call again after all.
+   */
+  constructor(readonly original: Error) {
+    super(`${original.name}: ${original.message}`);
+  }
+}
+
+/** What the SDK's standard retry strategy would send again (@smithy/core/retry's own tests). */
+const sdkWouldResend = (err: unknown) => {
+  const e = err as Parameters<typeof isTransientError>[0] & { $retryable?: unknown };
+  return e?.$retryable !== undefined || isTransientError(e) || isThrottlingError(e) || isServerError(e);
+};
+
+/**
+ * Keeps the SDK from sending an in-transaction call again: inside its retry loop (the
+ * `deserialize` step runs within `finalizeRequest`, where the retry middleware sits), a failure
+ * it would resend is replaced by one it does not, carrying the original as its cause.
+ */
+function sendOnce<C extends { middlewareStack: { add: (...args: never[]) => void } }>(command: C): C {
+  (
+    command.middlewareStack as unknown as {
+      add(mw: (next: (a: unknown) => Promise<unknown>) => (a: unknown) => Promise<unknown>, o: object): void;
+    }
+  ).add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        if (!sdkWouldResend(err)) throw err;
+        throw new AnswerLostError(err as Error);
+      }
+    },
+    { step: 'deserialize', priority: 'high', name: 'pipelineSendOnceInTransaction' },
+  );
+  return command;
+}
+
 /** Translates a Data API (SDK) error into a PipelineError; the SQLSTATE is only in the message text. */
 export function translateDataApiError(err: unknown): PipelineError {
   if (err instanceof PipelineError) return err;
+  if (err instanceof AnswerLostError) {
+    return new PipelineError(
+      'DB_TRANSIENT',
+      err.message,
+      { awsError: err.original.name, answerLost: true },
+      { cause: err.original },
+    );
+  }
   const e = err as { name?: string; message?: string; $retryable?: { throttling?: boolean } };
   const name = e.name ?? 'Error';
   const message = e.message ?? String(err);
@@ -75,6 +131,14 @@ const notRunErrorNames = new Set([
   'ThrottlingException',
   'TooManyRequestsException',
 ]);
+
+/** Runs of a transaction's work: the first, and two more after a lost answer or a deadlock. */
+const transactionAttempts = 3;
+
+/** A statement failure after which the rolled-back transaction can simply be run again. */
+const rerunnable = (err: PipelineError) =>
+  err.details.answerLost === true ||
+  (err.code === 'DB_TRANSIENT' && transientSqlStates.has(String(err.details.sqlState)));
 
 /**
  * Safe to run again: the statement was rolled back (deadlock, serialization) or never ran. A
@@ -231,6 +295,30 @@ export class DataApiSqlClient implements SqlClient {
    * `tx.query` calls behave as they do on one pg connection.
    */
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transactionOnce(work);
+      } catch (err) {
+        const again =
+          err instanceof PipelineError && err.details.rolledBack === true && attempt < transactionAttempts;
+        if (!again) throw err;
+        await (this.options.retryDeps?.sleep ?? sleep)(
+          backoffDelay(attempt, this.retry, this.options.retryDeps?.random),
+        );
+      }
+    }
+  }
+
+  /**
+   * One run of `work` in one transaction. No call inside it is sent twice (see `sendOnce`): a
+   * statement whose answer was lost, or that a deadlock or serialization failure rolled back,
+   * ends the transaction with a rollback and `details.rolledBack`, and {@link transaction} runs
+   * `work` again from the start in a new one (`work` must therefore only talk to the database).
+   * A commit whose answer was lost is not run again: it may have committed, and the error says
+   * so with `details.commitOutcome: 'unknown'` (callers that can tell, from what they wrote,
+   * check; the tasks commands do).
+   */
+  private async transactionOnce<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     const { client, resourceArn, secretArn, database } = this.options;
     const begun = await withRetry(
       () => call(() => client.send(new BeginTransactionCommand({ resourceArn, secretArn, database }))),
@@ -248,21 +336,37 @@ export class DataApiSqlClient implements SqlClient {
       return next;
     };
 
+    let result: T;
     try {
-      const result = await work({
+      result = await work({
         query: <R extends Row = Row>(sql: string, params?: SqlParams) =>
           serial(() => this.execute<R>(sql, params, transactionId)),
       });
-      await serial(() =>
-        call(() => client.send(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),
-      );
-      return result;
     } catch (err) {
       const rollbackError = await serial(() => this.rollback(transactionId));
-      // The original error is the one the caller acts on; a failed rollback travels with it.
+      if (err instanceof PipelineError) {
+        // The original error is the one the caller acts on; a failed rollback travels with it.
+        if (rollbackError) err.details.rollbackError = rollbackError;
+        else if (rerunnable(err)) err.details.rolledBack = true;
+      }
+      throw err;
+    }
+    try {
+      await serial(() =>
+        call(() =>
+          client.send(sendOnce(new CommitTransactionCommand({ resourceArn, secretArn, transactionId }))),
+        ),
+      );
+    } catch (err) {
+      if (err instanceof PipelineError && err.details.answerLost === true) {
+        err.details.commitOutcome = 'unknown';
+        throw err;
+      }
+      const rollbackError = await serial(() => this.rollback(transactionId));
       if (rollbackError && err instanceof PipelineError) err.details.rollbackError = rollbackError;
       throw err;
     }
+    return result;
   }
 
   /** Nothing to release: the Data API is stateless HTTP, and the SDK client belongs to the caller. */
@@ -271,19 +375,16 @@ export class DataApiSqlClient implements SqlClient {
   private async execute<R extends Row>(sql: string, params?: SqlParams, transactionId?: string) {
     const parameters = toParameters(sql, params);
     const { client, resourceArn, secretArn, database } = this.options;
-    const output = await call(() =>
-      client.send(
-        new ExecuteStatementCommand({
-          resourceArn,
-          secretArn,
-          database,
-          sql,
-          parameters,
-          transactionId,
-          includeResultMetadata: true,
-        }),
-      ),
-    );
+    const command = new ExecuteStatementCommand({
+      resourceArn,
+      secretArn,
+      database,
+      sql,
+      parameters,
+      transactionId,
+      includeResultMetadata: true,
+    });
+    const output = await call(() => client.send(transactionId ? sendOnce(command) : command));
     return toResult<R>(output);
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { SqlClient, SqlExecutor } from '../db/sql-client';
+import { type SqlClient, type SqlExecutor, sqlParam } from '../db/sql-client';
 import { PipelineError } from '../errors';
 import { contentApprovedData, contentWithdrawnData } from '../events/schemas';
 import { OutboxStore } from '../outbox/outbox-store';
@@ -81,7 +81,8 @@ export async function getTask(taskId: string, deps: { readonly db: SqlClient }):
 export async function approveTask(cmd: ApproveTaskCommand, deps: TaskChangeDeps): Promise<TaskChange> {
   const { db, ids = randomUUID, clock = () => new Date() } = deps;
   const outbox = deps.outbox ?? new OutboxStore(db);
-  return db.transaction(async (tx) => {
+  const eventId = ids();
+  return committedOrKnown(db, cmd.taskId, eventId, async (tx) => {
     const task = await approvePendingTask(tx, { taskId: cmd.taskId, reviewer: cmd.approvedBy, at: clock() });
     if (!task) throw await refusal(tx, cmd.taskId, 'approve', 'it is not pending review');
     // Parsed, not just typed: a payload that breaks the contract must fail here, rolled back,
@@ -94,7 +95,7 @@ export async function approveTask(cmd: ApproveTaskCommand, deps: TaskChangeDeps)
       reviewer: task.reviewer,
       approvedAt: task.approvedAt?.toISOString(),
     });
-    return appendTaskEvent(tx, outbox, ids(), task, eventTypes.approved, payload);
+    return appendTaskEvent(tx, outbox, eventId, task, eventTypes.approved, payload);
   });
 }
 
@@ -106,7 +107,8 @@ export async function approveTask(cmd: ApproveTaskCommand, deps: TaskChangeDeps)
 export async function withdrawTask(cmd: WithdrawTaskCommand, deps: TaskChangeDeps): Promise<TaskChange> {
   const { db, ids = randomUUID, clock = () => new Date() } = deps;
   const outbox = deps.outbox ?? new OutboxStore(db);
-  return db.transaction(async (tx) => {
+  const eventId = ids();
+  return committedOrKnown(db, cmd.taskId, eventId, async (tx) => {
     const task = await withdrawOpenTask(tx, {
       taskId: cmd.taskId,
       withdrawnBy: cmd.withdrawnBy,
@@ -122,8 +124,34 @@ export async function withdrawTask(cmd: WithdrawTaskCommand, deps: TaskChangeDep
       reason: task.withdrawReason,
       withdrawnAt: task.withdrawnAt?.toISOString(),
     });
-    return appendTaskEvent(tx, outbox, ids(), task, eventTypes.withdrawn, payload);
+    return appendTaskEvent(tx, outbox, eventId, task, eventTypes.withdrawn, payload);
   });
+}
+
+/**
+ * Runs a task change's transaction. When its commit's answer was lost (the Data API's
+ * `commitOutcome: 'unknown'`), the change's own event tells what happened: the event id is
+ * chosen before the transaction, so an outbox row with it means this change committed, and the
+ * caller gets its result rather than a 500 (and, on retrying, a 409 for its own change).
+ */
+async function committedOrKnown(
+  db: SqlClient,
+  taskId: string,
+  eventId: string,
+  work: (tx: SqlExecutor) => Promise<TaskChange>,
+): Promise<TaskChange> {
+  try {
+    return await db.transaction(work);
+  } catch (err) {
+    if (!(err instanceof PipelineError && err.details.commitOutcome === 'unknown')) throw err;
+    const { rows } = await db.query('SELECT event_id FROM outbox WHERE event_id = :eventId', {
+      eventId: sqlParam.uuid(eventId),
+    });
+    if (rows.length === 0) throw err;
+    const task = await findTask(db, taskId);
+    if (!task) throw err;
+    return { task, eventId };
+  }
 }
 
 /** Appends `task`'s event at its new version inside the command's transaction. */

@@ -1,5 +1,6 @@
 import type { SqlExecutor } from '../db/sql-client';
 import { sqlParam } from '../db/sql-client';
+import { PipelineError } from '../errors';
 
 /** The lifecycle states a task can be in; the `tasks.status` CHECK constraint allows exactly these. */
 export type TaskStatus = 'pending_review' | 'approved' | 'rejected' | 'withdrawn';
@@ -88,13 +89,28 @@ export async function insertTask(
   db: SqlExecutor,
   task: { taskId: string; title: string; body: string | null; assignee: string | null },
 ): Promise<Task> {
+  // A fresh random id can only conflict with this very insert sent again (the Data API's SDK
+  // resends a statement whose answer was lost): the row is then the one it wrote.
   const { rows } = await db.query<TaskRow>(
     `INSERT INTO tasks (task_id, title, body, assignee)
      VALUES (:taskId, :title, :body, :assignee)
+     ON CONFLICT (task_id) DO NOTHING
      RETURNING ${taskColumns}`,
     { taskId: sqlParam.uuid(task.taskId), title: task.title, body: task.body, assignee: task.assignee },
   );
-  return decodeTask(single(rows, 'INSERT INTO tasks'));
+  const inserted = rows[0];
+  if (inserted) return decodeTask(inserted);
+  const existing = await findTask(db, task.taskId);
+  if (
+    existing &&
+    existing.title === task.title &&
+    existing.body === task.body &&
+    existing.assignee === task.assignee
+  )
+    return existing;
+  throw new PipelineError('DB_CONSTRAINT', `task ${task.taskId} already exists`, {
+    constraint: 'tasks_pkey',
+  });
 }
 
 /** Reads one task, or `null` when there is none: callers decide whether absence is an error. */
@@ -149,10 +165,4 @@ export async function withdrawOpenTask(
     },
   );
   return rows[0] ? decodeTask(rows[0]) : null;
-}
-
-function single<R>(rows: R[], statement: string): R {
-  const row = rows[0];
-  if (!row) throw new Error(`${statement} returned no row`);
-  return row;
 }

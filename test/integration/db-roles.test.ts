@@ -11,7 +11,8 @@ const statements = {
   readTasks: 'SELECT count(*) FROM tasks',
   writeTasks: `UPDATE tasks SET title = title WHERE task_id = '${taskId}'`,
   insertTask: `INSERT INTO tasks (task_id, title) VALUES ('${randomUUID()}', 'x')`,
-  readOutbox: 'SELECT count(*) FROM outbox',
+  readOutbox: 'SELECT payload, status FROM outbox LIMIT 1',
+  findEvent: `SELECT event_id FROM outbox WHERE event_id = '${randomUUID()}'`,
   appendOutbox: `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)
                  VALUES ('${randomUUID()}', 'content.approved', '${taskId}', 2, '{}')`,
   updateOutbox: "UPDATE outbox SET attempts = attempts WHERE status = 'dead'",
@@ -28,11 +29,11 @@ const statements = {
 type Statement = keyof typeof statements;
 
 const allowed: Record<FunctionRole, readonly Statement[]> = {
-  relay: ['readOutbox', 'updateOutbox', 'settleOutbox', 'claimOutbox', 'purgeOutbox'],
-  tasksApi: ['readTasks', 'writeTasks', 'insertTask', 'appendOutbox'],
+  relay: ['readOutbox', 'findEvent', 'updateOutbox', 'settleOutbox', 'claimOutbox', 'purgeOutbox'],
+  tasksApi: ['readTasks', 'writeTasks', 'insertTask', 'appendOutbox', 'findEvent'],
   archive: ['readTasks'],
   // UPDATE (redrive) is what FOR UPDATE needs too: a claim-shaped read follows from it.
-  ops: ['readTasks', 'readOutbox', 'updateOutbox', 'claimOutbox'],
+  ops: ['readTasks', 'readOutbox', 'findEvent', 'updateOutbox', 'claimOutbox'],
 };
 
 describe('each function reaches PostgreSQL as its own role, with only the grants its statements need', () => {

@@ -2,6 +2,7 @@ import { migration0001 } from './0001-tasks-and-outbox';
 import { migration0002 } from './0002-function-roles';
 import { migration0003 } from './0003-outbox-column-grants';
 import { migration0004 } from './0004-outbox-unsettled-claims';
+import { migration0005 } from './0005-tasks-api-reads-its-event';
 
 /**
  * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
@@ -16,4 +17,10 @@ export interface Migration {
 }
 
 /** Every migration, in version order. Append only: never edit one that has shipped. */
-export const migrations: readonly Migration[] = [migration0001, migration0002, migration0003, migration0004];
+export const migrations: readonly Migration[] = [
+  migration0001,
+  migration0002,
+  migration0003,
+  migration0004,
+  migration0005,
+];
