@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { maxJsonBodyBytes } from '../../shared/http/json-body';
 import { localLambdaContext, parseRequestTarget, toProxyEvent } from '../../shared/http/proxy-event';
+import { dashboardContentSecurityPolicy } from './dashboard';
+import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
 
 /** An API Gateway proxy handler as the tasks and ops APIs are (middy-wrapped). */
 type ProxyHandler = (
@@ -18,43 +21,125 @@ export interface HttpServerOptions {
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
+/** Headers on every answer: no answer is ever sniffed into another type or leaks a referrer. */
+const commonHeaders = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The dashboard's headers. The page carries its CSP in a meta tag too, but only a header can
+ * forbid framing (`frame-ancestors` is ignored in a meta tag); `X-Frame-Options` for browsers
+ * that predate it.
+ */
+const dashboardHeaders = {
+  ...commonHeaders,
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': `${dashboardContentSecurityPolicy}; frame-ancestors 'none'`,
+  'x-frame-options': 'DENY',
+};
+
+const stateChanging = (method: string) => method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
+const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
+
 /**
  * The local HTTP front door: `/tasks…` and `/ops/…` become API Gateway REST proxy events for
  * the same tasks and ops handlers Lambda runs; `/` is the dashboard page.
+ *
+ * It listens on loopback, which alone does not keep other web pages out: a page on any origin
+ * can send a `text/plain` POST (no CORS preflight), and a DNS-rebinding page reaches it under
+ * its own host name. So, before any handler runs:
+ * - a `Host` other than this server's loopback names (`127.0.0.1`, `localhost`, `[::1]` with
+ *   its port) is a 421: a rebound name never reaches the APIs;
+ * - a state-changing request (anything but GET, HEAD and OPTIONS) from another `Origin` (a
+ *   browser always sends one on a cross-origin POST; `null` included) is a 403, and one whose
+ *   content type is not JSON a 415 (which no simple cross-site form or `text/plain` POST can
+ *   send without a preflight);
+ * - a body over the API's limit is a 413 while it is still arriving, never read whole.
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<{ url: string; server: Server }> {
+  let port = options.port;
   const server = createServer((req, res) => {
-    handle(req, res, options).catch((err) => {
+    handle(req, res, options, port).catch((err) => {
       options.log?.('ops request failed', { error: String(err) });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
     });
   });
+  answerClientErrorsAsJson(server, (_status, message) => ({ error: message }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  port = (server.address() as AddressInfo).port;
   return { url: `http://${options.host}:${port}`, server };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, options: HttpServerOptions): Promise<void> {
-  // The same reading of the target as the proxy event's: `//x/tasks` is a path, not host x.
-  const url = parseRequestTarget(req.url ?? '/');
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: HttpServerOptions,
+  port: number,
+): Promise<void> {
+  const target = req.url ?? '/';
   const method = (req.method ?? 'GET').toUpperCase();
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const raw = Buffer.concat(chunks);
-
+  const own = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
+  const host = String(req.headers.host ?? '').toLowerCase();
+  if (!own.has(host)) {
+    return refuse(res, 421, `this server answers only for ${[...own].join(', ')}, not for host "${host}"`);
+  }
+  try {
+    // What a URL parser refuses (`//[`) is no request for any route.
+    new URL(target, 'http://localhost');
+  } catch {
+    return refuse(res, 400, 'the request target is not a valid URL');
+  }
+  // The same reading of the target as the proxy event's: `//x/tasks` is a path, not host x.
+  const url = parseRequestTarget(target);
   const api =
     url.pathname === '/tasks' || url.pathname.startsWith('/tasks/')
       ? { handler: options.tasksApi, name: 'tasks-api' }
       : url.pathname.startsWith('/ops/')
         ? { handler: options.opsApi, name: 'ops-api' }
         : undefined;
+
+  if (stateChanging(method)) {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !own.has(originAuthority(origin))) {
+      return refuse(res, 403, `cross-origin request from ${origin} refused`);
+    }
+    const mediaType = String(req.headers['content-type'] ?? '')
+      .split(';')[0]
+      ?.trim()
+      .toLowerCase();
+    if (api && !jsonMediaType.test(mediaType ?? '')) {
+      return refuse(
+        res,
+        415,
+        `content-type must be application/json, got ${req.headers['content-type'] ?? 'none'}`,
+      );
+    }
+  }
+
+  let raw: Buffer;
+  try {
+    raw = await readBody(req, maxJsonBodyBytes);
+  } catch (err) {
+    if (!(err instanceof BodyTooLargeError)) throw err;
+    sendAndClose(
+      res,
+      413,
+      { ...commonHeaders, 'content-type': 'application/json' },
+      JSON.stringify({ error: err.message, maxBytes: err.maxBytes }),
+    );
+    return;
+  }
+
   if (api) {
+    // HEAD is GET without the body (node:http leaves the body out of a HEAD answer itself).
     const event = toProxyEvent({
-      method,
-      url: req.url ?? '/',
+      method: method === 'HEAD' ? 'GET' : method,
+      url: target,
       headers: req.headers,
       body: raw.length > 0 ? raw : null,
     });
@@ -63,20 +148,47 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: HttpSe
       localLambdaContext(api.name) as Context,
     )) as APIGatewayProxyResult;
     const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
-    res.writeHead(result.statusCode, { ...(result.headers as Record<string, string>) }).end(body);
+    res
+      .writeHead(result.statusCode, { ...commonHeaders, ...(result.headers as Record<string, string>) })
+      .end(body);
     return;
   }
-  if (method === 'GET' && (url.pathname === '/' || url.pathname === '/index.html')) {
-    res
-      .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
-      .end(options.dashboardHtml());
+  if (url.pathname === '/' || url.pathname === '/index.html') {
+    if (method !== 'GET' && method !== 'HEAD') {
+      res.writeHead(405, { ...commonHeaders, 'content-type': 'application/json', allow: 'GET, HEAD' });
+      res.end(
+        JSON.stringify({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }),
+      );
+      return;
+    }
+    res.writeHead(200, dashboardHeaders).end(options.dashboardHtml());
     return;
   }
   send(res, 404, { error: `no route for ${method} ${url.pathname}` });
 }
 
+/** `host:port` of an Origin header (`http://localhost:3000` → `localhost:3000`); '' when it has none. */
+function originAuthority(origin: string): string {
+  try {
+    const url = new URL(origin);
+    if (url.protocol !== 'http:') return '';
+    return `${url.hostname}:${url.port || '80'}`.toLowerCase();
+  } catch {
+    // `null` (a sandboxed frame, a file: page) and anything else that is no URL.
+    return '';
+  }
+}
+
+function refuse(res: ServerResponse, status: number, error: string): void {
+  // The body was not read: answer and close, so the connection carries nothing more.
+  sendAndClose(
+    res,
+    status,
+    { ...commonHeaders, 'content-type': 'application/json' },
+    JSON.stringify({ error }),
+  );
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
-  res
-    .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' })
-    .end(JSON.stringify(body));
+  res.writeHead(status, { ...commonHeaders, 'content-type': 'application/json' }).end(JSON.stringify(body));
 }

@@ -19,6 +19,7 @@ import type { DeadLetter as OpsDeadLetter } from '../../shared/ops/ops-ports';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import { assertValidRules, matchesPattern } from './event-pattern';
 import type { FaultInjector } from './faults';
+import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
 
 /** The event a Lambda target receives from EventBridge (reference/eventbridge.md §3). */
 export interface BusEvent {
@@ -178,6 +179,10 @@ export class LocalBus {
         this.reply(res, 500, { __type: 'InternalFailure', message: String(err) }),
       );
     });
+    answerClientErrorsAsJson(this.server, (_status, message) => ({
+      __type: 'SerializationException',
+      message,
+    }));
     await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
     const { port } = this.server.address() as AddressInfo;
     this.endpoint = `http://127.0.0.1:${port}`;
@@ -240,8 +245,21 @@ export class LocalBus {
   // --- PutEvents -------------------------------------------------------------------------
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let raw: Buffer;
+    try {
+      raw = await readBody(req, this.maxBodyBytes());
+    } catch (err) {
+      if (!(err instanceof BodyTooLargeError)) throw err;
+      return sendAndClose(
+        res,
+        413,
+        { 'content-type': 'application/x-amz-json-1.1', 'x-amzn-errortype': 'RequestEntityTooLarge' },
+        JSON.stringify({
+          __type: 'RequestEntityTooLarge',
+          message: `Request body is larger than ${err.maxBytes} bytes.`,
+        }),
+      );
+    }
     const target = String(req.headers['x-amz-target'] ?? '');
     if (req.method !== 'POST' || target !== 'AWSEvents.PutEvents') {
       return this.reply(res, 400, {
@@ -251,7 +269,7 @@ export class LocalBus {
     }
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      body = JSON.parse(raw.toString('utf8'));
     } catch {
       return this.reply(res, 400, { __type: 'SerializationException', message: 'body is not JSON' });
     }
@@ -364,6 +382,14 @@ export class LocalBus {
       .filter((r) => matchesPattern(r.pattern, event))
       .flatMap((r) => r.targets.map((consumer) => ({ rule: r.name, consumer })));
     return { event, targets };
+  }
+
+  /**
+   * The most body bytes a PutEvents request can need: the entries' size limit, with every
+   * character escaped in the JSON (at most 6 bytes for one), and room for the envelope.
+   */
+  private maxBodyBytes(): number {
+    return this.options.maxRequestBytes * 6 + 64 * 1024;
   }
 
   private reply(res: ServerResponse, status: number, body: unknown): void {

@@ -11,6 +11,9 @@ export const maxJsonBodyBytes = 64 * 1024;
 
 const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
 
+// Fatal: a byte sequence that is not UTF-8 is refused, never replaced by U+FFFD and stored.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /**
  * Middy middleware that checks and parses a JSON request body: 413 when it is over `maxBytes`
  * (bytes, not characters, base64 bodies decoded first), 415 when a body comes with a non-JSON
@@ -36,12 +39,32 @@ export function jsonBody(
         throw new HttpError(413, `request body is larger than ${maxBytes} bytes`, { maxBytes });
       }
       const contentType = getHeader(event, 'content-type');
-      const mediaType = contentType?.split(';')[0]?.trim().toLowerCase() ?? '';
+      const [type, ...params] = contentType?.split(';') ?? [];
+      const mediaType = type?.trim().toLowerCase() ?? '';
       if (!jsonMediaType.test(mediaType)) {
         throw new HttpError(415, `content-type must be application/json, got ${contentType ?? 'none'}`);
       }
+      // JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read wrongly.
+      const charset = params
+        .map((p) => p.trim().toLowerCase())
+        .find((p) => p.startsWith('charset='))
+        ?.slice('charset='.length)
+        .replace(/^"(.*)"$/, '$1');
+      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+        throw validationError('request body must be UTF-8', [
+          { path: '', message: `charset ${charset} is not supported; send UTF-8` },
+        ]);
+      }
+      let text: string;
       try {
-        event.jsonBody = JSON.parse(raw.toString('utf8'));
+        text = utf8.decode(raw);
+      } catch {
+        throw validationError('request body is not valid UTF-8', [
+          { path: '', message: 'the body holds bytes that are not UTF-8' },
+        ]);
+      }
+      try {
+        event.jsonBody = JSON.parse(text);
       } catch (err) {
         throw validationError('request body is not valid JSON', [
           { path: '', message: err instanceof Error ? err.message : String(err) },
