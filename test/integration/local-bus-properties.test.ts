@@ -8,7 +8,7 @@ import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { anyCasing, anyJson, nastyString } from '../support/hostile-input';
-import { type RawAnswer, rawBytes, rawHttp } from '../support/raw-http';
+import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw-http';
 
 // Property-based tests of the local bus's PutEvents endpoint over raw HTTP (the relay reaches it
 // through @aws-sdk/client-eventbridge; anything else on loopback may send anything). What AWS
@@ -410,6 +410,27 @@ describe('what the local bus answers each class of bad request, as EventBridge d
         },
         { EventId: expect.any(String) },
       ],
+    });
+  });
+});
+
+describe('a PutEvents body over the limit', () => {
+  it('is refused while it arrives: a declared 64 MB body is answered after 1 KB of it, and the bus goes on', async () => {
+    const port = Number(new URL(bus.endpoint).port);
+    const answer = await sendPartially(
+      port,
+      [
+        'POST / HTTP/1.1',
+        `Host: 127.0.0.1:${port}`,
+        'Content-Type: application/x-amz-json-1.1',
+        'X-Amz-Target: AWSEvents.PutEvents',
+        `Content-Length: ${64 * 1024 * 1024}`,
+      ],
+      Buffer.alloc(1024, 0x20),
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      __type: 'RequestEntityTooLarge',
     });
   });
 });

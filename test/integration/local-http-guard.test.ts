@@ -1,9 +1,8 @@
-import { connect } from 'node:net';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../infra/local/http-server';
 import { jsonResponse } from '../../shared/http/responses';
-import { rawHttp } from '../support/raw-http';
+import { rawHttp, sendPartially } from '../support/raw-http';
 
 // What the local server refuses before any handler runs: foreign hosts (DNS rebinding),
 // cross-origin and non-JSON writes (cross-site requests), bodies over the limit (while they
@@ -210,25 +209,3 @@ describe('the local HTTP server refuses what a browser attack or a bad client se
     expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4)).error).toMatch(/too large/);
   });
 });
-
-/**
- * Writes a request's head and `body` (not necessarily all the body it declares) and returns
- * whatever the server answers before it closes the connection. `end` finishes the request.
- */
-function sendPartially(port: number, head: string[], body: Buffer, end = false): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    socket.on('error', (err: NodeJS.ErrnoException) =>
-      err.code === 'ECONNRESET' || err.code === 'EPIPE'
-        ? resolve(Buffer.concat(chunks).toString('utf8'))
-        : reject(err),
-    );
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    socket.write(`${head.join('\r\n')}\r\n\r\n`);
-    socket.write(body);
-    if (end) socket.end();
-  });
-}

@@ -90,3 +90,25 @@ function statusOf(chunks: readonly Buffer[]): number {
   const match = /^HTTP\/1\.[01] (\d{3})/.exec(Buffer.concat(chunks).toString('latin1'));
   return match ? Number(match[1]) : 0;
 }
+
+/**
+ * Writes a request's head and `body` (not necessarily all the body it declares) and returns
+ * whatever the server answers before it closes the connection. `end` finishes the request.
+ */
+export function sendPartially(port: number, head: string[], body: Buffer, end = false): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      err.code === 'ECONNRESET' || err.code === 'EPIPE'
+        ? resolve(Buffer.concat(chunks).toString('utf8'))
+        : reject(err),
+    );
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.write(`${head.join('\r\n')}\r\n\r\n`);
+    socket.write(body);
+    if (end) socket.end();
+  });
+}

@@ -63,6 +63,41 @@ describe('jsonBody middleware enforces the byte limit, the JSON content type and
     },
   );
 
+  it('answers 400 for bytes that are not UTF-8, instead of storing U+FFFD in their place', async () => {
+    const handler = middy<JsonBodyEvent, APIGatewayProxyResult>(async (event: JsonBodyEvent) => ({
+      statusCode: 200,
+      body: JSON.stringify(event.jsonBody),
+    }))
+      .use(httpErrors({ logger: { error: vi.fn() } }))
+      .use(jsonBody());
+    // {"title":"<0xff>"}: a byte no UTF-8 text holds, sent as the local server sends bodies (bytes).
+    const bytes = Buffer.concat([Buffer.from('{"title":"'), Buffer.from([0xff]), Buffer.from('"}')]);
+    const res = await handler(
+      toProxyEvent({
+        method: 'POST',
+        url: '/x',
+        headers: { 'content-type': 'application/json' },
+        body: bytes,
+      }),
+      localLambdaContext('t'),
+    );
+    expect(res.statusCode).toBe(400);
+    expect(JSON.parse(res.body).error).toBe('request body is not valid UTF-8');
+  });
+
+  it.each([
+    ['application/json; charset=iso-8859-1', 400],
+    ['application/json; charset="windows-1252"', 400],
+    ['application/json; charset=UTF-8', 200],
+    ['application/json;charset=utf-8', 200],
+  ])('a body declared as %s answers %i', async (contentType, status) => {
+    const { call } = echo();
+
+    const res = await call('{"a":"é"}', { 'content-type': contentType });
+
+    expect(res.status).toBe(status);
+  });
+
   it('finds the content type in multiValueHeaders when headers lacks it', async () => {
     const handler = middy<JsonBodyEvent, APIGatewayProxyResult>(async (event: JsonBodyEvent) => ({
       statusCode: 200,
