@@ -501,6 +501,13 @@ describe('the local HTTP server in front of the tasks API', () => {
 
           expect(res.status, `${req.method} ${req.target}: ${res.body}`).toBeGreaterThanOrEqual(200);
           expect(res.status, `${req.method} ${req.target}: ${res.body}`).toBeLessThan(500);
+          // Every refusal explains itself in JSON (a HEAD answer has no body at all).
+          if (res.status >= 400 && req.method !== 'HEAD') {
+            expect(String(res.headers['content-type']), `${req.method} ${req.target}`).toMatch(/json/);
+            expect(typeof JSON.parse(res.body).error, `${req.method} ${req.target}: ${res.body}`).toBe(
+              'string',
+            );
+          }
         }),
         { numRuns: Math.ceil(numRuns / 2) },
       );
