@@ -124,10 +124,10 @@ describe.skipIf(!haveChromium)(
       const page = await browser.newPage();
       await page.goto(`${attackerUrl}/`);
       await page.waitForFunction(
-        () => (window as unknown as { results: { done?: boolean } }).results.done === true,
+        () => (globalThis as unknown as { results: { done?: boolean } }).results.done === true,
       );
       const results = await page.evaluate(
-        () => (window as unknown as { results: Record<string, string> }).results,
+        () => (globalThis as unknown as { results: Record<string, string> }).results,
       );
 
       // The simple request went out (the browser cannot stop it) and the server refused it; the
@@ -149,7 +149,7 @@ describe.skipIf(!haveChromium)(
       await page.goto(`${attackerUrl}/`);
       const [response] = await Promise.all([
         page.waitForNavigation(),
-        page.evaluate(() => (document.getElementById('approve') as HTMLFormElement).submit()),
+        page.locator('#approve').evaluate((form) => (form as unknown as { submit(): void }).submit()),
       ]);
       expect(response?.status()).toBe(403);
       expect(await taskStatus()).toBe('pending_review');
