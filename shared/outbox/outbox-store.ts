@@ -92,6 +92,16 @@ interface ClaimRow {
  */
 const claimRowOverheadBytes = 1024;
 
+/**
+ * The claim fence of every settle but "delivered": the row `x.event_id` is still pending and
+ * still claimed by `:owner` with the token `x.claim_token`. A take-over bumps the token, so a
+ * relay whose lease ran out changes nothing the new claim decides.
+ */
+const claimFence = `o.event_id = x.event_id
+          AND o.status = 'pending'
+          AND o.claim_owner = :owner
+          AND o.claim_token = x.claim_token`;
+
 /** Everything the outbox needs from PostgreSQL, in one place and through the SqlClient port. */
 export class OutboxStore {
   constructor(private readonly db: SqlClient) {}
@@ -265,10 +275,7 @@ export class OutboxStore {
               lease_until = NULL,
               unsettled_claims = 0
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint, error text, dead boolean, retry_in_ms bigint)
-        WHERE o.event_id = x.event_id
-          AND o.status = 'pending'
-          AND o.claim_owner = :owner
-          AND o.claim_token = x.claim_token
+        WHERE ${claimFence}
        RETURNING o.event_id`,
       {
         owner,
@@ -297,8 +304,7 @@ export class OutboxStore {
           SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0),
               unsettled_claims = greatest(o.unsettled_claims - 1, 0)
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint)
-        WHERE o.event_id = x.event_id AND o.status = 'pending'
-          AND o.claim_owner = :owner AND o.claim_token = x.claim_token
+        WHERE ${claimFence}
        RETURNING o.event_id`,
       { owner, items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))) },
     );

@@ -51,8 +51,11 @@ async function publishesInJournal(dir: string): Promise<Map<string, string[]>> {
   return byEvent;
 }
 
+if (!fullProfile)
+  console.warn('[guarantees] the soak runs in the full profile only: npm run test:guarantees');
+
 describe.skipIf(!fullProfile)(
-  `guarantee soak: ${settings.GUARANTEES_SOAK_APPROVALS} approvals through the local runtime with ${settings.PIPELINE_FAULTS}`,
+  `guarantee soak: ${settings.GUARANTEES_SOAK_APPROVALS} approvals through the local runtime with ${settings.PIPELINE_FAULTS}${fullProfile ? '' : ' (SKIPPED: full profile only, npm run test:guarantees)'}`,
   () => {
     let runtime: Runtime | undefined;
     let dir: string | undefined;

