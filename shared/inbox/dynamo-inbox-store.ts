@@ -140,6 +140,18 @@ export const maxErrorBytes = 4 * 1024;
 const isConditionFailure = (err: unknown) =>
   (err as { name?: string } | null)?.name === 'ConditionalCheckFailedException';
 
+/**
+ * A conditional write DynamoDB refused: its error, and the item it was refused on when DynamoDB
+ * returned it (ReturnValuesOnConditionCheckFailure; dynalite ignores that and returns none).
+ */
+interface Refusal {
+  readonly cause: unknown;
+  readonly item: Item | undefined;
+}
+
+/** What {@link DynamoInboxStore.send} makes of one request: its output, or the refusal of its condition. */
+type Sent<T> = { readonly output: T; readonly refused?: undefined } | { readonly refused: Refusal };
+
 /** Options of the adapter; the defaults suit the Lambda functions. */
 export interface DynamoInboxStoreOptions {
   readonly tableName: string;
@@ -199,8 +211,8 @@ export class DynamoInboxStore implements InboxStore {
       receivedAt: record.now,
       updatedAt: record.now,
     };
-    try {
-      await this.doc.send(
+    const sent = await this.send('begin', record, () =>
+      this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: key(record),
@@ -210,20 +222,18 @@ export class DynamoInboxStore implements InboxStore {
           ExpressionAttributeValues: { ':state': state, ':openKey': openKey(record.consumer, 'PROCESSING') },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw storeError('begin', record, err);
-      const returned = (err as { Item?: Record<string, AttributeValue> }).Item;
-      const existing = returned ? (unmarshall(returned) as Item) : await this.getItem('begin', record);
-      // Gone between the refused write and the read (a TTL deletion): begin afresh.
-      if (!existing) return this.begin(record);
-      // The SDK resent this very write after it landed (its response was lost): the record is
-      // this attempt's own, and the attempt goes on. Owners are unique per attempt, so no other
-      // attempt can have written this owner.
-      if (holds(existing, 'PROCESSING', record.owner)) return { created: true, record: decode(existing) };
-      return { created: false, record: decode(existing) };
-    }
-    return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
+      ),
+    );
+    if (!sent.refused)
+      return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
+    const existing = await this.refusedItem('begin', record, sent.refused);
+    // Gone between the refused write and the read (a TTL deletion): begin afresh.
+    if (!existing) return this.begin(record);
+    // The SDK resent this very write after it landed (its response was lost): the record is
+    // this attempt's own, and the attempt goes on. Owners are unique per attempt, so no other
+    // attempt can have written this owner.
+    if (holds(existing, 'PROCESSING', record.owner)) return { created: true, record: decode(existing) };
+    return { created: false, record: decode(existing) };
   }
 
   async takeOver(
@@ -242,8 +252,8 @@ export class DynamoInboxStore implements InboxStore {
       #state.#leaseOwner = :owner, #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now,
       #openKey = :openKey`;
     const condition = `#state.#status = :expectedStatus AND #state.#leaseOwner = :expectedOwner AND ${due}`;
-    try {
-      const output = await this.doc.send(
+    const sent = await this.send('takeOver', k, () =>
+      this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: key(k),
@@ -263,15 +273,13 @@ export class DynamoInboxStore implements InboxStore {
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
-      );
-      return decode(output.Attributes as Item);
-    } catch (err) {
-      if (!isConditionFailure(err)) throw storeError('takeOver', k, err);
-      // A resend of this take-over after it landed finds the record already this owner's.
-      const current = await this.refusedItem('takeOver', k, err);
-      if (current && holds(current, 'PROCESSING', claim.owner)) return decode(current);
-      throw new InboxRecordChangedError(k, { cause: err });
-    }
+      ),
+    );
+    if (!sent.refused) return decode(sent.output.Attributes as Item);
+    // A resend of this take-over after it landed finds the record already this owner's.
+    const current = await this.refusedItem('takeOver', k, sent.refused);
+    if (current && holds(current, 'PROCESSING', claim.owner)) return decode(current);
+    throw new InboxRecordChangedError(k, { cause: sent.refused.cause });
   }
 
   async renew(k: InboxKey, owner: string, leaseUntil: number, now: number): Promise<void> {
@@ -382,8 +390,8 @@ export class DynamoInboxStore implements InboxStore {
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
     // duplicate delivery of the same poison event.
     const condition = 'attribute_not_exists(#eventId) OR #state.#status <> :dead';
-    try {
-      await this.doc.send(
+    const sent = await this.send('recordPoison', record, () =>
+      this.doc.send(
         new PutCommand({
           TableName: this.table,
           Item: item,
@@ -391,11 +399,9 @@ export class DynamoInboxStore implements InboxStore {
           ExpressionAttributeNames: namesIn(condition),
           ExpressionAttributeValues: { ':dead': 'DEAD' },
         }),
-      );
-    } catch (err) {
-      if (isConditionFailure(err)) throw new InboxRecordExistsError(record, { cause: err });
-      throw storeError('recordPoison', record, err);
-    }
+      ),
+    );
+    if (sent.refused) throw new InboxRecordExistsError(record, { cause: sent.refused.cause });
   }
 
   async get(k: InboxKey): Promise<InboxRecord | undefined> {
@@ -472,8 +478,8 @@ export class DynamoInboxStore implements InboxStore {
       #state.#leaseOwner = :owner, #state.#leaseUntil = :zero, #state.#updatedAt = :now,
       #state.#lastError = :note, #openKey = :openKey REMOVE #expiresAt, #state.#lastFailure`;
     const condition = '#state.#status = :dead';
-    try {
-      const output = await this.doc.send(
+    const sent = await this.send('redrive', k, () =>
+      this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: key(k),
@@ -491,14 +497,12 @@ export class DynamoInboxStore implements InboxStore {
           },
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return decode(output.Attributes as Item);
-    } catch (err) {
-      if (!isConditionFailure(err)) throw storeError('redrive', k, err);
-      const current = await this.get(k);
-      if (!current) throw new InboxRecordNotFoundError(k);
-      throw new InboxNotDeadError(k, current.status);
-    }
+      ),
+    );
+    if (!sent.refused) return decode(sent.output.Attributes as Item);
+    const current = await this.get(k);
+    if (!current) throw new InboxRecordNotFoundError(k);
+    throw new InboxNotDeadError(k, current.status);
   }
 
   /**
@@ -516,8 +520,8 @@ export class DynamoInboxStore implements InboxStore {
     options: { landed?: InboxStatus; status?: InboxStatus; extraCondition?: string } = {},
   ): Promise<void> {
     const condition = `#state.#status = :fenceStatus AND #state.#leaseOwner = :fenceOwner${options.extraCondition ?? ''}`;
-    try {
-      await this.doc.send(
+    const sent = await this.send(operation, k, () =>
+      this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: key(k),
@@ -531,24 +535,22 @@ export class DynamoInboxStore implements InboxStore {
           },
           ...(options.landed ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
         }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw storeError(operation, k, err);
-      if (options.landed) {
-        const current = await this.refusedItem(operation, k, err);
-        if (current && holds(current, options.landed, owner)) return;
-      }
-      throw new InboxFencedOutError(k, owner, operation, { cause: err });
+      ),
+    );
+    if (!sent.refused) return;
+    if (options.landed) {
+      const current = await this.refusedItem(operation, k, sent.refused);
+      if (current && holds(current, options.landed, owner)) return;
     }
+    throw new InboxFencedOutError(k, owner, operation, { cause: sent.refused.cause });
   }
 
   /**
    * The item a conditional write was refused on: returned with the refusal on AWS and DynamoDB
    * Local (ReturnValuesOnConditionCheckFailure), read back on dynalite, which ignores that.
    */
-  private async refusedItem(operation: string, k: InboxKey, err: unknown): Promise<Item | undefined> {
-    const returned = (err as { Item?: Record<string, AttributeValue> }).Item;
-    return returned ? (unmarshall(returned) as Item) : this.getItem(operation, k);
+  private async refusedItem(operation: string, k: InboxKey, refusal: Refusal): Promise<Item | undefined> {
+    return refusal.item ?? this.getItem(operation, k);
   }
 
   private query(
@@ -598,12 +600,26 @@ export class DynamoInboxStore implements InboxStore {
     );
   }
 
-  private async call<T>(operation: string, k: InboxKey, send: () => Promise<T>): Promise<T> {
+  /**
+   * Sends one request of `operation` on `k`: the one place the adapter meets DynamoDB's errors.
+   * A refused condition comes back as `refused` for the write to judge (a duplicate, its own
+   * resend that landed, a lost race); every other failure is a STORE_ERROR.
+   */
+  private async send<T>(operation: string, k: InboxKey, request: () => Promise<T>): Promise<Sent<T>> {
     try {
-      return await send();
+      return { output: await request() };
     } catch (err) {
-      throw storeError(operation, k, err);
+      if (!isConditionFailure(err)) throw storeError(operation, k, err);
+      const returned = (err as { Item?: Record<string, AttributeValue> }).Item;
+      return { refused: { cause: err, item: returned ? (unmarshall(returned) as Item) : undefined } };
     }
+  }
+
+  /** {@link send} for a request without a condition (reads): any failure is a STORE_ERROR. */
+  private async call<T>(operation: string, k: InboxKey, request: () => Promise<T>): Promise<T> {
+    const sent = await this.send(operation, k, request);
+    if (sent.refused) throw storeError(operation, k, sent.refused.cause);
+    return sent.output;
   }
 
   private storedEvent(event: unknown): { event: string; truncated: boolean } {
