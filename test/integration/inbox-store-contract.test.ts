@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore, inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore, inboxTableSchema, type OpenStatus } from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxError,
   InboxFencedOutError,
@@ -10,19 +10,81 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
-import type { InboxKey, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
+import type { InboxKey, InboxStore, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
 import { describeEachEngine } from '../support/dynamo';
+import { MemoryInboxStore } from '../support/memory-inbox-store';
 
 const t0 = Date.parse('2026-11-30T12:00:00.000Z');
 /** How most of these failures failed: only the failure test itself looks at it. */
 const transient = { kind: 'transient', permanentFailures: 0 } as const;
 
+/** One implementation of the inbox port under the contract, and what the contract reads beside it. */
+interface ContractSubject {
+  /** A store over the suite's one table; `options` as the DynamoDB adapter takes them. */
+  store(options?: { readonly maxStoredEventBytes?: number }): InboxStore;
+  /** Event ids in the sparse index partition of `consumer`'s `status` records, read from the index itself. */
+  indexed(consumer: string, status: OpenStatus): Promise<(string | undefined)[]>;
+}
+
 describeEachEngine('inbox store contract', (fixture) => {
-  let store: DynamoInboxStore;
+  inboxStoreContract(() => ({
+    store: (options) =>
+      new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, pageSize: 3, ...options }),
+    async indexed(consumer, status) {
+      const raw = await fixture().client.send(
+        new QueryCommand({
+          TableName: fixture().inboxTable,
+          IndexName: inboxTableSchema.openIndex.name,
+          KeyConditionExpression: 'openKey = :k',
+          ExpressionAttributeValues: { ':k': { S: `${consumer}#${status}` } },
+        }),
+      );
+      return raw.Items?.map((i) => i.eventId?.S) ?? [];
+    },
+  }));
+
+  it('turns other SDK errors into STORE_ERROR carrying the cause', async () => {
+    const missing = new DynamoInboxStore(fixture().client, { tableName: 'no-such-table' });
+    const err = await missing
+      .begin({
+        consumer: 'c',
+        eventId: randomUUID(),
+        owner: 'owner-a',
+        leaseUntil: t0 + 10_000,
+        payloadHash: 'hash-1',
+        eventType: 'content.approved',
+        taskId: null,
+        event: {},
+        now: t0,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InboxError);
+    expect(err).toMatchObject({ code: 'STORE_ERROR', details: { errorName: 'ResourceNotFoundException' } });
+    expect((err as Error).cause).toBeDefined();
+  });
+});
+
+describe('inbox store contract [memory]', () => {
+  let memory: MemoryInboxStore;
+  beforeEach(() => {
+    memory = new MemoryInboxStore();
+  });
+  inboxStoreContract(() => ({
+    store: (options) => (options ? new MemoryInboxStore({ ...options, sharing: memory }) : memory),
+    indexed: async (consumer, status) => memory.indexedEventIds(consumer, status),
+  }));
+});
+
+/**
+ * The inbox port's contract: what the state machine relies on from every store, held alike by
+ * the DynamoDB adapter on each engine and by the in-memory store the timing tests run on.
+ */
+function inboxStoreContract(subject: () => ContractSubject): void {
+  let store: InboxStore;
   let consumer: string;
 
   beforeEach(() => {
-    store = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, pageSize: 3 });
+    store = subject().store();
     // A consumer name per test keeps counts and dead lists independent on the shared table.
     consumer = `c-${randomUUID().slice(0, 8)}`;
   });
@@ -103,10 +165,7 @@ describeEachEngine('inbox store contract', (fixture) => {
     });
 
     it('stores an event larger than the limit truncated, as a string', async () => {
-      const small = new DynamoInboxStore(fixture().client, {
-        tableName: fixture().inboxTable,
-        maxStoredEventBytes: 100,
-      });
+      const small = subject().store({ maxStoredEventBytes: 100 });
       const record = fresh({ event: { padding: 'x'.repeat(500) } });
       await small.begin(record);
       const stored = await small.get(keyOf(record));
@@ -171,6 +230,34 @@ describeEachEngine('inbox store contract', (fixture) => {
         leaseOwner: 'owner-b',
         lastError: 'boom',
       });
+    });
+
+    it('takes a lease over only once it has ended, and a backoff from the moment it ends', async () => {
+      const record = fresh(); // lease until t0 + 10 s
+      await store.begin(record);
+      const k = keyOf(record);
+      const claim = { owner: 'owner-b', leaseUntil: t0 + 40_000 };
+      // processOnce treats a lease as live through its last millisecond; so does the write.
+      await expect(
+        store.takeOver(k, { status: 'PROCESSING', leaseOwner: 'owner-a' }, { ...claim, now: t0 + 10_000 }),
+      ).rejects.toBeInstanceOf(InboxRecordChangedError);
+      await store.takeOver(
+        k,
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { ...claim, now: t0 + 10_001 },
+      );
+      await store.fail(k, 'owner-b', {
+        now: t0 + 10_002,
+        error: 'e',
+        nextAttemptAt: t0 + 12_000,
+        ...transient,
+      });
+      const taken = await store.takeOver(
+        k,
+        { status: 'FAILED', leaseOwner: 'owner-b' },
+        { owner: 'owner-c', leaseUntil: t0 + 50_000, now: t0 + 12_000 },
+      );
+      expect(taken).toMatchObject({ attempts: 3, leaseOwner: 'owner-c' });
     });
 
     it('lets exactly one of two racing take-overs win', async () => {
@@ -349,15 +436,7 @@ describeEachEngine('inbox store contract', (fixture) => {
       // The duplicate delivery of the processed record finds it and changes nothing.
       expect((await store.begin({ ...done, owner: 'owner-b' })).created).toBe(false);
       expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
-      const raw = await fixture().client.send(
-        new QueryCommand({
-          TableName: fixture().inboxTable,
-          IndexName: inboxTableSchema.openIndex.name,
-          KeyConditionExpression: 'openKey = :k',
-          ExpressionAttributeValues: { ':k': { S: `${consumer}#PROCESSING` } },
-        }),
-      );
-      expect(raw.Items?.map((i) => i.eventId?.S)).toEqual([records[3]?.eventId]);
+      expect(await subject().indexed(consumer, 'PROCESSING')).toEqual([records[3]?.eventId]);
     });
 
     it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {
@@ -430,12 +509,4 @@ describeEachEngine('inbox store contract', (fixture) => {
       );
     });
   });
-
-  it('turns other SDK errors into STORE_ERROR carrying the cause', async () => {
-    const missing = new DynamoInboxStore(fixture().client, { tableName: 'no-such-table' });
-    const err = await missing.begin(fresh()).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(InboxError);
-    expect(err).toMatchObject({ code: 'STORE_ERROR', details: { errorName: 'ResourceNotFoundException' } });
-    expect((err as Error).cause).toBeDefined();
-  });
-});
+}

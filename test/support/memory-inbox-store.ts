@@ -1,0 +1,406 @@
+import { randomUUID } from 'node:crypto';
+import { maxErrorBytes, type OpenStatus, openKey } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  InboxFencedOutError,
+  InboxNotDeadError,
+  InboxRecordChangedError,
+  InboxRecordExistsError,
+  InboxRecordNotFoundError,
+} from '../../shared/inbox/errors';
+import type { FailureKind } from '../../shared/inbox/failure-kind';
+import {
+  type BeginResult,
+  type ExpectedState,
+  type InboxCounts,
+  type InboxKey,
+  type InboxPage,
+  type InboxRecord,
+  type InboxStatus,
+  type InboxStore,
+  inboxStatuses,
+  type NewInboxRecord,
+  type OpenCounts,
+  type PoisonRecord,
+} from '../../shared/inbox/inbox-store';
+import { inboxDefaults } from '../../shared/inbox/settings';
+
+/**
+ * One item as the DynamoDB adapter lays it out: the record, the sparse index key (present
+ * exactly while the record is not `PROCESSED`) and the TTL attribute. The event is kept as the
+ * JSON text it is stored as, so a caller's later change to its object never reaches the store.
+ */
+interface Item {
+  record: Mutable<Omit<InboxRecord, 'event'>>;
+  eventJson: string;
+  eventTruncated: boolean;
+  openKey?: string;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Options of the in-memory store, as the DynamoDB adapter takes them. */
+export interface MemoryInboxStoreOptions {
+  /** Events whose JSON is larger are stored truncated, as a string (the adapter's limit by default). */
+  readonly maxStoredEventBytes?: number;
+  /** Another store whose items this one shares, as two adapters share one table. */
+  readonly sharing?: MemoryInboxStore;
+}
+
+/**
+ * The inbox port in memory, for tests that drive the state machine's timing (heartbeat,
+ * backoff, leases, take-over) on fake timers: no I/O, so nothing waits on real time. It keeps
+ * the DynamoDB adapter's conditions to the letter (each write is one atomic check-and-set, as a
+ * conditional UpdateItem is), its own-write recognition of SDK resends, its sparse index and
+ * its TTL attribute, and it passes the same contract suite as dynalite and DynamoDB Local
+ * (test/integration/inbox-store-contract.test.ts). Like the adapter it never reads a clock:
+ * every time comes from the caller. TTL deletion itself is not simulated (nor is it on the
+ * local engines): records past `expiresAt` stay.
+ */
+export class MemoryInboxStore implements InboxStore {
+  private readonly items: Map<string, Map<string, Item>>;
+  private readonly maxEventBytes: number;
+
+  constructor(options: MemoryInboxStoreOptions = {}) {
+    this.items = options.sharing?.items ?? new Map();
+    this.maxEventBytes = options.maxStoredEventBytes ?? inboxDefaults.maxStoredEventBytes;
+  }
+
+  async begin(record: NewInboxRecord): Promise<BeginResult> {
+    const existing = this.item(record);
+    if (existing) {
+      // A resend of this attempt's own begin finds its own lease: it counts as created.
+      if (holds(existing, 'PROCESSING', record.owner)) return { created: true, record: decode(existing) };
+      return { created: false, record: decode(existing) };
+    }
+    const stored = this.storedEvent(record.event);
+    const item: Item = {
+      record: {
+        consumer: record.consumer,
+        eventId: record.eventId,
+        status: 'PROCESSING',
+        attempts: 1,
+        firstAttemptAt: record.now,
+        permanentFailures: 0,
+        leaseOwner: record.owner,
+        leaseUntil: record.leaseUntil,
+        nextAttemptAt: 0,
+        payloadHash: record.payloadHash,
+        eventType: record.eventType,
+        taskId: record.taskId,
+        receivedAt: record.now,
+        updatedAt: record.now,
+      },
+      ...stored,
+      openKey: openKey(record.consumer, 'PROCESSING'),
+    };
+    this.put(item);
+    return { created: true, record: { ...decode(item), event: record.event } };
+  }
+
+  async takeOver(
+    k: InboxKey,
+    expected: ExpectedState,
+    claim: { owner: string; leaseUntil: number; now: number },
+  ): Promise<InboxRecord> {
+    if (expected.status !== 'PROCESSING' && expected.status !== 'FAILED') {
+      throw new TypeError(`only PROCESSING and FAILED records can be taken over, not ${expected.status}`);
+    }
+    const item = this.item(k);
+    const r = item?.record;
+    const due =
+      expected.status === 'PROCESSING'
+        ? (r?.leaseUntil ?? 0) < claim.now
+        : (r?.nextAttemptAt ?? 0) <= claim.now;
+    if (!item || !r || r.status !== expected.status || r.leaseOwner !== expected.leaseOwner || !due) {
+      // A resend of this take-over after it landed finds the record already this owner's.
+      if (item && holds(item, 'PROCESSING', claim.owner)) return decode(item);
+      throw new InboxRecordChangedError(k);
+    }
+    this.update(item, {
+      status: 'PROCESSING',
+      attempts: r.attempts + 1,
+      leaseOwner: claim.owner,
+      leaseUntil: claim.leaseUntil,
+      updatedAt: claim.now,
+    });
+    item.openKey = openKey(k.consumer, 'PROCESSING');
+    return decode(item);
+  }
+
+  async renew(k: InboxKey, owner: string, leaseUntil: number, now: number): Promise<void> {
+    this.fenced('renew', k, owner, (item) => this.update(item, { leaseUntil, updatedAt: now }));
+  }
+
+  async complete(k: InboxKey, owner: string, at: { now: number; expiresAt: number }): Promise<void> {
+    this.fenced(
+      'complete',
+      k,
+      owner,
+      (item) => {
+        this.update(item, { status: 'PROCESSED', updatedAt: at.now, expiresAt: at.expiresAt });
+        delete item.openKey;
+      },
+      { landed: 'PROCESSED' },
+    );
+  }
+
+  async fail(
+    k: InboxKey,
+    owner: string,
+    failure: {
+      now: number;
+      error: string;
+      nextAttemptAt: number;
+      kind: FailureKind;
+      permanentFailures: number;
+    },
+  ): Promise<void> {
+    this.fenced(
+      'fail',
+      k,
+      owner,
+      (item) => {
+        this.update(item, {
+          status: 'FAILED',
+          leaseUntil: failure.now,
+          nextAttemptAt: failure.nextAttemptAt,
+          lastError: boundedError(failure.error),
+          lastFailure: failure.kind,
+          permanentFailures: failure.permanentFailures,
+          updatedAt: failure.now,
+        });
+        item.openKey = openKey(k.consumer, 'FAILED');
+      },
+      { landed: 'FAILED' },
+    );
+  }
+
+  async markDead(
+    k: InboxKey,
+    expected: ExpectedState,
+    death: { now: number; reason: string; expiresAt: number; leaseLapsedBy?: number },
+  ): Promise<void> {
+    const lapsedBy = expected.status === 'PROCESSING' ? death.leaseLapsedBy : undefined;
+    this.fenced(
+      'markDead',
+      k,
+      expected.leaseOwner,
+      (item) => {
+        this.update(item, {
+          status: 'DEAD',
+          leaseUntil: death.now,
+          lastError: boundedError(death.reason),
+          updatedAt: death.now,
+          expiresAt: death.expiresAt,
+        });
+        item.openKey = openKey(k.consumer, 'DEAD');
+      },
+      {
+        landed: 'DEAD',
+        status: expected.status,
+        also: (r) => lapsedBy === undefined || r.leaseUntil < lapsedBy,
+      },
+    );
+  }
+
+  async recordPoison(record: PoisonRecord): Promise<void> {
+    // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
+    // duplicate delivery of the same poison event.
+    if (this.item(record)?.record.status === 'DEAD') throw new InboxRecordExistsError(record);
+    this.put({
+      record: {
+        consumer: record.consumer,
+        eventId: record.eventId,
+        status: 'DEAD',
+        attempts: 0,
+        firstAttemptAt: record.now,
+        permanentFailures: 0,
+        leaseOwner: `poison/${randomUUID()}`,
+        leaseUntil: record.now,
+        nextAttemptAt: 0,
+        payloadHash: record.payloadHash,
+        eventType: record.eventType,
+        taskId: record.taskId,
+        receivedAt: record.now,
+        updatedAt: record.now,
+        lastError: boundedError(record.reason),
+        expiresAt: record.expiresAt,
+        poison: true,
+        cloudEventId: record.cloudEventId,
+      },
+      ...this.storedEvent(record.event),
+      openKey: openKey(record.consumer, 'DEAD'),
+    });
+  }
+
+  async get(k: InboxKey): Promise<InboxRecord | undefined> {
+    const item = this.item(k);
+    return item ? decode(item) : undefined;
+  }
+
+  async counts(consumer: string): Promise<InboxCounts> {
+    const counts: Record<InboxStatus, number> = { PROCESSING: 0, PROCESSED: 0, FAILED: 0, DEAD: 0 };
+    let total = 0;
+    for (const item of this.partition(consumer)) {
+      if (inboxStatuses.includes(item.record.status)) counts[item.record.status]++;
+      total++;
+    }
+    return { ...counts, total };
+  }
+
+  async openCounts(consumer: string): Promise<OpenCounts> {
+    return {
+      PROCESSING: this.indexed(consumer, 'PROCESSING').length,
+      FAILED: this.indexed(consumer, 'FAILED').length,
+      DEAD: this.indexed(consumer, 'DEAD').length,
+    };
+  }
+
+  async listDead(consumer: string, page: { limit?: number; cursor?: string } = {}): Promise<InboxPage> {
+    const limit = Math.max(1, page.limit ?? 50);
+    const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, consumer);
+    const dead = this.indexed(consumer, 'DEAD').filter(
+      (item) => after === undefined || byteOrder(item.record.eventId, after) > 0,
+    );
+    const records = dead.slice(0, limit).map(decode);
+    const last = records.at(-1);
+    return dead.length > limit && last ? { records, cursor: encodeCursor(last) } : { records };
+  }
+
+  async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
+    const item = this.item(k);
+    if (!item) throw new InboxRecordNotFoundError(k);
+    if (item.record.status !== 'DEAD') throw new InboxNotDeadError(k, item.record.status);
+    this.update(item, {
+      status: 'FAILED',
+      attempts: 0,
+      nextAttemptAt: 0,
+      firstAttemptAt: now,
+      permanentFailures: 0,
+      leaseOwner: `redrive/${randomUUID()}`,
+      leaseUntil: 0,
+      updatedAt: now,
+      lastError: `redriven at ${new Date(now).toISOString()}`,
+    });
+    delete item.record.expiresAt;
+    delete item.record.lastFailure;
+    item.openKey = openKey(k.consumer, 'FAILED');
+    return decode(item);
+  }
+
+  /**
+   * Event ids of `consumer`'s records in the sparse index partition of `status`, in the index's
+   * order: what a Query of that partition returns on DynamoDB (the contract compares the two).
+   */
+  indexedEventIds(consumer: string, status: OpenStatus): string[] {
+    return this.indexed(consumer, status).map((item) => item.record.eventId);
+  }
+
+  /**
+   * A write that only the live attempt holding the lease may make, with the adapter's
+   * condition (status and owner, plus `also`). A refusal that finds the record already in the
+   * `landed` status under `owner` is this attempt's own write resent after it landed: done.
+   */
+  private fenced(
+    operation: string,
+    k: InboxKey,
+    owner: string,
+    write: (item: Item) => void,
+    options: { landed?: InboxStatus; status?: InboxStatus; also?: (record: Item['record']) => boolean } = {},
+  ): void {
+    const item = this.item(k);
+    const r = item?.record;
+    const allowed =
+      r !== undefined &&
+      r.status === (options.status ?? 'PROCESSING') &&
+      r.leaseOwner === owner &&
+      (options.also?.(r) ?? true);
+    if (item && allowed) {
+      write(item);
+      return;
+    }
+    if (item && options.landed && holds(item, options.landed, owner)) return;
+    throw new InboxFencedOutError(k, owner, operation);
+  }
+
+  private update(item: Item, changes: Partial<Item['record']>): void {
+    Object.assign(item.record, changes);
+  }
+
+  private item(k: InboxKey): Item | undefined {
+    return this.items.get(k.consumer)?.get(k.eventId);
+  }
+
+  private put(item: Item): void {
+    const { consumer, eventId } = item.record;
+    let partition = this.items.get(consumer);
+    if (!partition) {
+      partition = new Map();
+      this.items.set(consumer, partition);
+    }
+    partition.set(eventId, item);
+  }
+
+  private partition(consumer: string): Item[] {
+    return [...(this.items.get(consumer)?.values() ?? [])];
+  }
+
+  /** The sparse index partition `<consumer>#<status>`, sorted by event id as DynamoDB sorts a string key. */
+  private indexed(consumer: string, status: OpenStatus): Item[] {
+    const partitionKey = openKey(consumer, status);
+    return this.partition(consumer)
+      .filter((item) => item.openKey === partitionKey)
+      .sort((a, b) => byteOrder(a.record.eventId, b.record.eventId));
+  }
+
+  private storedEvent(event: unknown): { eventJson: string; eventTruncated: boolean } {
+    const json = JSON.stringify(event) ?? 'null';
+    if (Buffer.byteLength(json) <= this.maxEventBytes) return { eventJson: json, eventTruncated: false };
+    return {
+      eventJson: Buffer.from(json).subarray(0, this.maxEventBytes).toString('utf8'),
+      eventTruncated: true,
+    };
+  }
+}
+
+/** A copy of the item's record: callers never hold the stored object. */
+function decode(item: Item): InboxRecord {
+  const event: unknown = item.eventTruncated ? item.eventJson : JSON.parse(item.eventJson);
+  return { ...structuredClone(item.record), event };
+}
+
+/** True when `item` is in `status` under `owner`: what this attempt's own landed write left. */
+function holds(item: Item, status: InboxStatus, owner: string): boolean {
+  return item.record.status === status && item.record.leaseOwner === owner;
+}
+
+/** DynamoDB orders string sort keys by their UTF-8 bytes. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+function encodeCursor(k: InboxKey): string {
+  return Buffer.from(JSON.stringify({ c: k.consumer, e: k.eventId })).toString('base64url');
+}
+
+/** The event id a cursor resumes after; a cursor of another consumer is refused, as the adapter does. */
+function decodeCursor(cursor: string, consumer: string): string {
+  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+    c?: unknown;
+    e?: unknown;
+  };
+  if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
+  return parsed.e;
+}
+
+/**
+ * `text` cut to {@link maxErrorBytes} UTF-8 bytes between characters, marked with an ellipsis:
+ * the adapter's bound on `lastError`, which shared/inbox does not export (a copy until it does).
+ */
+function boundedError(text: string): string {
+  const bytes = Buffer.from(text);
+  if (bytes.length <= maxErrorBytes) return text;
+  let cut = maxErrorBytes - Buffer.byteLength('…');
+  while (cut > 0 && ((bytes[cut] as number) & 0xc0) === 0x80) cut--;
+  return `${bytes.subarray(0, cut).toString('utf8')}…`;
+}
