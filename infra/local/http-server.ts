@@ -3,6 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { maxJsonBodyBytes } from '../../shared/http/json-body';
 import { localLambdaContext, parseRequestTarget, toProxyEvent } from '../../shared/http/proxy-event';
+import { type ApiResource, createResourceMatcher } from '../../shared/http/resource-match';
+import { opsApiRoutes } from '../../shared/ops/ops-api';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { dashboardContentSecurityPolicy } from './dashboard';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
 
@@ -96,12 +99,7 @@ async function handle(
   }
   // The same reading of the target as the proxy event's: `//x/tasks` is a path, not host x.
   const url = parseRequestTarget(target);
-  const api =
-    url.pathname === '/tasks' || url.pathname.startsWith('/tasks/')
-      ? { handler: options.tasksApi, name: 'tasks-api' }
-      : url.pathname.startsWith('/ops/')
-        ? { handler: options.opsApi, name: 'ops-api' }
-        : undefined;
+  const api = integrationOf(options, url.pathname);
 
   if (stateChanging(method)) {
     const origin = req.headers.origin;
@@ -137,12 +135,15 @@ async function handle(
 
   if (api) {
     // HEAD is GET without the body (node:http leaves the body out of a HEAD answer itself).
-    const event = toProxyEvent({
-      method: method === 'HEAD' ? 'GET' : method,
-      url: target,
-      headers: req.headers,
-      body: raw.length > 0 ? raw : null,
-    });
+    const event = toProxyEvent(
+      {
+        method: method === 'HEAD' ? 'GET' : method,
+        url: target,
+        headers: req.headers,
+        body: raw.length > 0 ? raw : null,
+      },
+      api.routes,
+    );
     const result = (await api.handler(
       event,
       localLambdaContext(api.name) as Context,
@@ -165,6 +166,26 @@ async function handle(
     return;
   }
   send(res, 404, { error: `no route for ${method} ${url.pathname}` });
+}
+
+/** A proxy integration of the local REST API: its function and the resources routed to it. */
+interface Integration {
+  readonly name: string;
+  readonly handler: ProxyHandler;
+  readonly routes: readonly ApiResource[];
+}
+
+/**
+ * The integration whose resources include the one `path` names, whatever the method (the API
+ * answers a wrong method with 405), as API Gateway picks a resource before its method. The two
+ * APIs' resources are the same tables the CDK builds the API Gateway resources from.
+ */
+function integrationOf(options: HttpServerOptions, path: string): Integration | undefined {
+  const integrations: Integration[] = [
+    { name: 'tasks-api', handler: options.tasksApi, routes: tasksApiRoutes },
+    { name: 'ops-api', handler: options.opsApi, routes: opsApiRoutes },
+  ];
+  return integrations.find((i) => createResourceMatcher(i.routes)(path) !== undefined);
 }
 
 /** `host:port` of an Origin header (`http://localhost:3000` → `localhost:3000`); '' when it has none. */

@@ -14,7 +14,7 @@ import {
   urlAs,
 } from '../../shared/db/roles';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
-import { createOpsApi, type OpsStatus } from '../../shared/ops/ops-api';
+import { createOpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -225,7 +225,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     const status = async (): Promise<OpsStatus> => {
       const result = await opsApi(
-        toProxyEvent({ method: 'GET', url: '/ops/status' }),
+        toProxyEvent({ method: 'GET', url: '/ops/status' }, opsApiRoutes),
         localLambdaContext('ops-api'),
       );
       if (result.statusCode !== 200)

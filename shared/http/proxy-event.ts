@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { type ApiResource, createResourceMatcher } from './resource-match';
 
 /** A plain HTTP request, as a local server (node:http) or a test has it. */
 export interface PlainHttpRequest {
@@ -38,11 +39,18 @@ export function parseRequestTarget(target: string): RequestTarget {
 
 /**
  * Builds the API Gateway REST proxy event for a plain HTTP request, so the local runtime can
- * call the very handler Lambda runs. Like a `{proxy+}` integration it fills `path`, not
- * `resource`: the API routes on the path then.
+ * call the very handler Lambda runs. `resources` are the REST API's resources (the route table
+ * the CDK builds them from): `resource`, `pathParameters` and `requestContext.resourcePath` are
+ * filled as API Gateway fills them for the one the path names. A path that names none gets an
+ * empty `resource` (API Gateway would not invoke the function at all), which the router answers
+ * with a 404.
  */
-export function toProxyEvent(request: PlainHttpRequest): APIGatewayProxyEvent {
+export function toProxyEvent(
+  request: PlainHttpRequest,
+  resources: readonly ApiResource[],
+): APIGatewayProxyEvent {
   const url = parseRequestTarget(request.url);
+  const matched = createResourceMatcher(resources)(url.pathname);
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
   for (const [name, value] of Object.entries(request.headers ?? {})) {
@@ -61,14 +69,14 @@ export function toProxyEvent(request: PlainHttpRequest): APIGatewayProxyEvent {
   const isBinary = body instanceof Uint8Array;
   const now = Date.now();
   return {
-    resource: '',
+    resource: matched?.resource ?? '',
     path: url.pathname,
     httpMethod: request.method.toUpperCase(),
     headers,
     multiValueHeaders,
     queryStringParameters: url.search ? query : null,
     multiValueQueryStringParameters: url.search ? multiQuery : null,
-    pathParameters: null,
+    pathParameters: matched?.pathParameters ?? null,
     stageVariables: null,
     body: isBinary ? Buffer.from(body).toString('base64') : body,
     isBase64Encoded: isBinary,
@@ -100,7 +108,7 @@ export function toProxyEvent(request: PlainHttpRequest): APIGatewayProxyEvent {
       requestId: randomUUID(),
       requestTimeEpoch: now,
       resourceId: 'local',
-      resourcePath: '',
+      resourcePath: matched?.resource ?? '',
     },
   };
 }

@@ -118,6 +118,31 @@ describe('the local HTTP server refuses what a browser attack or a bad client se
     },
   );
 
+  it('hands each API the proxy event API Gateway would: its resource and decoded path parameters', async () => {
+    const { headers, body } = json({ all: true });
+    await rawHttp(base, { method: 'POST', target: '/ops/inbox/index/dead/redrive/', headers, body });
+    await rawHttp(base, { method: 'GET', target: '/tasks/a%20b?x=1' });
+    await rawHttp(base, { method: 'GET', target: '/ops/status' });
+    expect(
+      calls.map((c) => ({ path: c.path, resource: c.resource, pathParameters: c.pathParameters })),
+    ).toEqual([
+      {
+        path: '/ops/inbox/index/dead/redrive/',
+        resource: '/ops/inbox/{consumer}/dead/redrive',
+        pathParameters: { consumer: 'index' },
+      },
+      { path: '/tasks/a%20b', resource: '/tasks/{taskId}', pathParameters: { taskId: 'a b' } },
+      { path: '/ops/status', resource: '/ops/status', pathParameters: null },
+    ]);
+  });
+
+  it('answers a path no API resource names itself, with a JSON 404, running nothing', async () => {
+    const r = await rawHttp(base, { method: 'GET', target: '/tasks/x/publish' });
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.body).error).toContain('/tasks/x/publish');
+    expect(calls).toHaveLength(0);
+  });
+
   it('sends the dashboard with headers that forbid framing and sniffing', async () => {
     const r = await rawHttp(base, { method: 'GET', target: '/' });
     expect(r.status).toBe(200);

@@ -6,7 +6,7 @@ import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event'
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
-import { createOpsApi, type OpsApiDeps } from '../../shared/ops/ops-api';
+import { createOpsApi, type OpsApiDeps, opsApiRoutes } from '../../shared/ops/ops-api';
 import type {
   ConsumerRedelivery,
   DeadLetter,
@@ -98,12 +98,15 @@ describeEachEngine('ops API', (fixture) => {
     timeoutMs = 30_000,
   ) {
     const result = await api(deps)(
-      toProxyEvent({
-        method,
-        url,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? null : JSON.stringify(body),
-      }),
+      toProxyEvent(
+        {
+          method,
+          url,
+          headers: body === undefined ? {} : { 'content-type': 'application/json' },
+          body: body === undefined ? null : JSON.stringify(body),
+        },
+        opsApiRoutes,
+      ),
       localLambdaContext('ops-api-test', timeoutMs),
     );
     return { status: result.statusCode, body: JSON.parse(result.body) };

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { toProxyEvent } from '../../shared/http/proxy-event';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { callApi, jsonRequest, openTasksApi, outboxRows, taskState } from './tasks-api-harness';
 
 describe('tasks API refuses bad input with a clear JSON error and changes nothing', () => {
@@ -150,12 +151,15 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
   it('decodes a base64 body before measuring and parsing it', async () => {
     // 60 KB of JSON is about 80 KB as base64: accepted, because the limit is on the decoded body.
     const json = JSON.stringify({ title: 'Encoded', body: 'y'.repeat(60 * 1024) });
-    const event = toProxyEvent({
-      method: 'POST',
-      url: '/tasks',
-      headers: { 'content-type': 'application/json' },
-      body: new TextEncoder().encode(json),
-    });
+    const event = toProxyEvent(
+      {
+        method: 'POST',
+        url: '/tasks',
+        headers: { 'content-type': 'application/json' },
+        body: new TextEncoder().encode(json),
+      },
+      tasksApiRoutes,
+    );
 
     const res = await h.call(event);
 
@@ -167,12 +171,15 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
 
   it('answers 413 for a base64 body whose decoded size is over 64 KB', async () => {
     const json = JSON.stringify({ title: 'Encoded', body: 'y'.repeat(65 * 1024) });
-    const event = toProxyEvent({
-      method: 'POST',
-      url: '/tasks',
-      headers: { 'content-type': 'application/json' },
-      body: new TextEncoder().encode(json),
-    });
+    const event = toProxyEvent(
+      {
+        method: 'POST',
+        url: '/tasks',
+        headers: { 'content-type': 'application/json' },
+        body: new TextEncoder().encode(json),
+      },
+      tasksApiRoutes,
+    );
 
     const res = await h.call(event);
 

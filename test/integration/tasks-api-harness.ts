@@ -4,7 +4,7 @@ import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
-import { createTasksApi, type TasksApi } from '../../shared/tasks/tasks-api';
+import { createTasksApi, type TasksApi, tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { createTestDatabase } from '../support/database';
 
 /** A parsed API answer. */
@@ -21,19 +21,22 @@ export async function callApi(api: TasksApi, event: APIGatewayProxyEvent): Promi
   return { status: result.statusCode, headers: result.headers ?? {}, body: JSON.parse(result.body) };
 }
 
-/** A JSON request through `toProxyEvent` (path routing, as the local server sends it). */
+/** A JSON request through `toProxyEvent`, its resource filled from the API's route table as the local server fills it. */
 export function jsonRequest(
   method: string,
   url: string,
   body?: unknown,
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
 ): APIGatewayProxyEvent {
-  return toProxyEvent({
-    method,
-    url,
-    headers,
-    body: body === undefined ? null : typeof body === 'string' ? body : JSON.stringify(body),
-  });
+  return toProxyEvent(
+    {
+      method,
+      url,
+      headers,
+      body: body === undefined ? null : typeof body === 'string' ? body : JSON.stringify(body),
+    },
+    tasksApiRoutes,
+  );
 }
 
 /**

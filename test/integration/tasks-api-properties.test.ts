@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../infra/local/http-server';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { jsonResponse } from '../../shared/http/responses';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import {
   anyCasing,
   anyJson,
@@ -212,7 +213,7 @@ const anyRequest = fc.constantFrom<Route>('create', 'get', 'approve', 'withdraw'
     contentType: contentTypeHeader,
     headers: otherHeaders,
     base64: fc.boolean(),
-    // As the local server sends it (path only) or as API Gateway does (resource and path parameters).
+    // As the local server builds it (the resource matched from its path) or as API Gateway sends it.
     gateway: fc.boolean(),
   }),
 );
@@ -238,11 +239,11 @@ function eventFor(req: AnyRequest, taskId: string): APIGatewayProxyEvent {
   if (req.contentType) headers[req.contentType[0]] = req.contentType[1];
   const body = req.body === null ? null : req.base64 ? new TextEncoder().encode(req.body) : req.body;
   if (req.route === 'unknown') {
-    return toProxyEvent({ method: req.method ?? 'GET', url: req.unknownPath, headers, body });
+    return toProxyEvent({ method: req.method ?? 'GET', url: req.unknownPath, headers, body }, tasksApiRoutes);
   }
   const route = routeOf[req.route];
   const method = req.method ?? route.method;
-  const event = toProxyEvent({ method, url: route.path(pathSegment(taskId)), headers, body });
+  const event = toProxyEvent({ method, url: route.path(pathSegment(taskId)), headers, body }, tasksApiRoutes);
   if (!req.gateway) return event;
   return {
     ...event,
@@ -319,12 +320,15 @@ describe('tasks API stores what it accepts verbatim', () => {
           const before = await databaseState();
           const json = JSON.stringify(input);
           const res = await call(
-            toProxyEvent({
-              method: 'POST',
-              url: '/tasks',
-              headers: { 'content-type': 'application/json' },
-              body: base64 ? new TextEncoder().encode(json) : json,
-            }),
+            toProxyEvent(
+              {
+                method: 'POST',
+                url: '/tasks',
+                headers: { 'content-type': 'application/json' },
+                body: base64 ? new TextEncoder().encode(json) : json,
+              },
+              tasksApiRoutes,
+            ),
           );
 
           const bad = new Set<string>();

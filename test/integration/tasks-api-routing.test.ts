@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonRequest, openTasksApi, outboxRows } from './tasks-api-harness';
 
-describe('tasks API routes on resource + method behind API Gateway and on path otherwise', () => {
+describe('tasks API routes on resource + method, which API Gateway and the local server fill alike', () => {
   let h: Awaited<ReturnType<typeof openTasksApi>>;
 
   beforeAll(async () => {
@@ -30,16 +30,19 @@ describe('tasks API routes on resource + method behind API Gateway and on path o
     expect(res.body).toMatchObject({ taskId, status: 'approved' });
   });
 
-  it('routes a path-only event (the local server) and decodes the path segment', async () => {
+  it('routes the event the local server builds: the resource and the decoded path parameter, as API Gateway fills them', async () => {
     const taskId = await createTask();
+    const event = jsonRequest('GET', `/tasks/${encodeURIComponent(taskId)}/`, undefined, {});
 
-    const res = await h.call(jsonRequest('GET', `/tasks/${encodeURIComponent(taskId)}/`, undefined, {}));
+    const res = await h.call(event);
 
+    expect(event).toMatchObject({ resource: '/tasks/{taskId}', pathParameters: { taskId } });
+    expect(event.requestContext.resourcePath).toBe('/tasks/{taskId}');
     expect(res.status).toBe(200);
     expect(res.body.taskId).toBe(taskId);
   });
 
-  it('falls back to the path for a {proxy+} resource', async () => {
+  it('answers 404 for a resource the API does not define ({proxy+}), never routing on the path instead', async () => {
     const taskId = await createTask();
     const event = {
       ...jsonRequest('GET', `/tasks/${taskId}`, undefined, {}),
@@ -49,8 +52,8 @@ describe('tasks API routes on resource + method behind API Gateway and on path o
 
     const res = await h.call(event);
 
-    expect(res.status).toBe(200);
-    expect(res.body.taskId).toBe(taskId);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: expect.stringContaining(`/tasks/${taskId}`) });
   });
 
   it.each([

@@ -390,19 +390,17 @@ interface PathContext {
 
 /** An API Gateway REST proxy event for `resource` (the stage's, so `resource` and `pathParameters` are set as API Gateway sets them). */
 function apiEvent(method: string, path: string, resource: string, body?: unknown) {
-  const event = toProxyEvent({
-    method,
-    url: path,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? null : JSON.stringify(body),
-  });
-  const names = [...resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
-  const values = path.split('?')[0]?.split('/') ?? [];
-  const templateParts = resource.split('/');
-  const pathParameters = Object.fromEntries(
-    names.map((n) => [n, decodeURIComponent(values[templateParts.indexOf(`{${n}}`)] ?? '')]),
+  const event = toProxyEvent(
+    {
+      method,
+      url: path,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? null : JSON.stringify(body),
+    },
+    [{ resource, method }],
   );
-  return { ...event, resource, pathParameters: names.length > 0 ? pathParameters : null };
+  if (event.resource !== resource) throw new Error(`${path} is not a path of ${resource}`);
+  return event;
 }
 
 type ApiAnswer = { statusCode: number; body: string };

@@ -7,6 +7,9 @@ import { httpErrors } from '../../shared/http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../../shared/http/json-body';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 
+// The middlewares do not route: the events name no API resource.
+const noRoutes = [] as const;
+
 /** A handler behind both middlewares that echoes the parsed body, or throws what it is given. */
 function echo(options: { maxBytes?: number; fail?: unknown } = {}) {
   const logger = { error: vi.fn() };
@@ -21,7 +24,7 @@ function echo(options: { maxBytes?: number; fail?: unknown } = {}) {
     headers: Record<string, string> = { 'content-type': 'application/json' },
   ) => {
     const res = await handler(
-      toProxyEvent({ method: 'POST', url: '/x', headers, body }),
+      toProxyEvent({ method: 'POST', url: '/x', headers, body }, noRoutes),
       localLambdaContext('t'),
     );
     return { status: res.statusCode, body: JSON.parse(res.body) };
@@ -73,12 +76,15 @@ describe('jsonBody middleware enforces the byte limit, the JSON content type and
     // {"title":"<0xff>"}: a byte no UTF-8 text holds, sent as the local server sends bodies (bytes).
     const bytes = Buffer.concat([Buffer.from('{"title":"'), Buffer.from([0xff]), Buffer.from('"}')]);
     const res = await handler(
-      toProxyEvent({
-        method: 'POST',
-        url: '/x',
-        headers: { 'content-type': 'application/json' },
-        body: bytes,
-      }),
+      toProxyEvent(
+        {
+          method: 'POST',
+          url: '/x',
+          headers: { 'content-type': 'application/json' },
+          body: bytes,
+        },
+        noRoutes,
+      ),
       localLambdaContext('t'),
     );
     expect(res.statusCode).toBe(400);
@@ -104,7 +110,7 @@ describe('jsonBody middleware enforces the byte limit, the JSON content type and
       body: JSON.stringify(event.jsonBody),
     })).use(jsonBody());
     const event = {
-      ...toProxyEvent({ method: 'POST', url: '/x', body: '{"a":1}' }),
+      ...toProxyEvent({ method: 'POST', url: '/x', body: '{"a":1}' }, noRoutes),
       multiValueHeaders: { 'Content-Type': ['application/json'] },
     };
 
