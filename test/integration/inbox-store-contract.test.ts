@@ -347,6 +347,36 @@ function inboxStoreContract(subject: () => ContractSubject): void {
     });
   });
 
+  describe('a write sent again after it landed (the SDK resends one whose answer was lost)', () => {
+    it('counts as done for the owner that made it, and only for that owner', async () => {
+      const record = fresh();
+      const k = keyOf(record);
+      await store.begin(record);
+      expect(await store.begin(record)).toMatchObject({ created: true, record: { leaseOwner: 'owner-a' } });
+      await store.fail(k, 'owner-a', { now: t0 + 1, error: 'e', nextAttemptAt: t0 + 1, ...transient });
+      await store.fail(k, 'owner-a', { now: t0 + 1, error: 'e', nextAttemptAt: t0 + 1, ...transient });
+      const claim = { owner: 'owner-b', leaseUntil: t0 + 40_000, now: t0 + 2 };
+      await store.takeOver(k, { status: 'FAILED', leaseOwner: 'owner-a' }, claim);
+      expect(await store.takeOver(k, { status: 'FAILED', leaseOwner: 'owner-a' }, claim)).toMatchObject({
+        attempts: 2,
+        leaseOwner: 'owner-b',
+      });
+      await store.complete(k, 'owner-b', { now: t0 + 3, expiresAt: 1_900_000_000 });
+      await store.complete(k, 'owner-b', { now: t0 + 3, expiresAt: 1_900_000_000 });
+      await expect(store.complete(k, 'owner-a', { now: t0 + 3, expiresAt: 1 })).rejects.toBeInstanceOf(
+        InboxFencedOutError,
+      );
+      expect(await store.get(k)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'owner-b' });
+
+      const doomed = fresh();
+      await store.begin(doomed);
+      const death = { now: t0 + 1, reason: 'r', expiresAt: 1_900_000_000 };
+      await store.markDead(keyOf(doomed), { status: 'PROCESSING', leaseOwner: 'owner-a' }, death);
+      await store.markDead(keyOf(doomed), { status: 'PROCESSING', leaseOwner: 'owner-a' }, death);
+      expect((await store.get(keyOf(doomed)))?.status).toBe('DEAD');
+    });
+  });
+
   describe('markDead of another attempt', () => {
     it('refuses while that attempt still holds its lease, and succeeds once the lease lapsed', async () => {
       const record = fresh(); // lease until t0 + 10 s
