@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { sleep } from '../db/retry';
 import { contentIndexTableSchema } from '../effects/content-index';
-import { inboxTableSchema } from '../inbox/dynamo-inbox-store';
+import { inboxTableSchema, type OpenStatus, openKey } from '../inbox/dynamo-inbox-store';
 
 /** Table names of the consumer side. */
 export interface ConsumerTables {
@@ -166,7 +166,12 @@ async function copyItems(client: DynamoDBClient, from: string, to: string): Prom
       const status = item.state?.M?.status?.S;
       const keyed =
         status && status !== 'PROCESSED' && !item[inboxTableSchema.openIndex.partitionKey]
-          ? { ...item, [inboxTableSchema.openIndex.partitionKey]: { S: `${item.consumer?.S}#${status}` } }
+          ? {
+              ...item,
+              [inboxTableSchema.openIndex.partitionKey]: {
+                S: openKey(`${item[inboxTableSchema.partitionKey]?.S}`, status as OpenStatus),
+              },
+            }
           : item;
       await client.send(new PutItemCommand({ TableName: to, Item: keyed }));
     }

@@ -34,6 +34,8 @@ import {
 } from './inbox-store';
 import { inboxDefaults } from './settings';
 
+const sortKey = 'eventId';
+
 /**
  * The inbox table's shape, for `ensureTables` and the CDK table: partition key `consumer`,
  * sort key `eventId` (both strings), TTL on `expiresAt` (epoch seconds; set only in the CDK
@@ -46,15 +48,16 @@ import { inboxDefaults } from './settings';
  */
 export const inboxTableSchema = {
   partitionKey: 'consumer',
-  sortKey: 'eventId',
+  sortKey,
   ttlAttribute: 'expiresAt',
-  openIndex: { name: 'open-records', partitionKey: 'openKey', sortKey: 'eventId' },
+  // Sorted by the table's sort key: a dead list pages by event id, as the table does.
+  openIndex: { name: 'open-records', partitionKey: 'openKey', sortKey },
 } as const;
 
 /** The statuses the sparse index holds: everything but `PROCESSED`. */
 export type OpenStatus = Exclude<InboxStatus, 'PROCESSED'>;
 
-/** The index partition of one consumer's records in `status`. */
+/** The index partition of one consumer's records in `status`: the value of the index's partition key. */
 export const openKey = (consumer: string, status: OpenStatus): string => `${consumer}#${status}`;
 
 /**
@@ -63,12 +66,12 @@ export const openKey = (consumer: string, status: OpenStatus): string => `${cons
  * One attribute is what lets `begin` create the record with a single `if_not_exists`.
  */
 interface Item {
-  consumer: string;
-  eventId: string;
+  [inboxTableSchema.partitionKey]: string;
+  [inboxTableSchema.sortKey]: string;
   state: State;
   /** Present exactly while the record is not `PROCESSED`: the sparse index's partition key. */
-  openKey?: string;
-  expiresAt?: number;
+  [inboxTableSchema.openIndex.partitionKey]?: string;
+  [inboxTableSchema.ttlAttribute]?: number;
 }
 
 interface State {
@@ -98,8 +101,8 @@ interface State {
 // Every attribute name goes through a placeholder: `status` is a DynamoDB reserved word, and
 // one rule for all is easier to read than a list of which ones are.
 const names = {
-  '#consumer': 'consumer',
-  '#eventId': 'eventId',
+  '#consumer': inboxTableSchema.partitionKey,
+  '#eventId': inboxTableSchema.sortKey,
   '#state': 'state',
   '#status': 'status',
   '#attempts': 'attempts',
@@ -111,8 +114,8 @@ const names = {
   '#nextAttemptAt': 'nextAttemptAt',
   '#updatedAt': 'updatedAt',
   '#lastError': 'lastError',
-  '#expiresAt': 'expiresAt',
-  '#openKey': 'openKey',
+  '#expiresAt': inboxTableSchema.ttlAttribute,
+  '#openKey': inboxTableSchema.openIndex.partitionKey,
 } as const;
 type Name = keyof typeof names;
 
@@ -384,8 +387,8 @@ export class DynamoInboxStore implements InboxStore {
         poison: true,
         cloudEventId: record.cloudEventId,
       },
-      openKey: openKey(record.consumer, 'DEAD'),
-      expiresAt: record.expiresAt,
+      [inboxTableSchema.openIndex.partitionKey]: openKey(record.consumer, 'DEAD'),
+      [inboxTableSchema.ttlAttribute]: record.expiresAt,
     };
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
     // duplicate delivery of the same poison event.
@@ -644,8 +647,11 @@ function holds(item: Item, status: InboxStatus, owner: string): boolean {
   return item.state?.status === status && item.state.leaseOwner === owner;
 }
 
-function key(k: InboxKey): { consumer: string; eventId: string } {
-  return { consumer: k.consumer, eventId: k.eventId };
+/** The table key of record `k`. */
+function key(
+  k: InboxKey,
+): Pick<Item, typeof inboxTableSchema.partitionKey | typeof inboxTableSchema.sortKey> {
+  return { [inboxTableSchema.partitionKey]: k.consumer, [inboxTableSchema.sortKey]: k.eventId };
 }
 
 function storeError(operation: string, k: InboxKey, err: unknown): InboxError {
@@ -671,8 +677,8 @@ function decode(item: Item): InboxRecord {
     }
   }
   return {
-    consumer: item.consumer,
-    eventId: item.eventId,
+    consumer: item[inboxTableSchema.partitionKey],
+    eventId: item[inboxTableSchema.sortKey],
     status: st.status,
     attempts: st.attempts,
     firstAttemptAt: st.firstAttemptAt ?? st.receivedAt,
@@ -688,7 +694,9 @@ function decode(item: Item): InboxRecord {
     receivedAt: st.receivedAt,
     updatedAt: st.updatedAt,
     ...(st.lastError !== undefined ? { lastError: st.lastError } : {}),
-    ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt } : {}),
+    ...(item[inboxTableSchema.ttlAttribute] !== undefined
+      ? { expiresAt: item[inboxTableSchema.ttlAttribute] }
+      : {}),
     ...(st.poison ? { poison: true, cloudEventId: st.cloudEventId ?? null } : {}),
   };
 }
@@ -704,5 +712,8 @@ function decodeCursor(cursor: string, consumer: string): Record<string, unknown>
     e?: unknown;
   };
   if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
-  return { openKey: openKey(consumer, 'DEAD'), consumer, eventId: parsed.e };
+  return {
+    [inboxTableSchema.openIndex.partitionKey]: openKey(consumer, 'DEAD'),
+    ...key({ consumer, eventId: parsed.e }),
+  };
 }
