@@ -8,11 +8,11 @@ import type { EventBridgeEvent } from 'aws-lambda';
 import type { ConsumerEffect, EffectResult } from '../effects/effect';
 import { isInboxError } from '../inbox/errors';
 import type { InboxStore } from '../inbox/inbox-store';
-import { poisonKey, processOnce } from '../inbox/process-once';
+import { type ProcessOutcome, poisonKey, processOnce, recordPoison } from '../inbox/process-once';
 import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
 import type { ConsumerName } from '../topology';
 import { consumerDimension, consumerMetricNames } from './contract';
-import { type PoisonDelivery, readDelivery } from './delivery';
+import { readDelivery, type ValidDelivery } from './delivery';
 
 /** The part of Lambda's context a consumer reads; the local runtime passes a look-alike. */
 export interface ConsumerContext {
@@ -88,32 +88,22 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
       busEventId: (event as { id?: unknown } | null)?.id,
     };
     try {
-      if (!delivery.valid) return await recordPoison(delivery, event, counts);
-
-      const now = clock();
-      const remaining = context.getRemainingTimeInMillis();
-      // Lambda reuses awsRequestId across its async retries: the owner must be unique per attempt.
-      const owner = `${context.awsRequestId || 'local'}/${randomUUID()}`;
-      const outcome = await processOnce(
-        {
-          consumer: name,
-          eventId: delivery.eventId,
-          taskId: delivery.taskId,
-          eventType: delivery.cloudEvent.type,
-          payloadHash: delivery.payloadHash,
-          event,
-        },
-        (ctx) => effect(delivery.cloudEvent, ctx),
-        {
-          inbox,
-          settings,
-          clock,
-          owner,
-          random: deps.random,
-          logger,
-          deadline: Number.isFinite(remaining) ? now + remaining : undefined,
-        },
-      );
+      const outcome = delivery.valid
+        ? await runEffect(delivery, event, context)
+        : await recordPoison(
+            {
+              consumer: name,
+              eventId: delivery.eventId,
+              cloudEventId: delivery.cloudEventId,
+              taskId: delivery.taskId,
+              eventType: delivery.eventType,
+              payloadHash: delivery.payloadHash,
+              reason: delivery.reason,
+              event,
+            },
+            { inbox, settings },
+            clock(),
+          );
       switch (outcome.kind) {
         case 'processed':
           counts.processed++;
@@ -126,7 +116,14 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
           return { ...result('processed'), attempt: outcome.attempt, effect: outcome.result };
         case 'duplicate':
           counts.duplicate++;
-          logger.info('duplicate delivery acknowledged', { ...keys, recordStatus: outcome.status });
+          if (!delivery.valid) {
+            logger.info('duplicate delivery of a recorded poison event acknowledged', {
+              ...keys,
+              poisonKey: poisonKey(delivery.eventId, delivery.payloadHash),
+            });
+          } else {
+            logger.info('duplicate delivery acknowledged', { ...keys, recordStatus: outcome.status });
+          }
           return result('duplicate');
         case 'dead':
           counts.failed++;
@@ -171,38 +168,39 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
     function result(status: ConsumerResult['status']): ConsumerResult {
       return { consumer: name, status, eventId: delivery.eventId, taskId: delivery.taskId };
     }
-
-    async function recordPoison(poison: PoisonDelivery, raw: unknown, c: Counts): Promise<ConsumerResult> {
-      const now = clock();
-      const eventId = poisonKey(poison.eventId, poison.payloadHash);
-      try {
-        await inbox.recordPoison({
-          consumer: name,
-          eventId,
-          cloudEventId: poison.cloudEventId,
-          taskId: poison.taskId,
-          eventType: poison.eventType,
-          payloadHash: poison.payloadHash,
-          reason: poison.reason,
-          event: raw,
-          now,
-          expiresAt: Math.floor(now / 1000) + settings.deadRetentionSeconds,
-        });
-      } catch (err) {
-        if (!isInboxError(err, 'RECORD_EXISTS')) throw err;
-        c.duplicate++;
-        logger.info('duplicate delivery of a recorded poison event acknowledged', {
-          ...keys,
-          poisonKey: eventId,
-        });
-        return result('duplicate');
-      }
-      c.poison++;
-      c.dead++;
-      logger.error('poison event recorded dead', { ...keys, poisonKey: eventId, reason: poison.reason });
-      return { ...result('poison'), reason: poison.reason };
-    }
   };
+
+  /** Runs the effect on a valid delivery through {@link processOnce}, as one attempt of its own. */
+  function runEffect(
+    delivery: ValidDelivery,
+    event: EventBridgeEvent<string, unknown>,
+    context: ConsumerContext,
+  ): Promise<ProcessOutcome<EffectResult>> {
+    const now = clock();
+    const remaining = context.getRemainingTimeInMillis();
+    // Lambda reuses awsRequestId across its async retries: the owner must be unique per attempt.
+    const owner = `${context.awsRequestId || 'local'}/${randomUUID()}`;
+    return processOnce(
+      {
+        consumer: name,
+        eventId: delivery.eventId,
+        taskId: delivery.taskId,
+        eventType: delivery.cloudEvent.type,
+        payloadHash: delivery.payloadHash,
+        event,
+      },
+      (ctx) => effect(delivery.cloudEvent, ctx),
+      {
+        inbox,
+        settings,
+        clock,
+        owner,
+        random: deps.random,
+        logger,
+        deadline: Number.isFinite(remaining) ? now + remaining : undefined,
+      },
+    );
+  }
 }
 
 /** Dependencies of the deployed handler: Powertools Logger and Metrics, which its middlewares need. */

@@ -52,8 +52,21 @@ export type ProcessOutcome<T> =
    * (or lost leases) outlasted the maximum event age.
    */
   | { readonly kind: 'dead'; readonly attempt: number; readonly reason: string }
-  /** Another payload arrived under a known id: recorded `DEAD` under a poison key, never retried. */
+  /** An event that can never succeed (see {@link recordPoison}): recorded `DEAD` under a poison key, never retried. */
   | { readonly kind: 'poison'; readonly reason: string; readonly poisonKey: string };
+
+/** A delivery that can never succeed, as {@link recordPoison} records it. */
+export interface PoisonEvent extends InboxEvent {
+  /** The CloudEvent id it arrived under, when it has one (`eventId` may be the bus's id instead). */
+  readonly cloudEventId: string | null;
+  /** Why it can never succeed: the record's `lastError`. */
+  readonly reason: string;
+}
+
+/** How recording a poison event ended: recorded now, or already recorded (a duplicate delivery of it). */
+export type PoisonOutcome =
+  | Extract<ProcessOutcome<never>, { readonly kind: 'poison' }>
+  | { readonly kind: 'duplicate'; readonly status: 'DEAD' };
 
 /** The sort key a poison record is written under: never a real record's key, stable per payload. */
 export function poisonKey(eventId: string, hash: string): string {
@@ -117,7 +130,13 @@ export async function processOnce<T>(
   let takenOver = false;
   if (!begun.created) {
     const existing = begun.record;
-    if (existing.payloadHash !== event.payloadHash) return recordChangedPayload(event, existing, deps, now);
+    if (existing.payloadHash !== event.payloadHash) {
+      const reason = `payload differs from the first delivery of event ${event.eventId} (hash ${event.payloadHash.slice(
+        0,
+        12,
+      )} vs ${existing.payloadHash.slice(0, 12)})`;
+      return recordPoison({ ...event, cloudEventId: event.eventId, reason }, deps, now);
+    }
     switch (existing.status) {
       case 'PROCESSED':
       case 'DEAD':
@@ -269,27 +288,28 @@ async function fencedOrRethrow(workError: unknown, write: () => Promise<void>): 
   }
 }
 
-async function recordChangedPayload<T>(
-  event: InboxEvent,
-  existing: InboxRecord,
-  deps: ProcessOnceDeps,
+/**
+ * Records `poison` `DEAD` at once, with its reason, under its poison key: the one path for an
+ * event that can never succeed, whether a consumer found it invalid or {@link processOnce} found
+ * another payload under a known id. Never retried; a poison already recorded `DEAD` is a
+ * duplicate delivery of it and is acknowledged. The record keeps the dead records' retention.
+ */
+export async function recordPoison(
+  poison: PoisonEvent,
+  deps: Pick<ProcessOnceDeps, 'inbox' | 'settings'>,
   now: number,
-): Promise<ProcessOutcome<T>> {
-  const reason = `payload differs from the first delivery of event ${event.eventId} (hash ${event.payloadHash.slice(
-    0,
-    12,
-  )} vs ${existing.payloadHash.slice(0, 12)})`;
-  const eventId = poisonKey(event.eventId, event.payloadHash);
+): Promise<PoisonOutcome> {
+  const key = poisonKey(poison.eventId, poison.payloadHash);
   try {
     await deps.inbox.recordPoison({
-      consumer: event.consumer,
-      eventId,
-      cloudEventId: event.eventId,
-      taskId: event.taskId,
-      eventType: event.eventType,
-      payloadHash: event.payloadHash,
-      reason,
-      event: event.event,
+      consumer: poison.consumer,
+      eventId: key,
+      cloudEventId: poison.cloudEventId,
+      taskId: poison.taskId,
+      eventType: poison.eventType,
+      payloadHash: poison.payloadHash,
+      reason: poison.reason,
+      event: poison.event,
       now,
       expiresAt: epochSeconds(now) + deps.settings.deadRetentionSeconds,
     });
@@ -297,7 +317,7 @@ async function recordChangedPayload<T>(
     if (isInboxError(err, 'RECORD_EXISTS')) return { kind: 'duplicate', status: 'DEAD' };
     throw err;
   }
-  return { kind: 'poison', reason, poisonKey: eventId };
+  return { kind: 'poison', reason: poison.reason, poisonKey: key };
 }
 
 function errorText(err: unknown): string {
