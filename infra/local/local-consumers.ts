@@ -4,6 +4,7 @@ import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
+import { consumerServiceName } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive';
@@ -143,7 +144,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     invoke: (consumer, event) =>
       functions[consumer](
         event as unknown as EventBridgeEvent<string, unknown>,
-        localLambdaContext(`consumer-${consumer}`, invocationTimeoutMs),
+        localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
       ),
     async effectCounts() {
       let indexDocuments = 0;

@@ -11,6 +11,7 @@ import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faul
 import { type BusEvent, LocalBus, type TargetRetry } from '../../infra/local/local-bus';
 import { type ConsumerFunction, type ConsumerResult, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
+import { consumerServiceName } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
@@ -296,7 +297,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         const result = await invocation.run(state, () =>
           consumers[consumer](
             event as unknown as EventBridgeEvent<string, unknown>,
-            localLambdaContext(`consumer-${consumer}`, 30_000),
+            localLambdaContext(consumerServiceName(consumer), 30_000),
           ),
         );
         if (state.acted && result.status !== 'processed') observed.actedWithoutCompleting[consumer]++;

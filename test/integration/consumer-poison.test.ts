@@ -3,7 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
 import { createConsumer } from '../../shared/consumers/consumer';
-import { consumerMetricNames } from '../../shared/consumers/contract';
+import { consumerMetricNames, consumerServiceName } from '../../shared/consumers/contract';
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { DynamoInboxStore, maxErrorBytes } from '../../shared/inbox/dynamo-inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
@@ -38,7 +38,7 @@ describeEachEngine('consumer poison handling', (fixture) => {
       effectCalls++;
       return {};
     };
-    const metrics = new Metrics({ namespace: metricsNamespace, serviceName: `consumer-${name}` });
+    const metrics = new Metrics({ namespace: metricsNamespace, serviceName: consumerServiceName(name) });
     const logger = new RecordingLogger();
     // A consumer name of its own per test keeps the dead lists independent.
     const run = createConsumer({
