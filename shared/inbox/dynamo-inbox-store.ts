@@ -21,10 +21,10 @@ import type { FailureKind } from './failure-kind';
 import {
   type BeginResult,
   type ExpectedState,
-  type InboxCounts,
   type InboxKey,
   type InboxPage,
   type InboxRecord,
+  type InboxRecordCounts,
   type InboxStatus,
   type InboxStore,
   inboxStatuses,
@@ -419,7 +419,7 @@ export class DynamoInboxStore implements InboxStore {
     return output.Item as Item | undefined;
   }
 
-  async counts(consumer: string): Promise<InboxCounts> {
+  async counts(consumer: string): Promise<InboxRecordCounts> {
     const counts: Record<InboxStatus, number> = { PROCESSING: 0, PROCESSED: 0, FAILED: 0, DEAD: 0 };
     let total = 0;
     let start: Record<string, unknown> | undefined;

@@ -91,8 +91,8 @@ export interface PoisonRecord extends InboxKey {
   readonly expiresAt: number;
 }
 
-/** Record counts of one consumer by status. */
-export type InboxCounts = Readonly<Record<InboxStatus, number>> & { readonly total: number };
+/** Every record of one consumer counted by status, and their total. */
+export type InboxRecordCounts = Readonly<Record<InboxStatus, number>> & { readonly total: number };
 
 /** Counts of one consumer's records in the states an operator watches (all but `PROCESSED`). */
 export type OpenCounts = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, number>>;
@@ -172,7 +172,7 @@ export interface InboxStore {
    * Counts one consumer's records by status, `PROCESSED` included: a Query of its whole
    * partition, so only for small local stores (the local runtime's status page).
    */
-  counts(consumer: string): Promise<InboxCounts>;
+  counts(consumer: string): Promise<InboxRecordCounts>;
   /** Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the sparse index. */
   openCounts(consumer: string): Promise<OpenCounts>;
   /** Lists one consumer's `DEAD` records, by event id, with their stored events (from the sparse index). */

@@ -11,10 +11,10 @@ import type { FailureKind } from '../../shared/inbox/failure-kind';
 import {
   type BeginResult,
   type ExpectedState,
-  type InboxCounts,
   type InboxKey,
   type InboxPage,
   type InboxRecord,
+  type InboxRecordCounts,
   type InboxStatus,
   type InboxStore,
   inboxStatuses,
@@ -238,7 +238,7 @@ export class MemoryInboxStore implements InboxStore {
     return item ? decode(item) : undefined;
   }
 
-  async counts(consumer: string): Promise<InboxCounts> {
+  async counts(consumer: string): Promise<InboxRecordCounts> {
     const counts: Record<InboxStatus, number> = { PROCESSING: 0, PROCESSED: 0, FAILED: 0, DEAD: 0 };
     let total = 0;
     for (const item of this.partition(consumer)) {

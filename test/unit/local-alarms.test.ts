@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
 import { alarmIds } from '../../shared/ops/alarm-ids';
-import type { InboxStatusCounts as InboxCounts } from '../../shared/ops/ops-ports';
+import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
 
 const t = topology.alarms;
@@ -10,7 +10,7 @@ const periodMs = topology.relay.sweepSeconds * 1_000;
 const silentSweeps = t.relaySilentSweeps;
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
-const healthyInbox: InboxCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
+const healthyInbox: InboxStatusCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
 
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
 function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
@@ -18,7 +18,7 @@ function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
     outbox: { pending: 0, delivered: 100, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null },
     consumers: Object.fromEntries(consumerNames.map((c) => [c, healthyInbox])) as Record<
       ConsumerName,
-      InboxCounts
+      InboxStatusCounts
     >,
     deadLetters: 0,
     relayErrors: 0,
@@ -94,7 +94,7 @@ describe('evaluateAlarms', () => {
     const busy = { processed: 0, inProgress: 5, failed: 5, dead: 0 };
     const consumers = Object.fromEntries(consumerNames.map((c) => [c, busy])) as Record<
       ConsumerName,
-      InboxCounts
+      InboxStatusCounts
     >;
     expect(alarmsIn(evaluateAlarms(healthy({ consumers })))).toEqual([]);
   });
