@@ -1,11 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import {
-  InboxBackoffError,
-  InboxFencedOutError,
-  InboxInProgressError,
-  isInboxError,
-} from '../../shared/inbox/errors';
+import { InboxBackoffError, InboxFencedOutError, InboxInProgressError } from '../../shared/inbox/errors';
 import { TransientError } from '../../shared/inbox/failure-kind';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
@@ -97,16 +92,18 @@ describeEachEngine('processOnce state machine', (fixture) => {
   it('of two concurrent deliveries one runs and the other gets InboxInProgressError', async () => {
     const event = inboxEvent('index');
     const gate = deferred();
+    const started = deferred();
     const running = processOnce(
       event,
       async (ctx) => {
+        started.resolve();
         await gate.promise;
         return effect(event)(ctx);
       },
       deps('a'),
     );
-    // Let the first delivery's begin land before the second arrives.
-    await waitFor(async () => (await inbox.get(event))?.status === 'PROCESSING');
+    // The work starts only once the first delivery's begin has landed: the second arrives then.
+    await started.promise;
     const concurrent = await processOnce(event, effect(event), deps('b')).catch((e: unknown) => e);
     expect(concurrent).toBeInstanceOf(InboxInProgressError);
     expect((concurrent as InboxInProgressError).retryAfterMs).toBeGreaterThan(0);
@@ -141,15 +138,17 @@ describeEachEngine('processOnce state machine', (fixture) => {
   it('an attempt whose lease was taken over cannot complete the record', async () => {
     const event = inboxEvent('index');
     const gate = deferred();
+    const started = deferred();
     const stale = processOnce(
       event,
       async () => {
+        started.resolve();
         await gate.promise;
         return 'late';
       },
       deps('a'),
     );
-    await waitFor(async () => (await inbox.get(event))?.status === 'PROCESSING');
+    await started.promise;
     clock.advance(settings.leaseMs + 1);
     expect(await processOnce(event, effect(event), deps('b'))).toMatchObject({
       kind: 'processed',
@@ -392,72 +391,9 @@ describeEachEngine('processOnce state machine', (fixture) => {
       takenOver: true,
     });
   });
-
-  describe('heartbeat (real clock)', () => {
-    it('renews the lease while long work runs, so a concurrent delivery still sees it live', async () => {
-      const event = inboxEvent('index');
-      // Long enough that a busy CI machine stalling a beat does not expire it; work lasts 2.5 leases.
-      const short = testInboxSettings({ leaseMs: 1_000, leaseGraceMs: 0 });
-      const started = Date.now();
-      let concurrent: unknown;
-      let leaseDuringWork = 0;
-      const outcome = await processOnce(
-        event,
-        async () => {
-          // Well past the first lease: only renewals keep it live.
-          await sleep(2_500);
-          leaseDuringWork = (await inbox.get(event))?.leaseUntil ?? 0;
-          concurrent = await processOnce(event, effect(event), { inbox, settings: short, owner: 'b' }).catch(
-            (e: unknown) => e,
-          );
-          return 'long';
-        },
-        { inbox, settings: short, owner: 'a' },
-      );
-      expect(outcome).toMatchObject({ kind: 'processed', result: 'long' });
-      expect(leaseDuringWork).toBeGreaterThan(started + 2_500);
-      expect(concurrent).toBeInstanceOf(InboxInProgressError);
-      expect(runs.get(event.eventId)).toBeUndefined();
-    });
-
-    it('aborts the work signal when a renewal finds the lease taken over', async () => {
-      const event = inboxEvent('index');
-      const short = testInboxSettings({ leaseMs: 150, leaseGraceMs: 0 });
-      let aborted: unknown;
-      const outcome = processOnce(
-        event,
-        async (ctx) => {
-          // Another attempt takes the record over behind this one's back.
-          await inbox.takeOver(
-            event,
-            { status: 'PROCESSING', leaseOwner: 'a' },
-            { owner: 'thief', leaseUntil: Date.now() + 60_000, now: Date.now() + 1_000 },
-          );
-          // Bounded, so a missing abort fails the assertion below instead of hanging the test.
-          await Promise.race([
-            new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve())),
-            sleep(3_000),
-          ]);
-          aborted = ctx.signal.reason;
-          return 'stopped';
-        },
-        { inbox, settings: short, owner: 'a' },
-      );
-      await expect(outcome).rejects.toBeInstanceOf(InboxFencedOutError);
-      expect(isInboxError(aborted, 'FENCED_OUT')).toBe(true);
-    });
-  });
+  // The heartbeat's timing (renewals, aborts, stalls) runs on fake time and the in-memory store,
+  // held to the same store contract: test/unit/inbox-heartbeat.test.ts, inbox-leases-and-backoff.test.ts.
 });
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(5);
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // Keeps the imports honest: the fixtures hash the CloudEvent, which is what the inbox compares.
 describe('inbox event fixture', () => {
