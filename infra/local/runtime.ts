@@ -13,8 +13,7 @@ import {
   setRolePasswords,
   urlAs,
 } from '../../shared/db/roles';
-import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
-import { createOpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
+import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -27,7 +26,7 @@ import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
-import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
+import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 
@@ -212,26 +211,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       nudger: options.nudge === false ? noopRelayNudger : relay,
       logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
     });
-    const opsApi = createOpsApi({
-      db: dbAs('ops'),
-      inbox: consumers.inbox,
-      deadLetters: new BusDeadLetters(bus),
-      redelivery: new BusRedelivery(bus),
-      health: new LocalHealth(relay, startedAt, sweepMs),
-      nudger: relay,
-      effects: () => consumers.effectCounts(),
-      processedCount: (consumer) => consumers.processedCount(consumer),
-      logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
-    });
-    const status = async (): Promise<OpsStatus> => {
-      const result = await opsApi(
-        toProxyEvent({ method: 'GET', url: '/ops/status' }, opsApiRoutes),
-        localLambdaContext('ops-api'),
-      );
-      if (result.statusCode !== 200)
-        throw new Error(`ops status answered ${result.statusCode}: ${result.body}`);
-      return JSON.parse(result.body) as OpsStatus;
-    };
+    const opsApi = createLocalOpsApi({ db: dbAs('ops'), consumers, bus, relay, startedAt, sweepMs });
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
       port: options.port,
@@ -255,7 +235,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       bus,
       consumers,
       relay,
-      status,
+      status: () => readOpsStatus(opsApi),
       stop: teardown,
     };
   } catch (err) {

@@ -1,0 +1,49 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { SqlClient } from '../../shared/db/sql-client';
+import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
+import type { LocalBus } from './local-bus';
+import type { LocalConsumers } from './local-consumers';
+import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
+import type { RelayRunner } from './relay-runner';
+
+/** What the local ops API reads and redrives: the runtime's own services. */
+export interface LocalOpsApiDeps {
+  /** As the ops database role. */
+  readonly db: SqlClient;
+  readonly consumers: LocalConsumers;
+  readonly bus: LocalBus;
+  readonly relay: RelayRunner;
+  /** When the runtime started: the relay-silence alarm waits one sweep from here. */
+  readonly startedAt: Date;
+  readonly sweepMs: number;
+}
+
+/**
+ * The shared ops API (the same routes and JSON as on AWS) over the local runtime: the bus's dead
+ * letters and re-delivery, the consumers' inbox and effect counts, the relay runner's health.
+ */
+export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
+  const { db, consumers, bus, relay } = deps;
+  return createOpsApi({
+    db,
+    inbox: consumers.inbox,
+    deadLetters: new BusDeadLetters(bus),
+    redelivery: new BusRedelivery(bus),
+    health: new LocalHealth(relay, deps.startedAt, deps.sweepMs),
+    nudger: relay,
+    effects: () => consumers.effectCounts(),
+    processedCount: (consumer) => consumers.processedCount(consumer),
+    logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
+  });
+}
+
+/** `GET /ops/status` through the ops API itself, so the runtime's figures are the status page's. */
+export async function readOpsStatus(opsApi: OpsApi): Promise<OpsStatus> {
+  const result = await opsApi(
+    toProxyEvent({ method: 'GET', url: '/ops/status' }, opsApiRoutes),
+    localLambdaContext('ops-api'),
+  );
+  if (result.statusCode !== 200) throw new Error(`ops status answered ${result.statusCode}: ${result.body}`);
+  return JSON.parse(result.body) as OpsStatus;
+}
