@@ -12,7 +12,7 @@ import { alarmIds } from '../../shared/ops/alarm-ids';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
-import { Consumer, type ConsumerEffect } from './constructs/consumer';
+import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { EventFanout } from './constructs/event-fanout';
@@ -99,7 +99,7 @@ export class PipelineStack extends Stack {
     this.notifications = new NotificationTopic(this, 'Notifications');
 
     // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
-    const effects: Readonly<Record<ConsumerName, ConsumerEffect>> = {
+    const effects: Readonly<Record<ConsumerName, ConsumerEffectResources>> = {
       index: {
         environment: { [consumerEnv.indexTable]: this.contentIndex.table.tableName },
         grant: (g) => this.contentIndex.grantUpsert(g),

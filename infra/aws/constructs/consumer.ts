@@ -10,7 +10,7 @@ import type { InboxTable } from './inbox-table';
 import { PipelineFunction } from './pipeline-function';
 
 /** What one consumer's side effect needs beyond the inbox: its environment and its grants. */
-export interface ConsumerEffect {
+export interface ConsumerEffectResources {
   readonly environment: Readonly<Record<string, string>>;
   grant(grantee: IGrantable): void;
 }
@@ -20,7 +20,7 @@ export interface ConsumerProps {
   /** `topology.consumers[name]`: the async-invoke retries, max event age and queue retention come from here. */
   readonly policy: ConsumerPolicy;
   readonly inbox: InboxTable;
-  readonly effect: ConsumerEffect;
+  readonly effect: ConsumerEffectResources;
   /** @default 60 seconds (the archive consumer may wait on an auto-paused Aurora resuming) */
   readonly timeout?: Duration;
   readonly logRetention: RetentionDays;
