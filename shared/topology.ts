@@ -4,8 +4,11 @@
  * targets follow. Values are plain data so tests can check every realization against them.
  */
 
-/** EventBridge event pattern, as EventBridge accepts it (values are always arrays). */
-export type EventPattern = Readonly<Record<string, unknown>>;
+/**
+ * A rule's event pattern, as EventBridge's PutRule takes it (parsed JSON; values are always
+ * arrays). Not CDK's `EventPattern`, which is the same pattern with camel-cased keys.
+ */
+export type RulePattern = Readonly<Record<string, unknown>>;
 
 /**
  * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
@@ -34,7 +37,7 @@ export interface ConsumerPolicy {
 export interface RuleSpec {
   readonly name: string;
   readonly description: string;
-  readonly pattern: EventPattern;
+  readonly pattern: RulePattern;
   readonly targets: readonly ConsumerName[];
 }
 

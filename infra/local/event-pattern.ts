@@ -18,7 +18,7 @@
  *   equal to the same literal.
  */
 
-export type EventPattern = Readonly<Record<string, unknown>>;
+import type { RulePattern } from '../../shared/topology';
 
 /** Operators EventBridge accepts in a pattern (`exact` for a literal value). */
 export const supportedOperators = [
@@ -96,7 +96,7 @@ export function compileEventPattern(pattern: unknown): CompiledEventPattern {
 }
 
 /** Lists the operators a pattern uses (`exact` for literal values); throws on a pattern EventBridge refuses. */
-export function operatorsOf(pattern: EventPattern): Set<PatternOperator> {
+export function operatorsOf(pattern: RulePattern): Set<PatternOperator> {
   return new Set(compileEventPattern(pattern).operators);
 }
 
@@ -105,7 +105,7 @@ export function operatorsOf(pattern: EventPattern): Set<PatternOperator> {
  * the local runtime at start instead of routing differently; the error names the rule.
  */
 export function assertValidRules(
-  rules: readonly { readonly name: string; readonly pattern: EventPattern }[],
+  rules: readonly { readonly name: string; readonly pattern: RulePattern }[],
 ): void {
   for (const rule of rules) {
     try {
@@ -118,7 +118,7 @@ export function assertValidRules(
 }
 
 /** Does `event` (the EventBridge event JSON) match `pattern`? Throws InvalidEventPatternError for a pattern EventBridge refuses. */
-export function matchesPattern(pattern: EventPattern | CompiledEventPattern, event: unknown): boolean {
+export function matchesPattern(pattern: RulePattern | CompiledEventPattern, event: unknown): boolean {
   const compiledPattern = isCompiled(pattern) ? pattern : compileEventPattern(pattern);
   const fields = flatten(event, compiledPattern.prefixes);
   return compiledPattern.subPatterns.some((conditions) => matchFrom(conditions, 0, fields, []));

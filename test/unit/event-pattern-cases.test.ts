@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   compileEventPattern,
-  type EventPattern,
   InvalidEventPatternError,
   matchesPattern,
 } from '../../infra/local/event-pattern';
+import type { RulePattern } from '../../shared/topology';
 import cidrTest from '../fixtures/event-ruler/cidr-test.json';
 import docs from '../fixtures/event-ruler/eventbridge-docs.json';
 import recorded from '../fixtures/event-ruler/eventbridge-recorded.json';
@@ -27,7 +27,7 @@ function refusal(pattern: unknown): string | undefined {
   }
 }
 
-const asPattern = (p: unknown) => p as EventPattern;
+const asPattern = (p: unknown) => p as RulePattern;
 
 describe('cases recorded against EventBridge (localstack/localstack event_pattern_templates)', () => {
   it.each(recorded.matching.map((c) => [c.name, c] as const))('%s', (_, c) => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   compileEventPattern,
-  type EventPattern,
   InvalidEventPatternError,
   matchesPattern,
 } from '../../infra/local/event-pattern';
+import type { RulePattern } from '../../shared/topology';
 
 // One describe per behaviour the local matcher used to get wrong. Each case names where it
 // comes from: aws/event-ruler (AWS's matcher, the engine of EventBridge rules: its tests under
@@ -327,7 +327,7 @@ describe('$or', () => {
   });
 
   it('nests, with the branches AND-ed with the other keys (event-ruler README "Nested Or and And")', () => {
-    const pattern: EventPattern = {
+    const pattern: RulePattern = {
       source: ['aws.cloudwatch'],
       $or: [
         { metricName: ['CPUUtilization', 'ReadLatency'] },

@@ -2,7 +2,6 @@ import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from 
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
-  type EventPattern,
   InvalidEventPatternError,
   matchesPattern,
   operatorsOf,
@@ -10,6 +9,7 @@ import {
 } from '../../infra/local/event-pattern';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
+import type { RulePattern } from '../../shared/topology';
 import { type EventType, topology } from '../../shared/topology';
 
 /** An EventBridge event as a target receives it (reference/eventbridge.md §3), with `detail` to taste. */
@@ -28,7 +28,7 @@ function busEvent(detail: Record<string, unknown>, top: Record<string, unknown> 
   };
 }
 
-const matches = (pattern: EventPattern, detail: Record<string, unknown>) =>
+const matches = (pattern: RulePattern, detail: Record<string, unknown>) =>
   matchesPattern({ detail: pattern }, busEvent(detail));
 
 describe('event pattern: exact values', () => {
@@ -362,15 +362,15 @@ describe('operatorsOf', () => {
     ],
     ['an empty operator object', { a: [{}] }, 'Match expression name not found'],
   ])("rejects a malformed pattern with EventBridge's reason: %s", (_, pattern, reason) => {
-    expect(() => operatorsOf(pattern as EventPattern)).toThrow(InvalidEventPatternError);
-    expect(() => operatorsOf(pattern as EventPattern)).toThrow(
+    expect(() => operatorsOf(pattern as RulePattern)).toThrow(InvalidEventPatternError);
+    expect(() => operatorsOf(pattern as RulePattern)).toThrow(
       `Event pattern is not valid. Reason: ${reason}`,
     );
   });
 
   it('rejects a pattern that is not an object', () => {
-    expect(() => operatorsOf([] as unknown as EventPattern)).toThrow('Reason: Filter is not an object');
-    expect(() => operatorsOf(null as unknown as EventPattern)).toThrow(InvalidEventPatternError);
+    expect(() => operatorsOf([] as unknown as RulePattern)).toThrow('Reason: Filter is not an object');
+    expect(() => operatorsOf(null as unknown as RulePattern)).toThrow(InvalidEventPatternError);
   });
 });
 

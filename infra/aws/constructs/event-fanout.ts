@@ -3,12 +3,7 @@ import { type Archive, EventBus, type EventPattern, Rule } from 'aws-cdk-lib/aws
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import type {
-  ConsumerName,
-  ConsumerPolicy,
-  RuleSpec,
-  EventPattern as TopologyPattern,
-} from '../../../shared/topology';
+import type { ConsumerName, ConsumerPolicy, RulePattern, RuleSpec } from '../../../shared/topology';
 import { DeadLetterQueue } from './dead-letter-queue';
 
 export interface EventFanoutProps {
@@ -50,7 +45,7 @@ const patternKeys: Readonly<Record<string, keyof EventPattern>> = {
 };
 
 /** Converts a topology pattern (EventBridge JSON) to CDK's camel-cased EventPattern, rejecting unknown keys. */
-export function toCdkPattern(pattern: TopologyPattern): EventPattern {
+export function toCdkPattern(pattern: RulePattern): EventPattern {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(pattern)) {
     const cdkKey = patternKeys[key];
