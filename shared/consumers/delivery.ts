@@ -42,7 +42,7 @@ export interface PoisonDelivery {
 }
 
 /** What `readDelivery` makes of one invocation's event: run it, or record it as poison. */
-export type Delivery = ValidDelivery | PoisonDelivery;
+export type CheckedDelivery = ValidDelivery | PoisonDelivery;
 
 const issuesText = (error: z.ZodError) =>
   error.issues
@@ -63,7 +63,7 @@ export function readDelivery(
   event: unknown,
   consumer: ConsumerName,
   t: Pick<Topology, 'source' | 'rules'> = topology,
-): Delivery {
+): CheckedDelivery {
   const raw = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
   const detail = (typeof raw.detail === 'object' && raw.detail !== null ? raw.detail : undefined) as
     | Record<string, unknown>
