@@ -1,8 +1,9 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsCommandInput } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { EventBridgePublisher, entrySize, packEntries } from '../../shared/outbox/eventbridge-publisher';
+import { elapse, useFakeTime } from '../support/fake-time';
 
 const eventBridge = mockClient(EventBridgeClient);
 
@@ -35,6 +36,9 @@ const acceptAll = (input: PutEventsCommandInput) => ({
 
 describe('EventBridge publisher', () => {
   beforeEach(() => eventBridge.reset());
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('counts entry size the way AWS does: UTF-8 bytes plus 14 for Time', () => {
     expect(entrySize({ Source: 'ab', DetailType: 'c', Detail: '{"é":1}' })).toBe(2 + 1 + 8); // '{"é":1}' is 7 characters, 8 bytes
@@ -69,16 +73,21 @@ describe('EventBridge publisher', () => {
   });
 
   it('keeps several calls in flight, never more than the concurrency', async () => {
+    const time = useFakeTime();
     let inFlight = 0;
     let peak = 0;
     eventBridge.on(PutEventsCommand).callsFake(async (input: PutEventsCommandInput) => {
       inFlight++;
       peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
+      // Each call takes 5 ms of fake time: long enough for the others to start meanwhile.
+      await elapse(5, undefined);
       inFlight--;
       return acceptAll(input);
     });
-    await publisher({ concurrency: 3 }).publish(Array.from({ length: 100 }, (_, i) => event(i)));
+    const published = publisher({ concurrency: 3 }).publish(Array.from({ length: 100 }, (_, i) => event(i)));
+    // Time enough for the ten calls even one at a time; the peak says how many overlapped.
+    await time.advance(10 * 5);
+    await published;
     expect(peak).toBe(3);
     expect(eventBridge.commandCalls(PutEventsCommand)).toHaveLength(10);
   });

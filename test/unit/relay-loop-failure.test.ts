@@ -1,11 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { OutboxStore } from '../../shared/outbox/outbox-store';
 import { runRelay } from '../../shared/outbox/relay';
+import { elapse, useFakeTime } from '../support/fake-time';
 import { RecordingPublisher, testSettings } from '../support/outbox-fixtures';
 
 describe('a relay run whose round fails', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('stops its other loops before it reports the error: no loop outlives the run', async () => {
+    const time = useFakeTime();
     let claims = 0;
     const settings = testSettings({ roundsInFlight: 2, pollIntervalMs: 5, claimBatchSize: 2 });
     // Full batches keep the sibling loop claiming: only the failure can stop it.
@@ -24,7 +30,7 @@ describe('a relay run whose round fails', () => {
     const outbox = {
       claim: async () => {
         const call = ++claims;
-        await new Promise((r) => setTimeout(r, 10));
+        await elapse(10, undefined);
         if (call === 1) throw new Error('database went away');
         return { claimed: fullBatch(), wedged: [] };
       },
@@ -47,12 +53,19 @@ describe('a relay run whose round fails', () => {
         owner: 'r',
         settings,
       },
-      { remainingMs: () => 60_000, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+      { remainingMs: () => 60_000, sleep: (ms) => elapse(ms, undefined) },
     );
+    let failure: unknown;
+    run.catch((err: unknown) => {
+      failure = err;
+    });
 
-    await expect(run).rejects.toThrow('database went away');
+    // Both loops' first claims answer at +10 ms: the first fails, the run reports it at once.
+    await time.advance(10);
+    expect(failure).toMatchObject({ message: 'database went away' });
     const atRejection = claims;
-    await new Promise((r) => setTimeout(r, 200));
+    // Time goes on: a loop that outlived the run would keep claiming full batches in it.
+    await time.advance(1_000);
     expect(claims).toBe(atRejection);
   });
 });
