@@ -11,7 +11,7 @@ import {
   TransactionNotFoundException,
 } from '@aws-sdk/client-rds-data';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   DataApiSqlClient,
   dataApiDefaultRetry,
@@ -20,6 +20,7 @@ import {
 import type { RetryPolicy } from '../../shared/db/retry';
 import { sqlParam } from '../../shared/db/sql-client';
 import { PipelineError } from '../../shared/errors';
+import { elapse, useFakeTime } from '../support/fake-time';
 
 const rds = mockClient(RDSDataClient);
 const target = { resourceArn: 'arn:aws:rds:eu-west-1:1:cluster:c', secretArn: 'arn:secret', database: 'app' };
@@ -52,6 +53,9 @@ function makeClient(retry?: RetryPolicy) {
 describe('DataApiSqlClient', () => {
   beforeEach(() => {
     rds.reset();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
   });
 
   it('retries a resuming cluster with growing delays, then returns the rows', async () => {
@@ -194,22 +198,26 @@ describe('DataApiSqlClient', () => {
   });
 
   it('runs the statements of one transaction one at a time', async () => {
+    const time = useFakeTime();
     let running = 0;
     let mostAtOnce = 0;
     rds.on(BeginTransactionCommand).resolves({ transactionId: 'tx-5' });
     rds.on(ExecuteStatementCommand).callsFake(async () => {
       running++;
       mostAtOnce = Math.max(mostAtOnce, running);
-      await new Promise((resolve) => setImmediate(resolve));
+      // Each statement takes 1 ms of fake time: long enough for another to start meanwhile.
+      await elapse(1, undefined);
       running--;
       return { numberOfRecordsUpdated: 1 };
     });
     rds.on(CommitTransactionCommand).resolves({});
     const { db } = makeClient();
 
-    await db.transaction((tx) =>
+    const done = db.transaction((tx) =>
       Promise.all([1, 2, 3].map((n) => tx.query('DELETE FROM t WHERE n = :n', { n }))),
     );
+    await time.advance(3);
+    await done;
 
     expect(rds.commandCalls(ExecuteStatementCommand)).toHaveLength(3);
     expect(mostAtOnce).toBe(1);
