@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { uuidPattern } from '../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
 import {
   formatDeadLetters,
@@ -133,12 +134,10 @@ interface Command {
   run(ctx: Context): Promise<void>;
 }
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 // A task id goes into the URL path: anything but a UUID (`..`, `a/b`) could address another route.
 function taskIdArg(ctx: Context): string {
   const id = ctx.args[0] ?? '';
-  if (!uuid.test(id)) throw new CliError('usage', `task id "${id}" is not a UUID`);
+  if (!uuidPattern.test(id)) throw new CliError('usage', `task id "${id}" is not a UUID`);
   return id;
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { uuidPattern } from '../../shared/ids';
 import { consumerNames, routingTable } from './cli-trace';
 
 /** How often the page reads the ops API again. */
@@ -64,10 +65,12 @@ export const dashboardContentSecurityPolicy = [
 ].join('; ');
 
 // JSON inside <script type="application/json">: `<` escaped so no value can close the element.
+// The UUID pattern travels as source and flags: the page's script cannot import shared/ids.ts.
 const config = JSON.stringify({
   consumers: consumerNames,
   routes: routingTable(),
   refreshMs: dashboardRefreshMs,
+  uuidPattern: { source: uuidPattern.source, flags: uuidPattern.flags },
 }).replace(/</g, '\\u003c');
 
 const page = fillSlots(readPart('index.html'), [

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { dashboardHtml } from '../../infra/local/dashboard';
+import { uuidPattern } from '../../shared/ids';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
 // checked in Chromium by test/e2e/dashboard-browser.test.ts.
@@ -59,13 +60,14 @@ describe('the dashboard page', () => {
     expect(script).toContain('createTextNode');
   });
 
-  it('embeds the routing of each event type and the 2 s refresh in a config no value can break out of', () => {
+  it('embeds the routing of each event type, the 2 s refresh and the UUID pattern in a config no value can break out of', () => {
     const config = /<script type="application\/json" id="config">([^<]*)<\/script>/.exec(html)?.[1];
 
     expect(JSON.parse(config ?? 'null')).toEqual({
       consumers: ['index', 'notify', 'archive'],
       routes: { 'content.approved': ['index', 'notify', 'archive'], 'content.withdrawn': ['index'] },
       refreshMs: 2000,
+      uuidPattern: { source: uuidPattern.source, flags: 'i' },
     });
   });
 });

@@ -176,7 +176,7 @@ function age(seconds) {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** @typedef {{ consumers: string[], routes: Record<string, string[] | undefined>, refreshMs: number }} DashboardConfig */
+/** @typedef {{ consumers: string[], routes: Record<string, string[] | undefined>, refreshMs: number, uuidPattern: { source: string, flags: string } }} DashboardConfig */
 /** @typedef {Node | string | number | null | undefined | Child[]} Child */
 /** @typedef {Record<string, string | number | null | undefined>} Attrs */
 /** @typedef {{ label: string, num?: boolean }} Column */
@@ -347,7 +347,8 @@ async function call(method, path, body) {
  * @param {DashboardConfig} config
  */
 function startDashboard(config) {
-  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  // shared/ids.ts's pattern, served in the config: a task id goes into the URL path.
+  const uuid = new RegExp(config.uuidPattern.source, config.uuidPattern.flags);
   /** @type {Record<string, string | undefined>} */
   const effectLabels = {
     indexDocuments: 'index documents',
