@@ -271,6 +271,39 @@ describeEachEngine('ops API', (fixture) => {
     expect(redelivered).toEqual([]);
   });
 
+  it.each([
+    [
+      'the outbox store',
+      '/ops/outbox/dead/redrive',
+      (): Partial<OpsApiDeps> => ({
+        db: {
+          query: async () => {
+            throw new Error('Connection terminated unexpectedly');
+          },
+          transaction: async () => {
+            throw new Error('Connection terminated unexpectedly');
+          },
+          close: async () => {},
+        },
+      }),
+    ],
+    [
+      'the dead-letter store',
+      '/ops/dead-letters/redrive',
+      (): Partial<OpsApiDeps> => ({
+        deadLetters: Object.assign(new MemoryDeadLetters(), {
+          redrive: async () => {
+            throw new Error('SQS is throttling');
+          },
+        }),
+      }),
+    ],
+  ])('answers 500, never 404, when %s fails during a redrive', async (_store, path, deps) => {
+    const { status, body } = await call('POST', path, { eventId: randomUUID() }, deps());
+    expect(status).toBe(500);
+    expect(body).toEqual({ error: 'internal error' });
+  });
+
   it('leaves a record whose stored event was truncated DEAD and answers 409', async () => {
     const eventId = await deadRecord('index', { huge: 'x'.repeat(70 * 1024) });
     const { status } = await call('POST', '/ops/inbox/index/dead/redrive', { eventId });
