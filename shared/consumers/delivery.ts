@@ -4,7 +4,9 @@ import { payloadHash } from '../inbox/payload-hash';
 import { type ConsumerName, type Topology, topology } from '../topology';
 
 /**
- * The event a Lambda target receives from EventBridge (reference/eventbridge.md §3). Loose on
+ * The event a Lambda target receives from EventBridge: the metadata fields every event on a bus
+ * carries, with the entry's Detail as the `detail` object
+ * (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html). Loose on
  * purpose: replays add `replay-name`, and only the fields we rely on are checked.
  */
 export const eventBridgeEnvelope = z.looseObject({

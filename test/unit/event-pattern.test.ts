@@ -12,7 +12,10 @@ import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher'
 import type { RulePattern } from '../../shared/topology';
 import { type EventType, topology } from '../../shared/topology';
 
-/** An EventBridge event as a target receives it (reference/eventbridge.md §3), with `detail` to taste. */
+/**
+ * An EventBridge event as a target receives it, with `detail` to taste
+ * (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html).
+ */
 function busEvent(detail: Record<string, unknown>, top: Record<string, unknown> = {}) {
   return {
     version: '0',
