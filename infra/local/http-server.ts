@@ -3,7 +3,11 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { maxJsonBodyBytes } from '../../shared/http/json-body';
 import { localLambdaContext, parseRequestTarget, toProxyEvent } from '../../shared/http/proxy-event';
-import { type ApiResource, createResourceMatcher } from '../../shared/http/resource-match';
+import {
+  type ApiResource,
+  createResourceMatcher,
+  type ResourceMatcher,
+} from '../../shared/http/resource-match';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { dashboardContentSecurityPolicy } from './dashboard';
@@ -47,8 +51,10 @@ const stateChanging = (method: string) => method !== 'GET' && method !== 'HEAD' 
 const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
 
 /**
- * The local HTTP front door: `/tasks…` and `/ops/…` become API Gateway REST proxy events for
- * the same tasks and ops handlers Lambda runs; `/` is the dashboard page.
+ * The local HTTP front door, a thin stand-in for API Gateway: a request whose path names a
+ * resource of the tasks or ops API becomes the REST proxy event API Gateway would send (its
+ * `resource` and `pathParameters` filled) for the same handler Lambda runs, which routes and
+ * answers errors itself; `/` is the dashboard page; any other path is a JSON 404.
  *
  * It listens on loopback, which alone does not keep other web pages out: a page on any origin
  * can send a `text/plain` POST (no CORS preflight), and a DNS-rebinding page reaches it under
@@ -63,8 +69,9 @@ const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<{ url: string; server: Server }> {
   let port = options.port;
+  const integrations = integrationsOf(options);
   const server = createServer((req, res) => {
-    handle(req, res, options, port).catch((err) => {
+    handle(req, res, options, integrations, port).catch((err) => {
       options.log?.('ops request failed', { error: String(err) });
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
     });
@@ -82,6 +89,7 @@ async function handle(
   req: IncomingMessage,
   res: ServerResponse,
   options: HttpServerOptions,
+  integrations: readonly Integration[],
   port: number,
 ): Promise<void> {
   const target = req.url ?? '/';
@@ -99,7 +107,7 @@ async function handle(
   }
   // The same reading of the target as the proxy event's: `//x/tasks` is a path, not host x.
   const url = parseRequestTarget(target);
-  const api = integrationOf(options, url.pathname);
+  const api = integrations.find((i) => i.match(url.pathname) !== undefined);
 
   if (stateChanging(method)) {
     const origin = req.headers.origin;
@@ -173,19 +181,20 @@ interface Integration {
   readonly name: string;
   readonly handler: ProxyHandler;
   readonly routes: readonly ApiResource[];
+  readonly match: ResourceMatcher;
 }
 
 /**
- * The integration whose resources include the one `path` names, whatever the method (the API
- * answers a wrong method with 405), as API Gateway picks a resource before its method. The two
- * APIs' resources are the same tables the CDK builds the API Gateway resources from.
+ * The local REST API's integrations, with the same resource tables the CDK builds the API
+ * Gateway resources from. A request goes to the one whose resources include the one its path
+ * names, whatever the method (the API answers a wrong method with 405), as API Gateway picks a
+ * resource before its method.
  */
-function integrationOf(options: HttpServerOptions, path: string): Integration | undefined {
-  const integrations: Integration[] = [
+function integrationsOf(options: HttpServerOptions): readonly Integration[] {
+  return [
     { name: 'tasks-api', handler: options.tasksApi, routes: tasksApiRoutes },
     { name: 'ops-api', handler: options.opsApi, routes: opsApiRoutes },
-  ];
-  return integrations.find((i) => createResourceMatcher(i.routes)(path) !== undefined);
+  ].map((i) => ({ ...i, match: createResourceMatcher(i.routes) }));
 }
 
 /** `host:port` of an Origin header (`http://localhost:3000` → `localhost:3000`); '' when it has none. */

@@ -11,6 +11,9 @@ export interface MatchedResource {
   readonly pathParameters: Readonly<Record<string, string>> | null;
 }
 
+/** The resource a path names, or undefined when it names none. */
+export type ResourceMatcher = (path: string) => MatchedResource | undefined;
+
 interface Template {
   readonly resource: string;
   /** Each segment: a literal, or the name of a path parameter. */
@@ -75,9 +78,7 @@ function moreSpecificFirst(a: Template, b: Template): number {
  * See the proxy event's `resource` and `pathParameters`:
  * https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html#api-gateway-simple-proxy-for-lambda-input-format
  */
-export function createResourceMatcher(
-  resources: readonly ApiResource[],
-): (path: string) => MatchedResource | undefined {
+export function createResourceMatcher(resources: readonly ApiResource[]): ResourceMatcher {
   const templates = [...new Set(resources.map((r) => r.resource))].map(compile).sort(moreSpecificFirst);
   return (path) => {
     const trimmed = path.replace(/(.)\/+$/, '$1');
