@@ -7,7 +7,8 @@
  */
 import { rmSync } from 'node:fs';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
-import { pipelineClient, tempDataDir, waitFor } from '../test/support/pipeline-client';
+import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
+import { waitFor } from '../test/support/wait-for';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -57,8 +58,7 @@ async function measure(nudge: boolean): Promise<number[]> {
         (s.consumers.index.processed ?? 0) >= approvals &&
         (s.consumers.notify.processed ?? 0) >= approvals &&
         (s.consumers.archive.processed ?? 0) >= approvals,
-      300_000,
-      500,
+      { timeoutMs: 300_000, intervalMs: 500 },
     );
     const { rows } = await runtime.db.query<{ event_id: string; created_at: Date }>(
       'SELECT event_id, created_at FROM outbox',

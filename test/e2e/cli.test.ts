@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/ports';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { tempDataDir, waitFor } from '../support/pipeline-client';
+import { tempDataDir } from '../support/pipeline-client';
+import { waitFor } from '../support/wait-for';
 
 // The real launcher as a user runs it (`npx pipeline` runs bin/pipeline.mjs), from another
 // directory, against the real local runtime.
@@ -91,7 +92,7 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     const shown = await waitFor(
       async () => JSON.parse((await pipeline([...at(), 'tasks', 'show', taskId, '--json'])).stdout) as Shown,
       (s) => Object.values(s.trace.events[0]?.consumers ?? {}).every((c) => c?.status === 'PROCESSED'),
-      30_000,
+      { timeoutMs: 30_000, intervalMs: 250 },
     );
     expect(shown.task.status).toBe('approved');
     expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);

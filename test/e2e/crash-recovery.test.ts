@@ -3,7 +3,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clearStaleServer } from '../../infra/local/postgres';
-import { converged, pipelineClient, tempDataDir, waitFor } from '../support/pipeline-client';
+import { converged, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { waitFor } from '../support/wait-for';
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -63,7 +64,10 @@ describe('a SIGKILL of the whole process tree', () => {
 
     const second = await startPipeline(dir);
     const after = pipelineClient(second.url);
-    const status = await waitFor(after.status, (s) => converged(s, 40), 90_000, 500);
+    const status = await waitFor(after.status, (s) => converged(s, 40), {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
     expect(status.tasks.approved).toBe(40);
     expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: 40 });
     expect(status.effects).toMatchObject({

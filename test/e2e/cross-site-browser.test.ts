@@ -5,6 +5,7 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { tempDataDir } from '../support/pipeline-client';
+import { waitFor } from '../support/wait-for';
 
 /*
  * What a web page on another origin can do to the local runtime from a real browser (headless
@@ -79,14 +80,14 @@ describe.skipIf(!haveChromium)(
       // A dead outbox event a redrive would put back, and a task an approve would change.
       const delivered = await post('/tasks', { title: 'delivered' });
       deadEventId = (await post(`/tasks/${delivered.taskId}/approve`, { approvedBy: 'rita' })).eventId;
-      for (let i = 0; i < 200; i++) {
-        const { rows } = await runtime.db.query<{ status: string }>(
-          'SELECT status FROM outbox WHERE event_id = :id',
-          { id: deadEventId },
-        );
-        if (rows[0]?.status === 'delivered') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await waitFor(
+        () =>
+          runtime.db.query<{ status: string }>('SELECT status FROM outbox WHERE event_id = :id', {
+            id: deadEventId,
+          }),
+        ({ rows }) => rows[0]?.status === 'delivered',
+        { timeoutMs: 10_000, what: 'the approval delivered' },
+      );
       await runtime.db.query("UPDATE outbox SET status = 'dead', last_error = 'test' WHERE event_id = :id", {
         id: deadEventId,
       });

@@ -2,7 +2,8 @@ import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { OpsStatus } from '../../shared/ops/ops-api';
-import { converged, pipelineClient, tempDataDir, waitFor } from '../support/pipeline-client';
+import { converged, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { waitFor } from '../support/wait-for';
 
 const runtimes: Runtime[] = [];
 const dirs: string[] = [];
@@ -26,7 +27,10 @@ describe('the local pipeline end to end', () => {
     const client = pipelineClient(runtime.url);
 
     await client.createAndApprove(100);
-    const status = await waitFor(client.status, (s) => converged(s, 100), 60_000);
+    const status = await waitFor(client.status, (s) => converged(s, 100), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
 
     expect(status.tasks.approved).toBe(100);
     expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
@@ -54,7 +58,10 @@ describe('the local pipeline end to end', () => {
     const second = await start(dir);
     const client = pipelineClient(second.url);
     await client.createAndApprove(10);
-    const status = await waitFor(client.status, (s) => converged(s, 50), 60_000);
+    const status = await waitFor(client.status, (s) => converged(s, 50), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
     expect(status.tasks.approved).toBe(50);
     expect(status.effects).toMatchObject({
       indexDocuments: 50,
@@ -83,7 +90,10 @@ describe('the local pipeline end to end', () => {
     const approvals = 155;
     await client.createAndApprove(approvals);
     // Settled: nothing pending or in flight, every event PROCESSED or DEAD in every consumer.
-    const status = await waitFor(client.status, (s) => settled(s, approvals), 170_000, 500);
+    const status = await waitFor(client.status, (s) => settled(s, approvals), {
+      timeoutMs: 170_000,
+      intervalMs: 500,
+    });
 
     // Faults are bad luck, never a reason for a person: transient failures retry until they pass.
     for (const consumer of ['index', 'notify', 'archive'] as const) {

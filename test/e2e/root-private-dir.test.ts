@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removeLocalPostgres } from '../../infra/local/postgres';
-import { converged, pipelineClient, waitFor } from '../support/pipeline-client';
+import { converged, pipelineClient } from '../support/pipeline-client';
+import { waitFor } from '../support/wait-for';
 
 const repo = resolve(import.meta.dirname, '../..');
 const asRoot = process.getuid?.() === 0;
@@ -107,7 +108,10 @@ describe('the local runtime with the clone and PIPELINE_DATA_DIR in a fresh mkdt
     const first = await startPipeline(project, dataDir);
     const client = pipelineClient(first.url);
     await client.createAndApprove(5, 5);
-    const delivered = await waitFor(client.status, (s) => converged(s, 5), 60_000, 250);
+    const delivered = await waitFor(client.status, (s) => converged(s, 5), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
     expect(delivered.tasks.approved).toBe(5);
     expect(delivered.outbox).toMatchObject({ pending: 0, delivered: 5, dead: 0 });
     expect(delivered.effects).toMatchObject({ indexDocuments: 5, archivedObjects: 5 });
@@ -131,7 +135,10 @@ describe('the local runtime with the clone and PIPELINE_DATA_DIR in a fresh mkdt
     // stops it and finds every committed approval.
     await killTree(second.child, 'SIGKILL');
     const third = await startPipeline(project, dataDir);
-    const status = await waitFor(pipelineClient(third.url).status, (s) => converged(s, 8), 60_000, 250);
+    const status = await waitFor(pipelineClient(third.url).status, (s) => converged(s, 8), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
     expect(status.tasks.approved).toBe(8);
     expect(status.outbox).toMatchObject({ pending: 0, delivered: 8, dead: 0 });
     await killTree(third.child, 'SIGTERM');

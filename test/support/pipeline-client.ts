@@ -54,23 +54,6 @@ export function pipelineClient(baseUrl: string) {
   };
 }
 
-/** Polls `check` until it returns true or `timeoutMs` passes; returns the last value seen for the message. */
-export async function waitFor<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs: number,
-  intervalMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out; last value: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-    last = await read();
-  }
-  return last;
-}
-
 /** True when every approval reached every consumer of content.approved exactly as the issue demands. */
 export function converged(status: OpsStatus, approvals: number): boolean {
   return (
