@@ -148,8 +148,10 @@ describeEachEngine('index consumer', (fixture) => {
 
   it('two concurrent deliveries: one indexes, the other throws InboxInProgressError for a later retry', async () => {
     const gate = deferred();
+    const started = deferred();
     const slowIndex: ContentIndex = {
       apply: async (entry) => {
+        started.resolve();
         await gate.promise;
         return index.apply(entry);
       },
@@ -158,13 +160,8 @@ describeEachEngine('index consumer', (fixture) => {
     const row = approvedRow();
     const { run } = build({ index: slowIndex });
     const first = run(busEvent(row), lambdaContext());
-    for (
-      let i = 0;
-      i < 200 && (await inbox.get({ consumer: 'index', eventId: row.eventId })) === undefined;
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    // The effect starts only once the first delivery's inbox record has landed.
+    await started.promise;
     const { run: other, metrics } = build();
     await expect(other(busEvent(row), lambdaContext())).rejects.toBeInstanceOf(InboxInProgressError);
     // Not a failure of the event: nothing counted as failed.

@@ -10,6 +10,7 @@ import { expect, it } from 'vitest';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { describeEachEngine } from '../support/dynamo';
+import { waitFor } from '../support/wait-for';
 
 /** An inbox table as the previous version made it: the key, no index. */
 async function createOldTable(client: DynamoDBClient, table: string): Promise<void> {
@@ -27,12 +28,11 @@ async function createOldTable(client: DynamoDBClient, table: string): Promise<vo
       ],
     }),
   );
-  for (let i = 0; ; i++) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
-    if (Table?.TableStatus === 'ACTIVE') break;
-    if (i > 400) throw new Error(`table ${table} never became ACTIVE`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitFor(
+    () => client.send(new DescribeTableCommand({ TableName: table })),
+    ({ Table }) => Table?.TableStatus === 'ACTIVE',
+    { timeoutMs: 10_000, intervalMs: 25, what: `table ${table} ACTIVE` },
+  );
 }
 
 /** An item as the previous version wrote it: the state map, no index key. */

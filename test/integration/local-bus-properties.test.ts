@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { anyCasing, anyJson, nastyString } from '../support/hostile-input';
 import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw-http';
+import { waitFor } from '../support/wait-for';
 
 // Property-based tests of the local bus's PutEvents endpoint over raw HTTP (the relay reaches it
 // through @aws-sdk/client-eventbridge; anything else on loopback may send anything). What AWS
@@ -264,15 +265,14 @@ async function expectStillDelivers(): Promise<void> {
     );
     const id = res.Entries?.[0]?.EventId;
     expect(res.FailedEntryCount).toBe(0);
-    await vi.waitFor(
+    await waitFor(
       () =>
-        expect(
-          delivered
-            .filter((d) => d.event.id === id)
-            .map((d) => d.consumer)
-            .sort(),
-        ).toEqual(approvedTargets),
-      { timeout: 10_000, interval: 10 },
+        delivered
+          .filter((d) => d.event.id === id)
+          .map((d) => d.consumer)
+          .sort(),
+      (consumers) => expect(consumers).toEqual(approvedTargets),
+      { intervalMs: 10 },
     );
   } finally {
     client.destroy();

@@ -7,12 +7,13 @@ import {
   type PutEventsRequestEntry,
   type PutEventsResultEntry,
 } from '@aws-sdk/client-eventbridge';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus, type LocalBusOptions, type TargetRetry } from '../../infra/local/local-bus';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
 import { type ConsumerName, type EventType, topology } from '../../shared/topology';
+import { waitFor } from '../support/wait-for';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const approvedTargets: ConsumerName[] = ['archive', 'index', 'notify'];
@@ -97,7 +98,11 @@ const eventIdOf = (result: PutEventsResultEntry | undefined): string => {
 
 /** Waits until the bus has no delivery in flight or waiting for a retry. */
 async function settle(bus: LocalBus): Promise<void> {
-  await vi.waitFor(() => expect(bus.pendingDeliveries).toBe(0), { timeout: 10_000, interval: 5 });
+  await waitFor(
+    () => bus.pendingDeliveries,
+    (pending) => expect(pending).toBe(0),
+    { intervalMs: 5, what: 'no delivery in flight' },
+  );
 }
 
 const consumersOf = (delivered: readonly Delivered[], eventId?: string) =>
@@ -442,12 +447,10 @@ describe('LocalBus journal', () => {
       },
     });
     const id = eventIdOf((await put(client, [entry()])).Entries?.[0]);
-    await vi.waitFor(
-      () => {
-        expect(consumersOf(delivered)).toEqual(['archive', 'index']);
-        expect(notifyStarted).toBe(true);
-      },
-      { timeout: 10_000, interval: 5 },
+    await waitFor(
+      () => ({ consumers: consumersOf(delivered), notifyStarted }),
+      (seen) => expect(seen).toEqual({ consumers: ['archive', 'index'], notifyStarted: true }),
+      { intervalMs: 5 },
     );
     await bus.stop(20);
     return id;

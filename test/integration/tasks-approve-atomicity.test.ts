@@ -6,6 +6,7 @@ import { approveTask, createTask, withdrawTask } from '../../shared/tasks/comman
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { createTestDatabase } from '../support/database';
 import { sqlAdapters } from '../support/sql-adapters';
+import { waitFor } from '../support/wait-for';
 import { callApi, jsonRequest, outboxRows, taskState } from './tasks-api-harness';
 
 /** Where the injected failure strikes inside the approve transaction. */
@@ -45,15 +46,14 @@ function holdingFirstApproval(db: SqlClient, observer: SqlClient): SqlClient {
     async query<R extends Row = Row>(sql: string, params?: SqlParams) {
       if (/INSERT INTO outbox/.test(sql) && !held) {
         held = true;
-        await vi.waitFor(
-          async () => {
-            const { rows } = await observer.query<{ n: number }>(
+        await waitFor(
+          () =>
+            observer.query<{ n: number }>(
               `SELECT count(*)::int AS n FROM pg_stat_activity
                 WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-            );
-            if ((rows[0]?.n ?? 0) < 1) throw new Error('the second approver is not blocked yet');
-          },
-          { timeout: 20_000, interval: 20 },
+            ),
+          ({ rows }) => (rows[0]?.n ?? 0) >= 1,
+          { timeoutMs: 20_000, intervalMs: 20, what: 'the second approver blocked' },
         );
       }
       return tx.query<R>(sql, params);
