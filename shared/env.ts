@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { PipelineError } from './errors';
 
-type Env = Readonly<Record<string, string | undefined>>;
+/** Variables by name: the process environment, or settings read the same way (CDK context). */
+type Env = Readonly<Record<string, unknown>>;
 
 /**
  * An optional variable. Deploy tooling often sets a variable to '' rather than leaving it out,
@@ -30,6 +31,11 @@ export interface ConfigField {
   readonly message: string;
 }
 
+/** The CONFIG error's fields for zod's issues: each issue's dotted path and message. */
+export function configFields(error: z.ZodError): ConfigField[] {
+  return error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
+}
+
 /**
  * Parses `env` with `schema`. On failure throws PipelineError CONFIG naming every bad variable
  * (`details.fields`), never echoing a value (a URL may hold a password). Call it at module
@@ -38,10 +44,7 @@ export interface ConfigField {
 export function parseEnvironment<T extends z.ZodType>(schema: T, env: Env, what: string): z.output<T> {
   const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data;
-  throw configError(
-    what,
-    parsed.error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
-  );
+  throw configError(what, configFields(parsed.error));
 }
 
 /** The CONFIG error for `fields`: "invalid <what>: PATH: message; …". */

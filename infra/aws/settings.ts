@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { parseEnvironment } from '../../shared/env';
 import { topology } from '../../shared/topology';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */
@@ -74,19 +75,16 @@ const contextSchema = z
 export const contextKeys = Object.keys(contextSchema.shape) as readonly string[];
 
 /**
- * Reads the app's settings from CDK context. Throws one error listing every bad key, so a
- * typo in `-c` fails the synth instead of deploying a default.
+ * Reads the app's settings from CDK context. Throws one PipelineError CONFIG listing every bad
+ * key, so a typo in `-c` fails the synth instead of deploying a default.
  */
 export function parseSettings(tryGetContext: (key: string) => unknown): PipelineSettings {
   const raw = Object.fromEntries(contextKeys.map((k) => [k, tryGetContext(k)]));
-  const parsed = contextSchema.safeParse(
+  const c = parseEnvironment(
+    contextSchema,
     Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== '')),
+    'CDK context',
   );
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid CDK context: ${problems}`);
-  }
-  const c = parsed.data;
   const prod = c.stage === 'prod';
   return {
     stage: c.stage,

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { configError, configFields } from '../../shared/env';
 import { TransientError } from '../../shared/inbox/failure-kind';
 
 /**
@@ -36,20 +37,31 @@ const faultSchema = z.strictObject({
   effectFailAfter: rate.optional(),
 });
 
-/** Parses `PIPELINE_FAULTS`; an unknown name or a rate outside [0, 1] is an error naming it. */
+/** The CONFIG error for problems of `PIPELINE_FAULTS`, each `<fault>: <problem>` or the problem alone. */
+const faultsError = (problems: readonly string[]) =>
+  configError(
+    'local runtime environment',
+    problems.map((message) => ({ path: 'PIPELINE_FAULTS', message })),
+  );
+
+/**
+ * Parses `PIPELINE_FAULTS`; an unknown name or a rate outside [0, 1] is a PipelineError CONFIG
+ * naming it.
+ */
 export function parseFaults(spec: string | undefined): FaultRates {
   if (!spec?.trim()) return noFaults;
   const entries: Record<string, string> = {};
   for (const part of spec.split(',')) {
     const [name, value, ...rest] = part.split('=').map((s) => s.trim());
     // An empty rate is malformed, not 0: z.coerce.number would turn '' into 0 and hide the typo.
-    if (!name || !value || rest.length > 0) throw new Error(`PIPELINE_FAULTS: "${part}" is not name=rate`);
+    if (!name || !value || rest.length > 0) throw faultsError([`"${part}" is not name=rate`]);
     entries[name] = value;
   }
   const parsed = faultSchema.safeParse(entries);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || i.message}: ${i.message}`);
-    throw new Error(`PIPELINE_FAULTS: ${problems.join('; ')}`);
+    throw faultsError(
+      configFields(parsed.error).map((f) => (f.path ? `${f.path}: ${f.message}` : f.message)),
+    );
   }
   return { ...noFaults, ...parsed.data };
 }

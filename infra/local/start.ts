@@ -3,9 +3,10 @@
  * PORT (3000), PIPELINE_DATA_DIR (./.pipeline), PIPELINE_DYNAMO (dynalite | dynamodb-local),
  * PIPELINE_FAULTS and PIPELINE_FAULT_SEED (fault injection in the local adapters).
  */
-import * as z from 'zod';
-import { parseFaults } from './faults';
+import { isPipelineError } from '../../shared/errors';
+import { type FaultRates, parseFaults } from './faults';
 import { startRuntime } from './runtime';
+import { parseStartEnvironment, type StartEnvironment } from './start-environment';
 
 const log = (message: string, extra?: Record<string, unknown>) => {
   const time = new Date().toISOString().slice(11, 23);
@@ -14,27 +15,15 @@ const log = (message: string, extra?: Record<string, unknown>) => {
   );
 };
 
-const env = z
-  .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-    PIPELINE_DATA_DIR: z.string().min(1).default('./.pipeline'),
-    PIPELINE_DYNAMO: z.enum(['dynalite', 'dynamodb-local']).default('dynalite'),
-    PIPELINE_FAULTS: z.string().optional(),
-    PIPELINE_FAULT_SEED: z.coerce.number().int().optional(),
-  })
-  .safeParse(process.env);
-
 async function main(): Promise<void> {
-  if (!env.success) {
-    for (const issue of env.error.issues) console.error(`invalid ${issue.path.join('.')}: ${issue.message}`);
-    process.exit(2);
-  }
-  const config = env.data;
-  let faults: ReturnType<typeof parseFaults>;
+  let config: StartEnvironment;
+  let faults: FaultRates;
   try {
+    config = parseStartEnvironment(process.env);
     faults = parseFaults(config.PIPELINE_FAULTS);
   } catch (err) {
-    console.error((err as Error).message);
+    if (!isPipelineError(err, 'CONFIG')) throw err;
+    console.error(err.message);
     process.exit(2);
   }
   const seed = config.PIPELINE_FAULT_SEED ?? Date.now() % 2 ** 31;

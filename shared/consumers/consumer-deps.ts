@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
-import { blankIsUnset, type ConfigField, configError } from '../env';
+import { blankIsUnset, type ConfigField, configError, configFields } from '../env';
 import { DynamoInboxStore } from '../inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
@@ -51,12 +51,8 @@ const requiredBy: Readonly<Record<ConsumerName, string>> = {
  * and the table, topic or bucket its effect writes to. CONSUMER_NAME, when set, must be `name`.
  */
 export function parseConsumerConfig(name: ConsumerName, env: Env = process.env): ConsumerConfig {
-  const problems: ConfigField[] = [];
   const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    for (const i of parsed.error.issues)
-      problems.push({ path: i.path.map(String).join('.'), message: i.message });
-  }
+  const problems: ConfigField[] = parsed.success ? [] : configFields(parsed.error);
   const e = (parsed.success ? parsed.data : {}) as Record<string, string | undefined>;
   const declared = e[consumerEnv.consumerName];
   if (declared !== undefined && declared !== name) {
