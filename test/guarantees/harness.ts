@@ -38,6 +38,7 @@ import { dynamoClient, dynamoEngines } from '../support/dynamo';
 import { RecordingLogger } from '../support/dynamo-consumer-fixtures';
 import { testSettings } from '../support/outbox-fixtures';
 import { tempDataDir } from '../support/pipeline-client';
+import { reachedWithin } from '../support/wait-for';
 import {
   checkRun,
   type DeliveryFact,
@@ -358,24 +359,25 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
 
     const settle: Harness['settle'] = async (settleOptions = {}) => {
       const started = Date.now();
-      const deadline = started + (settleOptions.timeoutMs ?? settleTimeoutMs);
-      while (Date.now() < deadline) {
-        if (settleOptions.runRelays !== false) {
-          const budgetEnd = Math.min(deadline, Date.now() + 3_000);
-          await runRelay(relayDeps({ settings: settleOptions.relay }), {
-            remainingMs: () => budgetEnd - Date.now(),
-          }).catch((err: unknown) => {
-            observed.relayErrors.push(err);
-          });
-        }
-        // While a scenario has PostgreSQL down, the count fails: not quiet yet.
-        const pending = await pendingRows().catch(() => -1);
-        if (pending === 0 && (settleOptions.outboxOnly || bus.pendingDeliveries === 0)) {
-          return { quiet: true, ms: Date.now() - started };
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return { quiet: false, ms: Date.now() - started };
+      const timeoutMs = settleOptions.timeoutMs ?? settleTimeoutMs;
+      const deadline = started + timeoutMs;
+      const quiet = await reachedWithin(
+        async () => {
+          if (settleOptions.runRelays !== false) {
+            const budgetEnd = Math.min(deadline, Date.now() + 3_000);
+            await runRelay(relayDeps({ settings: settleOptions.relay }), {
+              remainingMs: () => budgetEnd - Date.now(),
+            }).catch((err: unknown) => {
+              observed.relayErrors.push(err);
+            });
+          }
+          // While a scenario has PostgreSQL down, the count fails: not quiet yet.
+          return pendingRows().catch(() => -1);
+        },
+        (pending) => pending === 0 && (settleOptions.outboxOnly === true || bus.pendingDeliveries === 0),
+        { timeoutMs, intervalMs: 50 },
+      );
+      return { quiet, ms: Date.now() - started };
     };
 
     const sources = (): GuaranteeSources => ({

@@ -8,6 +8,7 @@ import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { consumerNames } from '../../shared/topology';
 import { dynamoClient } from '../support/dynamo';
 import { pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { reachedWithin } from '../support/wait-for';
 import { checkRun, findPipelineTables, notificationsInFile } from './invariants';
 import { fullProfile } from './profile';
 
@@ -84,14 +85,13 @@ describe.skipIf(!fullProfile)(
         const pendingRows = async (r: Runtime) =>
           (await r.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE status = 'pending'"))
             .rows[0]?.n ?? 0;
-        let quietAt: number | undefined;
-        while (Date.now() - approvedAt < convergeMs) {
-          if ((await pendingRows(runtime)) === 0 && runtime.bus.pendingDeliveries === 0) {
-            quietAt = Date.now();
-            break;
-          }
-          await new Promise((r) => setTimeout(r, 2_000));
-        }
+        const live = runtime;
+        const quiet = await reachedWithin(
+          () => pendingRows(live),
+          (pending) => pending === 0 && live.bus.pendingDeliveries === 0,
+          { timeoutMs: convergeMs - (Date.now() - approvedAt), intervalMs: 2_000 },
+        );
+        const quietAt = quiet ? Date.now() : undefined;
 
         const dynamo = dynamoClient(runtime.consumers.dynamo.endpoint);
         try {

@@ -30,6 +30,7 @@ import { startRecordingProxy } from '../support/aws/proxy';
 import { startS3rver } from '../support/aws/s3rver';
 import { startDataApiServer } from '../support/data-api-server';
 import { startEmbeddedPostgres } from '../support/embedded-pg';
+import { waitFor } from '../support/wait-for';
 import { FunctionProcess, type FunctionSpec, type InitError } from './functions';
 import { allows, type CfnTemplate, roleStatements, TemplateResolver, unresolved } from './template';
 
@@ -65,16 +66,8 @@ function check(condition: unknown, what: string): asserts condition {
   if (!condition) throw new Error(what);
 }
 
-async function waitFor<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, ms = 30_000) {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  for (;;) {
-    last = await read();
-    if (done(last)) return last;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(last)} after ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** How the rehearsal waits on the stand-ins: half a minute, read every 100 ms. */
+const rehearsalWait = { timeoutMs: 30_000, intervalMs: 100 } as const;
 
 /** Runs the rehearsal; the report says what happened (it throws only when it could not start). */
 export async function runRehearsal(options: RehearsalOptions = {}): Promise<RehearsalReport> {
@@ -450,7 +443,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
           consumers.map(async (c) => (await inbox.get({ consumer: c, eventId }))?.status ?? 'none'),
         ),
       (states) => states.every((s) => s === 'PROCESSED'),
-      'consumer inbox states',
+      { ...rehearsalWait, what: 'consumer inbox states' },
     );
     const published = standins.sns.published.filter((m) => m.message.includes(eventId));
     check(published.length === 1, `${published.length} notifications`);
@@ -523,7 +516,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     const rows = await waitFor(
       () => ownerQuery(ctx, `SELECT status FROM outbox WHERE event_id = '${eventId}'`),
       (r) => r[0]?.status === 'delivered',
-      'the redriven outbox row',
+      { ...rehearsalWait, what: 'the redriven outbox row' },
     );
     return `outbox row ${rows[0]?.status}`;
   });
@@ -588,7 +581,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     const after = await waitFor(
       async () => (await inbox.get({ consumer: 'index', eventId }))?.status,
       (s) => s === 'PROCESSED',
-      'the redriven index record',
+      { ...rehearsalWait, what: 'the redriven index record' },
     );
     return `index record ${after}`;
   });

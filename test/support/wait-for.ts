@@ -54,3 +54,22 @@ export async function waitFor<T>(
     await pause(options.intervalMs ?? 50);
   }
 }
+
+/**
+ * {@link waitFor} for a measurement rather than a precondition: true once `done` accepts a
+ * value, false when the time runs out first (how long a pipeline takes to go quiet is the
+ * result, and not going quiet is a finding). Any other error is thrown.
+ */
+export async function reachedWithin<T>(
+  read: () => T | Promise<T>,
+  done: (value: T) => boolean,
+  options: WaitForOptions,
+): Promise<boolean> {
+  try {
+    await waitFor(read, done, options);
+    return true;
+  } catch (err) {
+    if (err instanceof WaitForTimeoutError) return false;
+    throw err;
+  }
+}
