@@ -20,6 +20,7 @@ import {
 } from './cli-format';
 import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
 import { consumerNames } from './cli-trace';
+import { defaultPort } from './start-environment';
 
 /** The AWS SDK clients `--stack` needs (default credential chain and region); tests mock them. */
 export interface CliAws {
@@ -502,7 +503,8 @@ function progressLine(stderr: CliIo['stderr']) {
 function baseUrl(values: Values, env: CliIo['env']): string {
   let raw = values.url;
   if (raw === undefined) {
-    const port = env.PORT === undefined || env.PORT === '' ? '3000' : env.PORT;
+    // Read as `npm start` reads it: blank is unset.
+    const port = env.PORT?.trim() || String(defaultPort);
     if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
       throw new CliError('usage', `PORT=${port} is not a TCP port; set PORT or pass --url`);
     }

@@ -1,6 +1,9 @@
 import * as z from 'zod';
 import { blankIsUnset, parseEnvironment } from '../../shared/env';
 
+/** The local server's port when PORT is unset: what the ops CLI calls too. */
+export const defaultPort = 3000;
+
 /** `npm start`'s settings. */
 export interface StartEnvironment {
   /** PORT: the HTTP server's port on loopback; 0 picks a free one. */
@@ -30,7 +33,7 @@ const startEnvironment = z.object({
 export function parseStartEnvironment(env: Readonly<Record<string, string | undefined>>): StartEnvironment {
   const e = parseEnvironment(startEnvironment, env, 'local runtime environment');
   return {
-    PORT: e.PORT ?? 3000,
+    PORT: e.PORT ?? defaultPort,
     PIPELINE_DATA_DIR: e.PIPELINE_DATA_DIR ?? './.pipeline',
     PIPELINE_DYNAMO: e.PIPELINE_DYNAMO ?? 'dynalite',
     PIPELINE_FAULTS: e.PIPELINE_FAULTS,

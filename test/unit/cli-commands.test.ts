@@ -67,6 +67,17 @@ const status = {
 };
 
 describe('status', () => {
+  it('reads a blank PORT as unset, as npm start does: port 3000', async () => {
+    for (const blank of ['', '  ']) {
+      const api = fakeApi(() => ({ body: status }));
+
+      const r = await run(['status'], api.fetch, { env: { PORT: blank } });
+
+      expect(r.code, JSON.stringify(blank)).toBe(0);
+      expect(api.calls.map((c) => c.url)).toEqual(['http://127.0.0.1:3000/ops/status']);
+    }
+  });
+
   it('reads /ops/status on 127.0.0.1:$PORT and prints the figures and each alarm', async () => {
     const api = fakeApi(() => ({ body: status }));
 
