@@ -33,6 +33,12 @@ export interface Claim {
   readonly claimed: ClaimedEvent[];
   /** Ids marked `dead` because their last `maxUnsettledClaims` claims never settled. */
   readonly wedged: string[];
+  /**
+   * The claim stopped at one of its bounds (rows, or bytes) with due rows possibly left: claim
+   * again at once. False when it took every due row it saw, so the outbox holds nothing more
+   * that is due and unclaimed.
+   */
+  readonly more: boolean;
 }
 
 export interface Delivered {
@@ -83,6 +89,7 @@ interface ClaimRow {
   claim_token: number;
   lease_expired: boolean;
   wedged: boolean;
+  due_count: number;
   [k: string]: unknown;
 }
 
@@ -153,6 +160,9 @@ export class OutboxStore {
    * The wedged: a due row whose last `maxUnsettledClaims` claims never settled (every relay
    * that took it crashed or timed out) is marked `dead` with that reason in the same statement,
    * in place of being claimed (it takes its place in this batch, never one in the next).
+   *
+   * `more`: every answered row carries how many due rows the claim locked, so the caller knows
+   * whether a short answer means a drained outbox or a byte bound (claim again at once).
    */
   async claim(owner: string, limits: ClaimLimits): Promise<Claim> {
     const { rows } = await this.db.query<ClaimRow>(
@@ -200,9 +210,11 @@ export class OutboxStore {
           WHERE o.event_id = due.event_id AND due.unsettled_claims >= :maxUnsettled
          RETURNING o.event_id
        )
-       SELECT taken.*, false AS wedged FROM taken
+       SELECT taken.*, false AS wedged, (SELECT count(*) FROM due)::int AS due_count FROM taken
        UNION ALL
-       SELECT wedged.event_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM wedged`,
+       SELECT wedged.event_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true,
+              (SELECT count(*) FROM due)::int
+         FROM wedged`,
       {
         owner,
         rows: limits.rows,
@@ -232,7 +244,12 @@ export class OutboxStore {
         }),
       )
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-    return { claimed, wedged: rows.filter((r) => r.wedged).map((r) => r.event_id) };
+    const dueCount = rows[0]?.due_count ?? 0;
+    return {
+      claimed,
+      wedged: rows.filter((r) => r.wedged).map((r) => r.event_id),
+      more: dueCount >= limits.rows || rows.length < dueCount,
+    };
   }
 
   /**

@@ -76,14 +76,19 @@ function addRounds(a: RelayRound, b: RelayRound): RelayRound {
  * a row whose claims keep not settling goes dead after `maxUnsettledClaims`.
  */
 export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
+  return (await relayRound(deps)).round;
+}
+
+/** A round, and whether its claim stopped at a bound with due rows left (`Claim.more`). */
+async function relayRound(deps: RelayDeps): Promise<{ round: RelayRound; more: boolean }> {
   const { outbox, publisher, owner, settings } = deps;
-  const { claimed, wedged } = await outbox.claim(owner, {
+  const { claimed, wedged, more } = await outbox.claim(owner, {
     rows: settings.claimBatchSize,
     leaseSeconds: settings.leaseSeconds,
     bytes: settings.claimBytes,
     maxUnsettledClaims: settings.maxUnsettledClaims,
   });
-  if (claimed.length === 0) return { ...emptyRound, dead: wedged.length };
+  if (claimed.length === 0) return { round: { ...emptyRound, dead: wedged.length }, more };
 
   const failed: Failed[] = [];
   const publishable: ClaimedEvent[] = [];
@@ -123,12 +128,15 @@ export async function relayOnce(deps: RelayDeps): Promise<RelayRound> {
   const settled = new Set(settledFailures);
   const dead = failed.filter((f) => f.dead && settled.has(f.eventId)).length;
   return {
-    claimed: claimed.length,
-    published: marked.length,
-    failed: settled.size - dead,
-    dead: dead + wedged.length,
-    expiredLeases: claimed.filter((c) => c.leaseExpired).length,
-    fencedOut: delivered.length - marked.length + (failed.length - settled.size),
+    round: {
+      claimed: claimed.length,
+      published: marked.length,
+      failed: settled.size - dead,
+      dead: dead + wedged.length,
+      expiredLeases: claimed.filter((c) => c.leaseExpired).length,
+      fencedOut: delivered.length - marked.length + (failed.length - settled.size),
+    },
+    more,
   };
 }
 
@@ -181,9 +189,13 @@ export interface RunReport extends RelayRound {
  * A run never polls an empty outbox: an idle pipeline touches the database once per sweep,
  * which is what lets an idle Aurora Serverless v2 cluster pause.
  *
- * `roundsInFlight` rounds run side by side, so one batch is being claimed or settled in the
- * database while another waits on PutEvents: the relay overlaps its two latencies instead of
- * adding them. SKIP LOCKED keeps their claims disjoint, as it does across relays.
+ * Up to `roundsInFlight` rounds run side by side, so one batch is being claimed or settled in
+ * the database while another waits on PutEvents: the relay overlaps its two latencies instead
+ * of adding them. SKIP LOCKED keeps their claims disjoint, as it does across relays. A run
+ * starts with one round and widens by one each time a claim stops at its bound (`Claim.more`),
+ * so a nudge for one event or an idle sweep claims once, not once per round in flight. A loop
+ * ends when its claim took every due row it saw; a claim cut short by the byte bound is no
+ * such sign, and the loop claims again at once.
  */
 export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<RunReport> {
   const { settings } = deps;
@@ -195,23 +207,34 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
   const drain = async () => {
     // One failing loop stops the others before the run reports the error: no loop may outlive its run.
     const failed = new AbortController();
+    // Each loop's outcome is held from the start: a loop failing while an earlier one is awaited is no unhandled rejection.
+    const loops: Promise<PromiseSettledResult<void>>[] = [];
+    const start = () => {
+      loops.push(
+        loop().then(
+          (): PromiseSettledResult<void> => ({ status: 'fulfilled', value: undefined }),
+          (reason: unknown): PromiseSettledResult<void> => {
+            failed.abort();
+            return { status: 'rejected', reason };
+          },
+        ),
+      );
+    };
     const loop = async () => {
       while (!stopped() && !failed.signal.aborted) {
-        const round = await relayOnce(deps);
+        const { round, more } = await relayRound(deps);
         total = addRounds(total, round);
         rounds++;
-        if (round.claimed < settings.claimBatchSize) break;
+        if (!more) break;
+        if (loops.length < Math.max(1, settings.roundsInFlight)) start();
       }
     };
-    const loops = await Promise.allSettled(
-      Array.from({ length: Math.max(1, settings.roundsInFlight) }, () =>
-        loop().catch((err) => {
-          failed.abort();
-          throw err;
-        }),
-      ),
-    );
-    const failure = loops.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+    start();
+    // A loop starts its siblings before it ends, so each is in the list before the one that started it settles.
+    const settled: PromiseSettledResult<void>[] = [];
+    for (let i = 0; i < loops.length; i++)
+      settled.push(await (loops[i] as Promise<PromiseSettledResult<void>>));
+    const failure = settled.find((l): l is PromiseRejectedResult => l.status === 'rejected');
     if (failure) throw failure.reason;
   };
 

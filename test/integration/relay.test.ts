@@ -334,7 +334,8 @@ describe('relay on real PostgreSQL', () => {
       },
       { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
     );
-    expect(report.rounds).toBe(2);
+    // One claim, whatever the rounds in flight: a run widens only while claims come back full.
+    expect(report.rounds).toBe(1);
     expect(slept).toEqual([]);
   });
 

@@ -31,8 +31,8 @@ describe('a relay run whose round fails', () => {
       claim: async () => {
         const call = ++claims;
         await elapse(10, undefined);
-        if (call === 1) throw new Error('database went away');
-        return { claimed: fullBatch(), wedged: [] };
+        if (call === 2) throw new Error('database went away');
+        return { claimed: fullBatch(), wedged: [], more: true };
       },
       markDelivered: async () => [],
       markFailed: async () => [],
@@ -60,8 +60,10 @@ describe('a relay run whose round fails', () => {
       failure = err;
     });
 
-    // Both loops' first claims answer at +10 ms: the first fails, the run reports it at once.
-    await time.advance(10);
+    // The first claim answers a full batch at +10 ms, so the run widens to a second loop; at
+    // +20 ms that loop's first claim fails while the first loop's next claim succeeds, and the run
+    // reports the failure at once.
+    await time.advance(20);
     expect(failure).toMatchObject({ message: 'database went away' });
     const atRejection = claims;
     // Time goes on: a loop that outlived the run would keep claiming full batches in it.

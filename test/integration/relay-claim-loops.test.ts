@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { SqlClient } from '../../shared/db/sql-client';
+import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { runRelay } from '../../shared/outbox/relay';
+import { RecordingPublisher, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
+import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
+
+describe('the claim loops of a relay run', () => {
+  let db: SqlClient;
+  let store: OutboxStore;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const opened = await openTestDatabase();
+    db = opened.db;
+    const relayDb = await pgAdapter.open(opened.urlAs('relay'));
+    store = new OutboxStore(relayDb.db);
+    cleanup = async () => {
+      await relayDb.close();
+      await opened.close();
+    };
+  });
+  afterAll(() => cleanup());
+  beforeEach(async () => {
+    await db.query('DELETE FROM outbox');
+  });
+
+  it('a claim cut short by the byte bound is claimed after at once, without pausing', async () => {
+    // 20,000-character payloads: a claim's byte bound takes far fewer rows than its row bound.
+    await seedPending(db, 300, 20_000);
+    const settings = testSettings({ claimBatchSize: 100, roundsInFlight: 1 });
+    const perClaim = Math.floor(settings.claimBytes.perClaim / 20_000);
+    expect(perClaim).toBeLessThan(settings.claimBatchSize);
+    const slept: number[] = [];
+
+    const report = await runRelay(
+      { outbox: store, publisher: new RecordingPublisher(), owner: 'r', settings },
+      { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
+    );
+
+    expect(report.published).toBe(300);
+    expect(await statusCounts(db)).toEqual({ delivered: 300 });
+    // A short claim is no sign of an empty outbox: the run went on at once, never waiting a poll interval.
+    expect(slept).toEqual([]);
+  });
+
+  it('a backlog widens the run to roundsInFlight claims at once, and no further', async () => {
+    await seedPending(db, 1_000);
+    const settings = testSettings({ claimBatchSize: 50, roundsInFlight: 3 });
+    let inFlight = 0;
+    let most = 0;
+    const counting: Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'> =
+      {
+        claim: async (owner, limits) => {
+          most = Math.max(most, ++inFlight);
+          try {
+            return await store.claim(owner, limits);
+          } finally {
+            inFlight--;
+          }
+        },
+        markDelivered: (items) => store.markDelivered(items),
+        markFailed: (owner, items) => store.markFailed(owner, items),
+        purgeDelivered: (hours, batch) => store.purgeDelivered(hours, batch),
+        stats: () => store.stats(),
+      };
+
+    const report = await runRelay(
+      { outbox: counting, publisher: new RecordingPublisher(), owner: 'r', settings },
+      { remainingMs: () => 60_000, sleep: async () => {} },
+    );
+
+    expect(report.published).toBe(1_000);
+    expect(most).toBe(3);
+  });
+});
