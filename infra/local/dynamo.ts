@@ -30,14 +30,35 @@ export async function startDynalite(dir?: string): Promise<LocalDynamo> {
     server.listen(0, '127.0.0.1', () => ok());
   });
   const { port } = server.address() as AddressInfo;
+  // Requests still being handled when the server stops must finish before dynalite closes its
+  // LevelDB: a handler that reaches the closed database throws outside any caller ("Database is
+  // closed", an uncaught error). So `close` (no new connections, idle ones closed) comes first,
+  // and connections are cut only once nothing is in flight, or after a grace period.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  server.on('request', (_req, res) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  });
+  const stopGraceMs = 5_000;
   return {
     endpoint: `http://127.0.0.1:${port}`,
     engine: 'dynalite',
-    stop: () =>
-      new Promise<void>((ok) => {
-        server.close(() => ok());
-        server.closeAllConnections?.();
-      }),
+    stop: async () => {
+      const closed = new Promise<void>((ok) => server.close(() => ok()));
+      server.closeIdleConnections?.();
+      if (inFlight > 0) {
+        await new Promise<void>((ok) => {
+          drained = ok;
+          setTimeout(ok, stopGraceMs).unref();
+        });
+      }
+      server.closeAllConnections?.();
+      await closed;
+    },
   };
 }
 

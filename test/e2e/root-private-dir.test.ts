@@ -135,8 +135,10 @@ describe('the local runtime with the clone and PIPELINE_DATA_DIR in a fresh mkdt
     // stops it and finds every committed approval.
     await killTree(second.child, 'SIGKILL');
     const third = await startPipeline(project, dataDir);
+    // Rows the killed relay had claimed come back when their lease (30 s) runs out, at the next
+    // busy sweep (a minute): up to 90 s, as in crash-recovery.test.ts.
     const status = await waitFor(pipelineClient(third.url).status, (s) => converged(s, 8), {
-      timeoutMs: 60_000,
+      timeoutMs: 120_000,
       intervalMs: 250,
     });
     expect(status.tasks.approved).toBe(8);
@@ -146,7 +148,7 @@ describe('the local runtime with the clone and PIPELINE_DATA_DIR in a fresh mkdt
     // Nothing the user did not name changed its permissions.
     expect(modeOf(root)).toBe(0o700);
     expect(modeOf(tmpdir())).toBe(tmpMode);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe("the test support's embedded PostgreSQL with the project in a fresh mkdtemp directory", () => {
