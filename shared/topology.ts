@@ -116,10 +116,21 @@ const consumers: Readonly<Record<ConsumerName, ConsumerPolicy>> = {
 const relay: RelayConfig = {
   sweepSeconds: 3600,
   busySweepSeconds: 60,
-  /** Rows claimed per statement. */
-  claimBatchSize: 100,
-  /** Claim-publish-settle rounds a relay runs side by side (overlaps DB and PutEvents latency). */
-  roundsInFlight: 2,
+  /**
+   * Rows claimed per statement, at most: a claim is also bounded by `claimBytes`, which cuts it
+   * short for large payloads. Two statements (claim, mark) per batch: 1,000 rows keep a drain
+   * at about 2 database round trips (Data API calls) per 1,000 events; measured in
+   * `npm run bench` against a grid of batch sizes and connections (README "Performance").
+   */
+  claimBatchSize: 1_000,
+  /**
+   * Claim-publish-settle rounds a relay runs side by side, at most (a run widens to this many
+   * only while claims come back full): one batch is claimed or marked while others wait on
+   * PutEvents. On a loopback database two or three saturate it; with the Data API's and
+   * PutEvents' latencies (tens to hundreds of milliseconds a call) throughput grows with
+   * every round, so four.
+   */
+  roundsInFlight: 4,
   /** PutEvents takes 1-10 entries per call. */
   putEventsMaxEntries: 10,
   /**
@@ -127,8 +138,16 @@ const relay: RelayConfig = {
    * 2026-01-29; 256 KB stays the default because older accounts' docs and LocalStack use it.
    */
   maxRequestBytes: 256 * 1024,
-  /** PutEvents calls in flight at once per relay. */
-  publishConcurrency: 4,
+  /**
+   * PutEvents calls in flight at once per round: a batch of 1,000 is 100 calls, sent in about
+   * ten call latencies. A relay thus keeps at most `roundsInFlight x publishConcurrency` = 40
+   * calls in flight, about 900 calls per second at 45 ms a call: within the account's PutEvents
+   * quota (10,000 per second in us-east-1, 2,400 in us-east-2, lower in smaller Regions, shared
+   * by every caller in the account and Region:
+   * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html). A call throttled
+   * anyway is retried by the SDK and then backs off per entry, as any transient failure.
+   */
+  publishConcurrency: 10,
   /** A claim is the owner's for this long; it must exceed one publish round trip by far. */
   leaseSeconds: 30,
   /** As long as EventBridge itself keeps retrying a target: an outage of hours loses nothing. */
