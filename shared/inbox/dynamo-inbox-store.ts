@@ -633,7 +633,7 @@ export class DynamoInboxStore implements InboxStore {
 }
 
 /** `text` cut to {@link maxErrorBytes} UTF-8 bytes, marked with an ellipsis when it was cut. */
-function boundedError(text: string): string {
+export function boundedError(text: string): string {
   const bytes = Buffer.from(text);
   if (bytes.length <= maxErrorBytes) return text;
   // Cut before a character, never inside one: a UTF-8 continuation byte is 0b10xxxxxx.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { maxErrorBytes, type OpenStatus, openKey } from '../../shared/inbox/dynamo-inbox-store';
+import { boundedError, type OpenStatus, openKey } from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxFencedOutError,
   InboxNotDeadError,
@@ -391,16 +391,4 @@ function decodeCursor(cursor: string, consumer: string): string {
   };
   if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
   return parsed.e;
-}
-
-/**
- * `text` cut to {@link maxErrorBytes} UTF-8 bytes between characters, marked with an ellipsis:
- * the adapter's bound on `lastError`, which shared/inbox does not export (a copy until it does).
- */
-function boundedError(text: string): string {
-  const bytes = Buffer.from(text);
-  if (bytes.length <= maxErrorBytes) return text;
-  let cut = maxErrorBytes - Buffer.byteLength('…');
-  while (cut > 0 && ((bytes[cut] as number) & 0xc0) === 0x80) cut--;
-  return `${bytes.subarray(0, cut).toString('utf8')}…`;
 }
