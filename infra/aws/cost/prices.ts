@@ -266,9 +266,9 @@ const assumptions = {
     why: 'an idle sweep: claim nothing, read the stats, purge nothing, read the stats, return (warm function)',
   },
   relaySweepDataApiCalls: {
-    value: 5,
+    value: 4,
     unit: 'requests',
-    why: 'two claims (two rounds in flight, `topology.relay.roundsInFlight`), stats, purge, stats (shared/outbox/relay.ts runRelay)',
+    why: 'one claim (a run widens to `topology.relay.roundsInFlight` rounds only while claims come back full), stats, purge, stats (shared/outbox/relay.ts runRelay)',
   },
   relayIdleLogBytes: { value: 1024, unit: 'bytes', why: 'START/END/REPORT lines plus one EMF document' },
   gaugeRunSeconds: {
