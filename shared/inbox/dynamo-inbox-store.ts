@@ -21,6 +21,8 @@ import type { FailureKind } from './failure-kind';
 import {
   type BeginResult,
   type ExpectedState,
+  type InboxDeath,
+  type InboxFailure,
   type InboxKey,
   type InboxPage,
   type InboxRecord,
@@ -305,17 +307,7 @@ export class DynamoInboxStore implements InboxStore {
     );
   }
 
-  async fail(
-    k: InboxKey,
-    owner: string,
-    failure: {
-      now: number;
-      error: string;
-      nextAttemptAt: number;
-      kind: FailureKind;
-      permanentFailures: number;
-    },
-  ): Promise<void> {
+  async fail(k: InboxKey, owner: string, failure: InboxFailure): Promise<void> {
     await this.fenced(
       'fail',
       k,
@@ -336,11 +328,7 @@ export class DynamoInboxStore implements InboxStore {
     );
   }
 
-  async markDead(
-    k: InboxKey,
-    expected: ExpectedState,
-    death: { now: number; reason: string; expiresAt: number; leaseLapsedBy?: number },
-  ): Promise<void> {
+  async markDead(k: InboxKey, expected: ExpectedState, death: InboxDeath): Promise<void> {
     const lapsed = death.leaseLapsedBy !== undefined && expected.status === 'PROCESSING';
     await this.fenced(
       'markDead',

@@ -103,6 +103,25 @@ export interface InboxPage {
   readonly cursor?: string;
 }
 
+/** A failed attempt, as `InboxStore.fail` records it. */
+export interface InboxFailure {
+  readonly now: number;
+  readonly error: string;
+  readonly nextAttemptAt: number;
+  readonly kind: FailureKind;
+  /** The record's permanent failures, this one counted. */
+  readonly permanentFailures: number;
+}
+
+/** Why and when a record goes `DEAD`, as `InboxStore.markDead` records it. */
+export interface InboxDeath {
+  readonly now: number;
+  readonly reason: string;
+  readonly expiresAt: number;
+  /** When set, a `PROCESSING` record's lease must have run out by then. */
+  readonly leaseLapsedBy?: number;
+}
+
 /**
  * The inbox store. Conditional writes throw the inbox's domain errors (errors.ts), never SDK
  * errors: `RECORD_CHANGED` from a lost take-over, `FENCED_OUT` from a write by an attempt that
@@ -137,33 +156,13 @@ export interface InboxStore {
     at: { readonly now: number; readonly expiresAt: number },
   ): Promise<void>;
   /** `PROCESSING` -> `FAILED` with the next allowed attempt time, fenced on `owner`. Throws FENCED_OUT. */
-  fail(
-    key: InboxKey,
-    owner: string,
-    failure: {
-      readonly now: number;
-      readonly error: string;
-      readonly nextAttemptAt: number;
-      readonly kind: FailureKind;
-      /** The record's permanent failures, this one counted. */
-      readonly permanentFailures: number;
-    },
-  ): Promise<void>;
+  fail(key: InboxKey, owner: string, failure: InboxFailure): Promise<void>;
   /**
    * -> `DEAD` from exactly the `expected` state, TTL set. Throws FENCED_OUT when it changed.
    * With `leaseLapsedBy`, a `PROCESSING` record's lease must also have run out by then, in the
    * write itself: a heartbeat that renewed it after the caller's read keeps the attempt alive.
    */
-  markDead(
-    key: InboxKey,
-    expected: ExpectedState,
-    death: {
-      readonly now: number;
-      readonly reason: string;
-      readonly expiresAt: number;
-      readonly leaseLapsedBy?: number;
-    },
-  ): Promise<void>;
+  markDead(key: InboxKey, expected: ExpectedState, death: InboxDeath): Promise<void>;
   /** Writes a poison record `DEAD`; throws RECORD_EXISTS when it is already recorded `DEAD`. */
   recordPoison(record: PoisonRecord): Promise<void>;
   /** A strongly consistent read of one record. */

@@ -7,10 +7,11 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
-import type { FailureKind } from '../../shared/inbox/failure-kind';
 import {
   type BeginResult,
   type ExpectedState,
+  type InboxDeath,
+  type InboxFailure,
   type InboxKey,
   type InboxPage,
   type InboxRecord,
@@ -144,17 +145,7 @@ export class MemoryInboxStore implements InboxStore {
     );
   }
 
-  async fail(
-    k: InboxKey,
-    owner: string,
-    failure: {
-      now: number;
-      error: string;
-      nextAttemptAt: number;
-      kind: FailureKind;
-      permanentFailures: number;
-    },
-  ): Promise<void> {
+  async fail(k: InboxKey, owner: string, failure: InboxFailure): Promise<void> {
     this.fenced(
       'fail',
       k,
@@ -175,11 +166,7 @@ export class MemoryInboxStore implements InboxStore {
     );
   }
 
-  async markDead(
-    k: InboxKey,
-    expected: ExpectedState,
-    death: { now: number; reason: string; expiresAt: number; leaseLapsedBy?: number },
-  ): Promise<void> {
+  async markDead(k: InboxKey, expected: ExpectedState, death: InboxDeath): Promise<void> {
     const lapsedBy = expected.status === 'PROCESSING' ? death.leaseLapsedBy : undefined;
     this.fenced(
       'markDead',
