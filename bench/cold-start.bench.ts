@@ -12,54 +12,66 @@
  * service name (outbox-relay, tasks-api, ops-api, migrate, inbox-gauges, consumer-index, ...).
  */
 import { runRehearsal } from '../test/rehearsal/rehearsal';
+import { isMain, numberArg, progress } from './support/cli';
+import { median } from './support/stats';
 
-const args = process.argv.slice(2);
-const json = args.includes('--json');
-const roundsAt = args.indexOf('--rounds');
-const rounds = roundsAt >= 0 ? Number(args[roundsAt + 1]) : 3;
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-};
-
-const samples = new Map<string, { init: number[]; cold: number[]; bytes: number }>();
-for (let round = 1; round <= rounds; round++) {
-  process.stderr.write(`round ${round}/${rounds}\n`);
-  const report = await runRehearsal();
-  if (report.steps.some((s) => !s.ok) || report.initErrors.length > 0) {
-    throw new Error(`the rehearsal failed: ${JSON.stringify(report.steps.filter((s) => !s.ok))}`);
-  }
-  const services = new Map(
-    Object.entries(report.serviceNames).map(([logicalId, service]) => [logicalId, service] as const),
-  );
-  for (const [logicalId, run] of Object.entries(report.functionsRun)) {
-    const service = services.get(logicalId) ?? logicalId;
-    const entry = samples.get(service) ?? { init: [], cold: [], bytes: run.bundleBytes };
-    entry.init.push(run.initMs);
-    entry.cold.push(run.initMs + (run.firstInvokeMs ?? Number.NaN));
-    samples.set(service, entry);
-  }
+/** Medians by Powertools service name (outbox-relay, tasks-api, ..., consumer-index, ...). */
+export interface ColdStartResult {
+  /** Init + first invoke. */
+  readonly coldStartMs: Readonly<Record<string, number>>;
+  readonly initMs: Readonly<Record<string, number>>;
+  readonly bundleKiB: Readonly<Record<string, number>>;
+  readonly rounds: number;
 }
 
-const rows = [...samples].sort(([a], [b]) => a.localeCompare(b));
-const round = (n: number) => Math.round(n);
-if (json) {
-  process.stdout.write(
-    `${JSON.stringify({
-      coldStartMs: Object.fromEntries(rows.map(([s, e]) => [s, round(median(e.cold))])),
-      initMs: Object.fromEntries(rows.map(([s, e]) => [s, round(median(e.init))])),
-      bundleKiB: Object.fromEntries(rows.map(([s, e]) => [s, round(e.bytes / 1024)])),
-    })}\n`,
-  );
-} else {
-  process.stdout.write(
-    '| function | bundle KiB | init ms | cold start ms (init + first event) |\n|---|---|---|---|\n',
-  );
-  for (const [service, e] of rows) {
-    process.stdout.write(
-      `| ${service} | ${round(e.bytes / 1024)} | ${round(median(e.init))} | ${round(median(e.cold))} |\n`,
-    );
+/** Runs `rounds` fresh rehearsals and reports each function's medians. */
+export async function measureColdStart(rounds: number): Promise<ColdStartResult> {
+  const samples = new Map<string, { init: number[]; cold: number[]; bytes: number }>();
+  for (let r = 1; r <= rounds; r++) {
+    progress(`cold start: rehearsal ${r}/${rounds}`);
+    const report = await runRehearsal();
+    if (report.steps.some((s) => !s.ok) || report.initErrors.length > 0) {
+      throw new Error(`the rehearsal failed: ${JSON.stringify(report.steps.filter((s) => !s.ok))}`);
+    }
+    const services = new Map(Object.entries(report.serviceNames));
+    for (const [logicalId, run] of Object.entries(report.functionsRun)) {
+      const service = services.get(logicalId) ?? logicalId;
+      const entry = samples.get(service) ?? { init: [], cold: [], bytes: run.bundleBytes };
+      entry.init.push(run.initMs);
+      entry.cold.push(run.initMs + (run.firstInvokeMs ?? Number.NaN));
+      samples.set(service, entry);
+    }
   }
-  process.stdout.write(`\nmedians of ${rounds} rounds, each a fresh rehearsal\n`);
+  const rows = [...samples].sort(([a], [b]) => a.localeCompare(b));
+  return {
+    coldStartMs: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(median(e.cold))])),
+    initMs: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(median(e.init))])),
+    bundleKiB: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(e.bytes / 1024)])),
+    rounds,
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const rounds = numberArg(args, '--rounds', 3);
+  measureColdStart(rounds)
+    .then(({ coldStartMs, initMs, bundleKiB }) => {
+      if (args.includes('--json')) {
+        process.stdout.write(`${JSON.stringify({ coldStartMs, initMs, bundleKiB })}\n`);
+        return;
+      }
+      process.stdout.write(
+        '| function | bundle KiB | init ms | cold start ms (init + first event) |\n|---|---|---|---|\n',
+      );
+      for (const service of Object.keys(coldStartMs)) {
+        process.stdout.write(
+          `| ${service} | ${bundleKiB[service]} | ${initMs[service]} | ${coldStartMs[service]} |\n`,
+        );
+      }
+      process.stdout.write(`\nmedians of ${rounds} rounds, each a fresh rehearsal\n`);
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    });
 }

@@ -28,20 +28,41 @@ import { inboxSettingsFor } from '../shared/inbox/settings';
 import { dynamoClient } from '../test/support/dynamo';
 import { approvedRow, busEvent } from '../test/support/dynamo-consumer-fixtures';
 import { startDynaliteProcess } from '../test/support/dynamo-engines';
+import { isMain, numberArg, progress } from './support/cli';
+import { median, round } from './support/stats';
 
-const args = process.argv.slice(2);
-const json = args.includes('--json');
-const option = (name: string, fallback: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const events = option('--events', 5_000);
-const concurrency = option('--concurrency', 8);
-const rounds = option('--rounds', 3);
 const duplicateShare = 0.1;
-const log = (msg: string) => {
-  if (!json) console.error(msg);
-};
+
+/** How much one measurement sends. */
+export interface InboxBenchOptions {
+  /** Deliveries per round, 10% of them duplicates. */
+  readonly events: number;
+  /** Deliveries in flight at once. */
+  readonly concurrency: number;
+  readonly rounds: number;
+}
+
+/** The medians of the rounds, and the call counts behind them. */
+export interface InboxBenchResult {
+  readonly events: number;
+  readonly inboxEventsPerSec: number;
+  readonly powertoolsEventsPerSec: number;
+  readonly writesPerFirstDelivery: number;
+  readonly callsPerDuplicate: number;
+  readonly concurrency: number;
+  readonly rounds: number;
+  readonly inbox: ImplementationDetail;
+  readonly powertools: ImplementationDetail;
+}
+
+interface ImplementationDetail {
+  readonly callsPerFirstDelivery: number;
+  readonly writesPerFirstDelivery: number;
+  readonly callsPerDuplicate: number;
+  readonly writesPerDuplicate: number;
+  readonly eventsPerSecByRound: number[];
+  readonly errors: number;
+}
 
 type BusEvent = EventBridgeEvent<string, Record<string, unknown>>;
 interface Delivery {
@@ -58,7 +79,7 @@ interface CallCount {
  * 8 x concurrency positions earlier, so it arrives after the original finished (a duplicate
  * that overlaps its original is the concurrency test's business, not this benchmark's).
  */
-function makeDeliveries(total: number): Delivery[] {
+function makeDeliveries(total: number, concurrency: number): Delivery[] {
   const duplicates = Math.round(total * duplicateShare);
   const uniques = total - duplicates;
   const out: Delivery[] = [];
@@ -117,6 +138,7 @@ interface RunResult {
 async function run(
   deliveries: Delivery[],
   deliver: (event: BusEvent) => Promise<unknown>,
+  concurrency: number,
 ): Promise<RunResult> {
   const counts = deliveries.map(() => ({ calls: 0, writes: 0 }));
   let next = 0;
@@ -164,11 +186,7 @@ function combine(parts: RunResult[]): RunResult {
   };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-};
-const round2 = (x: number) => Math.round(x * 100) / 100;
+const round2 = (x: number) => round(x, 2);
 
 type Implementation = 'inbox' | 'powertools';
 const implementations: readonly Implementation[] = ['inbox', 'powertools'];
@@ -182,8 +200,11 @@ const chunkSize = 500;
  * taking turns chunk by chunk. Taking turns spreads whatever else the machine is doing evenly
  * over both, instead of over whichever happened to run during a busy minute.
  */
-async function measureRound(round: number): Promise<Record<Implementation, RunResult>> {
-  const deliveries = makeDeliveries(events);
+async function measureRound(
+  round: number,
+  { events, concurrency }: InboxBenchOptions,
+): Promise<Record<Implementation, RunResult>> {
+  const deliveries = makeDeliveries(events, concurrency);
   const engines = await Promise.all(implementations.map(() => startDynaliteProcess()));
   const clients = engines.map((e) => dynamoClient(e.endpoint));
   for (const c of clients) countCalls(c);
@@ -193,13 +214,14 @@ async function measureRound(round: number): Promise<Record<Implementation, RunRe
       inbox: await inboxDeliver(inboxClient),
       powertools: await powertoolsDeliver(powertoolsClient),
     };
-    await run(makeDeliveries(Math.min(events, 500)), await inboxDeliver(inboxClient, 'warm'));
-    await run(makeDeliveries(Math.min(events, 500)), await powertoolsDeliver(powertoolsClient, 'warm'));
+    const warmUp = () => makeDeliveries(Math.min(events, 500), concurrency);
+    await run(warmUp(), await inboxDeliver(inboxClient, 'warm'), concurrency);
+    await run(warmUp(), await powertoolsDeliver(powertoolsClient, 'warm'), concurrency);
     const parts: Record<Implementation, RunResult[]> = { inbox: [], powertools: [] };
     for (let at = 0, turn = round; at < deliveries.length; at += chunkSize, turn++) {
       const chunk = deliveries.slice(at, at + chunkSize);
       const order = turn % 2 === 1 ? implementations : [...implementations].reverse();
-      for (const which of order) parts[which].push(await run(chunk, deliver[which]));
+      for (const which of order) parts[which].push(await run(chunk, deliver[which], concurrency));
     }
     return { inbox: combine(parts.inbox), powertools: combine(parts.powertools) };
   } finally {
@@ -257,28 +279,23 @@ async function powertoolsDeliver(client: DynamoDBClient, prefix = 'bench') {
   return (event: BusEvent) => idempotent(event, context);
 }
 
-async function main() {
+/** Runs `rounds` rounds of inbox against Powertools and reports the median round of each. */
+export async function measureInbox(options: InboxBenchOptions): Promise<InboxBenchResult> {
+  const { events, rounds } = options;
   const runs: Record<Implementation, RunResult[]> = { inbox: [], powertools: [] };
   for (let r = 1; r <= rounds; r++) {
-    const result = await measureRound(r);
+    const result = await measureRound(r, options);
     for (const which of implementations) {
       runs[which].push(result[which]);
-      log(
-        `round ${r} ${which}: ${round2(events / result[which].seconds)} events/s, ${result[which].errors} errors`,
+      progress(
+        `inbox round ${r}/${rounds} ${which}: ${round2(events / result[which].seconds)} events/s, ${result[which].errors} errors`,
       );
     }
   }
   const rate = (xs: RunResult[]) => round2(median(xs.map((x) => events / x.seconds)));
   const per = (xs: RunResult[], num: keyof RunResult, den: keyof RunResult) =>
     round2(xs.reduce((a, x) => a + (x[num] as number), 0) / xs.reduce((a, x) => a + (x[den] as number), 0));
-  const result = {
-    events,
-    inboxEventsPerSec: rate(runs.inbox),
-    powertoolsEventsPerSec: rate(runs.powertools),
-    writesPerFirstDelivery: per(runs.inbox, 'firstWrites', 'firsts'),
-    callsPerDuplicate: per(runs.inbox, 'duplicateCalls', 'duplicates'),
-  };
-  const detail = (xs: RunResult[]) => ({
+  const detail = (xs: RunResult[]): ImplementationDetail => ({
     callsPerFirstDelivery: per(xs, 'firstCalls', 'firsts'),
     writesPerFirstDelivery: per(xs, 'firstWrites', 'firsts'),
     callsPerDuplicate: per(xs, 'duplicateCalls', 'duplicates'),
@@ -286,22 +303,38 @@ async function main() {
     eventsPerSecByRound: xs.map((x) => round2(events / x.seconds)),
     errors: xs.reduce((a, x) => a + x.errors, 0),
   });
-  if (json) {
-    console.error(`inbox: ${JSON.stringify(detail(runs.inbox))}`);
-    console.error(`powertools: ${JSON.stringify(detail(runs.powertools))}`);
-    console.log(JSON.stringify(result));
-  } else {
-    console.log({
-      ...result,
-      concurrency,
-      rounds,
-      inbox: detail(runs.inbox),
-      powertools: detail(runs.powertools),
-    });
-  }
+  return {
+    events,
+    inboxEventsPerSec: rate(runs.inbox),
+    powertoolsEventsPerSec: rate(runs.powertools),
+    writesPerFirstDelivery: per(runs.inbox, 'firstWrites', 'firsts'),
+    callsPerDuplicate: per(runs.inbox, 'duplicateCalls', 'duplicates'),
+    concurrency: options.concurrency,
+    rounds,
+    inbox: detail(runs.inbox),
+    powertools: detail(runs.powertools),
+  };
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+if (isMain(import.meta.url)) {
+  const args = process.argv.slice(2);
+  measureInbox({
+    events: numberArg(args, '--events', 5_000),
+    concurrency: numberArg(args, '--concurrency', 8),
+    rounds: numberArg(args, '--rounds', 3),
+  })
+    .then((result) => {
+      if (args.includes('--json')) {
+        const { inbox, powertools, concurrency: _, rounds: __, ...line } = result;
+        console.error(`inbox: ${JSON.stringify(inbox)}`);
+        console.error(`powertools: ${JSON.stringify(powertools)}`);
+        console.log(JSON.stringify(line));
+      } else {
+        console.log(result);
+      }
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    });
+}

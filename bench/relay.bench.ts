@@ -1,129 +1,181 @@
 /**
- * `npm run bench:relay [-- --json] [-- --events N]`: drains N (default 20,000) pending outbox
- * rows from an embedded PostgreSQL 17 three ways and compares throughput:
- * - relay: the real relay code (`runRelay` -> OutboxStore -> EventBridgePublisher) over an
- *   EventBridge client that accepts every entry at once, so only our code and the database count;
- * - ceiling: the same claim and mark statements, as many loops in parallel, with no publish at
- *   all (the database's limit);
- * - naive: select one row, publish it, update one row.
- * It is a benchmark, not a test: nothing here asserts a timing.
+ * `npm run bench:relay [-- --json] [-- --events N] [-- --rounds R]`: drains N (default 20,000)
+ * pending outbox rows from an embedded PostgreSQL 17 (fsync on) in several ways, each on its own
+ * copy of the same seeded database, and compares throughput:
+ * - relay: the real relay code (`runRelay` -> OutboxStore -> EventBridgePublisher) at the
+ *   topology's defaults, over an EventBridge client that accepts every entry at once, so only
+ *   our code and the database count;
+ * - ceiling: the same claim and mark statements with no publish at all, over a grid of batch
+ *   sizes and connections (the database's limit, wherever it lies);
+ * - naive: select one row, publish it, update one row;
+ * - peer: `pg-transactional-outbox`'s polling listener on the same rows (bench/support/peer.ts);
+ * - aws: the relay again under the AWS-like latency profile (bench/support/aws-latency.ts).
+ * Database round trips and PutEvents calls are counted for the relay and the peer. The
+ * implementations take turns within each of R rounds (default 3), in an order that rotates
+ * per round, and the median of the rounds is reported, so the machine's noise falls on all of
+ * them alike. A benchmark, not a test: nothing here asserts a timing.
  */
-import { randomUUID } from 'node:crypto';
-import type { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import pg from 'pg';
 import { migrate } from '../shared/db/migrate';
 import { PgSqlClient } from '../shared/db/pg-client';
+import type { SqlClient } from '../shared/db/sql-client';
 import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
-import { runRelay } from '../shared/outbox/relay';
-import { topology } from '../shared/topology';
+import { type RelaySettings, runRelay } from '../shared/outbox/relay';
+import { type RelayConfig, topology } from '../shared/topology';
 import { startEmbeddedPostgres } from '../test/support/embedded-pg';
 import { seedPending } from '../test/support/outbox-fixtures';
+import { awsLatencyProfile, DataApiLatencySqlClient, latencySamplers } from './support/aws-latency';
+import { isMain, numberArg, progress } from './support/cli';
+import { acceptingEventBridge, CountingSqlClient, Tally } from './support/counting';
+import { drainWithPeer, type PeerConfig, preparePeerRows, tunedPeerConfig } from './support/peer';
+import { median, round, timed } from './support/stats';
 
-const args = process.argv.slice(2);
-const json = args.includes('--json');
-const eventsArg = args.indexOf('--events');
-const events = eventsArg >= 0 ? Number(args[eventsArg + 1]) : 20_000;
-const naiveEvents = events;
-const log = (msg: string) => {
-  if (!json) console.error(msg);
-};
+/** The relay settings a run uses: the topology's, or others to compare (tuning). */
+export type RelayBenchSettings = RelaySettings & Pick<RelayConfig, 'publishConcurrency'>;
 
-/** An EventBridge client stand-in that accepts every entry at once. */
-const acceptingClient = {
-  async send(command: PutEventsCommand) {
-    const entries = command.input.Entries ?? [];
-    return { FailedEntryCount: 0, Entries: entries.map(() => ({ EventId: randomUUID() })) };
-  },
-} as unknown as EventBridgeClient;
-
-const publisher = new EventBridgePublisher(acceptingClient, {
-  busName: topology.busName,
-  source: topology.source,
-  maxEntries: topology.relay.putEventsMaxEntries,
-  maxRequestBytes: topology.relay.maxRequestBytes,
-  concurrency: topology.relay.publishConcurrency,
-});
-
-async function freshDatabase(admin: pg.Client, base: string, name: string): Promise<PgSqlClient> {
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  const db = new PgSqlClient({ connectionString: base.replace(/\/postgres$/, `/${name}`) });
-  await migrate(db);
-  return db;
+export interface RelayBenchOptions {
+  /** Pending rows each implementation drains. */
+  readonly events: number;
+  readonly rounds: number;
+  /** The ceiling grid. */
+  readonly batches: readonly number[];
+  readonly connections: readonly number[];
+  readonly settings: RelayBenchSettings;
+  readonly peer: PeerConfig;
+  /** Leave out the slow ones (naive, peer) or the AWS profile, e.g. while tuning. */
+  readonly skip?: readonly ('naive' | 'peer' | 'aws')[];
+  /** Other relay settings to drain with in the same rounds (tuning); reported in `byRound` only. */
+  readonly compare?: readonly RelayBenchSettings[];
 }
 
-async function timed(fn: () => Promise<number>): Promise<{ count: number; seconds: number }> {
-  const start = process.hrtime.bigint();
-  const count = await fn();
-  return { count, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
+/** One ceiling cell: claim batch size x connections (= loops in parallel). */
+export interface CeilingCell {
+  readonly batch: number;
+  readonly connections: number;
 }
 
-async function main() {
-  const server = await startEmbeddedPostgres({ durable: true });
-  const admin = new pg.Client({ connectionString: server.url });
-  await admin.connect();
+export const cellName = (c: CeilingCell) => `${c.batch}x${c.connections}`;
+
+/** `batch/rounds in flight/publish concurrency`, as `--compare` takes them. */
+const settingsName = (s: RelayBenchSettings) =>
+  `${s.claimBatchSize}/${s.roundsInFlight}/${s.publishConcurrency}`;
+
+export interface RelayBenchResult {
+  readonly events: number;
+  readonly rounds: number;
+  readonly relayEventsPerSec: number;
+  readonly relayRoundTripsPer1000: number;
+  readonly relayPutEventsPer1000: number;
+  /** The largest RSS growth over one relay drain, of all rounds. */
+  readonly rssGrowthMb: number;
+  /** Median events/s of every ceiling cell, by `cellName`. */
+  readonly ceiling: Readonly<Record<string, number>>;
+  readonly bestCeilingEventsPerSec: number;
+  readonly bestCeilingCell: CeilingCell;
+  readonly naiveEventsPerSec: number | null;
+  readonly peerEventsPerSec: number | null;
+  readonly peerRoundTripsPer1000: number | null;
+  readonly peerPutEventsPer1000: number | null;
+  readonly peerConfig: PeerConfig;
+  readonly awsRelayEventsPerSec: number | null;
+  readonly awsRelayRoundTripsPer1000: number | null;
+  readonly settings: Pick<RelayBenchSettings, 'claimBatchSize' | 'roundsInFlight' | 'publishConcurrency'>;
+  /** Every round's events/s, by implementation, for the record. */
+  readonly byRound: Readonly<Record<string, number[]>>;
+}
+
+/** What one drain measured. */
+interface Drain {
+  readonly count: number;
+  readonly seconds: number;
+  readonly roundTrips?: number;
+  readonly putEvents?: number;
+  readonly rssGrowthMb?: number;
+}
+
+type Implementation = { readonly name: string; readonly run: (url: string) => Promise<Drain> };
+
+function publisherOver(client: ReturnType<typeof acceptingEventBridge>['client'], concurrency: number) {
+  return new EventBridgePublisher(client, {
+    busName: topology.busName,
+    source: topology.source,
+    maxEntries: topology.relay.putEventsMaxEntries,
+    maxRequestBytes: topology.relay.maxRequestBytes,
+    concurrency,
+  });
+}
+
+/** The real relay, one run from a fresh owner, over `db`; RSS sampled while it drains. */
+async function drainWithRelay(db: SqlClient, settings: RelayBenchSettings, putEventsDelay?: () => number) {
+  const counted = new CountingSqlClient(db);
+  const eventBridge = acceptingEventBridge(new Tally(), putEventsDelay);
+  const publisher = publisherOver(eventBridge.client, settings.publishConcurrency);
+  global.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+  }, 20);
   try {
-    // Relay.
-    const relayDb = await freshDatabase(admin, server.url, 'bench_relay');
-    await seedPending(relayDb, events);
-    await relayDb.query('VACUUM ANALYZE outbox');
-    global.gc?.();
-    const rssBefore = process.memoryUsage().rss;
-    let rssPeak = rssBefore;
-    const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
-    }, 20);
-    log(`relay: draining ${events} events`);
-    const relay = await timed(async () => {
+    const drained = await timed(async () => {
       const report = await runRelay(
-        { outbox: new OutboxStore(relayDb), publisher, owner: 'bench-relay', settings: topology.relay },
+        { outbox: new OutboxStore(counted), publisher, owner: 'bench-relay', settings },
         { remainingMs: () => 15 * 60_000 },
       );
       return report.published;
     });
-    clearInterval(sampler);
     rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
-    await relayDb.close();
+    return {
+      ...drained,
+      roundTrips: counted.roundTrips.count,
+      putEvents: eventBridge.calls.count,
+      rssGrowthMb: (rssPeak - rssBefore) / 1024 / 1024,
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}
 
-    // Ceiling: the same statements, no publish.
-    const ceilingDb = await freshDatabase(admin, server.url, 'bench_ceiling');
-    await seedPending(ceilingDb, events);
-    await ceilingDb.query('VACUUM ANALYZE outbox');
-    log(`ceiling: claim + mark ${events} events`);
-    const ceilingStore = new OutboxStore(ceilingDb);
-    // Same parallelism as the relay (roundsInFlight loops), so the ratio isolates publish cost.
-    const ceiling = await timed(async () => {
+/** The claim and mark statements alone: `cell.connections` loops claiming `cell.batch` rows. */
+async function drainCeiling(url: string, cell: CeilingCell, settings: RelayBenchSettings): Promise<Drain> {
+  const db = new PgSqlClient({ connectionString: url, maxConnections: cell.connections });
+  const store = new OutboxStore(db);
+  try {
+    return await timed(async () => {
       let done = 0;
       const loop = async () => {
         for (;;) {
-          const { claimed } = await ceilingStore.claim('bench-ceiling', {
-            rows: topology.relay.claimBatchSize,
-            leaseSeconds: 30,
-            bytes: topology.relay.claimBytes,
-            maxUnsettledClaims: topology.relay.maxUnsettledClaims,
+          const { claimed } = await store.claim('bench-ceiling', {
+            rows: cell.batch,
+            leaseSeconds: settings.leaseSeconds,
+            bytes: settings.claimBytes,
+            maxUnsettledClaims: settings.maxUnsettledClaims,
           });
           if (claimed.length === 0) return;
-          const marked = await ceilingStore.markDelivered(
+          const marked = await store.markDelivered(
             claimed.map((c) => ({ eventId: c.eventId, busEventId: 'x' })),
           );
           done += marked.length;
         }
       };
-      await Promise.all(Array.from({ length: topology.relay.roundsInFlight }, loop));
+      await Promise.all(Array.from({ length: cell.connections }, loop));
       return done;
     });
-    await ceilingDb.close();
+  } finally {
+    await db.close();
+  }
+}
 
-    // Naive: one row at a time.
-    const naiveDb = await freshDatabase(admin, server.url, 'bench_naive');
-    await seedPending(naiveDb, naiveEvents);
-    await naiveDb.query('VACUUM ANALYZE outbox');
-    log(`naive: ${naiveEvents} events one at a time`);
-    const naive = await timed(async () => {
+/** Select one row, publish it, update one row: what an outbox relay does without batching. */
+async function drainNaive(url: string): Promise<Drain> {
+  const db = new PgSqlClient({ connectionString: url, maxConnections: 1 });
+  const publisher = publisherOver(acceptingEventBridge().client, 1);
+  try {
+    return await timed(async () => {
       let done = 0;
       for (;;) {
-        const { rows } = await naiveDb.query<{
+        const { rows } = await db.query<{
           event_id: string;
           event_type: string;
           aggregate_id: string;
@@ -146,42 +198,236 @@ async function main() {
             createdAt: row.created_at,
           },
         ]);
-        await naiveDb.query(
+        await db.query(
           "UPDATE outbox SET status = 'delivered', delivered_at = now(), bus_event_id = :bus WHERE event_id = :id::uuid",
           { id: row.event_id, bus: outcome?.ok ? outcome.busEventId : null },
         );
         done++;
       }
     });
-    await naiveDb.close();
+  } finally {
+    await db.close();
+  }
+}
 
-    const result = {
-      events,
-      relayEventsPerSec: Math.round(relay.count / relay.seconds),
-      ceilingEventsPerSec: Math.round(ceiling.count / ceiling.seconds),
-      naiveEventsPerSec: Math.round(naive.count / naive.seconds),
-      rssGrowthMb: Math.round(((rssPeak - rssBefore) / 1024 / 1024) * 10) / 10,
-    };
-    if (relay.count !== events || ceiling.count !== events || naive.count !== naiveEvents) {
-      throw new Error(`drained ${relay.count}/${ceiling.count}/${naive.count}, expected ${events}`);
+function implementations(options: RelayBenchOptions): Implementation[] {
+  const { settings } = options;
+  const skip = new Set(options.skip ?? []);
+  const list: Implementation[] = [
+    {
+      name: 'relay',
+      run: async (url) => {
+        const db = new PgSqlClient({ connectionString: url });
+        try {
+          return await drainWithRelay(db, settings);
+        } finally {
+          await db.close();
+        }
+      },
+    },
+  ];
+  for (const other of options.compare ?? [])
+    list.push({
+      name: `relay ${settingsName(other)}`,
+      run: async (url) => {
+        const db = new PgSqlClient({ connectionString: url });
+        try {
+          return await drainWithRelay(db, other);
+        } finally {
+          await db.close();
+        }
+      },
+    });
+  for (const batch of options.batches)
+    for (const connections of options.connections) {
+      const cell = { batch, connections };
+      list.push({ name: `ceiling ${cellName(cell)}`, run: (url) => drainCeiling(url, cell, settings) });
     }
-    if (json) {
-      console.log(JSON.stringify(result));
-    } else {
-      console.log(result);
-      console.log(
-        `relay/ceiling ${(result.relayEventsPerSec / result.ceilingEventsPerSec).toFixed(2)}, ` +
-          `relay/naive ${(result.relayEventsPerSec / result.naiveEventsPerSec).toFixed(1)}x ` +
-          `(naive measured on ${naiveEvents} events)`,
-      );
+  if (!skip.has('naive')) list.push({ name: 'naive', run: drainNaive });
+  if (!skip.has('peer'))
+    list.push({
+      name: 'peer',
+      run: async (url) => {
+        const eventBridge = acceptingEventBridge();
+        const run = await drainWithPeer(
+          url,
+          options.events,
+          publisherOver(eventBridge.client, 1),
+          options.peer,
+        );
+        return { ...run, putEvents: eventBridge.calls.count };
+      },
+    });
+  if (!skip.has('aws'))
+    list.push({
+      name: 'aws relay',
+      run: async (url) => {
+        const samplers = latencySamplers(awsLatencyProfile);
+        const pgClient = new PgSqlClient({ connectionString: url });
+        try {
+          return await drainWithRelay(
+            new DataApiLatencySqlClient(pgClient, samplers.dataApiCall),
+            settings,
+            samplers.putEvents,
+          );
+        } finally {
+          await pgClient.close();
+        }
+      },
+    });
+  return list;
+}
+
+/** A database named `name` copied from the seeded template, and its URL. */
+async function copyOfTemplate(admin: pg.Client, base: string, name: string): Promise<string> {
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  // FILE_COPY checkpoints before and after the copy: every drain starts with no dirty pages of the one before.
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE bench_template STRATEGY = FILE_COPY`);
+  return base.replace(/\/postgres$/, `/${name}`);
+}
+
+/** The template every drain copies: migrated, `events` pending rows, the peer's table holding the same rows. */
+async function seedTemplate(admin: pg.Client, base: string, events: number): Promise<void> {
+  await admin.query('DROP DATABASE IF EXISTS bench_template WITH (FORCE)');
+  await admin.query('CREATE DATABASE bench_template');
+  const url = base.replace(/\/postgres$/, '/bench_template');
+  const db = new PgSqlClient({ connectionString: url });
+  try {
+    await migrate(db);
+    await seedPending(db, events);
+    await db.query('VACUUM ANALYZE outbox');
+  } finally {
+    await db.close();
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await preparePeerRows(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const per1000 = (n: number, events: number) => round((n / events) * 1000, 2);
+
+/** Runs every implementation `rounds` times, taking turns, and reports the medians. */
+export async function measureRelayBench(options: RelayBenchOptions): Promise<RelayBenchResult> {
+  const server = await startEmbeddedPostgres({ durable: true });
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  const runs = new Map<string, Drain[]>();
+  try {
+    progress(`relay: seeding ${options.events} pending rows`);
+    await seedTemplate(admin, server.url, options.events);
+    const list = implementations(options);
+    for (let r = 0; r < options.rounds; r++) {
+      // Rotate the order each round, so no implementation always runs first (or last).
+      const order = list.map((_, i) => list[(i + r) % list.length] as Implementation);
+      for (const impl of order) {
+        const url = await copyOfTemplate(admin, server.url, 'bench_drain');
+        const drain = await impl.run(url);
+        await admin.query('DROP DATABASE IF EXISTS bench_drain WITH (FORCE)');
+        if (drain.count !== options.events)
+          throw new Error(`${impl.name} drained ${drain.count} of ${options.events} events`);
+        runs.set(impl.name, [...(runs.get(impl.name) ?? []), drain]);
+        progress(
+          `relay round ${r + 1}/${options.rounds}: ${impl.name} ${Math.round(drain.count / drain.seconds)} events/s` +
+            (drain.roundTrips === undefined
+              ? ''
+              : `, ${per1000(drain.roundTrips, drain.count)} round trips/1000`),
+        );
+      }
     }
   } finally {
     await admin.end();
     await server.stop();
   }
+  const rate = (name: string) => {
+    const xs = runs.get(name);
+    return xs ? Math.round(median(xs.map((d) => d.count / d.seconds))) : null;
+  };
+  const perThousand = (name: string, key: 'roundTrips' | 'putEvents') => {
+    const xs = runs.get(name);
+    return xs ? per1000(median(xs.map((d) => d[key] ?? Number.NaN)), options.events) : null;
+  };
+  const cells = options.batches.flatMap((batch) =>
+    options.connections.map((connections) => ({ batch, connections })),
+  );
+  const ceiling = Object.fromEntries(cells.map((c) => [cellName(c), rate(`ceiling ${cellName(c)}`) ?? 0]));
+  const best = cells.reduce((a, b) => ((ceiling[cellName(b)] ?? 0) > (ceiling[cellName(a)] ?? 0) ? b : a));
+  return {
+    events: options.events,
+    rounds: options.rounds,
+    relayEventsPerSec: rate('relay') ?? 0,
+    relayRoundTripsPer1000: perThousand('relay', 'roundTrips') ?? 0,
+    relayPutEventsPer1000: perThousand('relay', 'putEvents') ?? 0,
+    rssGrowthMb: round(Math.max(...(runs.get('relay') ?? []).map((d) => d.rssGrowthMb ?? 0)), 1),
+    ceiling,
+    bestCeilingEventsPerSec: ceiling[cellName(best)] ?? 0,
+    bestCeilingCell: best,
+    naiveEventsPerSec: rate('naive'),
+    peerEventsPerSec: rate('peer'),
+    peerRoundTripsPer1000: perThousand('peer', 'roundTrips'),
+    peerPutEventsPer1000: perThousand('peer', 'putEvents'),
+    peerConfig: options.peer,
+    awsRelayEventsPerSec: rate('aws relay'),
+    awsRelayRoundTripsPer1000: perThousand('aws relay', 'roundTrips'),
+    settings: {
+      claimBatchSize: options.settings.claimBatchSize,
+      roundsInFlight: options.settings.roundsInFlight,
+      publishConcurrency: options.settings.publishConcurrency,
+    },
+    byRound: Object.fromEntries(
+      [...runs].map(([name, xs]) => [name, xs.map((d) => Math.round(d.count / d.seconds))]),
+    ),
+  };
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+/** The relay's defaults, with overrides from the command line (`--batch`, `--loops`, `--publish`) to compare. */
+export function relaySettingsFrom(args: readonly string[]): RelayBenchSettings {
+  return {
+    ...topology.relay,
+    claimBatchSize: numberArg(args, '--batch', topology.relay.claimBatchSize),
+    roundsInFlight: numberArg(args, '--loops', topology.relay.roundsInFlight),
+    publishConcurrency: numberArg(args, '--publish', topology.relay.publishConcurrency),
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const skip = (['naive', 'peer', 'aws'] as const).filter((s) => args.includes(`--no-${s}`));
+  measureRelayBench({
+    events: numberArg(args, '--events', 20_000),
+    rounds: numberArg(args, '--rounds', 3),
+    batches: args.includes('--small-grid') ? [500, 1_000] : [100, 500, 1_000],
+    connections: args.includes('--small-grid') ? [2, 4] : [1, 2, 4],
+    settings: relaySettingsFrom(args),
+    peer: {
+      batchSize: numberArg(args, '--peer-batch', tunedPeerConfig.batchSize),
+      pollingIntervalMs: numberArg(args, '--peer-poll-ms', tunedPeerConfig.pollingIntervalMs),
+      handlerConnections: numberArg(args, '--peer-connections', tunedPeerConfig.handlerConnections),
+    },
+    skip,
+    compare: (args.includes('--compare') ? String(args[args.indexOf('--compare') + 1]).split(',') : []).map(
+      (spec) => {
+        const [batch, loops, publish] = spec.split('/').map(Number);
+        return relaySettingsFrom([
+          '--batch',
+          String(batch),
+          '--loops',
+          String(loops),
+          '--publish',
+          String(publish),
+        ]);
+      },
+    ),
+  })
+    .then((result) => {
+      if (args.includes('--json')) console.log(JSON.stringify(result));
+      else console.log(result);
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    });
+}

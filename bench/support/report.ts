@@ -1,0 +1,232 @@
+/**
+ * The one report `npm run bench` produces: the JSON line (`-- --json`), bench/results/latest.json
+ * and the markdown table the README carries. Its shape is a zod schema, so a figure that goes
+ * missing or comes out NaN fails the run instead of vanishing from the line.
+ */
+import * as z from 'zod';
+import type { ColdStartResult } from '../cold-start.bench';
+import type { InboxBenchResult } from '../inbox.bench';
+import type { RelayBenchResult } from '../relay.bench';
+import { awsLatencyProfile } from './aws-latency';
+import { type LatencySummary, percentile, round, summarize } from './stats';
+
+const figure = z.number();
+const latency = z.strictObject({ p50Ms: figure, p95Ms: figure, p99Ms: figure });
+const goal = z.strictObject({ value: figure, target: z.string(), met: z.boolean() });
+
+/** The approval rates the end-to-end figures are measured at, with the nudge. */
+export const e2eRates = ['20', '50', '100'] as const;
+
+/** The line's fields, by the names issue 12 gives them; the rest of the report follows them. */
+export const benchReportSchema = z.strictObject({
+  relayEventsPerSec: figure,
+  bestCeilingEventsPerSec: figure,
+  bestCeilingCell: z.strictObject({ batch: figure, connections: figure }),
+  naiveEventsPerSec: figure,
+  peerEventsPerSec: figure,
+  relayRoundTripsPer1000: figure,
+  peerRoundTripsPer1000: figure,
+  inboxEventsPerSec: figure,
+  powertoolsEventsPerSec: figure,
+  e2e: z.strictObject({ '20': latency, '50': latency, '100': latency }),
+  e2eNoNudgeP99Ms: figure,
+  awsProfile: z.strictObject({ relayEventsPerSec: figure, e2eP99Ms: figure }),
+  coldStartMs: z.record(z.string(), figure).refine((m) => Object.keys(m).length > 0, 'no function measured'),
+
+  relayPutEventsPer1000: figure,
+  peerPutEventsPer1000: figure,
+  rssGrowthMb: figure,
+  ceilingEventsPerSec: z.record(z.string(), figure),
+  goals: z.strictObject({
+    relayToBestCeiling: goal,
+    relayToPeer: goal,
+    relayRoundTripsPer1000: goal,
+    rssGrowthMb: goal,
+  }),
+  relaySettings: z.strictObject({
+    claimBatchSize: figure,
+    roundsInFlight: figure,
+    publishConcurrency: figure,
+  }),
+  peerConfig: z.strictObject({
+    package: z.string(),
+    listener: z.string(),
+    batchSize: figure,
+    pollingIntervalMs: figure,
+    handlerConnections: figure,
+    rows: z.string(),
+    protections: z.string(),
+  }),
+  awsProfileSources: z.strictObject({ dataApiCall: z.string(), putEvents: z.string() }),
+  workload: z.strictObject({
+    events: figure,
+    rounds: figure,
+    inboxEvents: figure,
+    e2eApprovals: figure,
+    coldStartRounds: figure,
+    sweepSeconds: figure,
+    quick: z.boolean(),
+  }),
+  measuredAt: z.string(),
+});
+
+export type BenchReport = z.infer<typeof benchReportSchema>;
+
+/** Everything one `npm run bench` measured, before it is reported. */
+export interface Measurements {
+  readonly relay: RelayBenchResult;
+  readonly inbox: InboxBenchResult;
+  /** Sorted latencies of each end-to-end run, by series name (see `e2eSeries`). */
+  readonly e2e: Readonly<Record<E2eSeries, readonly number[]>>;
+  readonly coldStart: ColdStartResult;
+  readonly quick: boolean;
+  /** The sweep period of the schedule-only run. */
+  readonly sweepSeconds: number;
+  readonly peerPackage: string;
+  readonly measuredAt: Date;
+}
+
+/** The end-to-end runs: the nudged rates, 20/s on the schedule alone, 20/s under the AWS-like profile. */
+export const e2eSeries = ['20', '50', '100', 'noNudge20', 'aws20'] as const;
+export type E2eSeries = (typeof e2eSeries)[number];
+
+function required<T>(value: T | null, what: string): T {
+  if (value === null) throw new Error(`the benchmark did not measure ${what}`);
+  return value;
+}
+
+/** The report from the measurements; throws when a figure is missing. */
+export function buildReport(m: Measurements): BenchReport {
+  const r = m.relay;
+  const peer = required(r.peerEventsPerSec, 'the peer');
+  const ratio = (a: number, b: number) => round(a / b, 2);
+  const e2e = Object.fromEntries(e2eRates.map((rate) => [rate, summarize(m.e2e[rate])])) as Record<
+    (typeof e2eRates)[number],
+    LatencySummary
+  >;
+  const report: BenchReport = {
+    relayEventsPerSec: r.relayEventsPerSec,
+    bestCeilingEventsPerSec: r.bestCeilingEventsPerSec,
+    bestCeilingCell: r.bestCeilingCell,
+    naiveEventsPerSec: required(r.naiveEventsPerSec, 'the naive relay'),
+    peerEventsPerSec: peer,
+    relayRoundTripsPer1000: r.relayRoundTripsPer1000,
+    peerRoundTripsPer1000: required(r.peerRoundTripsPer1000, "the peer's round trips"),
+    inboxEventsPerSec: m.inbox.inboxEventsPerSec,
+    powertoolsEventsPerSec: m.inbox.powertoolsEventsPerSec,
+    e2e,
+    e2eNoNudgeP99Ms: summarize(m.e2e.noNudge20).p99Ms,
+    awsProfile: {
+      relayEventsPerSec: required(r.awsRelayEventsPerSec, 'the relay under the AWS-like profile'),
+      e2eP99Ms: summarize(m.e2e.aws20).p99Ms,
+    },
+    coldStartMs: { ...m.coldStart.coldStartMs },
+    relayPutEventsPer1000: r.relayPutEventsPer1000,
+    peerPutEventsPer1000: required(r.peerPutEventsPer1000, "the peer's PutEvents calls"),
+    rssGrowthMb: r.rssGrowthMb,
+    ceilingEventsPerSec: { ...r.ceiling },
+    goals: {
+      relayToBestCeiling: goalOf(
+        ratio(r.relayEventsPerSec, r.bestCeilingEventsPerSec),
+        '>= 0.8',
+        (v) => v >= 0.8,
+      ),
+      relayToPeer: goalOf(ratio(r.relayEventsPerSec, peer), '>= 20', (v) => v >= 20),
+      relayRoundTripsPer1000: goalOf(r.relayRoundTripsPer1000, '<= 5', (v) => v <= 5),
+      rssGrowthMb: goalOf(r.rssGrowthMb, '< 50', (v) => v < 50),
+    },
+    relaySettings: { ...r.settings },
+    peerConfig: {
+      package: m.peerPackage,
+      listener: 'initializePollingMessageListener (polling)',
+      batchSize: r.peerConfig.batchSize,
+      pollingIntervalMs: r.peerConfig.pollingIntervalMs,
+      handlerConnections: r.peerConfig.handlerConnections,
+      rows: "its own outbox table (DatabaseSetup), the same rows copied, concurrency 'parallel', no segment",
+      protections:
+        'enableMaxAttemptsProtection and enablePoisonousMessageProtection off, as its README outbox example',
+    },
+    awsProfileSources: {
+      dataApiCall: awsLatencyProfile.dataApiCall.source,
+      putEvents: awsLatencyProfile.putEvents.source,
+    },
+    workload: {
+      events: r.events,
+      rounds: r.rounds,
+      inboxEvents: m.inbox.events,
+      e2eApprovals: m.e2e['20'].length,
+      coldStartRounds: m.coldStart.rounds,
+      sweepSeconds: m.sweepSeconds,
+      quick: m.quick,
+    },
+    measuredAt: m.measuredAt.toISOString(),
+  };
+  return benchReportSchema.parse(report);
+}
+
+function goalOf(value: number, target: string, met: (v: number) => boolean) {
+  return { value, target, met: met(value) };
+}
+
+/** The report as one JSON line, validated: a figure that is missing or NaN throws here. */
+export function formatJsonLine(report: BenchReport): string {
+  return JSON.stringify(benchReportSchema.parse(report));
+}
+
+/** Each series' latency at every percent 1..100, for latest.json and the chart. */
+export function latencyPercentiles(
+  e2e: Readonly<Record<E2eSeries, readonly number[]>>,
+): Record<E2eSeries, number[]> {
+  return Object.fromEntries(
+    e2eSeries.map((s) => [s, Array.from({ length: 100 }, (_, i) => Math.round(percentile(e2e[s], i + 1)))]),
+  ) as Record<E2eSeries, number[]>;
+}
+
+const n = (x: number) => Math.round(x).toLocaleString('en-US');
+const ms = (x: number) => `${n(x)} ms`;
+const check = (g: { met: boolean }) => (g.met ? 'met' : '**not met**');
+
+/** The markdown the README's Performance section carries (and bench/results/latest.md holds). */
+export function toMarkdown(report: BenchReport): string {
+  const g = report.goals;
+  const s = report.relaySettings;
+  const w = report.workload;
+  const cell = report.bestCeilingCell;
+  const lines = [
+    `| figure | value | goal |`,
+    `|---|---|---|`,
+    `| relay: drain of ${n(w.events)} pending rows (defaults: batch ${n(s.claimBatchSize)}, ${s.roundsInFlight} rounds in flight, ${s.publishConcurrency} PutEvents calls per round) | ${n(report.relayEventsPerSec)} events/s | |`,
+    `| DB-only ceiling, best cell of batch 100/500/1,000 x 1/2/4 connections | ${n(report.bestCeilingEventsPerSec)} events/s (batch ${n(cell.batch)} x ${cell.connections}) | relay at least 0.8 of it: ${g.relayToBestCeiling.value}, ${check(g.relayToBestCeiling)} |`,
+    `| naive relay (select one, publish, update one) | ${n(report.naiveEventsPerSec)} events/s | |`,
+    `| peer: ${report.peerConfig.package} polling listener (batch ${report.peerConfig.batchSize}, ${report.peerConfig.pollingIntervalMs} ms polling, ${report.peerConfig.handlerConnections} handler connections) | ${n(report.peerEventsPerSec)} events/s | relay at least 20x: ${g.relayToPeer.value}x, ${check(g.relayToPeer)} |`,
+    `| database round trips per 1,000 events | relay ${report.relayRoundTripsPer1000}, peer ${n(report.peerRoundTripsPer1000)} | relay at most 5: ${check(g.relayRoundTripsPer1000)} |`,
+    `| PutEvents calls per 1,000 events | relay ${n(report.relayPutEventsPer1000)}, peer ${n(report.peerPutEventsPer1000)} | |`,
+    `| RSS growth over a relay drain | ${report.rssGrowthMb} MB | under 50 MB: ${check(g.rssGrowthMb)} |`,
+    `| inbox vs Powertools idempotency, ${n(w.inboxEvents)} deliveries (10% duplicates) on dynalite | ${n(report.inboxEventsPerSec)} vs ${n(report.powertoolsEventsPerSec)} events/s | |`,
+    ...(['20', '50', '100'] as const).map((rate) => {
+      const e = report.e2e[rate];
+      return `| end to end, commit -> all 3 consumers processed, ${rate} approvals/s with the nudge (p50 / p95 / p99) | ${ms(e.p50Ms)} / ${ms(e.p95Ms)} / ${ms(e.p99Ms)} | |`;
+    }),
+    `| end to end at 20/s, the schedule alone (a ${n(w.sweepSeconds)} s sweep), p99 | ${ms(report.e2eNoNudgeP99Ms)} | |`,
+    `| AWS-like latency profile: relay drain | ${n(report.awsProfile.relayEventsPerSec)} events/s | |`,
+    `| AWS-like latency profile: end to end at 20/s with the nudge, p99 | ${ms(report.awsProfile.e2eP99Ms)} | |`,
+    '',
+    `DB-only ceiling by cell (events/s, claim and mark statements with no publish):`,
+    '',
+    `| batch \\ connections | 1 | 2 | 4 |`,
+    `|---|---|---|---|`,
+    ...[100, 500, 1000].map(
+      (b) =>
+        `| ${n(b)} | ${[1, 2, 4].map((c) => (report.ceilingEventsPerSec[`${b}x${c}`] === undefined ? '' : n(report.ceilingEventsPerSec[`${b}x${c}`] as number))).join(' | ')} |`,
+    ),
+    '',
+    `Cold start, init + first event (median of ${w.coldStartRounds} rehearsals): ${Object.entries(
+      report.coldStartMs,
+    )
+      .map(([f, v]) => `${f} ${ms(v)}`)
+      .join(', ')}.`,
+    '',
+    `Medians of ${w.rounds} rounds in which the implementations take turns; ${w.e2eApprovals} approvals per end-to-end run${w.quick ? ' (quick mode: small workloads, not comparable)' : ''}; measured ${report.measuredAt}.`,
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import type { RelayBenchResult } from '../../bench/relay.bench';
+import { buildReport, formatJsonLine, type Measurements, toMarkdown } from '../../bench/support/report';
+
+/** The fields issue 12 names for the line of `npm run bench -- --json`. */
+const issueFields = [
+  'relayEventsPerSec',
+  'bestCeilingEventsPerSec',
+  'bestCeilingCell',
+  'naiveEventsPerSec',
+  'peerEventsPerSec',
+  'relayRoundTripsPer1000',
+  'peerRoundTripsPer1000',
+  'inboxEventsPerSec',
+  'powertoolsEventsPerSec',
+  'e2e',
+  'e2eNoNudgeP99Ms',
+  'awsProfile',
+  'coldStartMs',
+];
+
+const latencies = (base: number) => Array.from({ length: 100 }, (_, i) => base + i * 10);
+
+const relay: RelayBenchResult = {
+  events: 20_000,
+  rounds: 3,
+  relayEventsPerSec: 21_000,
+  relayRoundTripsPer1000: 2.9,
+  relayPutEventsPer1000: 100,
+  rssGrowthMb: 20,
+  ceiling: { '100x1': 10_000, '1000x2': 25_000 },
+  bestCeilingEventsPerSec: 25_000,
+  bestCeilingCell: { batch: 1_000, connections: 2 },
+  naiveEventsPerSec: 900,
+  peerEventsPerSec: 700,
+  peerRoundTripsPer1000: 4_100,
+  peerPutEventsPer1000: 1_000,
+  peerConfig: { batchSize: 100, pollingIntervalMs: 10, handlerConnections: 20 },
+  awsRelayEventsPerSec: 2_700,
+  awsRelayRoundTripsPer1000: 2.9,
+  settings: { claimBatchSize: 1_000, roundsInFlight: 4, publishConcurrency: 10 },
+  byRound: {},
+};
+
+const measurements = (overrides: Partial<Measurements> = {}): Measurements => ({
+  relay,
+  inbox: {
+    events: 5_000,
+    inboxEventsPerSec: 200,
+    powertoolsEventsPerSec: 150,
+    writesPerFirstDelivery: 2,
+    callsPerDuplicate: 1,
+    concurrency: 8,
+    rounds: 3,
+    inbox: {
+      callsPerFirstDelivery: 2,
+      writesPerFirstDelivery: 2,
+      callsPerDuplicate: 1,
+      writesPerDuplicate: 0,
+      eventsPerSecByRound: [200],
+      errors: 0,
+    },
+    powertools: {
+      callsPerFirstDelivery: 2,
+      writesPerFirstDelivery: 2,
+      callsPerDuplicate: 1,
+      writesPerDuplicate: 0,
+      eventsPerSecByRound: [150],
+      errors: 0,
+    },
+  },
+  e2e: {
+    '20': latencies(20),
+    '50': latencies(30),
+    '100': latencies(40),
+    noNudge20: latencies(1_000),
+    aws20: latencies(300),
+  },
+  coldStart: {
+    coldStartMs: { 'outbox-relay': 500 },
+    initMs: { 'outbox-relay': 380 },
+    bundleKiB: {},
+    rounds: 3,
+  },
+  quick: false,
+  sweepSeconds: 60,
+  peerPackage: 'pg-transactional-outbox 0.5.7',
+  measuredAt: new Date('2026-12-01T12:00:00Z'),
+  ...overrides,
+});
+
+describe('the bench report formatter', () => {
+  it('puts every figure the issue names into the JSON line, nested as named', () => {
+    const line = formatJsonLine(buildReport(measurements()));
+
+    expect(line).not.toContain('\n');
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    for (const field of issueFields) expect(parsed, field).toHaveProperty(field);
+    expect(Object.keys(parsed.e2e as object).sort()).toEqual(['100', '20', '50']);
+    for (const rate of ['20', '50', '100'])
+      expect(Object.keys((parsed.e2e as Record<string, object>)[rate] as object).sort()).toEqual([
+        'p50Ms',
+        'p95Ms',
+        'p99Ms',
+      ]);
+    expect(parsed.awsProfile).toEqual({ relayEventsPerSec: 2_700, e2eP99Ms: 1_280 });
+    expect(parsed.coldStartMs).toEqual({ 'outbox-relay': 500 });
+    expect(parsed.bestCeilingCell).toEqual({ batch: 1_000, connections: 2 });
+    expect(parsed).toMatchObject({ e2eNoNudgeP99Ms: 1_980, peerRoundTripsPer1000: 4_100 });
+  });
+
+  it('judges each goal of the issue from the figures', () => {
+    const { goals } = buildReport(measurements());
+
+    expect(goals.relayToBestCeiling).toEqual({ value: 0.84, target: '>= 0.8', met: true });
+    expect(goals.relayToPeer).toEqual({ value: 30, target: '>= 20', met: true });
+    expect(goals.relayRoundTripsPer1000.met).toBe(true);
+    expect(goals.rssGrowthMb.met).toBe(true);
+    expect(buildReport(measurements({ relay: { ...relay, rssGrowthMb: 50 } })).goals.rssGrowthMb.met).toBe(
+      false,
+    );
+  });
+
+  it('refuses a report with a figure that was not measured or is not a number', () => {
+    expect(() => buildReport(measurements({ relay: { ...relay, peerEventsPerSec: null } }))).toThrow(
+      /the peer/,
+    );
+    expect(() => buildReport(measurements({ relay: { ...relay, relayEventsPerSec: Number.NaN } }))).toThrow();
+    expect(() => buildReport(measurements({ e2e: { ...measurements().e2e, '50': [] } }))).toThrow();
+    const { relayEventsPerSec: _, ...withoutOne } = buildReport(measurements());
+    expect(() => formatJsonLine(withoutOne as never)).toThrow(/relayEventsPerSec/);
+  });
+
+  it('renders the markdown table with the goals and the ceiling grid', () => {
+    const markdown = toMarkdown(buildReport(measurements()));
+
+    expect(markdown).toContain('| 21,000 events/s |');
+    expect(markdown).toContain('relay at least 0.8 of it: 0.84, met');
+    expect(markdown).toContain('| 1,000 |  | 25,000 |  |');
+  });
+});
