@@ -1,8 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import dynalite from 'dynalite';
+import { Worker } from 'node:worker_threads';
 import { sleep } from '../../shared/db/retry';
 import { freePort } from './ports';
 
@@ -13,51 +12,62 @@ export interface LocalDynamo {
   stop(): Promise<void>;
 }
 
+/** How long a stopping dynalite waits for the requests in flight before it cuts their connections. */
+const stopGraceMs = 5_000;
+
+/** What the dynalite worker posts back: its port once listening, then that it stopped (or an error). */
+type WorkerMessage = { port?: number; stopped?: boolean; error?: string };
+
 /**
- * dynalite (pure Node) in this process: with `dir`, its LevelDB lives there so inbox records
- * and the index survive restarts (the local runtime); without, in memory (tests).
+ * dynalite (pure Node) in a worker thread of its own (`dynalite-worker.mjs`): with `dir`, its
+ * LevelDB lives there so inbox records and the index survive restarts (the local runtime);
+ * without, in memory (tests). In its own thread because the engine's work (request parsing,
+ * expression evaluation, LevelDB) on the runtime's event loop was most of what held the
+ * consumers back at 50 approvals/s; a worker rather than a child process so that a SIGKILL of
+ * the runtime takes the engine, and its lock on the directory, with it.
+ *
+ * Stop: the worker stops accepting connections, answers the requests in flight (up to a grace
+ * period) and closes its LevelDB before `stop` resolves.
  */
 export async function startDynalite(dir?: string): Promise<LocalDynamo> {
   if (dir) mkdirSync(dir, { recursive: true });
-  const server = dynalite({
-    ...(dir ? { path: dir } : {}),
-    createTableMs: 0,
-    deleteTableMs: 0,
-    updateTableMs: 0,
+  const worker = new Worker(new URL('./dynalite-worker.mjs', import.meta.url), {
+    workerData: { dir: dir ? resolve(dir) : undefined, stopGraceMs },
   });
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => ok());
-  });
-  const { port } = server.address() as AddressInfo;
-  // Requests still being handled when the server stops must finish before dynalite closes its
-  // LevelDB: a handler that reaches the closed database throws outside any caller ("Database is
-  // closed", an uncaught error). So `close` (no new connections, idle ones closed) comes first,
-  // and connections are cut only once nothing is in flight, or after a grace period.
-  let inFlight = 0;
-  let drained: (() => void) | undefined;
-  server.on('request', (_req, res) => {
-    inFlight++;
-    res.once('close', () => {
-      inFlight--;
-      if (inFlight === 0) drained?.();
+  const exited = new Promise<number>((ok) => worker.once('exit', ok));
+  let port: number;
+  try {
+    port = await new Promise<number>((ok, fail) => {
+      worker.once('error', fail);
+      void exited.then((code) => fail(new Error(`dynalite worker exited (${code}) before it listened`)));
+      worker.once('message', (m: WorkerMessage) =>
+        m.port ? ok(m.port) : fail(new Error(`dynalite did not start: ${m.error ?? 'no port'}`)),
+      );
     });
-  });
-  const stopGraceMs = 5_000;
+  } catch (err) {
+    await worker.terminate();
+    throw err;
+  }
+  let stopping: Promise<void> | undefined;
   return {
     endpoint: `http://127.0.0.1:${port}`,
     engine: 'dynalite',
-    stop: async () => {
-      const closed = new Promise<void>((ok) => server.close(() => ok()));
-      server.closeIdleConnections?.();
-      if (inFlight > 0) {
-        await new Promise<void>((ok) => {
-          drained = ok;
-          setTimeout(ok, stopGraceMs).unref();
+    stop: () => {
+      stopping ??= (async () => {
+        const stopped = new Promise<WorkerMessage>((ok) => {
+          worker.on('message', (m: WorkerMessage) => m.stopped && ok(m));
+          void exited.then(() => ok({ stopped: true }));
         });
-      }
-      server.closeAllConnections?.();
-      await closed;
+        worker.postMessage('stop');
+        const outcome = await stopped;
+        // Its port closed and the server with it, the worker ends by itself; terminate is for
+        // a handle dynalite left open.
+        const leftOpen = setTimeout(() => void worker.terminate(), 1_000);
+        await exited;
+        clearTimeout(leftOpen);
+        if (outcome.error) throw new Error(`dynalite stopped with an error: ${outcome.error}`);
+      })();
+      return stopping;
     },
   };
 }
