@@ -68,14 +68,27 @@ export class SnsNotifier implements Notifier {
   }
 }
 
-// One append at a time per file in this process, so the check-then-append below is not raced.
-const fileLocks = new Map<string, Promise<unknown>>();
+/** A send waiting for its file's writer. */
+interface PendingSend {
+  readonly notification: Notification;
+  readonly resolve: (outcome: NotifyOutcome) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+// One writer per file in this process, so the check-then-append below is not raced. Sends that
+// arrive while it writes wait in `waiting` and go out together in its next append.
+const writers = new Map<string, { waiting: PendingSend[]; writing: boolean }>();
 // Event ids already in each file, valid while the file's size is the one recorded.
 const seenByPath = new Map<string, { size: number; ids: Set<string>; endsWithNewline: boolean }>();
 
 /**
  * Notifications as JSON lines in `<dataDir>/notifications.jsonl` (the local runtime): one line
  * per notification, skipped when a line with the same event id is already there.
+ *
+ * Group commit: the sends that arrive while an append is under way are written by the next one,
+ * together (one stat and one append for the batch), so a burst costs a few file operations,
+ * not a chain of them per notification waiting behind each other. A failed append fails every
+ * send of its batch; their retries find in the file whatever part of it landed.
  */
 export class FileNotifier implements Notifier {
   readonly path: string;
@@ -84,11 +97,16 @@ export class FileNotifier implements Notifier {
     this.path = join(dataDir, 'notifications.jsonl');
   }
 
-  send(n: Notification): Promise<NotifyOutcome> {
-    const previous = fileLocks.get(this.path) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.appendOnce(n));
-    fileLocks.set(this.path, next);
-    return next;
+  send(notification: Notification): Promise<NotifyOutcome> {
+    return new Promise((resolve, reject) => {
+      let writer = writers.get(this.path);
+      if (!writer) {
+        writer = { waiting: [], writing: false };
+        writers.set(this.path, writer);
+      }
+      writer.waiting.push({ notification, resolve, reject });
+      if (!writer.writing) void this.write(writer);
+    });
   }
 
   /** Every notification in the file, in order (unreadable lines, e.g. a torn last write, skipped). */
@@ -103,9 +121,24 @@ export class FileNotifier implements Notifier {
     });
   }
 
-  private async appendOnce(n: Notification): Promise<NotifyOutcome> {
+  /** Appends what is waiting, batch after batch, until nothing is. */
+  private async write(writer: { waiting: PendingSend[]; writing: boolean }): Promise<void> {
+    writer.writing = true;
+    while (writer.waiting.length > 0) {
+      const batch = writer.waiting.splice(0);
+      try {
+        const outcomes = await this.appendOnce(batch.map((p) => p.notification));
+        for (const [i, p] of batch.entries()) p.resolve(outcomes[i] as NotifyOutcome);
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
+    }
+    writer.writing = false;
+  }
+
+  private async appendOnce(batch: readonly Notification[]): Promise<NotifyOutcome[]> {
     await mkdir(dirname(this.path), { recursive: true });
-    // The file is re-read only when its size is not what this process last saw: a send costs
+    // The file is re-read only when its size is not what this process last saw: a batch costs
     // one stat, not a parse of every earlier notification.
     const size = await stat(this.path).then(
       (s) => s.size,
@@ -124,14 +157,26 @@ export class FileNotifier implements Notifier {
       };
       seenByPath.set(this.path, seen);
     }
-    if (seen.ids.has(n.eventId)) return 'duplicate';
-    // A torn last line must not swallow this one.
-    const line = `${seen.endsWithNewline ? '' : '\n'}${JSON.stringify(n)}\n`;
-    await appendFile(this.path, line);
-    seen.size += Buffer.byteLength(line);
-    seen.ids.add(n.eventId);
+    const fresh = new Set<string>();
+    const outcomes: NotifyOutcome[] = [];
+    const lines: string[] = [];
+    for (const n of batch) {
+      if (seen.ids.has(n.eventId) || fresh.has(n.eventId)) {
+        outcomes.push('duplicate');
+        continue;
+      }
+      fresh.add(n.eventId);
+      lines.push(`${JSON.stringify(n)}\n`);
+      outcomes.push('sent');
+    }
+    if (lines.length === 0) return outcomes;
+    // A torn last line must not swallow the first of these.
+    const text = `${seen.endsWithNewline ? '' : '\n'}${lines.join('')}`;
+    await appendFile(this.path, text);
+    seen.size += Buffer.byteLength(text);
+    for (const id of fresh) seen.ids.add(id);
     seen.endsWithNewline = true;
-    return 'sent';
+    return outcomes;
   }
 }
 
