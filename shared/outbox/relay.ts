@@ -239,10 +239,14 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
   };
 
   for (;;) {
+    const claimedBefore = total.claimed;
     await drain();
     if (stopped()) break;
     const { pending, nextDueInMs } = await deps.outbox.stats();
     if (pending === 0 || nextDueInMs === null) break;
+    // Due now after a drain that claimed rows: commits that landed meanwhile, claimable at once
+    // (under a steady load a pause here held every new event for up to a poll interval).
+    if (nextDueInMs === 0 && total.claimed > claimedBefore) continue;
     // Due now but nothing was claimable (another relay's claim holds the rows): look again shortly.
     const wait = Math.max(nextDueInMs, settings.pollIntervalMs);
     if (wait >= budgetLeft()) break;

@@ -44,6 +44,31 @@ describe('the claim loops of a relay run', () => {
     expect(slept).toEqual([]);
   });
 
+  it('rows committed while a run drains are claimed at once after it, without pausing', async () => {
+    await seedPending(db, 5);
+    const settings = testSettings({ claimBatchSize: 100, roundsInFlight: 1, pollIntervalMs: 1_000 });
+    // Approvals keep committing while the relay publishes: 5 more rows during each of the first two publishes.
+    let commitsLeft = 2;
+    const publisher = new RecordingPublisher();
+    const busy: typeof publisher = Object.assign(Object.create(publisher), {
+      publish: async (events: Parameters<typeof publisher.publish>[0]) => {
+        if (commitsLeft-- > 0) await seedPending(db, 5);
+        return publisher.publish(events);
+      },
+    });
+    const slept: number[] = [];
+
+    const report = await runRelay(
+      { outbox: store, publisher: busy, owner: 'r', settings },
+      { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
+    );
+
+    expect(report.published).toBe(15);
+    expect(await statusCounts(db)).toEqual({ delivered: 15 });
+    // Rows due now after a drain that claimed some are fresh commits, not rows another relay holds.
+    expect(slept).toEqual([]);
+  });
+
   it('a backlog widens the run to roundsInFlight claims at once, and no further', async () => {
     await seedPending(db, 1_000);
     const settings = testSettings({ claimBatchSize: 50, roundsInFlight: 3 });
