@@ -192,8 +192,9 @@ export interface RunReport extends RelayRound {
  * Up to `roundsInFlight` rounds run side by side, so one batch is being claimed or settled in
  * the database while another waits on PutEvents: the relay overlaps its two latencies instead
  * of adding them. SKIP LOCKED keeps their claims disjoint, as it does across relays. A run
- * starts with one round and widens by one each time a claim stops at its bound (`Claim.more`),
- * so a nudge for one event or an idle sweep claims once, not once per round in flight. A loop
+ * starts with one round and widens to all of them as soon as a claim stops at its bound
+ * (`Claim.more`: a backlog), so a nudge for a few events or an idle sweep claims once, not
+ * once per round in flight, and a backlog is not drained one widening at a time. A loop
  * ends when its claim took every due row it saw; a claim cut short by the byte bound is no
  * such sign, and the loop claims again at once.
  */
@@ -226,7 +227,7 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
         total = addRounds(total, round);
         rounds++;
         if (!more) break;
-        if (loops.length < Math.max(1, settings.roundsInFlight)) start();
+        while (loops.length < Math.max(1, settings.roundsInFlight)) start();
       }
     };
     start();
