@@ -81,7 +81,8 @@ export function e2eLatencyChart(title: string, series: readonly ChartSeries[]): 
   });
 
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12" role="img" aria-label="${escapeXml(title)}">`,
+    `<title>${escapeXml(title)}</title>`,
     '<style>.grid{stroke:#ddd;stroke-width:1}text{fill:#333}</style>',
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
     `<text x="${width / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${escapeXml(title)}</text>`,
