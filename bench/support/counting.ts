@@ -47,9 +47,18 @@ export class CountingSqlClient implements SqlClient {
 /**
  * A node-postgres `Client` class whose every `query` adds to `tally`: handed to a `pg.Pool` as
  * its `Client` option, it counts the round trips of code that builds its own pools (the peer).
+ * Once `retired()` is true, the connection errors its clients raise are dropped: the benchmark
+ * is done with that code and drops its database, and a pool it left behind without an error
+ * listener must not take the process down.
  */
-export function countingPgClient(tally: Tally): typeof pg.Client {
+export function countingPgClient(tally: Tally, retired: () => boolean = () => false): typeof pg.Client {
   return class CountingClient extends pg.Client {
+    // biome-ignore lint/suspicious/noExplicitAny: EventEmitter's emit signature.
+    override emit(event: string | symbol, ...args: any[]): boolean {
+      if (event === 'error' && retired()) return true;
+      return super.emit(event, ...args);
+    }
+
     // biome-ignore lint/suspicious/noExplicitAny: pg's query has a dozen overloads; this only counts and forwards.
     override query(...args: any[]): any {
       tally.count++;

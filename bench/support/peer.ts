@@ -20,6 +20,7 @@ import {
   type StoredTransactionalMessage,
 } from 'pg-transactional-outbox';
 import type { EventPublisher } from '../../shared/outbox/publisher';
+import { progress } from './cli';
 import { countingPgClient, Tally } from './counting';
 
 /** The peer's settings, printed with its figure. */
@@ -83,7 +84,8 @@ export async function drainWithPeer(
   config: PeerConfig,
 ): Promise<PeerRun> {
   const roundTrips = new Tally();
-  const Client = countingPgClient(roundTrips);
+  let retired = false;
+  const Client = countingPgClient(roundTrips, () => retired);
   // The library types these as ClientConfig but hands them to `new Pool(...)`, which takes `Client` and `max`.
   const listenerPool: PoolConfig = { connectionString: url, Client };
   const handlerPool: PoolConfig = { connectionString: url, Client, max: config.handlerConnections };
@@ -141,6 +143,25 @@ export async function drainWithPeer(
     return { count: expected, seconds, roundTrips: roundTrips.count };
   } finally {
     await shutdown();
+    await closedConnections(watcher);
+    retired = true;
     await watcher.end();
   }
+}
+
+/**
+ * Waits (up to 5 s) until no session but the watcher's is left on its database: the peer's
+ * shutdown can resolve while a pool still holds a connection, and a later drain must not share
+ * the machine with it.
+ */
+async function closedConnections(watcher: pg.Client): Promise<void> {
+  for (let waited = 0; waited < 5_000; waited += 50) {
+    const { rows } = await watcher.query<{ others: number }>(
+      `SELECT count(*)::int AS others FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+    );
+    if ((rows[0]?.others ?? 0) === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  progress('peer: connections still open 5 s after its shutdown; dropping its database cuts them');
 }
