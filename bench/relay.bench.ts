@@ -11,11 +11,13 @@
  * - peer: `pg-transactional-outbox`'s polling listener on the same rows (bench/support/peer.ts);
  * - aws: the relay again under the AWS-like latency profile (bench/support/aws-latency.ts).
  * Database round trips and PutEvents calls are counted for the relay and the peer. The
- * implementations take turns within each of R rounds (default 3), in an order that rotates
- * per round, and the median of the rounds is reported, so the machine's noise falls on all of
- * them alike. A benchmark, not a test: nothing here asserts a timing.
+ * implementations take turns within each of R rounds (default 3): the relay and the ceiling
+ * cells back to back in a shuffled order, then the slow ones; the median of the rounds is
+ * reported, so the machine's noise falls on all of them alike. A benchmark, not a test:
+ * nothing here asserts a timing.
  */
 import pg from 'pg';
+import { seededRandom } from '../infra/local/faults';
 import { migrate } from '../shared/db/migrate';
 import { PgSqlClient } from '../shared/db/pg-client';
 import type { SqlClient } from '../shared/db/sql-client';
@@ -281,6 +283,26 @@ function implementations(options: RelayBenchOptions): Implementation[] {
   return list;
 }
 
+/** The drains of a few hundred milliseconds: the relay's and the ceiling's, compared with each other. */
+const isFast = (impl: Implementation) => impl.name.startsWith('relay') || impl.name.startsWith('ceiling');
+
+/**
+ * The order of round `r`: the fast drains back to back, shuffled (a seeded shuffle, a new one
+ * each round), then the slow ones (naive, peer, AWS profile), rotated. Back to back, the relay
+ * and the ceiling cells meet the same load from whatever else runs on the machine; spread
+ * across a round of a minute and more, a load that came and went fell on some of them only.
+ */
+function roundOrder(list: readonly Implementation[], r: number): Implementation[] {
+  const fast = list.filter(isFast);
+  const random = seededRandom(r + 1);
+  for (let i = fast.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [fast[i], fast[j]] = [fast[j] as Implementation, fast[i] as Implementation];
+  }
+  const slow = list.filter((impl) => !isFast(impl));
+  return [...fast, ...slow.map((_, i) => slow[(i + r) % slow.length] as Implementation)];
+}
+
 /** A database named `name` copied from the seeded template, and its URL. */
 async function copyOfTemplate(admin: pg.Client, base: string, name: string): Promise<string> {
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -330,8 +352,7 @@ export async function measureRelayBench(options: RelayBenchOptions): Promise<Rel
       await admin.query('DROP DATABASE IF EXISTS bench_drain WITH (FORCE)');
     }
     for (let r = 0; r < options.rounds; r++) {
-      // Rotate the order each round, so no implementation always runs first (or last).
-      const order = list.map((_, i) => list[(i + r) % list.length] as Implementation);
+      const order = roundOrder(list, r);
       for (const impl of order) {
         const url = await copyOfTemplate(admin, server.url, 'bench_drain');
         const drain = await impl.run(url);
