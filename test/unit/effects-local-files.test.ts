@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FileSnapshotArchive } from '../../shared/effects/archive';
 import { FileNotifier, type Notification } from '../../shared/effects/notify';
+import { notification } from '../support/notification-fixture';
 
 let dataDir: string;
 
@@ -12,20 +12,6 @@ beforeEach(() => {
   dataDir = mkdtempSync(join(tmpdir(), 'local-effects-'));
   return () => rmSync(dataDir, { recursive: true, force: true });
 });
-
-function notification(eventId = randomUUID()): Notification {
-  return {
-    eventId,
-    taskId: randomUUID(),
-    version: 2,
-    eventType: 'content.approved',
-    title: 'T',
-    assignee: 'ana',
-    reviewer: 'rita',
-    approvedAt: '2026-11-30T00:00:00.000Z',
-    message: 'm',
-  };
-}
 
 describe('file notifier (local notify adapter)', () => {
   it('appends one JSON line per event to notifications.jsonl and skips an event it already has', async () => {

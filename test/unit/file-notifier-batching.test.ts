@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as fsPromises from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileNotifier, type Notification } from '../../shared/effects/notify';
+import { notification } from '../support/notification-fixture';
 
 // The real file operations, counted: how many appends a burst of sends costs.
 vi.mock('node:fs/promises', async (importOriginal) => {
@@ -19,20 +19,6 @@ beforeEach(() => {
   vi.mocked(fsPromises.appendFile).mockClear();
   return () => rmSync(dataDir, { recursive: true, force: true });
 });
-
-function notification(eventId = randomUUID()): Notification {
-  return {
-    eventId,
-    taskId: randomUUID(),
-    version: 2,
-    eventType: 'content.approved',
-    title: 'T',
-    assignee: 'ana',
-    reviewer: 'rita',
-    approvedAt: '2026-11-30T00:00:00.000Z',
-    message: 'm',
-  };
-}
 
 describe('file notifier under a burst of sends', () => {
   it('sends that arrive while an append is under way are written together: 50 sends, at most 2 appends', async () => {
