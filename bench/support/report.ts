@@ -226,7 +226,7 @@ export function toMarkdown(report: BenchReport): string {
       .map(([f, v]) => `${f} ${ms(v)}`)
       .join(', ')}.`,
     '',
-    `Medians of ${w.rounds} rounds in which the implementations take turns; ${w.e2eApprovals} approvals per end-to-end run${w.quick ? ' (quick mode: small workloads, not comparable)' : ''}; measured ${report.measuredAt}.`,
+    `Medians of ${w.rounds} rounds in which the implementations take turns; ${n(w.e2eApprovals)} approvals per end-to-end run${w.quick ? ' (quick mode: small workloads, not comparable)' : ''}; measured ${report.measuredAt}.`,
   ];
   return `${lines.join('\n')}\n`;
 }
