@@ -76,3 +76,31 @@ export async function claimRows(
   });
   return claimed;
 }
+
+/** `count` claimed content.approved rows, as `OutboxStore.claim` returns them: first attempt, token 1. */
+export function claimedEvents(count: number): ClaimedEvent[] {
+  return Array.from({ length: count }, () => ({
+    eventId: randomUUID(),
+    eventType: 'content.approved',
+    aggregateId: randomUUID(),
+    aggregateVersion: 2,
+    payload: {},
+    createdAt: new Date(),
+    attempts: 1,
+    claimToken: 1,
+    leaseExpired: false,
+  }));
+}
+
+/** The outbox a relay run needs, with `claim` as given; every mark accepted, the stats empty. */
+export function stubOutbox(
+  claim: OutboxStore['claim'],
+): Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'> {
+  return {
+    claim,
+    markDelivered: async (items) => items.map((i) => i.eventId),
+    markFailed: async () => [],
+    purgeDelivered: async () => 0,
+    stats: async () => ({ pending: 0, delivered: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null }),
+  };
+}

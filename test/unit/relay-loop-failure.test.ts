@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { OutboxStore } from '../../shared/outbox/outbox-store';
 import { runRelay } from '../../shared/outbox/relay';
 import { elapse, useFakeTime } from '../support/fake-time';
-import { RecordingPublisher, testSettings } from '../support/outbox-fixtures';
+import { claimedEvents, RecordingPublisher, stubOutbox, testSettings } from '../support/outbox-fixtures';
 
 describe('a relay run whose round fails', () => {
   afterEach(() => {
@@ -15,36 +13,13 @@ describe('a relay run whose round fails', () => {
     let claims = 0;
     const settings = testSettings({ roundsInFlight: 2, pollIntervalMs: 5, claimBatchSize: 2 });
     // Full batches keep the sibling loop claiming: only the failure can stop it.
-    const fullBatch = () =>
-      Array.from({ length: settings.claimBatchSize }, () => ({
-        eventId: randomUUID(),
-        eventType: 'content.approved',
-        aggregateId: randomUUID(),
-        aggregateVersion: 2,
-        payload: {},
-        createdAt: new Date(),
-        attempts: 1,
-        claimToken: 1,
-        leaseExpired: false,
-      }));
-    const outbox = {
-      claim: async () => {
-        const call = ++claims;
-        await elapse(10, undefined);
-        if (call === 2) throw new Error('database went away');
-        return { claimed: fullBatch(), wedged: [], more: true };
-      },
-      markDelivered: async () => [],
-      markFailed: async () => [],
-      purgeDelivered: async () => 0,
-      stats: async () => ({
-        pending: 0,
-        delivered: 0,
-        dead: 0,
-        oldestPendingAgeSeconds: 0,
-        nextDueInMs: null,
-      }),
-    } satisfies Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'>;
+    const fullBatch = () => claimedEvents(settings.claimBatchSize);
+    const outbox = stubOutbox(async () => {
+      const call = ++claims;
+      await elapse(10, undefined);
+      if (call === 2) throw new Error('database went away');
+      return { claimed: fullBatch(), wedged: [], more: true };
+    });
 
     const run = runRelay(
       {

@@ -1,42 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Claim, OutboxStore } from '../../shared/outbox/outbox-store';
+import type { Claim } from '../../shared/outbox/outbox-store';
 import { runRelay } from '../../shared/outbox/relay';
-import { RecordingPublisher, testSettings } from '../support/outbox-fixtures';
+import { claimedEvents, RecordingPublisher, stubOutbox, testSettings } from '../support/outbox-fixtures';
 
 describe('a relay run meeting a backlog', () => {
   it('widens to every round in flight as soon as a claim comes back full', async () => {
     const settings = testSettings({ roundsInFlight: 4, claimBatchSize: 2 });
     const pending: ((claim: Claim) => void)[] = [];
     const fullBatch = (): Claim => ({
-      claimed: Array.from({ length: settings.claimBatchSize }, () => ({
-        eventId: randomUUID(),
-        eventType: 'content.approved',
-        aggregateId: randomUUID(),
-        aggregateVersion: 2,
-        payload: {},
-        createdAt: new Date(),
-        attempts: 1,
-        claimToken: 1,
-        leaseExpired: false,
-      })),
+      claimed: claimedEvents(settings.claimBatchSize),
       wedged: [],
       more: true,
     });
-    const outbox = {
-      claim: () => new Promise<Claim>((resolve) => pending.push(resolve)),
-      markDelivered: async (items: readonly { eventId: string }[]) => items.map((i) => i.eventId),
-      markFailed: async () => [],
-      purgeDelivered: async () => 0,
-      stats: async () => ({
-        pending: 0,
-        delivered: 0,
-        dead: 0,
-        oldestPendingAgeSeconds: 0,
-        nextDueInMs: null,
-      }),
-    } satisfies Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'>;
-    const settle = () => new Promise((r) => setTimeout(r, 10));
+    const outbox = stubOutbox(() => new Promise<Claim>((resolve) => pending.push(resolve)));
+    // Every collaborator answers at once, so the run moves on within microtasks: no clock needed.
+    const settle = async () => {
+      for (let i = 0; i < 50; i++) await Promise.resolve();
+    };
 
     const run = runRelay(
       { outbox, publisher: new RecordingPublisher(), owner: 'r', settings },
