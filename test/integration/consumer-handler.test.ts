@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Context } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
@@ -7,22 +6,7 @@ import { CallRecorder } from '../support/aws/calls';
 import { startSnsStandin } from '../support/aws/sns';
 import { dynamoClient, dynamoEngines } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
-
-const lambdaContext = (name: string) =>
-  ({
-    awsRequestId: randomUUID(),
-    functionName: name,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
-    memoryLimitInMB: '256',
-    logGroupName: `/aws/lambda/${name}`,
-    logStreamName: 'stream',
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => 30_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  }) as Context;
+import { lambdaContext } from '../support/lambda-context';
 
 describe('consumer Lambda handlers (module wiring, env from contract.ts)', () => {
   const dynalite = dynamoEngines().find((e) => e.name === 'dynalite');

@@ -13,6 +13,7 @@ import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive
 import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { FileNotifier, notifyEffect } from '../../shared/effects/notify';
+import { uuidPattern } from '../../shared/ids';
 import { DynamoInboxStore, maxErrorBytes } from '../../shared/inbox/dynamo-inbox-store';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { poisonKey } from '../../shared/inbox/process-once';
@@ -21,27 +22,10 @@ import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeEachEngine } from '../support/dynamo';
 import { approvedRow, busEvent, withdrawnRow } from '../support/dynamo-consumer-fixtures';
 import { anyJson, nastyString } from '../support/hostile-input';
+import { lambdaContext } from '../support/lambda-context';
 
 type AnyEvent = EventBridgeEvent<string, unknown>;
 type Json = Record<string, unknown>;
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-const lambdaContext = (name: string): Context =>
-  ({
-    awsRequestId: 'property-run',
-    functionName: name,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
-    memoryLimitInMB: '256',
-    logGroupName: `/aws/lambda/${name}`,
-    logStreamName: 'stream',
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => 30_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  }) as Context;
 
 /** A well-formed event the consumer would process, to spoil. */
 const validEvent = (consumer: ConsumerName): fc.Arbitrary<Json> =>
@@ -231,7 +215,10 @@ describeEachEngine(
     /** Delivers `event` and checks the poison path: acknowledged, recorded DEAD, no effect run. */
     async function expectPoison(consumer: ConsumerName, event: unknown): Promise<void> {
       const before = effectCalls[consumer];
-      const result = (await handlers[consumer](event as AnyEvent, lambdaContext(consumer))) as {
+      const result = (await handlers[consumer](
+        event as AnyEvent,
+        lambdaContext(consumer, 'property-run'),
+      )) as {
         status: string;
         eventId: string;
         reason?: string;
