@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { tempDataDir } from '../support/pipeline-client';
+import { pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 /*
@@ -68,11 +68,7 @@ describe.skipIf(!haveChromium)(
     let taskId: string;
     let deadEventId: string;
     const post = async (path: string, body: unknown) =>
-      (await fetch(`${runtime.url}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      }).then((r) => r.json())) as { taskId: string; eventId: string };
+      (await pipelineClient(runtime.url).call<{ taskId: string; eventId: string }>('POST', path, body)).body;
 
     beforeAll(async () => {
       dir = tempDataDir('pipeline-cross-site-');

@@ -5,7 +5,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardHtml } from '../../infra/local/dashboard';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { tempDataDir } from '../support/pipeline-client';
+import { pipelineClient, tempDataDir } from '../support/pipeline-client';
 
 /*
  * The dashboard page in headless Chromium against a fake ops server: node http serving
@@ -571,11 +571,7 @@ describe.skipIf(!haveChromium)(
     let approved: { taskId: string; eventId: string };
     const title = '<script>window.__xss = 1</script> & "quotes"';
     const post = async (path: string, body: unknown) =>
-      (await fetch(`${runtime.url}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      }).then((r) => r.json())) as { taskId: string; eventId: string };
+      (await pipelineClient(runtime.url).call<{ taskId: string; eventId: string }>('POST', path, body)).body;
 
     beforeAll(async () => {
       dir = tempDataDir('pipeline-dashboard-');
