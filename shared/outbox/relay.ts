@@ -239,16 +239,21 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
     if (failure) throw failure.reason;
   };
 
+  // Drains in a row that claimed nothing: a second one while rows are due means they are locked.
+  let emptyDrains = 0;
   for (;;) {
     const claimedBefore = total.claimed;
     await drain();
     if (stopped()) break;
+    emptyDrains = total.claimed > claimedBefore ? 0 : emptyDrains + 1;
     const { pending, nextDueInMs } = await deps.outbox.stats();
     if (pending === 0 || nextDueInMs === null) break;
-    // Due now after a drain that claimed rows: commits that landed meanwhile, claimable at once
-    // (under a steady load a pause here held every new event for up to a poll interval).
-    if (nextDueInMs === 0 && total.claimed > claimedBefore) continue;
-    // Due now but nothing was claimable (another relay's claim holds the rows): look again shortly.
+    // Due now: commits that landed after the drain's claim, claimable at once (under a steady
+    // load a pause here held every new event for up to a poll interval), even after a drain that
+    // found nothing (a run started for rows an earlier run took, as commits go on landing).
+    if (nextDueInMs === 0 && emptyDrains < 2) continue;
+    // Due now, but twice nothing was claimable: another relay's claim statement holds the rows
+    // (SKIP LOCKED passes them by until it commits their lease). Look again shortly.
     const wait = Math.max(nextDueInMs, settings.pollIntervalMs);
     if (wait >= budgetLeft()) break;
     await pause(wait);

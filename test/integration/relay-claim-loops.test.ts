@@ -2,17 +2,25 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { runRelay } from '../../shared/outbox/relay';
-import { RecordingPublisher, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
+import {
+  RecordingPublisher,
+  seedPending,
+  statusCounts,
+  testSettings,
+  throughStore,
+} from '../support/outbox-fixtures';
 import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
 
 describe('the claim loops of a relay run', () => {
   let db: SqlClient;
   let store: OutboxStore;
   let cleanup: () => Promise<void>;
+  let openedUrl: string;
 
   beforeAll(async () => {
     const opened = await openTestDatabase();
     db = opened.db;
+    openedUrl = opened.urlAs('relay');
     const relayDb = await pgAdapter.open(opened.urlAs('relay'));
     store = new OutboxStore(relayDb.db);
     cleanup = async () => {
@@ -69,26 +77,85 @@ describe('the claim loops of a relay run', () => {
     expect(slept).toEqual([]);
   });
 
+  it('a drain that found nothing claims at once the rows that commit before the run looks again', async () => {
+    // A run nudged for rows an earlier run already took: its claim finds nothing, and an
+    // approval commits between that claim and the run's look at the outbox.
+    const settings = testSettings({ claimBatchSize: 100, roundsInFlight: 1, pollIntervalMs: 1_000 });
+    let committed = false;
+    const late = throughStore(store, {
+      stats: async () => {
+        if (!committed) {
+          committed = true;
+          await seedPending(db, 1);
+        }
+        return store.stats();
+      },
+    });
+    const slept: number[] = [];
+
+    const report = await runRelay(
+      { outbox: late, publisher: new RecordingPublisher(), owner: 'r', settings },
+      { remainingMs: () => 60_000, sleep: async (ms) => void slept.push(ms) },
+    );
+
+    expect(report.published).toBe(1);
+    // Before: the empty drain was taken for rows another relay holds, and the event waited a poll interval.
+    expect(slept).toEqual([]);
+  });
+
+  it('rows another claim holds while they look due: one more claim at once, then a poll interval', async () => {
+    await seedPending(db, 3);
+    const settings = testSettings({ claimBatchSize: 100, roundsInFlight: 1, pollIntervalMs: 1_000 });
+    // Another relay's claim statement has the rows locked (SKIP LOCKED passes them by) and has
+    // not committed their lease yet: stats still sees them due.
+    const other = await pgAdapter.open(openedUrl);
+    let claims = 0;
+    const slept: number[] = [];
+    try {
+      await other.db.query('BEGIN');
+      await other.db.query("SELECT event_id FROM outbox WHERE status = 'pending' FOR UPDATE");
+      const counting = throughStore(store, {
+        claim: (owner, limits) => {
+          claims++;
+          return store.claim(owner, limits);
+        },
+      });
+      let left = 2_500;
+      const report = await runRelay(
+        { outbox: counting, publisher: new RecordingPublisher(), owner: 'r', settings },
+        {
+          remainingMs: () => left,
+          sleep: async (ms) => {
+            slept.push(ms);
+            left -= ms;
+          },
+        },
+      );
+      expect(report.published).toBe(0);
+    } finally {
+      await other.db.query('ROLLBACK');
+      await other.close();
+    }
+    // Two claims, then a poll interval's pause before each further one: no tight loop against the database.
+    expect(slept).toEqual([1_000, 1_000]);
+    expect(claims).toBe(4);
+  });
+
   it('a backlog widens the run to roundsInFlight claims at once, and no further', async () => {
     await seedPending(db, 1_000);
     const settings = testSettings({ claimBatchSize: 50, roundsInFlight: 3 });
     let inFlight = 0;
     let most = 0;
-    const counting: Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'> =
-      {
-        claim: async (owner, limits) => {
-          most = Math.max(most, ++inFlight);
-          try {
-            return await store.claim(owner, limits);
-          } finally {
-            inFlight--;
-          }
-        },
-        markDelivered: (items) => store.markDelivered(items),
-        markFailed: (owner, items) => store.markFailed(owner, items),
-        purgeDelivered: (hours, batch) => store.purgeDelivered(hours, batch),
-        stats: () => store.stats(),
-      };
+    const counting = throughStore(store, {
+      claim: async (owner, limits) => {
+        most = Math.max(most, ++inFlight);
+        try {
+          return await store.claim(owner, limits);
+        } finally {
+          inFlight--;
+        }
+      },
+    });
 
     const report = await runRelay(
       { outbox: counting, publisher: new RecordingPublisher(), owner: 'r', settings },

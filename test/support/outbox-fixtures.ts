@@ -3,7 +3,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import type { ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
-import type { RelaySettings } from '../../shared/outbox/relay';
+import type { RelayDeps, RelaySettings } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';
 
 /**
@@ -102,5 +102,20 @@ export function stubOutbox(
     markFailed: async () => [],
     purgeDelivered: async () => 0,
     stats: async () => ({ pending: 0, delivered: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null }),
+  };
+}
+
+/** The relay's view of `store`, with some of its calls replaced (to count them, or to commit rows in between). */
+export function throughStore(
+  store: OutboxStore,
+  overrides: Partial<RelayDeps['outbox']> = {},
+): RelayDeps['outbox'] {
+  return {
+    claim: (owner, limits) => store.claim(owner, limits),
+    markDelivered: (items) => store.markDelivered(items),
+    markFailed: (owner, items) => store.markFailed(owner, items),
+    purgeDelivered: (hours, batch) => store.purgeDelivered(hours, batch),
+    stats: () => store.stats(),
+    ...overrides,
   };
 }
