@@ -46,10 +46,15 @@ export class LocalBus {
   private readonly dead: DeadLetterFile;
   private readonly dispatch: TargetDispatch;
   private readonly putEvents: PutEventsEndpoint;
+  private redriving: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: LocalBusOptions) {
     const log = (message: string, extra?: Record<string, unknown>) => options.log?.(message, extra);
-    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'));
+    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), (err) =>
+      log('a journal line was not written: its target is delivered again after a restart', {
+        error: String(err),
+      }),
+    );
     this.dead = new DeadLetterFile(join(options.dir, 'dead-letters.jsonl'));
     this.dispatch = new TargetDispatch({
       invoke: options.invoke,
@@ -79,7 +84,7 @@ export class LocalBus {
     mkdirSync(this.options.dir, { recursive: true });
     this.dead.load();
     const pending = this.journal.recover();
-    this.journal.open();
+    await this.journal.open();
     this.endpoint = await this.putEvents.listen();
     for (const d of pending) this.dispatch.schedule(d);
     if (pending.length > 0)
@@ -92,7 +97,7 @@ export class LocalBus {
     this.dispatch.halt();
     await this.putEvents.close();
     await this.dispatch.drain(drainMs);
-    this.journal.close();
+    await this.journal.close();
   }
 
   /** Dead letters, oldest first (this run's and earlier runs'). */
@@ -106,28 +111,33 @@ export class LocalBus {
   }
 
   /** Puts a dead letter back on the bus for its target; false when there is none with that id. */
-  redrive(id: string, consumer?: ConsumerName): boolean {
-    const letter = this.dead.find(id, consumer);
-    if (!letter) return false;
-    const target = { rule: letter.rule, consumer: letter.consumer };
-    // Journal the redelivery (fsync) before forgetting the letter: a crash between the two
-    // writes then leaves a duplicate, never a loss.
-    this.journal.recordEvents([{ event: letter.event, targets: [target] }]);
-    this.dead.remove(letter);
-    this.dispatch.schedule({ event: letter.event, ...target, firstAttemptAt: Date.now() });
-    return true;
+  redrive(id: string, consumer?: ConsumerName): Promise<boolean> {
+    // One redrive at a time: two at once could both find the same letter and deliver it twice.
+    const redriven = this.redriving.then(async () => {
+      const letter = this.dead.find(id, consumer);
+      if (!letter) return false;
+      const target = { rule: letter.rule, consumer: letter.consumer };
+      // Journal the redelivery (fsync) before forgetting the letter: a crash between the two
+      // writes then leaves a duplicate, never a loss.
+      await this.journal.recordEvents([{ event: letter.event, targets: [target] }]);
+      this.dead.remove(letter);
+      this.dispatch.schedule({ event: letter.event, ...target, firstAttemptAt: Date.now() });
+      return true;
+    });
+    this.redriving = redriven.catch(() => false);
+    return redriven;
   }
 
   /** Delivers a stored event to one consumer again (an inbox redrive), journalled like any other. */
-  redeliver(consumer: ConsumerName, event: BusEvent): void {
+  async redeliver(consumer: ConsumerName, event: BusEvent): Promise<void> {
     const target = { rule: 'redrive', consumer };
-    this.journal.recordEvents([{ event, targets: [target] }]);
+    await this.journal.recordEvents([{ event, targets: [target] }]);
     this.dispatch.schedule({ event, ...target, firstAttemptAt: Date.now() });
   }
 
   // What PutEvents accepted: durable first, then on its way.
-  private accept({ events, deliveries }: AcceptedBatch): void {
-    this.journal.recordEvents(events);
+  private async accept({ events, deliveries }: AcceptedBatch): Promise<void> {
+    await this.journal.recordEvents(events);
     for (const d of deliveries) this.dispatch.schedule(d);
   }
 }

@@ -35,7 +35,7 @@ export class BusDeadLetters implements DeadLetterStore {
         ? this.bus.deadLetters().map((d) => ({ id: d.id, consumer: d.consumer }))
         : [{ id: target.id, consumer: target.consumer }];
     let redriven = 0;
-    for (const { id, consumer } of letters) while (this.bus.redrive(id, consumer)) redriven++;
+    for (const { id, consumer } of letters) while (await this.bus.redrive(id, consumer)) redriven++;
     return redriven;
   }
 }
@@ -45,7 +45,7 @@ export class BusRedelivery implements ConsumerRedelivery {
   constructor(private readonly bus: LocalBus) {}
 
   async redeliver(consumer: ConsumerName, event: unknown): Promise<void> {
-    this.bus.redeliver(consumer, event as BusEvent);
+    await this.bus.redeliver(consumer, event as BusEvent);
   }
 }
 

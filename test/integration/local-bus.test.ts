@@ -379,15 +379,15 @@ describe('LocalBus delivery', () => {
     expect(bus.deadLetters()).toHaveLength(1);
 
     notifyDown = false;
-    expect(bus.redrive(id, 'index')).toBe(false);
-    expect(bus.redrive('no-such-event', 'notify')).toBe(false);
-    expect(bus.redrive(id, 'notify')).toBe(true);
+    expect(await bus.redrive(id, 'index')).toBe(false);
+    expect(await bus.redrive('no-such-event', 'notify')).toBe(false);
+    expect(await bus.redrive(id, 'notify')).toBe(true);
     await settle(bus);
 
     expect(bus.deadLetters()).toEqual([]);
     expect(consumersOf(delivered, id)).toEqual(approvedTargets);
     expect(delivered.find((d) => d.consumer === 'notify')?.event.id).toBe(id);
-    expect(bus.redrive(id, 'notify')).toBe(false);
+    expect(await bus.redrive(id, 'notify')).toBe(false);
   });
 
   it('redeliver sends a stored event to one consumer again', async () => {
@@ -397,7 +397,7 @@ describe('LocalBus delivery', () => {
     const event = delivered.find((d) => d.consumer === 'archive')?.event;
     if (!event) throw new Error('archive got nothing');
 
-    bus.redeliver('archive', event);
+    await bus.redeliver('archive', event);
     await settle(bus);
 
     expect(consumersOf(delivered, id)).toEqual(['archive', 'archive', 'index', 'notify']);
@@ -544,7 +544,7 @@ describe('LocalBus journal', () => {
     expect(second.delivered).toEqual([]);
     expect(second.bus.deadLetters().map((d) => [d.id, d.consumer])).toEqual([[id, 'notify']]);
 
-    expect(second.bus.redrive(id, 'notify')).toBe(true);
+    expect(await second.bus.redrive(id, 'notify')).toBe(true);
     await settle(second.bus);
     expect(second.delivered.map((d) => [d.consumer, d.event.id])).toEqual([['notify', id]]);
     await second.bus.stop(50);

@@ -34,9 +34,10 @@ export interface PutEventsEndpointOptions {
   readonly counters: BusCounters;
   /**
    * Called once per request before the answer is sent: it must make `events` durable before it
-   * returns, since each accepted entry's EventId promises its delivery.
+   * resolves, since each accepted entry's EventId promises its delivery (a rejection answers
+   * the call with a 500 InternalFailure, which the SDK retries).
    */
-  readonly accept: (batch: AcceptedBatch) => void;
+  readonly accept: (batch: AcceptedBatch) => Promise<void>;
   readonly log: (message: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -133,7 +134,7 @@ export class PutEventsEndpoint {
       );
     }
     // Journalled (fsync) before answering: an EventId is a promise the event will be delivered.
-    this.options.accept({ events, deliveries });
+    await this.options.accept({ events, deliveries });
     const failed = results.filter((r) => 'ErrorCode' in r).length;
     this.options.counters.accepted += results.length - failed;
     this.options.counters.rejected += failed;
