@@ -124,11 +124,11 @@ const relay: RelayConfig = {
    */
   claimBatchSize: 1_000,
   /**
-   * Claim-publish-settle rounds a relay runs side by side, at most (a run widens to this many
-   * only while claims come back full): one batch is claimed or marked while others wait on
-   * PutEvents. On a loopback database two or three saturate it; with the Data API's and
-   * PutEvents' latencies (tens to hundreds of milliseconds a call) throughput grows with
-   * every round, so four.
+   * Claim-publish-settle rounds a relay runs side by side, at most: one batch is claimed or
+   * marked while others wait on PutEvents. A run widens only while claims come back full, and
+   * only to as many rounds as keep the database busy (`runRelay`): with the Data API's and
+   * PutEvents' latencies (tens to hundreds of milliseconds a call) that is far more than four
+   * and throughput grows with every round, so four; on a loopback database it is two.
    */
   roundsInFlight: 4,
   /** PutEvents takes 1-10 entries per call. */

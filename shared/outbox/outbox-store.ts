@@ -39,6 +39,12 @@ export interface Claim {
    * that is due and unclaimed.
    */
   readonly more: boolean;
+  /**
+   * How long the statement ran in the database (`clock_timestamp() - statement_timestamp()`),
+   * in milliseconds; absent when it returned no row. Against the claim's round trip it tells a
+   * relay whether it waits on the database's own work or on the way there and back.
+   */
+  readonly databaseMs?: number;
 }
 
 export interface Delivered {
@@ -90,6 +96,7 @@ interface ClaimRow {
   lease_expired: boolean;
   wedged: boolean;
   due_count: number;
+  database_ms: number;
   [k: string]: unknown;
 }
 
@@ -212,10 +219,13 @@ export class OutboxStore {
           WHERE o.event_id = due.event_id AND due.unsettled_claims >= :maxUnsettled
          RETURNING o.event_id
        )
-       SELECT taken.*, false AS wedged, (SELECT count(*) FROM due)::int AS due_count FROM taken
+       SELECT taken.*, false AS wedged, (SELECT count(*) FROM due)::int AS due_count,
+              (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000)::float8 AS database_ms
+         FROM taken
        UNION ALL
        SELECT wedged.event_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true,
-              (SELECT count(*) FROM due)::int
+              (SELECT count(*) FROM due)::int,
+              (extract(epoch FROM clock_timestamp() - statement_timestamp()) * 1000)::float8
          FROM wedged`,
       {
         owner,
@@ -251,6 +261,7 @@ export class OutboxStore {
       claimed,
       wedged: rows.filter((r) => r.wedged).map((r) => r.event_id),
       more: dueCount >= limits.rows || rows.length < dueCount,
+      ...(rows.length > 0 ? { databaseMs: Math.max(...rows.map((r) => r.database_ms)) } : {}),
     };
   }
 

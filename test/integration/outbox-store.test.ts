@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { claimRows, seedPending, statusCounts } from '../support/outbox-fixtures';
+import { claimRows, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, sqlAdapters } from '../support/sql-adapters';
 
 // The outbox repository contract, run once per SqlClient adapter on the same real PostgreSQL.
@@ -52,6 +52,18 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     const rest = await claimRows(store, 'relay-b', 10, 30);
     expect(rest).toHaveLength(2);
     expect(new Set([...claimed, ...rest].map((c) => c.eventId)).size).toBe(5);
+  });
+
+  it('a claim says how long it ran in the database: part of its round trip, and nothing when it took nothing', async () => {
+    await seedPending(db, 200);
+    const limits = { rows: 200, leaseSeconds: 30, bytes: testSettings().claimBytes, maxUnsettledClaims: 10 };
+    const sent = performance.now();
+    const claim = await store.claim('relay-a', limits);
+    const tripMs = performance.now() - sent;
+    expect(claim.claimed).toHaveLength(200);
+    expect(claim.databaseMs).toBeGreaterThan(0);
+    expect(claim.databaseMs).toBeLessThanOrEqual(tripMs);
+    expect((await store.claim('relay-b', limits)).databaseMs).toBeUndefined();
   });
 
   it('marks pending rows delivered once, keeping the first accepted publish’s bus event id', async () => {

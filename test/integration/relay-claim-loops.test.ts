@@ -150,7 +150,11 @@ describe('the claim loops of a relay run', () => {
       claim: async (owner, limits) => {
         most = Math.max(most, ++inFlight);
         try {
-          return await store.claim(owner, limits);
+          // 20 ms on the way there and back, as through the Data API: rounds wait on latency, and more help.
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          const claim = await store.claim(owner, limits);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          return claim;
         } finally {
           inFlight--;
         }

@@ -118,7 +118,12 @@ describe('relay claims through the RDS Data API', () => {
     await new Promise((r) => setTimeout(r, 30));
     await makeAllDue(owner);
     const fourth = await store.claim('crashing', limits);
-    expect(fourth).toEqual({ claimed: [], wedged: [first.eventId], more: true });
+    expect(fourth).toEqual({
+      claimed: [],
+      wedged: [first.eventId],
+      more: true,
+      databaseMs: expect.any(Number),
+    });
     // Not stuck behind it: the next claim takes the next row.
     const fifth = await store.claim('next', limits);
     expect(fifth.claimed).toHaveLength(1);

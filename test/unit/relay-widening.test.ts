@@ -33,4 +33,50 @@ describe('a relay run meeting a backlog', () => {
     for (const resolve of pending.splice(0)) resolve({ claimed: [], wedged: [], more: false });
     await run;
   });
+
+  it('keeps two rounds while the database’s work is most of a round, and widens once rounds wait on latency', async () => {
+    const settings = testSettings({ roundsInFlight: 4, claimBatchSize: 2 });
+    let now = 0;
+    const pending: ((claim: Claim) => void)[] = [];
+    const outbox = stubOutbox(() => new Promise<Claim>((resolve) => pending.push(resolve)));
+    const settle = async () => {
+      for (let i = 0; i < 50; i++) await Promise.resolve();
+    };
+    // Each claim's round trip takes 10 ms; `databaseMs` of it ran in the database.
+    const answer = (databaseMs: number, more = true) => {
+      now += 10;
+      for (const resolve of pending.splice(0))
+        resolve({
+          claimed: more ? claimedEvents(settings.claimBatchSize) : [],
+          wedged: [],
+          more,
+          databaseMs,
+        });
+    };
+
+    const run = runRelay(
+      { outbox, publisher: new RecordingPublisher(), owner: 'r', settings, clock: () => now },
+      { remainingMs: () => 60_000, sleep: async () => {} },
+    );
+    await settle();
+    expect(pending).toHaveLength(1);
+
+    // A loopback database: 9 of the 10 ms were its own work. Two rounds keep it busy; four would share its cores.
+    answer(9);
+    await settle();
+    expect(pending).toHaveLength(2);
+
+    // The Data API: 1 ms of work in a 10 ms round trip. All four rounds, to overlap the latency.
+    answer(1);
+    await settle();
+    expect(pending).toHaveLength(4);
+
+    // The database's work again: the two loops beyond the width give their places up.
+    answer(9);
+    await settle();
+    expect(pending).toHaveLength(2);
+
+    answer(0, false);
+    await run;
+  });
 });
