@@ -88,7 +88,10 @@ interface RoundShape {
 }
 
 /** A round, and its shape. */
-async function relayRound(deps: RelayDeps): Promise<{ round: RelayRound } & RoundShape> {
+async function relayRound(
+  deps: RelayDeps,
+  onClaimed: (more: boolean) => void = () => {},
+): Promise<{ round: RelayRound } & RoundShape> {
   const { outbox, publisher, owner, settings } = deps;
   const { claimed, wedged, more, databaseMs } = await outbox.claim(owner, {
     rows: settings.claimBatchSize,
@@ -96,6 +99,7 @@ async function relayRound(deps: RelayDeps): Promise<{ round: RelayRound } & Roun
     bytes: settings.claimBytes,
     maxUnsettledClaims: settings.maxUnsettledClaims,
   });
+  onClaimed(more);
   if (claimed.length === 0) return { round: { ...emptyRound, dead: wedged.length }, more, databaseMs };
 
   const failed: Failed[] = [];
@@ -201,16 +205,16 @@ export interface RunReport extends RelayRound {
  * Up to `roundsInFlight` rounds run side by side, so one batch is being claimed or settled in
  * the database while another waits on PutEvents: the relay overlaps its two latencies instead
  * of adding them. SKIP LOCKED keeps their claims disjoint, as it does across relays. A run
- * starts with one round and widens as soon as a claim stops at its bound (`Claim.more`: a
- * backlog), so a nudge for a few events or an idle sweep claims once, not once per round in
- * flight. Each full round sets the width anew, to as many rounds as keep the database busy:
- * the round's time over the database's work in it (its claim statement's time, twice, for the
- * claim and the mark), at least two (one publishing while the other is in the database), at
- * most `roundsInFlight`. Through the Data API that is about ten, so all of them; on a loopback
- * database it is under two, so two, since more statements at once
- * would only share the database's cores (on 2 cores about 24,000 events/s with two rounds,
- * 21,000 with four). A loop ends when its claim took every due row it saw; a claim cut short
- * by the byte bound is no such sign, and the loop claims again at once.
+ * starts with one round, so a nudge for a few events or an idle sweep claims once, not once
+ * per round in flight; a claim that stops at its bound (`Claim.more`: a backlog) starts a
+ * second round at once, while its own round publishes. After each full round the run sets
+ * its width anew, to as many rounds as keep the database busy: the round's time over the
+ * database's work in it (its claim statement's time, twice, for the claim and the mark), at
+ * least two, at most `roundsInFlight`. Through the Data API that is about ten, so all of
+ * them; on a loopback database it is under two, so two, since more statements at once would
+ * only share the database's cores (on 2 cores about 24,000 events/s with two rounds, 21,000
+ * with four). A loop ends when its claim took every due row it saw; a claim cut short by the
+ * byte bound is no such sign, and the loop claims again at once.
  */
 export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<RunReport> {
   const { settings } = deps;
@@ -250,7 +254,10 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
       try {
         while (!over()) {
           const began = clock();
-          const { round, more, databaseMs } = await relayRound(deps);
+          // A full claim means a backlog: a second round claims at once, while this one publishes.
+          const { round, more, databaseMs } = await relayRound(deps, (full) => {
+            if (full) while (running < Math.min(2, most) && !caughtUp && !over()) start();
+          });
           total = addRounds(total, round);
           rounds++;
           if (!more) {

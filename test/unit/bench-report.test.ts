@@ -116,6 +116,15 @@ describe('the bench report formatter', () => {
     expect(goals.relayToPeer).toEqual({ value: 30, target: '>= 20', met: true });
     expect(goals.relayRoundTripsPer1000.met).toBe(true);
     expect(goals.rssGrowthMb.met).toBe(true);
+    expect(goals.e2e50P99Ms.met).toBe(false);
+    const quick = Array.from({ length: 100 }, (_, i) => i * 4);
+    expect(
+      buildReport(measurements({ e2e: { ...measurements().e2e, '50': quick } })).goals.e2e50P99Ms,
+    ).toEqual({
+      value: 392,
+      target: '< 500',
+      met: true,
+    });
     expect(buildReport(measurements({ relay: { ...relay, rssGrowthMb: 50 } })).goals.rssGrowthMb.met).toBe(
       false,
     );
@@ -136,6 +145,7 @@ describe('the bench report formatter', () => {
 
     expect(markdown).toContain('| 21,000 events/s |');
     expect(markdown).toContain('relay at least 0.8 of it: 0.84, met');
+    expect(markdown).toContain('p99 under 500 ms: **not met** |');
     expect(markdown).toContain('| 1,000 |  | 25,000 |  |');
   });
 });

@@ -79,4 +79,38 @@ describe('a relay run meeting a backlog', () => {
     answer(0, false);
     await run;
   });
+
+  it('a full claim starts a second round at once, before its own round has published', async () => {
+    const settings = testSettings({ roundsInFlight: 4, claimBatchSize: 2 });
+    const claims: ((claim: Claim) => void)[] = [];
+    const outbox = stubOutbox(() => new Promise<Claim>((resolve) => claims.push(resolve)));
+    const publishes: (() => void)[] = [];
+    const recording = new RecordingPublisher();
+    const slow: RecordingPublisher = Object.assign(Object.create(recording), {
+      publish: async (events: Parameters<RecordingPublisher['publish']>[0]) => {
+        await new Promise<void>((resolve) => publishes.push(resolve));
+        return recording.publish(events);
+      },
+    });
+    const settle = async () => {
+      for (let i = 0; i < 50; i++) await Promise.resolve();
+    };
+
+    const run = runRelay(
+      { outbox, publisher: slow, owner: 'r', settings },
+      { remainingMs: () => 60_000, sleep: async () => {} },
+    );
+    await settle();
+    claims.shift()?.({ claimed: claimedEvents(settings.claimBatchSize), wedged: [], more: true });
+    await settle();
+
+    // The first round is publishing; the second is already claiming.
+    expect(publishes).toHaveLength(1);
+    expect(claims).toHaveLength(1);
+    claims.shift()?.({ claimed: [], wedged: [], more: false });
+    for (const release of publishes.splice(0)) release();
+    await settle();
+    for (const resolve of claims.splice(0)) resolve({ claimed: [], wedged: [], more: false });
+    await run;
+  });
 });
