@@ -137,8 +137,12 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     const unknown = approveTask({ taskId: crypto.randomUUID(), approvedBy: 'rita' }, { db });
     const again = approveTask({ taskId, approvedBy: 'sam' }, { db });
 
-    await expect(unknown).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(again).rejects.toMatchObject({ code: 'CONFLICT', details: { currentStatus: 'approved' } });
+    // Both expectations hold their promise from the start: awaited one after the other, the
+    // second's rejection could land first with no handler (an unhandled rejection in CI).
+    await Promise.all([
+      expect(unknown).rejects.toMatchObject({ code: 'NOT_FOUND' }),
+      expect(again).rejects.toMatchObject({ code: 'CONFLICT', details: { currentStatus: 'approved' } }),
+    ]);
   });
 
   it.each<[string, Fault]>([
