@@ -84,7 +84,7 @@ export class LocalBus {
     mkdirSync(this.options.dir, { recursive: true });
     this.dead.load();
     const pending = this.journal.recover();
-    await this.journal.open();
+    await this.journal.openForAppend();
     this.endpoint = await this.putEvents.listen();
     for (const d of pending) this.dispatch.schedule(d);
     if (pending.length > 0)

@@ -1,9 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, BusTarget } from '../../infra/local/bus/bus-types';
-import { BusJournal } from '../../infra/local/bus/journal';
+import { BusJournal, type JournalFile } from '../../infra/local/bus/journal';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -40,7 +41,7 @@ describe('BusJournal', () => {
     const path = journalPath();
     const journal = new BusJournal(path);
     journal.recover();
-    await journal.open();
+    await journal.openForAppend();
     const onDisk: boolean[] = [];
     const records: Promise<void>[] = [];
     // Fifty PutEvents calls at once, with deliveries finishing in between (as under load).
@@ -75,7 +76,7 @@ describe('BusJournal', () => {
     const path = journalPath();
     const journal = new BusJournal(path);
     journal.recover();
-    await journal.open();
+    await journal.openForAppend();
     const last = journal.recordEvents([{ event: event('kept'), targets }]);
     await journal.close();
     await last;
@@ -83,5 +84,35 @@ describe('BusJournal', () => {
     await expect(journal.recordEvents([{ event: event('late'), targets }])).rejects.toThrow(/closed/);
     journal.recordDone({ event: event('kept'), ...index, firstAttemptAt: 0 });
     expect(lines(path).map((l) => l.event?.id ?? l.id)).toEqual(['kept']);
+  });
+
+  it('after a failed write it refuses every event: none is answered onto a torn line and lost', async () => {
+    const path = journalPath();
+    // A disk that fills up in the middle of the first write: part of it lands, then ENOSPC.
+    let full = true;
+    const journal = new BusJournal(path, undefined, async (p): Promise<JournalFile> => {
+      const file = await open(p, 'a');
+      return {
+        appendFile: async (text) => {
+          if (!full) return file.appendFile(text);
+          full = false;
+          await file.appendFile(String(text).slice(0, 40));
+          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        },
+        sync: () => file.sync(),
+        close: () => file.close(),
+      };
+    });
+    journal.recover();
+    await journal.openForAppend();
+
+    await expect(journal.recordEvents([{ event: event('torn'), targets }])).rejects.toThrow(/ENOSPC/);
+    // Before: this one was written after the torn fragment and answered; recovery then skipped
+    // the glued line, and an event the relay had marked delivered was gone.
+    await expect(journal.recordEvents([{ event: event('next'), targets }])).rejects.toThrow(
+      /takes no more events until a restart/,
+    );
+    await journal.close();
+    expect(new BusJournal(path).recover()).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { type FileHandle, open as openFile } from 'node:fs/promises';
 import type { BusEvent, BusTarget, TargetDelivery } from './bus-types';
 import { replaceDurably } from './durable-file';
 
@@ -13,6 +13,9 @@ export interface JournalledEvent {
   readonly event: BusEvent;
   readonly targets: readonly BusTarget[];
 }
+
+/** What the journal needs of its open file. */
+export type JournalFile = Pick<FileHandle, 'appendFile' | 'sync' | 'close'>;
 
 /** Lines waiting for the next write, and the callers waiting for their fsync. */
 interface JournalBatch {
@@ -35,17 +38,26 @@ interface JournalBatch {
  * synchronous append and fsync per PutEvents call held everything else in the process for a
  * millisecond or two each, measured in `npm run bench:e2e`) and one fsync covers every
  * PutEvents call that arrived meanwhile.
+ *
+ * A failed write or fsync breaks the journal for good: the write may have left a torn line
+ * that the next append would glue onto (recovery then skips the glued line: an answered event
+ * lost), and on Linux a later fsync can succeed although the failed one's pages never reached
+ * the disk. Every later event is refused (the bus answers InternalFailure, which the relay
+ * retries); the next start recovers what reached the file.
  */
 export class BusJournal {
-  private handle: FileHandle | undefined;
+  private handle: JournalFile | undefined;
   private next: JournalBatch | undefined;
   private writing: Promise<void> | undefined;
-  private closing = false;
+  private closed: Promise<void> | undefined;
+  private broken: unknown;
 
   constructor(
     private readonly path: string,
     /** Told when a `done` line could not be written (its target is delivered again after a restart). */
     private readonly onLostDone: (err: unknown) => void = () => {},
+    /** Opens the file for appending (tests put a failing disk here). */
+    private readonly open: (path: string) => Promise<JournalFile> = (p) => openFile(p, 'a'),
   ) {}
 
   /**
@@ -87,8 +99,9 @@ export class BusJournal {
   }
 
   /** Opens the journal for appending (after {@link recover}). */
-  async open(): Promise<void> {
-    this.handle = await open(this.path, 'a');
+  async openForAppend(): Promise<void> {
+    this.handle = await this.open(this.path);
+    this.closed = undefined;
   }
 
   /** Journals events with their targets; resolves once they are fsync'ed: then the caller may answer their EventIds. */
@@ -106,19 +119,28 @@ export class BusJournal {
   }
 
   /** Writes what is recorded so far, then closes; later records are not written. */
-  async close(): Promise<void> {
-    this.closing = true;
-    while (this.writing) await this.writing;
-    await this.handle?.close();
-    this.handle = undefined;
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      while (this.writing) await this.writing;
+      await this.handle?.close();
+      this.handle = undefined;
+    })();
+    return this.closed;
   }
 
   // After close a `done` line (a delivery finishing while the bus stops) is dropped: the next
   // start re-delivers that target. An event line is refused: its EventId must not be answered.
   private append(lines: readonly JournalLine[], durable: boolean): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
-    if (this.handle === undefined || this.closing)
-      return durable ? Promise.reject(new Error('the bus journal is closed')) : Promise.resolve();
+    const refusal =
+      this.broken !== undefined
+        ? new Error('the bus journal failed a write and takes no more events until a restart', {
+            cause: this.broken,
+          })
+        : this.handle === undefined || this.closed
+          ? new Error('the bus journal is closed')
+          : undefined;
+    if (refusal) return durable ? Promise.reject(refusal) : Promise.resolve();
     const batch = this.next ?? { text: '', durable: false, waiters: [] };
     this.next = batch;
     batch.text += lines.map((l) => `${JSON.stringify(l)}\n`).join('');
@@ -130,14 +152,19 @@ export class BusJournal {
 
   /** Writes batch after batch until none is waiting; one at a time, so lines stay in order. */
   private async flush(): Promise<void> {
-    const handle = this.handle as FileHandle;
+    const handle = this.handle as JournalFile;
     for (let batch = this.next; batch; batch = this.next) {
       this.next = undefined;
+      if (this.broken !== undefined) {
+        for (const w of batch.waiters) w.reject(this.broken);
+        continue;
+      }
       try {
         await handle.appendFile(batch.text);
         if (batch.durable) await handle.sync();
         for (const w of batch.waiters) w.resolve();
       } catch (err) {
+        this.broken = err;
         for (const w of batch.waiters) w.reject(err);
       }
     }
