@@ -218,31 +218,21 @@ async function drainNaive(url: string): Promise<Drain> {
 function implementations(options: RelayBenchOptions): Implementation[] {
   const { settings } = options;
   const skip = new Set(options.skip ?? []);
-  const list: Implementation[] = [
-    {
-      name: 'relay',
-      run: async (url) => {
-        const db = new PgSqlClient({ connectionString: url });
-        try {
-          return await drainWithRelay(db, settings);
-        } finally {
-          await db.close();
-        }
-      },
+  const relayAt = (name: string, relaySettings: RelayBenchSettings): Implementation => ({
+    name,
+    run: async (url) => {
+      const db = new PgSqlClient({ connectionString: url });
+      try {
+        return await drainWithRelay(db, relaySettings);
+      } finally {
+        await db.close();
+      }
     },
+  });
+  const list: Implementation[] = [
+    relayAt('relay', settings),
+    ...(options.compare ?? []).map((other) => relayAt(`relay ${settingsName(other)}`, other)),
   ];
-  for (const other of options.compare ?? [])
-    list.push({
-      name: `relay ${settingsName(other)}`,
-      run: async (url) => {
-        const db = new PgSqlClient({ connectionString: url });
-        try {
-          return await drainWithRelay(db, other);
-        } finally {
-          await db.close();
-        }
-      },
-    });
   for (const batch of options.batches)
     for (const connections of options.connections) {
       const cell = { batch, connections };

@@ -10,7 +10,7 @@ import {
   testSettings,
   throughStore,
 } from '../support/outbox-fixtures';
-import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
+import { openRelayTestDatabase } from '../support/sql-adapters';
 
 describe('the claim loops of a relay run', () => {
   let db: SqlClient;
@@ -19,15 +19,9 @@ describe('the claim loops of a relay run', () => {
   let openedUrl: string;
 
   beforeAll(async () => {
-    const opened = await openTestDatabase();
-    db = opened.db;
-    openedUrl = opened.urlAs('relay');
-    const relayDb = await pgAdapter.open(opened.urlAs('relay'));
-    store = new OutboxStore(relayDb.db);
-    cleanup = async () => {
-      await relayDb.close();
-      await opened.close();
-    };
+    const opened = await openRelayTestDatabase();
+    ({ db, relayUrl: openedUrl, close: cleanup } = opened);
+    store = new OutboxStore(opened.relayDb);
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

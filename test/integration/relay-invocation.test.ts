@@ -8,7 +8,7 @@ import type { SweepControl } from '../../shared/outbox/relay-invocation';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
 import { makeAllDue, RecordingPublisher, seedPending, testSettings } from '../support/outbox-fixtures';
-import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
+import { openRelayTestDatabase } from '../support/sql-adapters';
 
 function lambdaContext(remainingMs: () => number) {
   return { awsRequestId: 'req-1', getRemainingTimeInMillis: remainingMs };
@@ -21,14 +21,7 @@ describe('relay invocation', () => {
 
   // Fixtures as the schema owner; the relay as its own role.
   beforeAll(async () => {
-    const opened = await openTestDatabase();
-    db = opened.db;
-    const asRelay = await pgAdapter.open(opened.urlAs('relay'));
-    relayDb = asRelay.db;
-    cleanup = async () => {
-      await asRelay.close();
-      await opened.close();
-    };
+    ({ db, relayDb, close: cleanup } = await openRelayTestDatabase());
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

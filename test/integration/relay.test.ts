@@ -13,7 +13,7 @@ import {
   statusCounts,
   testSettings,
 } from '../support/outbox-fixtures';
-import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
+import { openRelayTestDatabase, pgAdapter } from '../support/sql-adapters';
 
 const eventBridge = mockClient(EventBridgeClient);
 
@@ -47,15 +47,9 @@ describe('relay on real PostgreSQL', () => {
 
   // Fixtures and checks as the schema owner; the relay itself as its own role, with its grants only.
   beforeAll(async () => {
-    const opened = await openTestDatabase();
-    url = opened.urlAs('relay');
-    db = opened.db;
-    const relayDb = await pgAdapter.open(url);
-    store = new OutboxStore(relayDb.db);
-    cleanup = async () => {
-      await relayDb.close();
-      await opened.close();
-    };
+    const opened = await openRelayTestDatabase();
+    ({ db, relayUrl: url, close: cleanup } = opened);
+    store = new OutboxStore(opened.relayDb);
   });
   afterAll(() => cleanup());
   beforeEach(async () => {

@@ -85,3 +85,27 @@ export async function openTestDatabase(
     },
   };
 }
+
+/**
+ * A test database for the relay: the schema owner's client for fixtures and checks, and the
+ * relay role's client (its grants only) for the relay under test, with the URL it logs in by.
+ */
+export async function openRelayTestDatabase(): Promise<{
+  db: SqlClient;
+  relayDb: SqlClient;
+  relayUrl: string;
+  close: () => Promise<void>;
+}> {
+  const opened = await openTestDatabase();
+  const relayUrl = opened.urlAs('relay');
+  const asRelay = await pgAdapter.open(relayUrl);
+  return {
+    db: opened.db,
+    relayDb: asRelay.db,
+    relayUrl,
+    close: async () => {
+      await asRelay.close();
+      await opened.close();
+    },
+  };
+}
