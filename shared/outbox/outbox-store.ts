@@ -371,16 +371,26 @@ export class OutboxStore {
     };
   }
 
-  /** Deletes at most `batchSize` delivered rows older than `retentionHours`; returns how many. */
+  /**
+   * Deletes at most `batchSize` delivered rows older than `retentionHours`; returns how many.
+   *
+   * The bound: the rows are chosen once, in a MATERIALIZED CTE, and the DELETE joins on that
+   * fixed set. `DELETE … WHERE event_id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` let the
+   * planner run the sub-select more than once (a re-check after a concurrent change, or a plan
+   * that re-scans it), and with equal `delivered_at` each run could pick other rows: a batch of
+   * 3 deleted 4. A materialized CTE is evaluated exactly once per statement:
+   * https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-CTE-MATERIALIZATION
+   */
   async purgeDelivered(retentionHours: number, batchSize: number): Promise<number> {
     const { rowCount } = await this.db.query(
-      `DELETE FROM outbox
-        WHERE event_id IN (
-          SELECT event_id FROM outbox
-           WHERE status = 'delivered' AND delivered_at < now() - make_interval(hours => :retentionHours::int)
-           ORDER BY delivered_at
-           LIMIT :batchSize
-           FOR UPDATE SKIP LOCKED)`,
+      `WITH victims AS MATERIALIZED (
+         SELECT event_id FROM outbox
+          WHERE status = 'delivered' AND delivered_at < now() - make_interval(hours => :retentionHours::int)
+          ORDER BY delivered_at
+          LIMIT :batchSize
+          FOR UPDATE SKIP LOCKED
+       )
+       DELETE FROM outbox o USING victims v WHERE o.event_id = v.event_id`,
       { retentionHours, batchSize },
     );
     return rowCount;

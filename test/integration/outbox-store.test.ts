@@ -228,6 +228,30 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     expect(await statusCounts(db)).toEqual({ pending: 1, delivered: 1 });
   });
 
+  it('a purge never deletes more than its batch, whatever plan PostgreSQL picks', async () => {
+    // Equal delivered_at and a plan that re-scans the chosen rows once per row it looks at (a
+    // nested-loop semi-join with nothing cached): a statement whose batch was a sub-select
+    // re-ran it after each delete, skipped the rows it had just deleted and took others (12 of 3).
+    await seedPending(db, 12);
+    await db.query("UPDATE outbox SET status = 'delivered', delivered_at = now() - interval '8 days'");
+    const rescanEveryRow = [
+      'enable_hashjoin',
+      'enable_mergejoin',
+      'enable_material',
+      'enable_hashagg',
+      'enable_sort',
+    ];
+    const deleted = await db.transaction(async (tx) => {
+      for (const setting of rescanEveryRow) await tx.query(`SET LOCAL ${setting} = off`);
+      return new OutboxStore({ ...db, query: (sql, params) => tx.query(sql, params) }).purgeDelivered(
+        24 * 7,
+        3,
+      );
+    });
+    expect(deleted).toBe(3);
+    expect(await statusCounts(db)).toEqual({ delivered: 9 });
+  });
+
   it('redrives a dead event back to pending with fresh attempts', async () => {
     await seedPending(db, 1);
     const [c] = await claimRows(store, 'relay-a', 1, 30);
