@@ -1,6 +1,6 @@
-import type { SqlExecutor } from '../db/sql-client';
-import { sqlParam } from '../db/sql-client';
+import { type SqlExecutor, type SqlParams, sqlParam } from '../db/sql-client';
 import { PipelineError } from '../errors';
+import { eventTypes } from '../topology';
 
 /** The lifecycle states a task can be in; the `tasks.status` CHECK constraint allows exactly these. */
 export type TaskStatus = 'pending_review' | 'approved' | 'rejected' | 'withdrawn';
@@ -122,41 +122,103 @@ export async function findTask(db: SqlExecutor, taskId: string): Promise<Task | 
   return row ? decodeTask(row) : null;
 }
 
+/** What a task change committed: the new row, and whether the relay looked idle to it. */
+export interface CommittedChange {
+  readonly task: Task;
+  /**
+   * No relay run held the run lease when the change committed (`relay_lease` slot 0 free or
+   * lapsed): the caller nudges the relay. A run that held it drains this event, or, having
+   * released the lease meanwhile, finds it after waiting for this transaction to end (see
+   * migration 0007, `relay_writers_in_flight`).
+   */
+  readonly relayIdle: boolean;
+}
+
+/** ISO-8601 in UTC with milliseconds, as `Date.prototype.toISOString` writes it (the contract's `z.iso.datetime()`). */
+const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 /**
- * Approves the task only if it is still `pending_review`, returning the new row or `null`.
- * The status test is in the UPDATE itself: a concurrent approver blocks on the row lock, then
- * PostgreSQL re-checks the WHERE against the committed row and updates nothing, so two
- * approvals can never both succeed (no read-then-write window).
+ * The event payload of each change, built in SQL from the row the UPDATE returned, so the
+ * change and its event are one statement. The same object `contentApprovedData` and
+ * `contentWithdrawnData` parse (a property test runs both over generated tasks).
  */
-export async function approvePendingTask(
-  tx: SqlExecutor,
-  change: { taskId: string; reviewer: string; at: Date },
-): Promise<Task | null> {
-  const { rows } = await tx.query<TaskRow>(
-    `UPDATE tasks
-        SET status = 'approved', version = version + 1, reviewer = :reviewer,
-            approved_at = :at, updated_at = :at
-      WHERE task_id = :taskId AND status = 'pending_review'
-      RETURNING ${taskColumns}`,
-    { taskId: sqlParam.uuid(change.taskId), reviewer: change.reviewer, at: sqlParam.timestamp(change.at) },
+const payloads = {
+  approved: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title, 'assignee', assignee,
+               'reviewer', reviewer, 'approvedAt', ${isoUtc('approved_at')})`,
+  withdrawn: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title,
+               'withdrawnBy', withdrawn_by, 'reason', withdraw_reason, 'withdrawnAt', ${isoUtc('withdrawn_at')})`,
+} as const;
+
+/**
+ * One statement: the conditional UPDATE, the INSERT of its event at the new version (a
+ * data-modifying CTE runs exactly once and commits or rolls back with the statement:
+ * https://www.postgresql.org/docs/current/queries-with.html#QUERIES-WITH-MODIFYING), and the
+ * relay lease read. The status test is in the UPDATE itself: a concurrent change blocks on
+ * the row lock, then PostgreSQL re-checks the WHERE against the committed row and updates
+ * nothing, so two changes can never both succeed (no read-then-write window). On the Data API
+ * that is one call, not four (BeginTransaction, UPDATE, INSERT, CommitTransaction).
+ */
+async function changeAndAppend(
+  db: SqlExecutor,
+  update: { readonly set: string; readonly from: string },
+  event: { readonly eventId: string; readonly eventType: string; readonly payload: string },
+  params: SqlParams,
+): Promise<CommittedChange | null> {
+  const { rows } = await db.query<TaskRow & { relay_idle: boolean }>(
+    `WITH changed AS (
+       UPDATE tasks SET ${update.set}, version = version + 1
+        WHERE task_id = :taskId AND ${update.from}
+       RETURNING ${taskColumns}
+     ),
+     appended AS (
+       INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload)
+       SELECT :eventId, :eventType, task_id, version, ${event.payload} FROM changed
+     )
+     SELECT changed.*,
+            NOT EXISTS (SELECT 1 FROM relay_lease
+                         WHERE slot = 0 AND owner IS NOT NULL AND lease_until >= now()) AS relay_idle
+       FROM changed`,
+    { ...params, eventId: sqlParam.uuid(event.eventId), eventType: event.eventType },
   );
-  return rows[0] ? decodeTask(rows[0]) : null;
+  const row = rows[0];
+  return row ? { task: decodeTask(row), relayIdle: row.relay_idle } : null;
 }
 
 /**
- * Withdraws the task only if it is `pending_review` or `approved`, returning the new row or
- * `null`; conditional in one statement for the same reason as {@link approvePendingTask}.
+ * Approves the task if it is still `pending_review` and appends its `content.approved` event
+ * `eventId`, in one statement; `null` when the task was not pending review (or not there).
  */
-export async function withdrawOpenTask(
-  tx: SqlExecutor,
-  change: { taskId: string; withdrawnBy: string; reason: string | null; at: Date },
-): Promise<Task | null> {
-  const { rows } = await tx.query<TaskRow>(
-    `UPDATE tasks
-        SET status = 'withdrawn', version = version + 1, withdrawn_by = :withdrawnBy,
-            withdraw_reason = :reason, withdrawn_at = :at, updated_at = :at
-      WHERE task_id = :taskId AND status IN ('pending_review', 'approved')
-      RETURNING ${taskColumns}`,
+export function approveAndAppend(
+  db: SqlExecutor,
+  change: { taskId: string; reviewer: string; at: Date; eventId: string },
+): Promise<CommittedChange | null> {
+  return changeAndAppend(
+    db,
+    {
+      set: "status = 'approved', reviewer = :reviewer, approved_at = :at, updated_at = :at",
+      from: "status = 'pending_review'",
+    },
+    { eventId: change.eventId, eventType: eventTypes.approved, payload: payloads.approved },
+    { taskId: sqlParam.uuid(change.taskId), reviewer: change.reviewer, at: sqlParam.timestamp(change.at) },
+  );
+}
+
+/**
+ * Withdraws the task if it is `pending_review` or `approved` and appends its
+ * `content.withdrawn` event `eventId`, in one statement; `null` from any other state.
+ */
+export function withdrawAndAppend(
+  db: SqlExecutor,
+  change: { taskId: string; withdrawnBy: string; reason: string | null; at: Date; eventId: string },
+): Promise<CommittedChange | null> {
+  return changeAndAppend(
+    db,
+    {
+      set: `status = 'withdrawn', withdrawn_by = :withdrawnBy, withdraw_reason = :reason,
+            withdrawn_at = :at, updated_at = :at`,
+      from: "status IN ('pending_review', 'approved')",
+    },
+    { eventId: change.eventId, eventType: eventTypes.withdrawn, payload: payloads.withdrawn },
     {
       taskId: sqlParam.uuid(change.taskId),
       withdrawnBy: change.withdrawnBy,
@@ -164,5 +226,27 @@ export async function withdrawOpenTask(
       at: sqlParam.timestamp(change.at),
     },
   );
-  return rows[0] ? decodeTask(rows[0]) : null;
+}
+
+/**
+ * A task and whether the event `eventId` exists, in one statement: after a change matched
+ * nothing (or its answer was lost), this tells "no such task", "another change won" and "this
+ * change did commit" apart. A fresh statement, so it sees what committed since.
+ */
+export async function taskAndEvent(
+  db: SqlExecutor,
+  taskId: string,
+  eventId: string,
+): Promise<{ task: Task | null; eventExists: boolean }> {
+  const { rows } = await db.query<TaskRow & { event_exists: boolean }>(
+    `SELECT t.*, EXISTS (SELECT 1 FROM outbox WHERE event_id = :eventId) AS event_exists
+       FROM (SELECT 1) AS one
+       LEFT JOIN (SELECT ${taskColumns} FROM tasks WHERE task_id = :taskId) AS t ON true`,
+    { taskId: sqlParam.uuid(taskId), eventId: sqlParam.uuid(eventId) },
+  );
+  const row = rows[0];
+  return {
+    task: row && row.task_id !== null ? decodeTask(row) : null,
+    eventExists: row?.event_exists === true,
+  };
 }

@@ -27,7 +27,7 @@ export interface TasksApiLogger extends ErrorLogger {
 /** Everything the tasks API needs, injected so the Lambda handler, the local runtime and tests share one API. */
 export interface TasksApiDeps {
   readonly db: SqlClient;
-  /** Woken after every committed approve/withdraw; a failure is logged, never returned. */
+  /** Woken after a committed approve/withdraw that found no relay run draining; a failure is logged, never returned. */
   readonly nudger: RelayNudger;
   readonly logger: TasksApiLogger;
   /** Task and event ids; defaults to `crypto.randomUUID`. */
@@ -99,8 +99,11 @@ const fieldsOf = (result: z.ZodSafeParseResult<unknown>, prefix: readonly Proper
 export function createTasksApi(deps: TasksApiDeps): TasksApi {
   const { db, nudger, logger, ids, clock } = deps;
 
-  // Called only after the transaction committed: the relay must find the row when it wakes.
+  // Called only after the change committed: the relay must find the row when it wakes. A change
+  // that found a relay run draining leaves it to that run: at a thousand approvals a second a
+  // nudge each would start a thousand invocations to find the work taken.
   async function nudgeRelay(change: TaskChange): Promise<void> {
+    if (!change.relayIdle) return;
     try {
       await nudger.nudge();
     } catch (err) {

@@ -45,6 +45,29 @@ describe('tasks API nudges the relay after a committed change, and a failed nudg
     expect(nudge).toHaveBeenCalledOnce();
   });
 
+  it('does not nudge while a relay run holds the run lease, and nudges again once it lapsed or was released', async () => {
+    const [first, second, third] = [await newTask(), await newTask(), await newTask()];
+    await h.truth.query(
+      "UPDATE relay_lease SET owner = 'relay-draining', lease_until = now() + interval '1 minute' WHERE slot = 0",
+    );
+    try {
+      const held = await h.call(jsonRequest('POST', `/tasks/${first}/approve`, { approvedBy: 'rita' }));
+      expect(held.status).toBe(200);
+      expect(nudge).not.toHaveBeenCalled();
+
+      // A run that died keeps the slot only until its lease runs out.
+      await h.truth.query("UPDATE relay_lease SET lease_until = now() - interval '1 second' WHERE slot = 0");
+      await h.call(jsonRequest('POST', `/tasks/${second}/approve`, { approvedBy: 'rita' }));
+      expect(nudge).toHaveBeenCalledOnce();
+
+      await h.truth.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE slot = 0');
+      await h.call(jsonRequest('POST', `/tasks/${third}/withdraw`, { withdrawnBy: 'rita' }));
+      expect(nudge).toHaveBeenCalledTimes(2);
+    } finally {
+      await h.truth.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE slot = 0');
+    }
+  });
+
   it('does not nudge on a create, a 409 or a 400', async () => {
     const taskId = await newTask();
     await h.call(jsonRequest('POST', `/tasks/${taskId}/withdraw`, { withdrawnBy: 'rita' }));

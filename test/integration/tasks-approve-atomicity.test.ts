@@ -1,6 +1,8 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import type { Row, SqlClient, SqlExecutor, SqlParams } from '../../shared/db/sql-client';
+import type { Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
+import { PipelineError } from '../../shared/errors';
 import { contentApprovedData } from '../../shared/events/schemas';
 import { approveTask, createTask, withdrawTask } from '../../shared/tasks/commands';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
@@ -9,60 +11,77 @@ import { sqlAdapters } from '../support/sql-adapters';
 import { waitFor } from '../support/wait-for';
 import { callApi, jsonRequest, outboxRows, taskState } from './tasks-api-harness';
 
-/** Where the injected failure strikes inside the approve transaction. */
-interface Fault {
-  readonly statement: RegExp;
-  /** `before`: the statement never runs; `after`: it runs, then the call fails (a lost connection). */
-  readonly when: 'before' | 'after';
-}
-
-/** Wraps `db` so that, inside a transaction, the statement matching `fault` throws. */
-function failingAt(db: SqlClient, fault: Fault): SqlClient {
-  const fail = () => new Error(`injected fault ${fault.when} ${fault.statement}`);
-  const wrap = (tx: SqlExecutor): SqlExecutor => ({
+/**
+ * Wraps `db` so that the change statement (the one that appends to the outbox) fails as the
+ * network would: `before` it reaches the database (never ran), or `after` it ran and committed
+ * (its answer lost). No SQLSTATE: the database itself refused nothing.
+ */
+function losingChange(db: SqlClient, when: 'before' | 'after', alsoLoseChecks = false): SqlClient {
+  const lost = () => new PipelineError('DB_TRANSIENT', `injected: connection lost ${when} the statement`);
+  return {
     async query<R extends Row = Row>(sql: string, params?: SqlParams) {
-      const hit = fault.statement.test(sql);
-      if (hit && fault.when === 'before') throw fail();
-      const result = await tx.query<R>(sql, params);
-      if (hit) throw fail();
+      const change = /INSERT INTO outbox/.test(sql);
+      if ((change && when === 'before') || (!change && alsoLoseChecks)) throw lost();
+      const result = await db.query<R>(sql, params);
+      if (change) throw lost();
       return result;
     },
-  });
-  return {
-    query: (sql, params) => db.query(sql, params),
-    transaction: (work) => db.transaction((tx) => work(wrap(tx))),
+    transaction: (work) => db.transaction(work),
     close: async () => {},
   };
 }
 
+/** Installs, for the length of `work`, a trigger that refuses every outbox INSERT with a SQL error. */
+async function refusingOutboxInserts<T>(owner: SqlClient, work: () => Promise<T>): Promise<T> {
+  await owner.query(`CREATE FUNCTION refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'injected: event refused' USING ERRCODE = 'P0001'; END $$`);
+  await owner.query(
+    'CREATE TRIGGER refuse_event BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION refuse_event()',
+  );
+  try {
+    return await work();
+  } finally {
+    await owner.query('DROP TRIGGER refuse_event ON outbox');
+    await owner.query('DROP FUNCTION refuse_event()');
+  }
+}
+
 /**
- * Wraps `db` so that the first transaction to reach the outbox INSERT waits there until another
- * session of this database is blocked on a lock: the second approver's UPDATE, queued behind
- * the first one's row lock. That forces the interleaving the conditional UPDATE must survive.
+ * Holds every approval inside its statement, after its UPDATE took the task's row lock and
+ * before its event is inserted, until `release`: an outbox trigger waits on an advisory lock the
+ * test holds on a connection of its own. That forces the interleaving the conditional UPDATE
+ * must survive: the second approver queued on the first one's row lock.
  */
-function holdingFirstApproval(db: SqlClient, observer: SqlClient): SqlClient {
-  let held = false;
-  const wrap = (tx: SqlExecutor): SqlExecutor => ({
-    async query<R extends Row = Row>(sql: string, params?: SqlParams) {
-      if (/INSERT INTO outbox/.test(sql) && !held) {
-        held = true;
-        await waitFor(
-          () =>
-            observer.query<{ n: number }>(
-              `SELECT count(*)::int AS n FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-            ),
-          ({ rows }) => (rows[0]?.n ?? 0) >= 1,
-          { timeoutMs: 20_000, intervalMs: 20, what: 'the second approver blocked' },
-        );
-      }
-      return tx.query<R>(sql, params);
-    },
-  });
+async function holdingApprovals(owner: string) {
+  const holder = new pg.Client({ connectionString: owner });
+  await holder.connect();
+  await holder.query("SELECT pg_advisory_lock(hashtext('hold approvals'))");
+  await holder.query(`CREATE FUNCTION hold_event() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock_shared(hashtext('hold approvals')); RETURN NEW; END $$`);
+  await holder.query(
+    'CREATE TRIGGER hold_event BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION hold_event()',
+  );
   return {
-    query: (sql, params) => db.query(sql, params),
-    transaction: (work) => db.transaction((tx) => work(wrap(tx))),
-    close: async () => {},
+    /** Resolves once `n` sessions of this database wait on a lock (the advisory one or a row's). */
+    waiting: (n: number) =>
+      waitFor(
+        () =>
+          holder.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          ),
+        ({ rows }) => (rows[0]?.n ?? 0) >= n,
+        // Another session's lock wait can only be read, not awaited: ten times what it takes.
+        { timeoutMs: 20_000, intervalMs: 20, what: `${n} sessions waiting on a lock` },
+      ),
+    async release() {
+      await holder.query("SELECT pg_advisory_unlock(hashtext('hold approvals'))");
+    },
+    async close() {
+      await holder.query('DROP TRIGGER IF EXISTS hold_event ON outbox');
+      await holder.query('DROP FUNCTION IF EXISTS hold_event()');
+      await holder.end();
+    },
   };
 }
 
@@ -70,6 +89,7 @@ const quietLogger = () => ({ error: vi.fn(), warn: vi.fn() });
 
 describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name adapter', (adapter) => {
   let drop: () => Promise<void>;
+  let ownerUrl: string;
   let truth: PgSqlClient;
   let db: SqlClient;
   let closeAdapter: () => Promise<void>;
@@ -77,6 +97,7 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
   beforeAll(async () => {
     const database = await createTestDatabase();
     drop = database.drop;
+    ownerUrl = database.url;
     truth = new PgSqlClient({ connectionString: database.url });
     // The commands run as the tasks API's own role: its grants must cover both writes.
     const opened = await adapter.open(database.urlAs('tasksApi'));
@@ -145,17 +166,15 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     ]);
   });
 
-  it.each<[string, Fault]>([
-    ['the outbox INSERT throws', { statement: /INSERT INTO outbox/, when: 'before' }],
-    ['the outbox INSERT runs and then the call fails', { statement: /INSERT INTO outbox/, when: 'after' }],
-    ['the task UPDATE runs and then the call fails', { statement: /UPDATE tasks/, when: 'after' }],
-  ])('an approve fails with a 500 and leaves neither change when %s', async (_label, fault) => {
+  it('an approve the database refuses (its event cannot be inserted) answers 500 and leaves neither change', async () => {
     const taskId = await newTask();
     const nudger = { nudge: vi.fn(async () => {}) };
     const logger = quietLogger();
-    const api = createTasksApi({ db: failingAt(db, fault), nudger, logger });
+    const api = createTasksApi({ db, nudger, logger });
 
-    const res = await callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+    const res = await refusingOutboxInserts(truth, () =>
+      callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' })),
+    );
 
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ error: 'internal error' });
@@ -163,22 +182,58 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     expect(nudger.nudge).not.toHaveBeenCalled();
     expect(await taskState(truth, taskId)).toEqual({ status: 'pending_review', version: 1, reviewer: null });
     expect((await outboxRows(truth)).filter((r) => r.aggregate_id === taskId)).toEqual([]);
-    // The rollback released the row: a clean retry succeeds.
+    // Nothing was left locked: a clean retry succeeds.
     await expect(approveTask({ taskId, approvedBy: 'rita' }, { db })).resolves.toMatchObject({
       task: { version: 2 },
     });
   });
 
-  it('a withdraw whose outbox INSERT throws leaves the task approved and writes no event', async () => {
+  it('an approve whose connection is lost before the statement answers 500 and changes nothing', async () => {
+    const taskId = await newTask();
+    const logger = quietLogger();
+    const api = createTasksApi({ db: losingChange(db, 'before'), nudger: { nudge: async () => {} }, logger });
+
+    const res = await callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+
+    expect(res.status).toBe(500);
+    expect(await taskState(truth, taskId)).toEqual({ status: 'pending_review', version: 1, reviewer: null });
+    expect((await outboxRows(truth)).filter((r) => r.aggregate_id === taskId)).toEqual([]);
+  });
+
+  it('an approve whose statement committed but whose answer was lost answers 200: its own event proves it', async () => {
+    const taskId = await newTask();
+    const eventId = crypto.randomUUID();
+
+    const change = await approveTask(
+      { taskId, approvedBy: 'rita' },
+      { db: losingChange(db, 'after'), ids: () => eventId },
+    );
+
+    expect(change).toMatchObject({ eventId, task: { status: 'approved', version: 2 }, relayIdle: true });
+    const rows = (await outboxRows(truth)).filter((r) => r.aggregate_id === taskId);
+    expect(rows.map((r) => r.event_id)).toEqual([eventId]);
+  });
+
+  it('an approve whose answer was lost and whose check cannot reach the database reports the failure (500), never a guess', async () => {
+    const taskId = await newTask();
+
+    const attempt = approveTask({ taskId, approvedBy: 'rita' }, { db: losingChange(db, 'after', true) });
+
+    await expect(attempt).rejects.toMatchObject({ code: 'DB_TRANSIENT' });
+    // It did commit: the caller's retry gets a 409 naming the approved state, never a second event.
+    await expect(approveTask({ taskId, approvedBy: 'rita' }, { db })).rejects.toMatchObject({
+      code: 'CONFLICT',
+      details: { currentStatus: 'approved' },
+    });
+  });
+
+  it('a withdraw the database refuses leaves the task approved and writes no event', async () => {
     const taskId = await newTask();
     await approveTask({ taskId, approvedBy: 'rita' }, { db });
 
-    const attempt = withdrawTask(
-      { taskId, withdrawnBy: 'rita' },
-      { db: failingAt(db, { statement: /INSERT INTO outbox/, when: 'before' }) },
-    );
+    const attempt = refusingOutboxInserts(truth, () => withdrawTask({ taskId, withdrawnBy: 'rita' }, { db }));
 
-    await expect(attempt).rejects.toThrow(/injected fault/);
+    await expect(attempt).rejects.toThrow(/injected: event refused/);
     expect(await taskState(truth, taskId)).toEqual({ status: 'approved', version: 2, reviewer: 'rita' });
     const types = (await outboxRows(truth)).filter((r) => r.aggregate_id === taskId).map((r) => r.event_type);
     expect(types).toEqual(['content.approved']);
@@ -186,22 +241,27 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
 
   it('of two concurrent approves of one task exactly one answers 200, the other 409, with one outbox row', async () => {
     const taskId = await newTask();
-    const api = createTasksApi({
-      db: holdingFirstApproval(db, truth),
-      nudger: { nudge: async () => {} },
-      logger: quietLogger(),
-    });
-    const approve = (by: string) =>
-      callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: by }));
+    const hold = await holdingApprovals(ownerUrl);
+    try {
+      const api = createTasksApi({ db, nudger: { nudge: async () => {} }, logger: quietLogger() });
+      const approve = (by: string) =>
+        callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: by }));
 
-    const answers = await Promise.all([approve('rita'), approve('sam')]);
+      const answers = Promise.all([approve('rita'), approve('sam')]);
+      // One approver holds the row and waits at its event; the other waits for the row.
+      await hold.waiting(2);
+      await hold.release();
+      const [a, b] = await answers;
 
-    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
-    const winner = answers.find((a) => a.status === 200);
-    const loser = answers.find((a) => a.status === 409);
-    expect(loser?.body).toEqual({ error: expect.any(String), currentStatus: 'approved' });
-    const rows = (await outboxRows(truth)).filter((r) => r.aggregate_id === taskId);
-    expect(rows.map((r) => r.event_id)).toEqual([winner?.body.eventId]);
-    expect(await taskState(truth, taskId)).toMatchObject({ status: 'approved', version: 2 });
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const winner = [a, b].find((x) => x.status === 200);
+      const loser = [a, b].find((x) => x.status === 409);
+      expect(loser?.body).toEqual({ error: expect.any(String), currentStatus: 'approved' });
+      const rows = (await outboxRows(truth)).filter((r) => r.aggregate_id === taskId);
+      expect(rows.map((r) => r.event_id)).toEqual([winner?.body.eventId]);
+      expect(await taskState(truth, taskId)).toMatchObject({ status: 'approved', version: 2 });
+    } finally {
+      await hold.close();
+    }
   });
 });
