@@ -56,7 +56,7 @@ describe('Data API answers lost after the statement ran', () => {
 
   const approveStatement = (op: string, sql: string) => op === 'Execute' && /INSERT INTO outbox/.test(sql);
 
-  it('an approve and a withdraw are one Data API call each: one round trip on the caller\'s path', async () => {
+  it("an approve and a withdraw are one Data API call each: one round trip on the caller's path", async () => {
     const task = await createTask({ title: 'one trip' }, { db });
 
     const before = server.calls.length;
