@@ -24,8 +24,8 @@ export interface AppConfig {
   readonly relayFunctionName: string | undefined;
   /** The custom bus the relay publishes to; defaults to the topology's bus name. */
   readonly eventBusName: string;
-  /** The relay's busy-sweep rule, enabled while rows stay pending; unset: a fixed schedule only. */
-  readonly busySweepRuleName: string | undefined;
+  /** The relay's wake queue (SQS), for runs woken later or at once; unset: the schedule only. */
+  readonly relayWakeQueueUrl: string | undefined;
 }
 
 const envSchema = z
@@ -53,9 +53,7 @@ const envSchema = z
     RELAY_FUNCTION_NAME: blankIsUnset(
       z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN'),
     ),
-    RELAY_BUSY_SWEEP_RULE: blankIsUnset(
-      z.string().regex(/^[\w.-]{1,64}$/, 'must be an EventBridge rule name'),
-    ),
+    RELAY_WAKE_QUEUE_URL: blankIsUnset(z.url({ protocol: /^https?$/, error: 'must be an SQS queue URL' })),
   })
   .superRefine((env, ctx) => {
     const dataApi = [env.DB_CLUSTER_ARN, env.DB_SECRET_ARN, env.DB_NAME];
@@ -107,7 +105,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>> = 
     database,
     relayFunctionName: e.RELAY_FUNCTION_NAME,
     eventBusName: e.EVENT_BUS_NAME ?? topology.busName,
-    busySweepRuleName: e.RELAY_BUSY_SWEEP_RULE,
+    relayWakeQueueUrl: e.RELAY_WAKE_QUEUE_URL,
   };
 }
 

@@ -166,13 +166,14 @@ export class PipelineStack extends Stack {
     });
     // The relay must not publish into a schema that does not exist yet.
     this.relay.schedule.node.addDependency(this.migration.resource);
-    if (this.relay.busySweep) this.relay.busySweep.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {
       database: this.database.access('tasksApi'),
       apiName: names,
       relayFunction: this.relay.function,
+      tasksRatePerSecond: settings.apiRatePerSecond,
+      defaultRatePerSecond: settings.opsRatePerSecond,
       ...common,
     });
 

@@ -30,6 +30,15 @@ export interface PipelineSettings {
   readonly relaySweepMinutes: number;
   /** Whether the stack has a CloudWatch dashboard ($3 a month at list price; prod: yes, sandbox: no). */
   readonly dashboard: boolean;
+  /**
+   * Requests per second each tasks route (create, read, approve, withdraw) takes before API
+   * Gateway answers 429, burst twice that: prod 1,000 (the approvals a second it is sized for),
+   * sandbox 100. Raise it with `-c apiRatePerSecond=2000`; past 10,000 a second across all
+   * routes the account's own API Gateway quota needs raising first.
+   */
+  readonly apiRatePerSecond: number;
+  /** Requests per second each ops route takes (an operator's tools), burst twice that. */
+  readonly opsRatePerSecond: number;
   /** Bump it (`-c roleCredentialsVersion=2`) after putting new values in the role secrets: the deploy then resets the passwords. */
   readonly roleCredentialsVersion: string;
 }
@@ -60,6 +69,8 @@ const contextSchema = z
       .default('none'),
     relaySweepMinutes: num.pipe(z.number().int().min(1).max(1440)).optional(),
     dashboard: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
+    apiRatePerSecond: num.pipe(z.number().int().min(1).max(10_000)).optional(),
+    opsRatePerSecond: num.pipe(z.number().int().min(1).max(10_000)).default(20),
     roleCredentialsVersion: z
       .union([z.string(), z.number()])
       .transform(String)
@@ -98,6 +109,8 @@ export function parseSettings(tryGetContext: (key: string) => unknown): Pipeline
     // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing.
     relaySweepMinutes: c.relaySweepMinutes ?? (prod ? 1 : Math.round(topology.relay.sweepSeconds / 60)),
     dashboard: c.dashboard ?? prod,
+    apiRatePerSecond: c.apiRatePerSecond ?? (prod ? 1_000 : 100),
+    opsRatePerSecond: c.opsRatePerSecond,
     roleCredentialsVersion: c.roleCredentialsVersion,
   };
 }

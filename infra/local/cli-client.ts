@@ -1,3 +1,4 @@
+import { backoffDelay, sleep } from '../../shared/db/retry';
 /** Why a CLI run failed; each code has its exit status (see `exitCodes`). */
 export type CliErrorCode = 'usage' | 'request' | 'unreachable';
 
@@ -33,16 +34,61 @@ const causeCode = (err: unknown): string | undefined => {
   return undefined;
 };
 
+/** How the CLI retries a 429 or a 5xx; the sleep and the jitter are injectable for tests. */
+export interface OpsClientOptions {
+  /** Milliseconds a request may take. @default 30,000 */
+  readonly timeoutMs?: number;
+  /** Tries in all, the first included, for a 429 or a 5xx. @default 4 */
+  readonly attempts?: number;
+  /** Backoff (full jitter) when the answer names no Retry-After. @default 500 ms, up to 8 s */
+  readonly backoff?: { readonly baseMs: number; readonly maxMs: number };
+  readonly sleep?: (ms: number) => Promise<void>;
+  readonly random?: () => number;
+}
+
+/** The longest Retry-After the CLI honours, in ms: a longer one fails the command with the server's answer. */
+const maxRetryAfterMs = 30_000;
+
+/**
+ * The seconds of a `Retry-After` header (RFC 9110, 10.2.3: delay-seconds or an HTTP date), in
+ * ms; undefined when absent or unreadable.
+ */
+export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1_000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** Answers worth another try: the API Gateway throttle (429) and server errors (5xx). */
+const retryable = (status: number) => status === 429 || status >= 500;
+
 /**
  * The pipeline's HTTP API as the CLI calls it. Translates every failure into a `CliError`
- * carrying the server's own error text, so commands only handle the happy path.
+ * carrying the server's own error text, so commands only handle the happy path. A 429 or a
+ * 5xx is tried again (at most `attempts` in all), after the answer's `Retry-After` when it has
+ * one, else after a full-jitter backoff: a throttled stage or a resuming database is waited
+ * out, not reported. A POST retried after a 5xx may find its change made by the first try: the
+ * task commands then answer 409 with the current status, which the CLI shows.
  */
 export class OpsClient {
+  private readonly timeoutMs: number;
+  private readonly attempts: number;
+  private readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  private readonly pause: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
   constructor(
     readonly baseUrl: string,
     private readonly fetchFn: FetchLike,
-    private readonly timeoutMs = 30_000,
-  ) {}
+    options: OpsClientOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.attempts = Math.max(1, options.attempts ?? 4);
+    this.backoff = options.backoff ?? { baseMs: 500, maxMs: 8_000 };
+    this.pause = options.sleep ?? sleep;
+    this.random = options.random ?? Math.random;
+  }
 
   get<T>(path: string): Promise<T> {
     return this.request<T>('GET', path);
@@ -53,10 +99,24 @@ export class OpsClient {
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.send(method, path, body);
+      if (retryable(response.status) && attempt < this.attempts) {
+        const told = retryAfterMs(response.headers.get('retry-after'));
+        if (told === undefined || told <= maxRetryAfterMs) {
+          await response.body?.cancel();
+          await this.pause(told ?? backoffDelay(attempt, this.backoff, this.random));
+          continue;
+        }
+      }
+      return this.read<T>(method, path, response);
+    }
+  }
+
+  private async send(method: string, path: string, body?: unknown): Promise<Response> {
     const url = this.baseUrl.replace(/\/+$/, '') + path;
-    let response: Response;
     try {
-      response = await this.fetchFn(url, {
+      return await this.fetchFn(url, {
         method,
         headers: body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -77,6 +137,9 @@ export class OpsClient {
         cause: err,
       });
     }
+  }
+
+  private async read<T>(method: string, path: string, response: Response): Promise<T> {
     const text = await response.text();
     let json: unknown;
     try {

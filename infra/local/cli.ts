@@ -36,6 +36,8 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Defaults to real clients on the default credential chain. */
   readonly aws?: CliAws;
+  /** The pause before retrying a 429 or a 5xx; tests pass one that only records. @default a timer */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 const defaultAws: CliAws = {
@@ -49,7 +51,9 @@ const defaultAws: CliAws = {
  */
 function clientFor(url: string, io: CliIo): OpsClient {
   const region = executeApiRegion(url);
-  return new OpsClient(url, region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env)) : io.fetch);
+  return new OpsClient(url, region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env)) : io.fetch, {
+    sleep: io.sleep,
+  });
 }
 
 /** A deployed stack's outputs (CloudFormation DescribeStacks), by output key. */

@@ -1,5 +1,10 @@
 import { localLambdaContext } from '../../shared/http/proxy-event';
-import type { RelayEvent, RelaySummary, SweepControl } from '../../shared/outbox/relay-invocation';
+import type {
+  RelayEvent,
+  RelaySummary,
+  RelayWakeups,
+  WakeReason,
+} from '../../shared/outbox/relay-invocation';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
 
 type RelayFunction = (
@@ -7,36 +12,41 @@ type RelayFunction = (
   context: ReturnType<typeof localLambdaContext>,
 ) => Promise<RelaySummary>;
 
+/** What started an invocation: the sweep, a nudge, a wake-up for due rows, or a helper wake-up. */
+export type RelayRunKind = 'sweep' | 'nudge' | 'wake' | 'helper';
+
 export interface RelayRunnerOptions {
   /** The relay Lambda body (`createRelayInvocation(...)`), called as Lambda would call it. */
   readonly relay: RelayFunction;
   /** The safety sweep period (`topology.relay.sweepSeconds`, shorter in tests). */
   readonly sweepMs: number;
-  /** The busy sweep period, while the relay reports rows left pending (`busySweepSeconds`). */
-  readonly busySweepMs: number;
   /** Each invocation's time limit, as the Lambda timeout (`topology.relay.timeoutSeconds`). */
   readonly timeoutMs: number;
-  readonly onRun?: (summary: RelaySummary, kind: 'sweep' | 'nudge') => void;
-  readonly onError?: (err: unknown, kind: 'sweep' | 'nudge') => void;
+  readonly onRun?: (summary: RelaySummary, kind: RelayRunKind) => void;
+  readonly onError?: (err: unknown, kind: RelayRunKind) => void;
 }
 
 /**
- * Runs the relay locally the way AWS does: a sweep at start and then once per sweep period,
- * every busy-sweep period instead while the relay says rows are left pending (it is the relay's
- * SweepControl, as the EventBridge rule is on AWS), plus a nudge invocation after each commit.
- * Nudges coalesce: while one runs, further nudges only ask for one more run after it, so a
- * burst of approvals never stacks up relay runs.
+ * Runs the relay locally the way AWS does: a sweep at start and then once per sweep period, a
+ * nudge invocation when the tasks API asks for one, and the relay's own wake-ups (its
+ * RelayWakeups, as the SQS wake queue is on AWS): a timer for rows due later, an invocation at
+ * once for a successor or a helper. Nudges and due wake-ups coalesce: while one runs, more only
+ * ask for one more run after it. The run lease in PostgreSQL, not this runner, keeps runs few:
+ * an invocation that finds the lease held returns at once, here as on AWS.
  */
-export class RelayRunner implements RelayNudger, SweepControl {
+export class RelayRunner implements RelayNudger, RelayWakeups {
   private stopped = false;
-  private busy = false;
   private sweeping: Promise<void> | undefined;
   private nudging: Promise<void> | undefined;
   private nudgeAgain = false;
-  /** While the loop waits for the next sweep: re-arms its timer (0 ends the wait now). */
-  private rearm: ((ms: number) => void) | undefined;
+  private readonly helpers = new Set<Promise<void>>();
+  /** The pending wake-up timer and when it fires (epoch ms). */
+  private wake: { timer: NodeJS.Timeout; at: number } | undefined;
+  /** Ends the wait for the next sweep now (on stop). */
+  private endWait: (() => void) | undefined;
   /** When the last invocation finished, for the local "relay silent" alarm. */
   lastRunAt: Date | undefined;
+  /** Failed invocations since start. */
   errors = 0;
 
   constructor(private readonly options: RelayRunnerOptions) {}
@@ -45,53 +55,65 @@ export class RelayRunner implements RelayNudger, SweepControl {
     this.sweeping = this.loop();
   }
 
-  /** The sweep period now: the busy one while rows are left pending. */
-  get periodMs(): number {
-    return this.busy ? Math.min(this.options.busySweepMs, this.options.sweepMs) : this.options.sweepMs;
-  }
-
   private async loop(): Promise<void> {
     while (!this.stopped) {
       await this.invoke(undefined, 'sweep');
       if (this.stopped) break;
       await new Promise<void>((resolve) => {
-        let timer = setTimeout(resolve, this.periodMs);
-        this.rearm = (ms) => {
+        const timer = setTimeout(resolve, this.options.sweepMs);
+        this.endWait = () => {
           clearTimeout(timer);
-          timer = setTimeout(resolve, ms);
+          resolve();
         };
       });
-      this.rearm = undefined;
+      this.endWait = undefined;
     }
-  }
-
-  /** SweepControl: a busy relay is swept at the busy period from now on, an idle one at the long one. */
-  async setBusy(busy: boolean): Promise<boolean> {
-    const changed = busy !== this.busy;
-    this.busy = busy;
-    // A relay that just turned busy must not wait out the rest of a long idle wait.
-    if (changed && busy) this.rearm?.(this.periodMs);
-    return changed;
   }
 
   /** RelayNudger: asks for a drain now; never throws (the sweep is the safety net). */
   async nudge(): Promise<void> {
+    this.drainSoon({ nudge: true }, 'nudge');
+  }
+
+  /** RelayWakeups: a helper starts at once beside the run that asked; due rows get a timer. */
+  async wakeAfter(ms: number, reason: WakeReason): Promise<void> {
+    if (this.stopped) return;
+    if (reason === 'helper') {
+      const helper = this.invoke({ wake: 'helper' }, 'helper').finally(() => this.helpers.delete(helper));
+      this.helpers.add(helper);
+      return;
+    }
+    const at = Date.now() + Math.max(0, ms);
+    // The earliest wake-up wins: a later one is covered by the run it starts.
+    if (this.wake && this.wake.at <= at) return;
+    if (this.wake) clearTimeout(this.wake.timer);
+    const timer = setTimeout(() => {
+      this.wake = undefined;
+      this.drainSoon({ wake: 'due' }, 'wake');
+    }, Math.max(0, ms));
+    timer.unref();
+    this.wake = { timer, at };
+  }
+
+  private drainSoon(event: RelayEvent, kind: RelayRunKind): void {
     if (this.stopped) return;
     if (this.nudging) {
       this.nudgeAgain = true;
       return;
     }
     this.nudging = (async () => {
+      let next: [RelayEvent, RelayRunKind] = [event, kind];
       do {
         this.nudgeAgain = false;
-        await this.invoke({ nudge: true }, 'nudge');
+        await this.invoke(...next);
+        next = [{ nudge: true }, 'nudge'];
       } while (this.nudgeAgain && !this.stopped);
     })().finally(() => {
       this.nudging = undefined;
     });
   }
 
-  private async invoke(event: RelayEvent, kind: 'sweep' | 'nudge'): Promise<void> {
+  private async invoke(event: RelayEvent, kind: RelayRunKind): Promise<void> {
     try {
       const summary = await this.options.relay(
         event,
@@ -108,7 +130,9 @@ export class RelayRunner implements RelayNudger, SweepControl {
   /** Waits for the invocations in flight; the caller aborts their signal first so they stop claiming. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.rearm?.(0);
-    await Promise.allSettled([this.sweeping, this.nudging]);
+    if (this.wake) clearTimeout(this.wake.timer);
+    this.wake = undefined;
+    this.endWait?.();
+    await Promise.allSettled([this.sweeping, this.nudging, ...this.helpers]);
   }
 }

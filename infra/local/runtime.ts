@@ -16,6 +16,7 @@ import {
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { noopRelayNudger } from '../../shared/tasks/relay-nudger';
@@ -168,8 +169,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       region: 'us-east-1',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
+    const relayDb = dbAs('relay');
     const relayBody = createRelayInvocation({
-      outbox: new OutboxStore(dbAs('relay')),
+      outbox: new OutboxStore(relayDb),
+      lease: new RelayLeaseStore(relayDb),
       publisher: new EventBridgePublisher(eventBridge, {
         busName: topology.busName,
         source: topology.source,
@@ -181,7 +184,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       logger,
       metrics,
       // The runner is created below; the relay only calls it after its first run has started.
-      sweep: { setBusy: (busy) => relay.setBusy(busy) },
+      wakeups: { wakeAfter: (ms, reason) => relay.wakeAfter(ms, reason) },
       signal: abort.signal,
     });
     const sweepMs = options.sweepMs ?? topology.relay.sweepSeconds * 1_000;
@@ -195,7 +198,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         }
       },
       sweepMs,
-      busySweepMs: topology.relay.busySweepSeconds * 1_000,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });

@@ -27,7 +27,8 @@ import { latestEvents, maxEventsLimit, taskCounts, taskEvents, taskExists } from
 /** `GET /ops/status`: the figures the alarms watch, and the alarms themselves. */
 export interface OpsStatus {
   readonly tasks: Record<string, number>;
-  readonly outbox: OutboxStats;
+  /** The relay's figures, and the delivered rows still kept (counted off the relay's path). */
+  readonly outbox: OutboxStats & { readonly delivered: number };
   readonly consumers: Record<ConsumerName, InboxStatusCounts>;
   /** What the effects did; null where the realization cannot count it cheaply (AWS). */
   readonly effects: EffectCounts | null;
@@ -165,9 +166,10 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   }
 
   async function status(): Promise<OpsStatus> {
-    const [tasks, outboxStats, counts, effects, deadLetterCount, relay] = await Promise.all([
+    const [tasks, outboxStats, delivered, counts, effects, deadLetterCount, relay] = await Promise.all([
       taskCounts(db),
       outbox.stats(),
+      outbox.deliveredCount(),
       Promise.all(consumerNames.map(consumerCounts)),
       deps.effects ? deps.effects() : Promise.resolve(null),
       deadLetters.count(),
@@ -180,7 +182,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     const alarms = await health.alarms({ outbox: outboxStats, consumers, deadLetters: deadLetterCount });
     return {
       tasks,
-      outbox: outboxStats,
+      outbox: { ...outboxStats, delivered },
       consumers,
       effects,
       deadLetters: deadLetterCount,

@@ -49,10 +49,14 @@ const eventColumns = `event_id, event_type, aggregate_id, aggregate_version, pay
 /** The largest page of latest events the ops API returns. */
 export const maxEventsLimit = 500;
 
-/** Task counts by status, every status present (zero when none). */
+/**
+ * Task counts by status, every status present (zero when none): the sums of the sharded
+ * counters a trigger keeps on every task write (migration 0007), not a count of the table.
+ */
 export async function taskCounts(db: SqlClient): Promise<Record<string, number>> {
   const { rows } = await db.query<{ status: string; n: number }>(
-    'SELECT status, count(*)::int AS n FROM tasks GROUP BY status',
+    `SELECT substr(name, 7) AS status, sum(n)::float8 AS n
+       FROM pipeline_counters WHERE name LIKE 'tasks.%' GROUP BY name`,
   );
   const counts: Record<string, number> = { pending_review: 0, approved: 0, rejected: 0, withdrawn: 0 };
   for (const r of rows) counts[r.status] = r.n;

@@ -61,15 +61,19 @@ export interface Failed {
   readonly retryInMs: number;
 }
 
+/**
+ * What the relay reports after a run, read through the pending and dead partial indexes only:
+ * its cost follows the rows still to deliver, never the delivered history.
+ */
 export interface OutboxStats {
   readonly pending: number;
-  readonly delivered: number;
   readonly dead: number;
   /** Age of the oldest pending event in seconds, 0 when none is pending. */
   readonly oldestPendingAgeSeconds: number;
   /**
-   * Milliseconds until the next pending row no relay holds a live lease on may be claimed
-   * (0: due now); null when there is none. A run waits for it when it falls within its budget.
+   * Milliseconds until the next pending row may be claimed: its backoff over and no live lease
+   * on it (0: due now); null when nothing is pending. A run returns when it is above 0, and the
+   * caller wakes a run again then.
    */
   readonly nextDueInMs: number | null;
 }
@@ -341,34 +345,50 @@ export class OutboxStore {
     return rows.map((r) => r.event_id);
   }
 
-  /** Counts by status and the oldest pending age, in one statement. */
+  /**
+   * Pending and dead counts, the oldest pending age and the next due time, in one statement.
+   * Each part filters on the status of a partial index (`outbox_pending_idx`, `outbox_dead_idx`),
+   * so it reads the rows still to deliver and the dead ones, whatever the delivered history
+   * (test/integration/outbox-plans.test.ts checks the plans).
+   */
   async stats(): Promise<OutboxStats> {
     const { rows } = await this.db.query<{
       pending: number;
-      delivered: number;
       dead: number;
       oldest_age: number;
       next_due_ms: number | null;
     }>(
-      `SELECT count(*) FILTER (WHERE status = 'pending')::int   AS pending,
-              count(*) FILTER (WHERE status = 'delivered')::int AS delivered,
-              count(*) FILTER (WHERE status = 'dead')::int      AS dead,
-              coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending')), 0)::float8
-                AS oldest_age,
-              (extract(epoch FROM min(next_attempt_at) FILTER (
-                 WHERE status = 'pending' AND (lease_until IS NULL OR lease_until < now())) - now()) * 1000)::float8
-                AS next_due_ms
-         FROM outbox`,
+      `SELECT p.pending, (SELECT count(*) FROM outbox WHERE status = 'dead')::int AS dead,
+              coalesce(extract(epoch FROM now() - p.oldest), 0)::float8 AS oldest_age,
+              (extract(epoch FROM p.next_due - now()) * 1000)::float8 AS next_due_ms
+         FROM (SELECT count(*)::int AS pending, min(created_at) AS oldest,
+                      min(greatest(next_attempt_at, coalesce(lease_until, '-infinity'))) AS next_due
+                 FROM outbox WHERE status = 'pending') AS p`,
     );
     const r = rows[0];
     const nextDue = r?.next_due_ms;
     return {
       pending: r?.pending ?? 0,
-      delivered: r?.delivered ?? 0,
       dead: r?.dead ?? 0,
       oldestPendingAgeSeconds: Math.max(0, r?.oldest_age ?? 0),
       nextDueInMs: nextDue === null || nextDue === undefined ? null : Math.max(0, Math.ceil(nextDue)),
     };
+  }
+
+  /**
+   * Delivered rows still kept, for the ops status: appended minus deleted (counters that the
+   * tasks API's and the purge's writes keep, migration 0007) minus what is pending or dead (the
+   * two partial indexes). Off the relay's path, and the same few reads whatever the history.
+   */
+  async deliveredCount(): Promise<number> {
+    const { rows } = await this.db.query<{ delivered: number }>(
+      `SELECT (coalesce(sum(n) FILTER (WHERE name = 'outbox.appended'), 0)
+               - coalesce(sum(n) FILTER (WHERE name = 'outbox.deleted'), 0)
+               - (SELECT count(*) FROM outbox WHERE status = 'pending')
+               - (SELECT count(*) FROM outbox WHERE status = 'dead'))::float8 AS delivered
+         FROM pipeline_counters WHERE name IN ('outbox.appended', 'outbox.deleted')`,
+    );
+    return Math.max(0, rows[0]?.delivered ?? 0);
   }
 
   /**

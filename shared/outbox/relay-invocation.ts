@@ -2,76 +2,237 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
+import { sleep as realSleep } from '../db/retry';
 import type { OutboxStats } from './outbox-store';
-import { type RelayDeps, type RunReport, runRelay } from './relay';
+import { type RelayDeps, type RelaySettings, type RunReport, runRelay } from './relay';
+import type { RelayLeaseStore, RunRole } from './relay-lease';
 import { addRelayMetrics } from './relay-metrics';
 
 /**
- * What invokes the relay: a sweep (a scheduled rule's event, ignored) or the tasks API's nudge
- * `{"nudge": true}` after a commit. Every run does the same: drain what is due and return.
+ * What invokes the relay: a sweep (a scheduled rule's event), the tasks API's nudge
+ * `{"nudge": true}`, or a wake-up (`{"wake": "due" | "helper"}`, on AWS inside an SQS event's
+ * records). Only a helper wake-up changes what a run does; every other event asks the same:
+ * drain what is due and return.
  */
 export type RelayEvent = { readonly nudge?: boolean } | Record<string, unknown> | null | undefined;
 
+/** What a wake-up asks for: a run for rows due (`due`), or a helper for a backlog (`helper`). */
+export type WakeReason = 'due' | 'helper';
+
 /**
- * The busy sweep: a frequent schedule that runs only while rows stay pending after a run (a
- * backoff, another relay's lease), so retries happen within a minute while an idle pipeline
- * is swept only by the long safety sweep. An EventBridge rule enabled and disabled on AWS; the
- * relay runner's period locally.
+ * Wakes a relay run later (or now): on AWS a message with a delivery delay on the relay's wake
+ * queue (SendMessage: a data-plane call, never a rule switched on and off), locally a timer of
+ * the relay runner. Used when a run ends with rows due later (a backoff, a lease that has not
+ * run out), when its time runs out with rows still due, and to start a helper on a backlog.
  */
-export interface SweepControl {
-  /** Sets the sweep; resolves true when it may have changed (false: known to be so already). */
-  setBusy(busy: boolean): Promise<boolean>;
+export interface RelayWakeups {
+  wakeAfter(ms: number, reason: WakeReason): Promise<void>;
 }
 
-export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner'> {
+/** The relay settings the invocation reads besides the run's own (tests shrink them). */
+export type RelayInvocationSettings = RelaySettings & {
+  readonly runLeaseSeconds: number;
+  readonly maxRuns: number;
+};
+
+export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner' | 'settings'> {
+  readonly settings: RelayInvocationSettings;
+  readonly lease: Pick<RelayLeaseStore, 'acquire' | 'renew' | 'release' | 'writersInFlight'>;
+  readonly wakeups: RelayWakeups;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** Turned busy while rows stay pending; absent where a fixed schedule runs the relay. */
-  readonly sweep?: SweepControl;
   /** Aborted on shutdown (local runtime): stop claiming, settle the round in flight. */
   readonly signal?: AbortSignal;
+  /** Pauses between two reads of the writers in flight; tests pass their own. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /** The JSON the relay function returns (visible in a test invoke and in the local runtime). */
-export type RelaySummary = Omit<RunReport, 'stats'> & RunReport['stats'] & { readonly owner: string };
+export type RelaySummary =
+  | (Omit<RunReport, 'stats'> &
+      RunReport['stats'] & { readonly owner: string; readonly role: RunRole; readonly slot: number })
+  | { readonly owner: string; readonly role: RunRole; readonly skipped: 'a run holds the lease' };
+
+/** A helper wake-up, as the runner or SQS hands it over (a record's body is the message). */
+export function isHelperWake(event: RelayEvent): boolean {
+  const records = (event as { Records?: { body?: string }[] } | null | undefined)?.Records;
+  const bodies = Array.isArray(records) ? records.map((r) => r.body ?? '') : [];
+  const direct = (event as { wake?: unknown } | null | undefined)?.wake;
+  return (
+    direct === 'helper' ||
+    (bodies.length > 0 &&
+      bodies.every((b) => {
+        try {
+          return (JSON.parse(b) as { wake?: unknown }).wake === 'helper';
+        } catch {
+          return false;
+        }
+      }))
+  );
+}
+
+const writersPollMs = { first: 5, max: 250 } as const;
 
 /**
- * Builds the relay's Lambda body: one run under a fresh owner id, then the busy sweep set to
- * match what is left, then the metrics. Turning the busy sweep off is checked once more
- * against the outbox: a run that committed meanwhile left rows behind would otherwise wait
- * for the long sweep.
+ * Builds the relay's Lambda body. A run first takes a slot of the run lease: the primary slot
+ * for a nudge, a sweep or a due wake-up, a helper slot for a helper wake-up; an invocation that
+ * finds its slot held returns at once (one statement), so a thousand nudges a second start one
+ * run, not a thousand. The holder drains while rows are due, renewing its slot, and then:
+ *
+ * - a primary releases its slot, waits until every tasks-API transaction that began before the
+ *   release has ended (such a change may have read the lease as held and skipped its nudge),
+ *   and looks once more: rows due now are drained under the slot taken again (or left to the
+ *   run that took it meanwhile). No change is left waiting for a sweep.
+ * - a run whose time ran out with rows still due wakes a successor at once; rows due later (a
+ *   backoff) get a wake-up for when they are due; a backlog one run does not drain wakes a
+ *   helper (at most `maxRuns - 1`). No control-plane call is on this path.
+ *
+ * Then the metrics of what it did.
  */
 export function createRelayInvocation(deps: RelayInvocationDeps) {
-  return async (_event: RelayEvent, context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>) => {
+  const { settings, lease } = deps;
+  const pause = deps.sleep ?? realSleep;
+  return async (
+    event: RelayEvent,
+    context: Pick<Context, 'getRemainingTimeInMillis' | 'awsRequestId'>,
+  ): Promise<RelaySummary> => {
     const owner = `relay-${context.awsRequestId || randomUUID()}`;
-    const report = await runRelay(
-      { outbox: deps.outbox, publisher: deps.publisher, settings: deps.settings, random: deps.random, owner },
-      { remainingMs: () => context.getRemainingTimeInMillis(), signal: deps.signal },
+    const role: RunRole = isHelperWake(event) ? 'helper' : 'primary';
+    const budgetLeft = () => context.getRemainingTimeInMillis() - settings.budgetMarginMs;
+    let slot = await lease.acquire(owner, role, settings.runLeaseSeconds, settings.maxRuns);
+    if (slot === null) {
+      deps.logger.debug('a relay run holds the lease; it drains what this invocation was for', { role });
+      return { owner, role, skipped: 'a run holds the lease' };
+    }
+    const held = { slot: slot as number | null };
+    const renewal = setInterval(
+      () => {
+        const s = held.slot;
+        if (s === null) return;
+        lease.renew(owner, s, settings.runLeaseSeconds).then(
+          (kept) => {
+            if (!kept)
+              deps.logger.warn('the relay lost its run lease (it ran out); claims stay fenced', { slot: s });
+          },
+          (err: unknown) => deps.logger.warn('renewing the run lease failed', { slot: s, error: err }),
+        );
+      },
+      (settings.runLeaseSeconds * 1_000) / 3,
     );
-    const stats = deps.sweep ? await settleSweep(deps.sweep, deps.outbox, report.stats) : report.stats;
-    const settled: RunReport = { ...report, stats };
+    renewal.unref?.();
+    let helperAskedAt = Number.NEGATIVE_INFINITY;
+    const clock = deps.clock ?? Date.now;
+    const askHelper = () => {
+      // At most one helper asked per lease period: it needs that long to start and take a slot.
+      if (settings.maxRuns < 2 || clock() - helperAskedAt < settings.runLeaseSeconds * 1_000) return;
+      helperAskedAt = clock();
+      deps.wakeups.wakeAfter(0, 'helper').catch((err: unknown) => {
+        deps.logger.warn('asking for a relay helper failed; this run drains alone', { error: err });
+      });
+    };
+
+    let totals: Omit<RunReport, 'stats'> | undefined;
+    let stats: OutboxStats | undefined;
+    // Rows were still due when this run had to stop: a successor is woken at once.
+    let successor = false;
+    try {
+      for (;;) {
+        const run = await runRelay(
+          {
+            outbox: deps.outbox,
+            publisher: deps.publisher,
+            settings,
+            random: deps.random,
+            clock: deps.clock,
+            owner,
+          },
+          {
+            remainingMs: () => context.getRemainingTimeInMillis(),
+            signal: deps.signal,
+            onBacklog: askHelper,
+          },
+        );
+        totals = totals ? add(totals, run) : run;
+        stats = run.stats;
+        if (stats.nextDueInMs === 0) {
+          successor = !deps.signal?.aborted;
+          break;
+        }
+        if (role === 'helper') break;
+        // Nothing is due now: give the slot up, then make sure no change that saw it held is left.
+        held.slot = null;
+        await lease.release(owner, slot);
+        await writersDone(lease, budgetLeft, pause);
+        stats = await deps.outbox.stats();
+        if (stats.nextDueInMs !== 0) break;
+        if (budgetLeft() <= 0) {
+          successor = true;
+          break;
+        }
+        const again = await lease.acquire(owner, 'primary', settings.runLeaseSeconds, settings.maxRuns);
+        // Another run took the slot meanwhile (a nudge saw it free): the rows are its.
+        if (again === null) break;
+        slot = again;
+        held.slot = again;
+      }
+    } finally {
+      clearInterval(renewal);
+      if (held.slot !== null) await lease.release(owner, held.slot).catch(() => {});
+    }
+    if (!totals || !stats) throw new Error('a relay run ended without a report');
+    await wakeFor(deps, successor ? 0 : stats.nextDueInMs);
+    const settled: RunReport = { ...totals, stats };
     addRelayMetrics(deps.metrics, settled);
-    const { stats: _, ...counts } = settled;
-    const summary: RelaySummary = { owner, ...counts, ...stats };
-    if (report.dead > 0) deps.logger.warn('events went dead', { dead: report.dead, totalDead: stats.dead });
-    if (report.expiredLeases > 0)
-      deps.logger.warn('took over expired leases', { expiredLeases: report.expiredLeases });
+    const summary: RelaySummary = { owner, role, slot, ...totals, ...stats };
+    if (settled.dead > 0) deps.logger.warn('events went dead', { dead: settled.dead, totalDead: stats.dead });
+    if (settled.expiredLeases > 0)
+      deps.logger.warn('took over expired leases', { expiredLeases: settled.expiredLeases });
     deps.logger.info('relay run', { ...summary });
     return summary;
   };
 }
 
-async function settleSweep(
-  sweep: SweepControl,
-  outbox: RelayInvocationDeps['outbox'],
-  stats: OutboxStats,
-): Promise<OutboxStats> {
-  if (stats.pending > 0) {
-    await sweep.setBusy(true);
-    return stats;
+/** Waits (bounded by the budget) until no tasks-API transaction older than now is open. */
+async function writersDone(
+  lease: RelayInvocationDeps['lease'],
+  budgetLeft: () => number,
+  pause: (ms: number) => Promise<void>,
+): Promise<void> {
+  let { since, open } = await lease.writersInFlight();
+  let waitMs: number = writersPollMs.first;
+  while (open > 0 && budgetLeft() > waitMs) {
+    await pause(waitMs);
+    waitMs = Math.min(waitMs * 2, writersPollMs.max);
+    ({ since, open } = await lease.writersInFlight(since));
   }
-  if (!(await sweep.setBusy(false))) return stats;
-  const after = await outbox.stats();
-  if (after.pending > 0) await sweep.setBusy(true);
-  return after;
+}
+
+/**
+ * What is left for later: `inMs` 0 when rows were still due as the run had to stop (a successor
+ * now), the next due time of rows backing off, null when nothing is pending. A failed wake-up
+ * is logged: the sweep still comes.
+ */
+async function wakeFor(deps: RelayInvocationDeps, inMs: number | null): Promise<void> {
+  if (inMs === null) return;
+  try {
+    await deps.wakeups.wakeAfter(inMs, 'due');
+  } catch (err) {
+    deps.logger.warn('scheduling the next relay run failed; the sweep delivers those rows', {
+      inMs,
+      error: err,
+    });
+  }
+}
+
+function add(a: Omit<RunReport, 'stats'>, b: RunReport): Omit<RunReport, 'stats'> {
+  return {
+    claimed: a.claimed + b.claimed,
+    published: a.published + b.published,
+    failed: a.failed + b.failed,
+    dead: a.dead + b.dead,
+    expiredLeases: a.expiredLeases + b.expiredLeases,
+    fencedOut: a.fencedOut + b.fencedOut,
+    rounds: a.rounds + b.rounds,
+    purged: a.purged + b.purged,
+  };
 }

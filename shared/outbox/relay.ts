@@ -184,6 +184,11 @@ export interface RunOptions {
   /** Stop claiming when aborted (shutdown); the round in flight still settles. */
   readonly signal?: AbortSignal;
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Called when a claim comes back full while every round this run may keep in flight is busy:
+   * a backlog one run does not drain as fast as it grows. The invocation may start a helper.
+   */
+  readonly onBacklog?: () => void;
 }
 
 export interface RunReport extends RelayRound {
@@ -193,11 +198,11 @@ export interface RunReport extends RelayRound {
 }
 
 /**
- * One relay run, whatever started it (a nudge after a commit, or a sweep): claim, publish and
- * settle until nothing is due; if rows are still pending and one becomes due within the
- * budget (remaining time minus the margin), wait for it and go on; return once nothing is
- * pending, or nothing becomes due in time (a later sweep takes those). Then purge delivered
- * rows past retention in small batches and read the stats the metrics report.
+ * One relay run, whatever started it (a nudge after a commit, a wake-up, or a sweep): claim,
+ * publish and settle while rows are due, and return once nothing is due now. Rows that become
+ * due later (a backoff, a lease that has not run out yet) are not waited for: the report's
+ * `stats.nextDueInMs` tells the caller when to wake a run again. Then purge delivered rows past
+ * retention in small batches and read the stats the metrics report.
  *
  * A run never polls an empty outbox: an idle pipeline touches the database once per sweep,
  * which is what lets an idle Aurora Serverless v2 cluster pause.
@@ -214,7 +219,8 @@ export interface RunReport extends RelayRound {
  * them; on a loopback database it is under two, so two, since more statements at once would
  * only share the database's cores (on 2 cores, medians of four drains: 24,700 events/s with
  * two rounds, 20,400 with four). A loop ends when its claim took every due row it saw; a
- * claim cut short by the byte bound is no such sign, and the loop claims again at once.
+ * claim cut short by the byte bound is no such sign, and the loop claims again at once. A
+ * claim that comes back full while all `roundsInFlight` rounds are busy calls `onBacklog`.
  */
 export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<RunReport> {
   const { settings } = deps;
@@ -256,6 +262,7 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
           const began = clock();
           // A full claim means a backlog: a second round claims at once, while this one publishes.
           const { round, more, databaseMs } = await relayRound(deps, (full) => {
+            if (full && running >= most) options.onBacklog?.();
             if (full) while (running < Math.min(2, most) && !caughtUp && !over()) start();
           });
           total = addRounds(total, round);
@@ -289,17 +296,17 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
     await drain();
     if (stopped()) break;
     emptyDrains = total.claimed > claimedBefore ? 0 : emptyDrains + 1;
-    const { pending, nextDueInMs } = await deps.outbox.stats();
-    if (pending === 0 || nextDueInMs === null) break;
+    const { nextDueInMs } = await deps.outbox.stats();
+    // Nothing due now: what is due later is the caller's to wake a run for.
+    if (nextDueInMs !== 0) break;
     // Due now: commits that landed after the drain's claim, claimable at once (under a steady
     // load a pause here held every new event for up to a poll interval), even after a drain that
     // found nothing (a run started for rows an earlier run took, as commits go on landing).
-    if (nextDueInMs === 0 && emptyDrains < 2) continue;
+    if (emptyDrains < 2) continue;
     // Due now, but twice nothing was claimable: another relay's claim statement holds the rows
     // (SKIP LOCKED passes them by until it commits their lease). Look again shortly.
-    const wait = Math.max(nextDueInMs, settings.pollIntervalMs);
-    if (wait >= budgetLeft()) break;
-    await pause(wait);
+    if (settings.pollIntervalMs >= budgetLeft()) break;
+    await pause(settings.pollIntervalMs);
   }
   let purged = 0;
   // Bounded by batch count, not by the budget: the margin is kept for this wrap-up.

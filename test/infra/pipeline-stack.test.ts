@@ -48,6 +48,12 @@ const pipelineFunctions = () => [
 ];
 const aurora = () => s.stack.database as AuroraDatabase;
 /** The statements of every policy attached to `fn`'s role. */
+/** The API stage's method settings (throttles, logging), as the template has them. */
+const methodSettingsOf = (synth: typeof s) => {
+  const stage = Object.values(synth.json.Resources).find((r) => r.Type === 'AWS::ApiGateway::Stage');
+  return (stage?.Properties?.MethodSettings ?? []) as Record<string, unknown>[];
+};
+
 const statementsOf = (fn: IConstruct) => {
   const role = logicalId((fn as unknown as { role: IConstruct }).role);
   return resourcesOfType(s, 'AWS::IAM::Policy')
@@ -217,6 +223,36 @@ describe('tasks API', () => {
     });
   });
 
+  it('throttles each tasks route on its own, at the stage setting (sandbox 100/s), every other method at the ops rate', () => {
+    const settings = methodSettingsOf(s);
+    for (const route of tasksApiRoutes) {
+      expect(settings).toContainEqual({
+        ResourcePath: `/${route.resource.replaceAll('/', '~1')}`,
+        HttpMethod: route.method,
+        ThrottlingRateLimit: 100,
+        ThrottlingBurstLimit: 200,
+      });
+    }
+    expect(settings).toContainEqual(
+      expect.objectContaining({
+        ResourcePath: '/*',
+        HttpMethod: '*',
+        ThrottlingRateLimit: 20,
+        ThrottlingBurstLimit: 40,
+      }),
+    );
+    expect(settings.filter((m) => m.ResourcePath !== '/*')).toHaveLength(tasksApiRoutes.length);
+  });
+
+  it("answers a throttled call 429 with Retry-After, in the API's error shape", () => {
+    s.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'THROTTLED',
+      StatusCode: '429',
+      ResponseParameters: { 'gatewayresponse.header.Retry-After': "'1'" },
+      ResponseTemplates: { 'application/json': '{"error":$context.error.messageString}' },
+    });
+  });
+
   it('lets the tasks-api nudge the relay by name and nothing else', () => {
     expect(envOf(s.stack.tasksApi.function).RELAY_FUNCTION_NAME).toEqual(ref(s.stack.relay.function));
     s.template.hasResourceProperties('AWS::IAM::Policy', {
@@ -247,22 +283,24 @@ describe('outbox relay', () => {
     expect(envOf(s.stack.relay.function).EVENT_BUS_NAME).toEqual(ref(s.stack.fanout.bus));
   });
 
-  it('has a busy sweep it enables itself: disabled at deploy, every minute, its rule the only one the relay may toggle', () => {
-    const busy = s.stack.relay.busySweep;
-    if (!busy) throw new Error('no busy sweep');
-    const name = `content-pipeline-sandbox-relay-busy-sweep`;
-    expect(propertiesOf(s, logicalId(busy))).toMatchObject({
-      Name: name,
-      ScheduleExpression: 'rate(1 minute)',
-      State: 'DISABLED',
-      Targets: [expect.objectContaining({ Arn: arnOf(s.stack.relay.function) })],
+  it('wakes itself through a queue it may only send to, never by switching a rule (no control-plane call per run)', () => {
+    const queue = s.stack.relay.wakeQueue;
+    expect(envOf(s.stack.relay.function).RELAY_WAKE_QUEUE_URL).toEqual(ref(queue));
+    s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: ref(s.stack.relay.function),
+      EventSourceArn: arnOf(queue),
+      BatchSize: 1,
     });
-    expect(envOf(s.stack.relay.function).RELAY_BUSY_SWEEP_RULE).toBe(name);
-    const toggles = statementsOf(s.stack.relay.function).filter((st) =>
-      JSON.stringify(st.Action).includes('events:EnableRule'),
-    );
-    expect(toggles).toHaveLength(1);
-    expect(JSON.stringify(toggles[0]?.Resource)).toContain(`:rule/${name}`);
+    const relayActions = statementsOf(s.stack.relay.function).flatMap((st) => [st.Action].flat());
+    expect(relayActions).toContain('sqs:SendMessage');
+    expect(
+      relayActions.filter((a) => /^events:(Enable|Disable|Put)Rule|^events:.*Target/.test(String(a))),
+    ).toEqual([]);
+    // Every rule of the stack is enabled at deploy and stays so: none is switched at run time.
+    const rules = Object.values(s.json.Resources).filter((r) => r.Type === 'AWS::Events::Rule');
+    expect(rules.every((r) => r.Properties?.State !== 'DISABLED')).toBe(true);
+    // Its visibility timeout covers six runs, as Lambda advises for an SQS event source.
+    expect(propertiesOf(s, logicalId(queue))?.VisibilityTimeout).toBe(6 * topology.relay.timeoutSeconds);
   });
 
   it('may put events on the pipeline bus only', () => {

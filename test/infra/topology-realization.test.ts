@@ -59,7 +59,8 @@ describe('the AWS stack realizes shared/topology', () => {
   it('has one dead-letter queue per rule target and one on-failure queue per consumer, all alarmed', () => {
     const targets = topology.rules.reduce((n, r) => n + r.targets.length, 0);
     const consumers = Object.keys(topology.consumers).length;
-    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + consumers);
+    // ...and the relay's wake queue, which holds no event (only "run now" or "run then").
+    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + consumers + 1);
     const queueAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').filter(
       ([, a]) => a.Properties?.MetricName === 'ApproximateNumberOfMessagesVisible',
     );

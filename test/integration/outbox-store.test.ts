@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { type ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
 import { claimRows, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, sqlAdapters } from '../support/sql-adapters';
 
@@ -170,7 +170,7 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     expect(again?.attempts).toBe(1);
   });
 
-  it('stats count by status and age the oldest pending row', async () => {
+  it('stats count pending and dead rows and age the oldest pending row', async () => {
     await seedPending(db, 3);
     await db.query(
       "UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE event_id = (SELECT event_id FROM outbox ORDER BY created_at LIMIT 1)",
@@ -179,20 +179,34 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     if (!c) throw new Error('expected a claim');
     await store.markDelivered([{ ...c, busEventId: 'b' }]);
     const stats = await store.stats();
-    expect(stats).toMatchObject({ pending: 2, delivered: 1, dead: 0 });
+    expect(stats).toMatchObject({ pending: 2, dead: 0 });
     expect(stats.oldestPendingAgeSeconds).toBeGreaterThan(0);
     expect(stats.oldestPendingAgeSeconds).toBeLessThan(90);
     await db.query('DELETE FROM outbox');
     expect(await store.stats()).toEqual({
       pending: 0,
-      delivered: 0,
       dead: 0,
       oldestPendingAgeSeconds: 0,
       nextDueInMs: null,
     });
   });
 
-  it('stats say when the next pending row nobody holds a lease on is due', async () => {
+  it('the delivered count comes from the counters the writes keep, off the relay statements', async () => {
+    const before = await store.deliveredCount();
+    await seedPending(db, 4);
+    const claimed = await claimRows(store, 'relay-a', 3, 30);
+    await store.markDelivered(claimed.map((c) => ({ eventId: c.eventId, busEventId: 'b' })));
+    await store.markFailed('relay-a', [
+      { ...(claimed[0] as ClaimedEvent), error: 'x', dead: true, retryInMs: 0 },
+    ]);
+    expect(await store.deliveredCount()).toBe(before + 3);
+    // The purge's deletes count too (the relay's own statements touch no counter).
+    await db.query("UPDATE outbox SET delivered_at = now() - interval '9 days' WHERE status = 'delivered'");
+    expect(await store.purgeDelivered(24 * 7, 2)).toBe(2);
+    expect(await store.deliveredCount()).toBe(before + 1);
+  });
+
+  it('stats say when the next pending row may be claimed: its backoff over and no live lease on it', async () => {
     await seedPending(db, 3);
     expect((await store.stats()).nextDueInMs).toBe(0);
     // One row leased by a live claim, the others backing off for 10 s and for an hour.
@@ -207,8 +221,11 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
     expect(due).toBeGreaterThan(8_000);
     expect(due).toBeLessThanOrEqual(10_000);
     await db.query("UPDATE outbox SET status = 'delivered' WHERE lease_until IS NULL");
-    // Only the leased row is left: its owner settles it, nobody else may claim it before its lease runs out.
-    expect(await store.stats()).toMatchObject({ pending: 1, nextDueInMs: null });
+    // Only the leased row is left: nobody else may claim it before its lease runs out in 30 s.
+    const leasedOnly = await store.stats();
+    expect(leasedOnly.pending).toBe(1);
+    expect(leasedOnly.nextDueInMs).toBeGreaterThan(25_000);
+    expect(leasedOnly.nextDueInMs).toBeLessThanOrEqual(30_000);
     await db.query('DELETE FROM outbox');
   });
 

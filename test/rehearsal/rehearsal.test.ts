@@ -10,7 +10,11 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     report = await runRehearsal();
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(9);
+    expect(report.steps.map((s) => s.step)).toHaveLength(10);
+    // The relay wakes itself with SendMessage on its queue, never by switching a rule.
+    const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
+    expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');
+    expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
     expect(report.functions).toBe(8);
     expect(Object.keys(report.functionsRun)).toHaveLength(8);
   });

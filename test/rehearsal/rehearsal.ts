@@ -228,25 +228,12 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     // --- the stand-ins, all recording into one recorder ---
     log('starting the AWS stand-ins');
     const recorder = new CallRecorder(deployment);
-    const ruleStates = new Map<string, 'ENABLED' | 'DISABLED'>();
     const events = await startRecordingProxy({
       service: 'events',
       backend: bus.endpoint,
       recorder,
       describe: describeEventBridgeRequest,
-      // The local bus serves PutEvents; the rule switches the relay flips are kept here.
-      intercept: async (request) => {
-        const target = String(request.headers['x-amz-target'] ?? '');
-        const op = /^AWSEvents\.(EnableRule|DisableRule)$/.exec(target)?.[1];
-        if (!op) return undefined;
-        const name = (JSON.parse(request.body.toString('utf8')) as { Name?: string }).Name ?? '';
-        ruleStates.set(name, op === 'EnableRule' ? 'ENABLED' : 'DISABLED');
-        return {
-          status: 200,
-          headers: { 'content-type': 'application/x-amz-json-1.1' },
-          body: Buffer.from('{}'),
-        };
-      },
+      // The local bus serves PutEvents; no other EventBridge call has anywhere to go.
     });
     cleanups.push(() => events.close());
     const queueNames = resolver.resourcesOfType('AWS::SQS::Queue').map(([id]) => resolver.physicalName(id));
@@ -313,7 +300,6 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         direct,
         resolver,
         standins,
-        ruleStates,
         dataApi,
         specs,
       });
@@ -376,7 +362,6 @@ interface PathContext {
   readonly direct: DynamoDBClient;
   readonly resolver: TemplateResolver;
   readonly standins: Awaited<ReturnType<typeof startAwsStandins>>;
-  readonly ruleStates: ReadonlyMap<string, string>;
   readonly dataApi: Awaited<ReturnType<typeof startDataApiServer>>;
   readonly specs: readonly FunctionSpec[];
 }
@@ -470,7 +455,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     return `outbox delivered ${outbox}; alarms ${Object.keys(bodyOf(status).alarms ?? {}).length}`;
   });
 
-  await step('relay sweep: drains, and turns the busy sweep off', async () => {
+  await step('relay sweep: drains and wakes nothing (nothing is left)', async () => {
     const out = (await run('outbox-relay', {
       source: 'aws.events',
       'detail-type': 'Scheduled Event',
@@ -479,13 +464,42 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       pending: number;
     };
     check(out.pending === 0, `pending ${out.pending}`);
-    const rule = byService('outbox-relay').environment.RELAY_BUSY_SWEEP_RULE;
-    check(
-      rule && ctx.ruleStates.get(rule) === 'DISABLED',
-      `busy sweep ${rule}: ${rule && ctx.ruleStates.get(rule)}`,
-    );
-    return `${rule} DISABLED`;
+    const queue = wakeQueueOf(ctx);
+    check(ctx.standins.sqs.messages(queue).length === 0, `wake queue ${queue} not empty`);
+    return `pending 0, ${queue} empty`;
   });
+
+  await step(
+    'a row backing off: the run sends a delayed wake-up to its queue, and the wake-up delivers it',
+    async () => {
+      const backingOff = crypto.randomUUID();
+      await ownerQuery(
+        ctx,
+        `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload, next_attempt_at)
+       SELECT '${backingOff}', 'content.rehearsal-wake', aggregate_id, aggregate_version, payload,
+              now() + interval '30 seconds'
+         FROM outbox WHERE event_id = '${eventId}'`,
+      );
+      const out = (await run('outbox-relay', { source: 'aws.events', 'detail-type': 'Scheduled Event' })) as {
+        pending: number;
+        nextDueInMs: number;
+      };
+      check(out.pending === 1 && out.nextDueInMs > 0, `relay left ${JSON.stringify(out)}`);
+      const queue = wakeQueueOf(ctx);
+      const sent = ctx.standins.sqs.messages(queue);
+      check(
+        sent.length === 1 && JSON.parse(sent[0]?.body ?? '{}').wake === 'due',
+        `wake queue ${JSON.stringify(sent)}`,
+      );
+      // The delay is over (made due here, not waited for); the event source mapping hands the message over.
+      await ownerQuery(ctx, `UPDATE outbox SET next_attempt_at = now() WHERE event_id = '${backingOff}'`);
+      const woken = (await run('outbox-relay', {
+        Records: [{ eventSource: 'aws:sqs', messageId: sent[0]?.messageId, body: sent[0]?.body }],
+      })) as { published: number; pending: number };
+      check(woken.published === 1 && woken.pending === 0, `woken run ${JSON.stringify(woken)}`);
+      return `DelaySeconds wake-up, then published ${woken.published}`;
+    },
+  );
 
   await step('inbox gauges count DEAD records from the sparse index', async () => {
     const out = (await run('inbox-gauges', {
@@ -588,6 +602,15 @@ async function walkThePath(ctx: PathContext): Promise<void> {
 }
 
 /** A statement as the schema owner (the rehearsal's own checks and fixtures, not a function's call). */
+/** The relay's wake queue, by its logical id (the template names it, the stand-in serves it). */
+function wakeQueueOf(ctx: PathContext): string {
+  const found = ctx.resolver
+    .resourcesOfType('AWS::SQS::Queue')
+    .find(([id]) => id.startsWith('RelayWakeQueue'));
+  if (!found) throw new Error('the template has no relay wake queue');
+  return ctx.resolver.physicalName(found[0]);
+}
+
 async function ownerQuery(ctx: PathContext, sql: string): Promise<Record<string, unknown>[]> {
   const { RDSDataClient, ExecuteStatementCommand } = await import('@aws-sdk/client-rds-data');
   const client = new RDSDataClient({

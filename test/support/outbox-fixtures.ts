@@ -3,8 +3,8 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import type { ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
-import type { RelayDeps, RelaySettings } from '../../shared/outbox/relay';
-import { topology } from '../../shared/topology';
+import type { RelayDeps } from '../../shared/outbox/relay';
+import { type RelayConfig, topology } from '../../shared/topology';
 
 /**
  * Inserts `count` pending content.approved rows in one statement (generate_series), oldest
@@ -52,7 +52,7 @@ export class RecordingPublisher implements EventPublisher {
 }
 
 /** Topology relay settings with test-sized timing. */
-export function testSettings(overrides: Partial<RelaySettings> = {}): RelaySettings {
+export function testSettings(overrides: Partial<RelayConfig> = {}): RelayConfig {
   return {
     ...topology.relay,
     pollIntervalMs: 10,
@@ -101,7 +101,7 @@ export function stubOutbox(
     markDelivered: async (items) => items.map((i) => i.eventId),
     markFailed: async () => [],
     purgeDelivered: async () => 0,
-    stats: async () => ({ pending: 0, delivered: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null }),
+    stats: async () => ({ pending: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null }),
   };
 }
 

@@ -94,6 +94,8 @@ export async function openRelayTestDatabase(): Promise<{
   db: SqlClient;
   relayDb: SqlClient;
   relayUrl: string;
+  /** The tasks API role's URL: a writer of outbox rows, as the relay's run lease sees them. */
+  tasksUrl: string;
   close: () => Promise<void>;
 }> {
   const opened = await openTestDatabase();
@@ -103,6 +105,7 @@ export async function openRelayTestDatabase(): Promise<{
     db: opened.db,
     relayDb: asRelay.db,
     relayUrl,
+    tasksUrl: opened.urlAs('tasksApi'),
     close: async () => {
       await asRelay.close();
       await opened.close();

@@ -10,7 +10,9 @@ async function run(argv: string[], fetch?: FetchLike, env: Record<string, string
   let stdout = '';
   let stderr = '';
   const requests: string[] = [];
+  const slept: number[] = [];
   const code = await runCli(argv, {
+    sleep: async (ms) => void slept.push(ms),
     fetch: async (url, init) => {
       requests.push(`${init?.method ?? 'GET'} ${url}`);
       if (!fetch) throw new Error('this test expects no request');
@@ -20,7 +22,7 @@ async function run(argv: string[], fetch?: FetchLike, env: Record<string, string
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { write: (s: string) => (stderr += s) },
   });
-  return { code, stdout, stderr, requests };
+  return { code, stdout, stderr, requests, slept };
 }
 
 const answer =
@@ -77,7 +79,7 @@ describe('bad arguments', () => {
       ['frobnicate', '--help'],
     ]) {
       const r = await run(argv);
-      expect(r).toEqual({ code: 0, stdout: usage, stderr: '', requests: [] });
+      expect(r).toEqual({ code: 0, stdout: usage, stderr: '', requests: [], slept: [] });
     }
     expect(usage).toContain('tasks show <taskId>');
     expect(usage).toContain('inbox dead --consumer <index|notify|archive>');
@@ -124,11 +126,36 @@ describe('failed requests', () => {
     expect(r.stderr).toContain(`404 no dead outbox event ${taskId}`);
   });
 
-  it('a 5xx without a JSON body prints the body as text', async () => {
+  it('a 5xx is tried four times with a growing backoff; the last one without a JSON body prints as text', async () => {
     const r = await run(['status'], answer(502, 'Bad Gateway', 'text/plain'));
 
     expect(r.code).toBe(1);
     expect(r.stderr).toBe('pipeline: GET /ops/status failed: 502 Bad Gateway\n');
+    expect(r.requests).toHaveLength(4);
+    expect(r.slept).toHaveLength(3);
+    expect(r.slept.every((ms, i) => ms >= 0 && ms <= 500 * 2 ** i)).toBe(true);
+  });
+
+  it('a 429 is waited out as its Retry-After says, then the answer is the next one', async () => {
+    const answers = [
+      new Response('{"error":"Too Many Requests"}', { status: 429, headers: { 'retry-after': '2' } }),
+      new Response(JSON.stringify({ error: 'internal error' }), { status: 503 }),
+      new Response(JSON.stringify({ taskId, status: 'approved', version: 2, eventId: taskId }), { status: 200 }),
+    ];
+    const r = await run(['tasks', 'approve', taskId, '--by', 'rita'], async () => answers.shift() as Response);
+
+    expect(r.code).toBe(0);
+    expect(r.requests).toHaveLength(3);
+    expect(r.slept[0]).toBe(2_000);
+    expect(r.slept[1]).toBeLessThanOrEqual(1_000);
+  });
+
+  it('a 4xx other than 429 is never retried', async () => {
+    const r = await run(['status'], answer(403, JSON.stringify({ message: 'Forbidden' })));
+
+    expect(r.code).toBe(1);
+    expect(r.requests).toHaveLength(1);
+    expect(r.slept).toEqual([]);
   });
 
   it('a 200 that is not JSON is a failure too', async () => {

@@ -15,7 +15,7 @@ const healthyInbox: InboxStatusCounts = { processed: 10, inProgress: 0, failed: 
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
 function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
   return {
-    outbox: { pending: 0, delivered: 100, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null },
+    outbox: { pending: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null },
     consumers: Object.fromEntries(consumerNames.map((c) => [c, healthyInbox])) as Record<
       ConsumerName,
       InboxStatusCounts

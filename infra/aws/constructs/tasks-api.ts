@@ -1,7 +1,8 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, Lazy, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   AuthorizationType,
+  CfnStage,
   EndpointType,
   type IModel,
   type JsonSchema,
@@ -29,10 +30,16 @@ export interface TasksApiProps {
   readonly apiName: string;
   /** The relay the API nudges after each commit (`RELAY_FUNCTION_NAME`). */
   readonly relayFunction: IFunction;
-  /** Steady-state requests per second for the whole stage. @default 20 */
-  readonly throttlingRateLimit?: number;
-  /** @default 40 */
-  readonly throttlingBurstLimit?: number;
+  /**
+   * Requests per second each tasks route takes (create, read, approve, withdraw: each its own
+   * limit), with a burst of twice that. The stage's settings (`apiRatePerSecond`). @default 100
+   */
+  readonly tasksRatePerSecond?: number;
+  /**
+   * Requests per second of every other method (the ops routes, which are an operator's tools),
+   * burst twice that. @default 20
+   */
+  readonly defaultRatePerSecond?: number;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
@@ -74,6 +81,8 @@ export interface ProxyRoutes {
   readonly function: IFunction;
   /** The JSON schema of a route's body, by `METHOD /resource`. */
   readonly bodies?: Readonly<Record<string, JsonSchema>>;
+  /** Requests per second each of these routes takes (burst twice that); absent: the stage's default. */
+  readonly ratePerSecond?: number;
   /** Query string parameters a route reads (optional ones), by `METHOD /resource`. */
   readonly queryParameters?: Readonly<Record<string, readonly string[]>>;
 }
@@ -91,6 +100,7 @@ export class TasksApi extends Construct {
 
   constructor(scope: Construct, id: string, props: TasksApiProps) {
     super(scope, id);
+    this.defaultRate = props.defaultRatePerSecond ?? 20;
     this.function = new PipelineFunction(this, 'Function', {
       entry: 'functions/tasks-api/handler.ts',
       serviceName: 'tasks-api',
@@ -127,8 +137,9 @@ export class TasksApi extends Construct {
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: 'v1',
-        throttlingRateLimit: props.throttlingRateLimit ?? 20,
-        throttlingBurstLimit: props.throttlingBurstLimit ?? 40,
+        // Every method not given its own limit (addRoutes' `ratePerSecond`).
+        throttlingRateLimit: this.defaultRate,
+        throttlingBurstLimit: this.defaultRate * 2,
         loggingLevel: MethodLoggingLevel.ERROR,
         // Request and response bodies hold task content: keep them out of the logs.
         dataTraceEnabled: false,
@@ -148,6 +159,21 @@ export class TasksApi extends Construct {
         templates: { 'application/json': '{"error":$context.error.messageString}' },
       });
     }
+    // A throttled call says when to come back: HTTP's Retry-After (RFC 9110, 10.2.3), in seconds.
+    // A route's token bucket refills at its rate, so one second is always enough for one more call.
+    // https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html
+    this.api.addGatewayResponse('THROTTLEDResponse', {
+      type: ResponseType.THROTTLED,
+      statusCode: '429',
+      responseHeaders: { 'Retry-After': "'1'" },
+      templates: { 'application/json': '{"error":$context.error.messageString}' },
+    });
+    // Per-route limits join the stage's own method settings once every route is known.
+    const stage = this.api.deploymentStage.node.defaultChild as CfnStage;
+    const stageWide = stage.methodSettings;
+    stage.methodSettings = Lazy.any({
+      produce: () => [...(Array.isArray(stageWide) ? stageWide : []), ...this.routeThrottles],
+    });
 
     this.validator = this.api.addRequestValidator('Validator', {
       validateRequestBody: true,
@@ -159,6 +185,7 @@ export class TasksApi extends Construct {
       bodies: Object.fromEntries(
         Object.entries(bodyModelOf).map(([route, name]) => [route, bodySchemas[name]]),
       ),
+      ratePerSecond: props.tasksRatePerSecond ?? 100,
     });
 
     Validations.of(this.api).acknowledge(
@@ -200,6 +227,9 @@ export class TasksApi extends Construct {
 
   private readonly validator: RequestValidator;
   private readonly models = new Map<string, IModel>();
+  private readonly defaultRate: number;
+  /** The stage's method settings of the routes added with a rate of their own. */
+  private readonly routeThrottles: CfnStage.MethodSettingProperty[] = [];
 
   /**
    * Adds routes proxied to `routes.function` (the ops API uses this too, on the same API):
@@ -225,6 +255,15 @@ export class TasksApi extends Construct {
         },
         requestModels: body ? { 'application/json': this.modelFor(key, body) } : undefined,
       });
+      if (routes.ratePerSecond !== undefined) {
+        this.routeThrottles.push({
+          // A method setting's path is '/' and then the resource path with each '/' written '~1'.
+          resourcePath: `/${route.resource.replaceAll('/', '~1')}`,
+          httpMethod: route.method,
+          throttlingRateLimit: routes.ratePerSecond,
+          throttlingBurstLimit: Math.min(5_000, routes.ratePerSecond * 2),
+        });
+      }
     }
   }
 

@@ -1,11 +1,8 @@
 import { functionRoles } from './0002-function-roles';
 import type { Migration } from './index';
 
-/** Counter shards per counter: each task or event adds to one, chosen from its id, so no row is hot. */
+/** Counter shards per counter: each statement adds to its backend's, so no row is hot. */
 const counterShards = 16;
-
-/** The shard of a uuid: its last byte, modulo the shard count (uniform for random uuids). */
-const shardOf = (uuid: string) => `(get_byte(uuid_send(${uuid}), 15) % ${counterShards})`;
 
 /**
  * Reads whose cost does not grow with history, and the relay's run lease.
@@ -15,8 +12,8 @@ const shardOf = (uuid: string) => `(get_byte(uuid_send(${uuid}), 15) % ${counter
  *   a deploy onto a large outbox blocks approvals while it builds (CONCURRENTLY cannot run in a
  *   transaction).
  * - `pipeline_counters`: task counts by status and the outbox's appended and deleted rows,
- *   maintained by triggers on the writes that change them (the tasks API's, the purge's), in
- *   16 shards per counter so concurrent approvals do not queue on one row. The ops status sums
+ *   maintained by statement-level triggers on the writes that change them (the tasks API's,
+ *   the purge's), in 16 shards per counter so concurrent approvals do not queue on one row. The ops status sums
  *   48 rows; the relay's statements never touch them. Delivered rows are derived from them
  *   (appended - deleted - pending - dead) instead of counted.
  *   https://www.postgresql.org/docs/current/plpgsql-trigger.html
@@ -40,66 +37,71 @@ export const migration0007: Migration = {
        n     bigint NOT NULL DEFAULT 0,
        PRIMARY KEY (name, shard)
      )`,
-    // Counter rows are touched in name order (sorted in each statement) so that two
-    // transactions never lock two of them in opposite orders.
-    `CREATE FUNCTION pipeline_count_task_status() RETURNS trigger
+    // Statement-level triggers with transition tables: one counter write per statement, however
+    // many rows it changed (row-level ones made a bulk insert rewrite the same counter row once
+    // per row, a chain of versions each later write walks: quadratic). The shard is the
+    // backend's, so concurrent statements (one backend each) spread over the shards; each
+    // statement touches its counter rows in name order, so two never wait on each other in a
+    // cycle. https://www.postgresql.org/docs/current/sql-createtrigger.html
+    `CREATE FUNCTION pipeline_count(deltas jsonb) RETURNS void
+       LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+       INSERT INTO pipeline_counters AS c (name, shard, n)
+       SELECT d.key, (pg_backend_pid() % ${counterShards})::smallint, d.value::bigint
+         FROM jsonb_each_text(deltas) AS d
+        WHERE d.value::bigint <> 0
+        ORDER BY d.key
+       ON CONFLICT (name, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+     $$`,
+    `CREATE FUNCTION pipeline_count_tasks() RETURNS trigger
        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
-     DECLARE
-       s smallint;
      BEGIN
-       IF TG_OP = 'DELETE' THEN
-         s := ${shardOf('OLD.task_id')};
-         INSERT INTO pipeline_counters AS c (name, shard, n) VALUES ('tasks.' || OLD.status, s, -1)
-           ON CONFLICT (name, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
-         RETURN NULL;
-       END IF;
-       s := ${shardOf('NEW.task_id')};
        IF TG_OP = 'INSERT' THEN
-         INSERT INTO pipeline_counters AS c (name, shard, n) VALUES ('tasks.' || NEW.status, s, 1)
-           ON CONFLICT (name, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
-       ELSIF OLD.status IS DISTINCT FROM NEW.status THEN
-         INSERT INTO pipeline_counters AS c (name, shard, n)
-           SELECT name, s, delta FROM (VALUES ('tasks.' || OLD.status, -1), ('tasks.' || NEW.status, 1)) AS d (name, delta)
-            ORDER BY name
-           ON CONFLICT (name, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+         PERFORM pipeline_count((SELECT jsonb_object_agg('tasks.' || status, n)
+                                   FROM (SELECT status, count(*) AS n FROM added GROUP BY status) AS x));
+       ELSIF TG_OP = 'DELETE' THEN
+         PERFORM pipeline_count((SELECT jsonb_object_agg('tasks.' || status, -n)
+                                   FROM (SELECT status, count(*) AS n FROM gone GROUP BY status) AS x));
+       ELSE
+         PERFORM pipeline_count((SELECT jsonb_object_agg('tasks.' || status, n)
+                                   FROM (SELECT status, sum(delta) AS n
+                                           FROM (SELECT b.status, -1 AS delta FROM gone b JOIN added a USING (task_id)
+                                                  WHERE a.status IS DISTINCT FROM b.status
+                                                 UNION ALL
+                                                 SELECT a.status, 1 FROM gone b JOIN added a USING (task_id)
+                                                  WHERE a.status IS DISTINCT FROM b.status) AS moves
+                                          GROUP BY status) AS x));
        END IF;
        RETURN NULL;
      END $$`,
-    `CREATE TRIGGER tasks_count_status AFTER INSERT OR DELETE OR UPDATE OF status ON tasks
-       FOR EACH ROW EXECUTE FUNCTION pipeline_count_task_status()`,
-    `CREATE FUNCTION pipeline_count_outbox_append() RETURNS trigger
+    `CREATE TRIGGER tasks_count_inserts AFTER INSERT ON tasks REFERENCING NEW TABLE AS added
+       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_tasks()`,
+    `CREATE TRIGGER tasks_count_updates AFTER UPDATE ON tasks REFERENCING OLD TABLE AS gone NEW TABLE AS added
+       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_tasks()`,
+    `CREATE TRIGGER tasks_count_deletes AFTER DELETE ON tasks REFERENCING OLD TABLE AS gone
+       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_tasks()`,
+    `CREATE FUNCTION pipeline_count_outbox() RETURNS trigger
        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
      BEGIN
-       INSERT INTO pipeline_counters AS c (name, shard, n) VALUES ('outbox.appended', ${shardOf('NEW.event_id')}, 1)
-         ON CONFLICT (name, shard) DO UPDATE SET n = c.n + 1;
+       IF TG_OP = 'INSERT' THEN
+         PERFORM pipeline_count(jsonb_build_object('outbox.appended', (SELECT count(*) FROM added)));
+       ELSE
+         PERFORM pipeline_count(jsonb_build_object('outbox.deleted', (SELECT count(*) FROM gone)));
+       END IF;
        RETURN NULL;
      END $$`,
-    `CREATE TRIGGER outbox_count_append AFTER INSERT ON outbox
-       FOR EACH ROW EXECUTE FUNCTION pipeline_count_outbox_append()`,
+    `CREATE TRIGGER outbox_count_inserts AFTER INSERT ON outbox REFERENCING NEW TABLE AS added
+       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_outbox()`,
     // Once per DELETE statement (a purge batch), whatever its size.
-    `CREATE FUNCTION pipeline_count_outbox_delete() RETURNS trigger
-       LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
-     DECLARE
-       deleted bigint;
-     BEGIN
-       SELECT count(*) INTO deleted FROM gone;
-       IF deleted > 0 THEN
-         INSERT INTO pipeline_counters AS c (name, shard, n)
-           VALUES ('outbox.deleted', (pg_backend_pid() % ${counterShards})::smallint, deleted)
-           ON CONFLICT (name, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
-       END IF;
-       RETURN NULL;
-     END $$`,
-    `CREATE TRIGGER outbox_count_delete AFTER DELETE ON outbox REFERENCING OLD TABLE AS gone
-       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_outbox_delete()`,
+    `CREATE TRIGGER outbox_count_deletes AFTER DELETE ON outbox REFERENCING OLD TABLE AS gone
+       FOR EACH STATEMENT EXECUTE FUNCTION pipeline_count_outbox()`,
     // What was there before the counters: counted once, here.
     `INSERT INTO pipeline_counters (name, shard, n)
        SELECT 'tasks.' || status, 0, count(*) FROM tasks GROUP BY status`,
     `INSERT INTO pipeline_counters (name, shard, n)
        SELECT 'outbox.appended', 0, count(*) FROM outbox HAVING count(*) > 0`,
-    ...['pipeline_count_task_status', 'pipeline_count_outbox_append', 'pipeline_count_outbox_delete'].map(
-      (fn) => `REVOKE EXECUTE ON FUNCTION ${fn}() FROM PUBLIC`,
-    ),
+    'REVOKE EXECUTE ON FUNCTION pipeline_count(jsonb) FROM PUBLIC',
+    'REVOKE EXECUTE ON FUNCTION pipeline_count_tasks() FROM PUBLIC',
+    'REVOKE EXECUTE ON FUNCTION pipeline_count_outbox() FROM PUBLIC',
     `GRANT SELECT ON pipeline_counters TO ${functionRoles.ops}`,
 
     `CREATE TABLE relay_lease (
