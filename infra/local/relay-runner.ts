@@ -87,10 +87,13 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
     // The earliest wake-up wins: a later one is covered by the run it starts.
     if (this.wake && this.wake.at <= at) return;
     if (this.wake) clearTimeout(this.wake.timer);
-    const timer = setTimeout(() => {
-      this.wake = undefined;
-      this.drainSoon({ wake: 'due' }, 'wake');
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        this.wake = undefined;
+        this.drainSoon({ wake: 'due' }, 'wake');
+      },
+      Math.max(0, ms),
+    );
     timer.unref();
     this.wake = { timer, at };
   }

@@ -16,8 +16,8 @@ import {
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
+import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { noopRelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';

@@ -37,7 +37,7 @@ describe('the prod stage (-c stage=prod)', () => {
 
   it('takes at least 1,000 approvals a second before its own throttle answers 429', () => {
     const stage = Object.values(s.json.Resources).find((r) => r.Type === 'AWS::ApiGateway::Stage');
-    const approve = (stage?.Properties?.MethodSettings as Record<string, unknown>[]).find(
+    const approve = ((stage?.Properties?.MethodSettings ?? []) as Record<string, unknown>[]).find(
       (m) => m.ResourcePath === '/~1tasks~1{taskId}~1approve' && m.HttpMethod === 'POST',
     );
     expect(approve?.ThrottlingRateLimit).toBeGreaterThanOrEqual(1_000);
@@ -47,7 +47,7 @@ describe('the prod stage (-c stage=prod)', () => {
   it("raises the tasks routes' throttle with -c apiRatePerSecond", () => {
     const raised = synthPipeline({ stage: 'prod', apiRatePerSecond: '2500' });
     const stage = Object.values(raised.json.Resources).find((r) => r.Type === 'AWS::ApiGateway::Stage');
-    const limits = (stage?.Properties?.MethodSettings as Record<string, unknown>[])
+    const limits = ((stage?.Properties?.MethodSettings ?? []) as Record<string, unknown>[])
       .filter((m) => String(m.ResourcePath).startsWith('/~1tasks'))
       .map((m) => [m.ThrottlingRateLimit, m.ThrottlingBurstLimit]);
     expect(limits).toHaveLength(4);

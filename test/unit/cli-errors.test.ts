@@ -140,9 +140,14 @@ describe('failed requests', () => {
     const answers = [
       new Response('{"error":"Too Many Requests"}', { status: 429, headers: { 'retry-after': '2' } }),
       new Response(JSON.stringify({ error: 'internal error' }), { status: 503 }),
-      new Response(JSON.stringify({ taskId, status: 'approved', version: 2, eventId: taskId }), { status: 200 }),
+      new Response(JSON.stringify({ taskId, status: 'approved', version: 2, eventId: taskId }), {
+        status: 200,
+      }),
     ];
-    const r = await run(['tasks', 'approve', taskId, '--by', 'rita'], async () => answers.shift() as Response);
+    const r = await run(
+      ['tasks', 'approve', taskId, '--by', 'rita'],
+      async () => answers.shift() as Response,
+    );
 
     expect(r.code).toBe(0);
     expect(r.requests).toHaveLength(3);

@@ -2,7 +2,7 @@ import { Duration, Lazy, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   AuthorizationType,
-  CfnStage,
+  type CfnStage,
   EndpointType,
   type IModel,
   type JsonSchema,
