@@ -11,13 +11,15 @@
  *   everything, per event (claims, marks, a run's stats);
  * - archive read: `getTask`, what the archive consumer reads per event;
  * - purge: `purgeDelivered` of the delivered rows, per row;
- * - relay run with nothing to do: `runRelay` on an empty outbox, per run (what a nudge that
- *   finds its event already taken costs).
+ * - nudge: the relay's Lambda body (`createRelayInvocation`) invoked as the tasks API nudges
+ *   it, with nothing left to drain, per invocation: what a nudge costs at most.
  * Writes `bench/results/statements.json` (its schema: infra/aws/capacity/measured.ts). Linux only
  * (/proc). A benchmark, not a test: nothing here asserts a timing.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import pg from 'pg';
 import { type StatementCosts, statementCostsPath } from '../infra/aws/capacity/measured';
 import { migrate } from '../shared/db/migrate';
@@ -25,6 +27,8 @@ import { PgSqlClient } from '../shared/db/pg-client';
 import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { runRelay } from '../shared/outbox/relay';
+import { createRelayInvocation } from '../shared/outbox/relay-invocation';
+import { relayServiceName } from '../shared/outbox/relay-metrics';
 import { approveTask, createTask, getTask } from '../shared/tasks/commands';
 import { topology } from '../shared/topology';
 import { startEmbeddedPostgres } from '../test/support/embedded-pg';
@@ -149,14 +153,25 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
           await getTask(taskId, { db });
         }),
       );
-      progress('statements: relay runs with nothing to do');
-      const idleRuns = Math.max(50, Math.round(count / 20));
-      const relayIdleRun = await measure(postmaster, idleRuns, () =>
+      progress('statements: nudges with nothing to drain');
+      // The relay's Lambda body, invoked as the tasks API's nudge invokes it (no busy sweep, as in prod).
+      const nudge = createRelayInvocation({
+        outbox,
+        publisher,
+        settings: relaySettings,
+        logger: new Logger({ serviceName: relayServiceName, logLevel: 'SILENT' }),
+        metrics: new Metrics({ namespace: 'bench', serviceName: relayServiceName }),
+      });
+      const nudges = Math.max(50, Math.round(count / 20));
+      const relayNudge = await measure(postmaster, nudges, () =>
         inParallel(
-          Array.from({ length: idleRuns }, (_, i) => i),
+          Array.from({ length: nudges }, (_, i) => i),
           connections,
           async (i) => {
-            await relayRun(`bench-statements-idle-${i}`);
+            await nudge(
+              { nudge: true },
+              { getRemainingTimeInMillis: () => 60_000, awsRequestId: `bench-${i}` },
+            );
           },
         ),
       );
@@ -174,7 +189,7 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       return {
         measuredAt: new Date().toISOString(),
         machine: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, embedded PostgreSQL 17, fsync on`,
-        operations: { approve, relayDrainPerEvent, archiveRead, purgePerRow, relayIdleRun },
+        operations: { approve, relayDrainPerEvent, archiveRead, purgePerRow, relayNudge },
       };
     } finally {
       await db.close();
@@ -186,6 +201,8 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
 }
 
 async function main(args: readonly string[]): Promise<void> {
+  // The nudges' metrics would go to stdout as EMF; only the result belongs there.
+  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
   const costs = await measureStatementCosts(numberArg(args, '--count', 2_000));
   writeFileSync(statementCostsPath, `${JSON.stringify(costs, null, 2)}\n`);
   progress(`statements: wrote ${statementCostsPath}`);

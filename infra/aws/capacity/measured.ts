@@ -24,7 +24,7 @@ export const statementCostsSchema = z.object({
     relayDrainPerEvent: cost,
     archiveRead: cost,
     purgePerRow: cost,
-    relayIdleRun: cost,
+    relayNudge: cost,
   }),
 });
 
@@ -56,7 +56,7 @@ export function readMeasuredCosts(): MeasuredCosts & { readonly measuredAt: stri
       relayDrainPerEvent: op.relayDrainPerEvent.dbCpuMs,
       archiveRead: op.archiveRead.dbCpuMs,
       purgePerRow: op.purgePerRow.dbCpuMs,
-      relayIdleRun: op.relayIdleRun.dbCpuMs,
+      relayNudge: op.relayNudge.dbCpuMs,
     },
     relayEventsPerSecPerRun: bench.awsProfile.relayEventsPerSec,
     relayDataApiCallsPer1000: bench.relayRoundTripsPer1000,

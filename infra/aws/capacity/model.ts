@@ -112,8 +112,11 @@ export interface MeasuredCosts {
     readonly relayDrainPerEvent: number;
     readonly archiveRead: number;
     readonly purgePerRow: number;
-    /** A relay run that finds nothing to do: what a nudge costs the database. */
-    readonly relayIdleRun: number;
+    /**
+     * A nudged relay invocation that finds nothing to drain: what a nudge costs the database at
+     * most (under load a nudge that finds a run draining costs one statement).
+     */
+    readonly relayNudge: number;
   };
   /** Events/s one relay run drains under the AWS-like latency profile (`npm run bench`, `awsProfile.relayEventsPerSec`). */
   readonly relayEventsPerSecPerRun: number;
@@ -258,9 +261,11 @@ function routeThrottle(
 ): { rate: number; burst: number | undefined; where: string } | undefined {
   for (const [id, stage] of ofType(template, 'AWS::ApiGateway::Stage')) {
     const settings = asArray(stage.MethodSettings).map(record);
-    // A method setting's ResourcePath escapes '/' as '~1' (JSON Pointer).
+    // A method setting's ResourcePath is '/' then the resource path with its own '/' escaped as
+    // '~1' (JSON Pointer): '/~1tasks~1{taskId}~1approve' is /tasks/{taskId}/approve.
     const path = (s: Readonly<Record<string, unknown>>) =>
       String(s.ResourcePath ?? '')
+        .replace(/^\//, '')
         .replaceAll('~1', '/')
         .replaceAll('~0', '~');
     const own = settings.find((s) => path(s) === route.resource && s.HttpMethod === route.method);
@@ -327,6 +332,8 @@ function keyValuesPerStream(key: KeyedIndex, isTable: boolean, shards: number): 
 }
 
 const writeUnits = (itemKb: number) => Math.max(1, Math.ceil(itemKb));
+
+const count = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
 
 // ---------------------------------------------------------------------------------------------
 // The components
@@ -453,6 +460,17 @@ function components(inputs: CapacityInputs): {
       limitFrom: `template: ReservedConcurrentExecutions ${p.reserved}`,
       detail: `${p.invocations} invocation(s) per approval, ${(p.seconds * 1000).toFixed(0)} ms of execution`,
     });
+  const maxRuns = topology.relay.maxConcurrentRuns;
+  if (maxRuns !== undefined)
+    list.push({
+      name: 'Relay runs draining at once',
+      kind: 'own',
+      limit: maxRuns,
+      unit: 'runs',
+      perApproval: 1 / measured.relayEventsPerSecPerRun,
+      limitFrom: `topology: relay.maxConcurrentRuns ${maxRuns}`,
+      detail: `a run drains ${count(measured.relayEventsPerSecPerRun)} events/s (measured, AWS-like latency profile)`,
+    });
   const unreserved = pathFunctions.filter((p) => p.reserved === undefined);
   list.push({
     name: 'Lambda concurrency, account',
@@ -504,7 +522,7 @@ function components(inputs: CapacityInputs): {
   const db = measured.dbCpuMs;
   const dbCpuMs =
     db.approve +
-    a.nudgesPerApproval * db.relayIdleRun +
+    a.nudgesPerApproval * db.relayNudge +
     dataApiConsumers * db.archiveRead +
     db.relayDrainPerEvent +
     db.purgePerRow;
@@ -517,7 +535,7 @@ function components(inputs: CapacityInputs): {
     const max = typeof scaling.MaxCapacity === 'number' ? scaling.MaxCapacity : q.auroraMaxAcu.value;
     maxAcu = Math.max(maxAcu, max);
     minAcu = Math.max(minAcu, typeof scaling.MinCapacity === 'number' ? scaling.MinCapacity : 0);
-    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayIdleRun}, reads ${dataApiConsumers} x ${db.archiveRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
+    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayNudge}, reads ${dataApiConsumers} x ${db.archiveRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
     list.push({
       name: clusters.length > 1 ? `Aurora capacity, ${id}` : 'Aurora capacity',
       kind: 'own',
