@@ -353,8 +353,6 @@ interface PerApproval {
   readonly functions: readonly PathFunction[];
   readonly dataApiCalls: number;
   readonly dbCpuSeconds: number;
-  readonly putEventsCalls: number;
-  readonly invocations: number;
   readonly inboxWru: number;
   readonly contentIndexWru: number;
   readonly s3Puts: number;
@@ -696,8 +694,6 @@ function components(inputs: CapacityInputs): {
     functions: pathFunctions,
     dataApiCalls,
     dbCpuSeconds: ms(dbCpuMs),
-    putEventsCalls,
-    invocations: consumers.length,
     inboxWru,
     contentIndexWru,
     s3Puts: consumers.filter((fn) => may(grantsFor(fn), 's3:PutObject')).length,
