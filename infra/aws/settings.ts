@@ -104,7 +104,10 @@ export function parseSettings(tryGetContext: (key: string) => unknown): Pipeline
     databaseUrl: c.databaseUrl,
     // Sandbox pauses when idle; prod keeps half an ACU warm so the first request is not a resume.
     dbMinCapacity: c.dbMinCapacity ?? (prod ? 0.5 : 0),
-    dbMaxCapacity: c.dbMaxCapacity ?? (prod ? 8 : 2),
+    // Prod's ceiling is sized by `npm run capacity` for 10,000 approvals/s (the database CPU the
+    // statements measure, at a quarter vCPU per ACU, needs about 80 ACU there); Serverless v2
+    // bills the capacity used, not the ceiling. A sandbox stays small: `-c dbMaxCapacity=N`.
+    dbMaxCapacity: c.dbMaxCapacity ?? (prod ? 128 : 2),
     relayReservedConcurrency: c.relayReservedConcurrency === 'none' ? undefined : c.relayReservedConcurrency,
     // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing.
     relaySweepMinutes: c.relaySweepMinutes ?? (prod ? 1 : Math.round(topology.relay.sweepSeconds / 60)),

@@ -23,7 +23,7 @@ describe('the prod stage (-c stage=prod)', () => {
 
   it('keeps capacity warm and backups longer, sweeps every minute, has a dashboard, and reserves no relay concurrency when told', () => {
     s.template.hasResourceProperties('AWS::RDS::DBCluster', {
-      ServerlessV2ScalingConfiguration: { MinCapacity: 0.5, MaxCapacity: 8 },
+      ServerlessV2ScalingConfiguration: { MinCapacity: 0.5, MaxCapacity: 128 },
       BackupRetentionPeriod: 14,
     });
     const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);

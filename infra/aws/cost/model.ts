@@ -54,7 +54,7 @@ export interface PerMillionApprovalsCost {
 export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes'>;
 
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
-const tasksApiServiceName = 'tasks-api';
+export const tasksApiServiceName = 'tasks-api';
 
 /** What the relay sends after every run (`addRelayMetrics`): the gauges, whatever the counts. */
 const relayGaugeMetrics = [
@@ -72,7 +72,8 @@ const gib = 1024 ** 3;
 // ---------------------------------------------------------------------------------------------
 // Reading the template
 
-function ofType(template: CfnTemplate, type: string): [string, Readonly<Record<string, unknown>>][] {
+/** The resources of one type, as `[logical id, Properties]`. */
+export function ofType(template: CfnTemplate, type: string): [string, Readonly<Record<string, unknown>>][] {
   return Object.entries(template.Resources)
     .filter(([, r]) => r.Type === type)
     .map(([id, r]) => [id, r.Properties ?? {}]);
@@ -80,20 +81,22 @@ function ofType(template: CfnTemplate, type: string): [string, Readonly<Record<s
 
 const countOf = (template: CfnTemplate, type: string): number => ofType(template, type).length;
 
-const record = (value: unknown): Readonly<Record<string, unknown>> =>
+/** `value` as an object, or an empty one: template properties are read without trusting their shape. */
+export const record = (value: unknown): Readonly<Record<string, unknown>> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : {};
 
 /** The logical id behind `{ "Fn::GetAtt": [id, "Arn"] }` or `{ "Ref": id }`; undefined for anything else. */
-function referencedId(value: unknown): string | undefined {
+export function referencedId(value: unknown): string | undefined {
   const v = record(value);
   const getAtt = v['Fn::GetAtt'];
   if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return getAtt[0];
   return typeof v.Ref === 'string' ? v.Ref : undefined;
 }
 
-interface LambdaFunction {
+/** A Lambda function of the template, as the models read it. */
+export interface LambdaFunction {
   readonly id: string;
   readonly service: string;
   readonly memoryGb: number;
@@ -101,7 +104,8 @@ interface LambdaFunction {
   readonly traced: boolean;
 }
 
-function lambdaFunctions(template: CfnTemplate): LambdaFunction[] {
+/** Every Lambda function of the template, with its Powertools service name, memory and architecture. */
+export function lambdaFunctions(template: CfnTemplate): LambdaFunction[] {
   return ofType(template, 'AWS::Lambda::Function').map(([id, p]) => {
     const service = record(record(p.Environment).Variables).POWERTOOLS_SERVICE_NAME;
     const architectures = Array.isArray(p.Architectures) ? p.Architectures : [];
@@ -116,7 +120,8 @@ function lambdaFunctions(template: CfnTemplate): LambdaFunction[] {
   });
 }
 
-function functionOf(functions: readonly LambdaFunction[], service: string): LambdaFunction {
+/** The function with Powertools service name `service`; throws when the template has none. */
+export function functionOf(functions: readonly LambdaFunction[], service: string): LambdaFunction {
   const found = functions.find((f) => f.service === service);
   if (!found) throw new Error(`the template has no Lambda function with POWERTOOLS_SERVICE_NAME=${service}`);
   return found;
@@ -176,7 +181,8 @@ const plural = (n: number, word: string): string => `${fmt(n)} ${word}${n === 1 
 const each = (price: { readonly usd: number }): string =>
   `$${price.usd >= 0.01 ? fmt(price.usd, 2) : String(price.usd)}`;
 
-function lambdaUsd(book: PriceBook, fn: LambdaFunction, invocations: number, seconds: number): number {
+/** What `invocations` of `fn` lasting `seconds` each cost: duration at its memory and architecture, plus requests. */
+export function lambdaUsd(book: PriceBook, fn: LambdaFunction, invocations: number, seconds: number): number {
   const gbSeconds = invocations * seconds * fn.memoryGb;
   const duration = fn.arm64 ? book.prices.lambdaArmGbSecond : book.prices.lambdaX86GbSecond;
   return usdPer(gbSeconds, duration) + usdPer(invocations, book.prices.lambdaRequestMillion, million);
@@ -473,7 +479,7 @@ export function idleMonthlyCost(
 // What approvals add
 
 /** The consumers a `content.approved` event reaches, from the topology's rules. */
-function approvedConsumers(topology: CostTopology): ConsumerName[] {
+export function approvedConsumers(topology: CostTopology): ConsumerName[] {
   const targets = topology.rules
     .filter((rule) => {
       const types = rule.pattern['detail-type'];

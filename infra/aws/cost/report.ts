@@ -1,10 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { topology } from '../../../shared/topology';
-import { projectRoot } from '../constructs/pipeline-function';
-import { createPipelineApp } from '../pipeline-app';
 import type { Stage } from '../settings';
+import { synthesizeStage } from '../synthesize';
 import {
   type CfnTemplate,
   type CostPart,
@@ -30,22 +26,6 @@ interface StageCost {
   readonly stage: Stage;
   readonly idle: IdleMonthlyCost;
   readonly perMillion: PerMillionApprovalsCost;
-}
-
-/** The stack's template as `cdk synth -c stage=<stage>` writes it, minus the asset bundling. */
-function synthesize(stage: Stage): CfnTemplate {
-  const cdkJson = JSON.parse(readFileSync(join(projectRoot, 'cdk.json'), 'utf8')) as {
-    context?: Record<string, unknown>;
-  };
-  // CDK's own switch for "synthesize, bundle no stack": the template is the same, no esbuild runs.
-  const context = { ...cdkJson.context, stage, 'aws:cdk:bundling-stacks': [] };
-  const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cost-'));
-  try {
-    const { app, stack } = createPipelineApp({ context, outdir, builtinCloudFormationValidation: false });
-    return app.synth().getStackArtifact(stack.artifactId).template as CfnTemplate;
-  } finally {
-    rmSync(outdir, { recursive: true, force: true });
-  }
 }
 
 const cents = (usd: number): number => Math.round(usd * 100) / 100;
@@ -132,7 +112,7 @@ function main(args: readonly string[]): number {
     process.stderr.write(`cost: synthesizing the ${stage} stage\n`);
     let template: CfnTemplate;
     try {
-      template = synthesize(stage);
+      template = synthesizeStage(stage);
     } catch (err) {
       process.stderr.write(
         `cost: synthesis of the ${stage} stage failed: ${(err as Error).message ?? err}\n`,
