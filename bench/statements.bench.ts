@@ -28,6 +28,7 @@ import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { runRelay } from '../shared/outbox/relay';
 import { createRelayInvocation } from '../shared/outbox/relay-invocation';
+import { RelayLeaseStore } from '../shared/outbox/relay-lease';
 import { relayServiceName } from '../shared/outbox/relay-metrics';
 import { approveTask, createTask, getTask } from '../shared/tasks/commands';
 import { topology } from '../shared/topology';
@@ -154,11 +155,15 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
         }),
       );
       progress('statements: nudges with nothing to drain');
-      // The relay's Lambda body, invoked as the tasks API's nudge invokes it (no busy sweep, as in prod).
+      // The relay's Lambda body, invoked as the tasks API's nudge invokes it, one after another:
+      // each takes the run lease, finds nothing, gives it up and looks once more (a nudge that
+      // finds the lease held costs one statement, less than this).
       const nudge = createRelayInvocation({
         outbox,
+        lease: new RelayLeaseStore(db),
         publisher,
         settings: relaySettings,
+        wakeups: { wakeAfter: async () => {} },
         logger: new Logger({ serviceName: relayServiceName, logLevel: 'SILENT' }),
         metrics: new Metrics({ namespace: 'bench', serviceName: relayServiceName }),
       });
@@ -166,7 +171,7 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       const relayNudge = await measure(postmaster, nudges, () =>
         inParallel(
           Array.from({ length: nudges }, (_, i) => i),
-          connections,
+          1,
           async (i) => {
             await nudge(
               { nudge: true },
@@ -175,6 +180,19 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
           },
         ),
       );
+      progress('statements: nudges that find a run draining');
+      // The run lease held by a run that drains: each nudge returns after its one statement.
+      await db.query("UPDATE relay_lease SET owner = 'bench-draining', lease_until = now() + interval '1 hour' WHERE slot = 0");
+      const relayNudgeSkipped = await measure(postmaster, nudges, () =>
+        inParallel(
+          Array.from({ length: nudges }, (_, i) => i),
+          connections,
+          async (i) => {
+            await nudge({ nudge: true }, { getRemainingTimeInMillis: () => 60_000, awsRequestId: `bench-skip-${i}` });
+          },
+        ),
+      );
+      await db.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE slot = 0');
       progress('statements: purge');
       // Retention 0: every delivered row is due; batches as the relay purges them.
       const purgePerRow = await measure(postmaster, count, async () => {
@@ -189,7 +207,7 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       return {
         measuredAt: new Date().toISOString(),
         machine: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, embedded PostgreSQL 17, fsync on`,
-        operations: { approve, relayDrainPerEvent, archiveRead, purgePerRow, relayNudge },
+        operations: { approve, relayDrainPerEvent, archiveRead, purgePerRow, relayNudge, relayNudgeSkipped },
       };
     } finally {
       await db.close();

@@ -18,7 +18,7 @@ const rates = [10, 100, 1_000, 10_000];
 
 /** Round figures, so a test can say what each limit comes to. */
 const measured: MeasuredCosts = {
-  dbCpuMs: { approve: 1, relayDrainPerEvent: 0, archiveRead: 0, purgePerRow: 0, relayNudge: 0 },
+  dbCpuMs: { approve: 1, relayDrainPerEvent: 0, archiveRead: 0, purgePerRow: 0, relayNudge: 0, relayNudgeSkipped: 0 },
   relayEventsPerSecPerRun: 3_000,
   relayDataApiCallsPer1000: 2,
 };
@@ -310,7 +310,7 @@ describe('capacity model: Lambda', () => {
 
   it('a bound on relay runs limits the drain at runs x the measured events per run', () => {
     const report = model(spread, {
-      topology: { ...spreadTopology, relay: { ...topology.relay, maxConcurrentRuns: 2 } },
+      topology: { ...spreadTopology, relay: { ...topology.relay, maxRuns: 2 } },
     });
 
     expect(component(report, 'Relay runs draining at once').limitApprovalsPerSec).toBeCloseTo(

@@ -25,6 +25,7 @@ export const statementCostsSchema = z.object({
     archiveRead: cost,
     purgePerRow: cost,
     relayNudge: cost,
+    relayNudgeSkipped: cost,
   }),
 });
 
@@ -57,6 +58,7 @@ export function readMeasuredCosts(): MeasuredCosts & { readonly measuredAt: stri
       archiveRead: op.archiveRead.dbCpuMs,
       purgePerRow: op.purgePerRow.dbCpuMs,
       relayNudge: op.relayNudge.dbCpuMs,
+      relayNudgeSkipped: op.relayNudgeSkipped.dbCpuMs,
     },
     relayEventsPerSecPerRun: bench.awsProfile.relayEventsPerSec,
     relayDataApiCallsPer1000: bench.relayRoundTripsPer1000,

@@ -46,6 +46,8 @@ export interface CapacityComponent {
   readonly unit: string;
   /** Use at one approval a second, in `unit`. */
   readonly perApproval: number;
+  /** Use that does not grow with the rate (at most so much a second, whatever the rate), in `unit`. */
+  readonly fixed?: number;
   /** Where the limit comes from: the template, or the quota's page. */
   readonly limitFrom: string;
   /** How the use is counted. */
@@ -98,7 +100,7 @@ export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventType
      * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a
      * bound; absent, only a reservation (the template's) bounds them.
      */
-    readonly maxConcurrentRuns?: number;
+    readonly maxRuns?: number;
   };
   /** The inbox's open-records index writes `<consumer>#<status>#<shard>` over this many shards; absent: unsharded. */
   readonly inbox?: { readonly openIndexShards?: number };
@@ -113,10 +115,12 @@ export interface MeasuredCosts {
     readonly archiveRead: number;
     readonly purgePerRow: number;
     /**
-     * A nudged relay invocation that finds nothing to drain: what a nudge costs the database at
-     * most (under load a nudge that finds a run draining costs one statement).
+     * A relay run started by a nudge that finds nothing to drain: take the run lease, claim,
+     * give the lease up, wait for the writers, look again. What a run start costs at least.
      */
     readonly relayNudge: number;
+    /** A nudge that finds a run draining: its one statement (the run lease, held). */
+    readonly relayNudgeSkipped: number;
   };
   /** Events/s one relay run drains under the AWS-like latency profile (`npm run bench`, `awsProfile.relayEventsPerSec`). */
   readonly relayEventsPerSecPerRun: number;
@@ -149,13 +153,24 @@ export const capacityAssumptions = {
   } as Readonly<Record<string, number>>,
   /** The route the approval rate arrives on. */
   approveRoute: { method: 'POST', resource: '/tasks/{taskId}/approve' },
-  /** The tasks API nudges the relay once per approval (an asynchronous Invoke). */
+  /**
+   * Nudges (asynchronous Invokes of the relay) per approval, at most: the tasks API nudges only
+   * when its statement saw no run holding the run lease, so under a steady load (a run draining)
+   * almost none; one per approval is the bound the model keeps.
+   */
   nudgesPerApproval: 1,
   /**
    * A nudge that finds a relay run draining returns after one Data API call (the run lease,
    * issue 16 item 3); the runs that drain are counted from the measured drain rate.
    */
   nudgeDataApiCalls: 1,
+  /**
+   * Data API calls a relay run holds the primary slot through, at the least: take the lease,
+   * claim, read the stats, give it up, read the writers in flight, read the stats again. So slot
+   * 0 starts at most 1,000 / (6 x `dataApiCallMs`) runs a second, whatever the rate: the full
+   * cost of a run start (`relayNudge`) is a fixed load, not one per approval.
+   */
+  runStartDataApiCalls: 6,
   /** ms, the mean of the Data API distribution in bench/support/aws-latency.ts (p50 105, p90 271, p99 572 ms). */
   dataApiCallMs: 150,
   /** ms: an asynchronous Invoke answers once Lambda has queued the event (assumption). */
@@ -353,6 +368,8 @@ interface PerApproval {
   readonly functions: readonly PathFunction[];
   readonly dataApiCalls: number;
   readonly dbCpuSeconds: number;
+  /** Database CPU seconds a second that do not grow with the rate (relay run starts, at most). */
+  readonly fixedDbCpuSecondsPerSec: number;
   readonly inboxWru: number;
   readonly contentIndexWru: number;
   readonly s3Puts: number;
@@ -458,7 +475,7 @@ function components(inputs: CapacityInputs): {
       limitFrom: `template: ReservedConcurrentExecutions ${p.reserved}`,
       detail: `${p.invocations} invocation(s) per approval, ${(p.seconds * 1000).toFixed(0)} ms of execution`,
     });
-  const maxRuns = topology.relay.maxConcurrentRuns;
+  const maxRuns = topology.relay.maxRuns;
   if (maxRuns !== undefined)
     list.push({
       name: 'Relay runs draining at once',
@@ -466,7 +483,7 @@ function components(inputs: CapacityInputs): {
       limit: maxRuns,
       unit: 'runs',
       perApproval: 1 / measured.relayEventsPerSecPerRun,
-      limitFrom: `topology: relay.maxConcurrentRuns ${maxRuns}`,
+      limitFrom: `topology: relay.maxRuns ${maxRuns}`,
       detail: `a run drains ${count(measured.relayEventsPerSecPerRun)} events/s (measured, AWS-like latency profile)`,
     });
   const unreserved = pathFunctions.filter((p) => p.reserved === undefined);
@@ -508,23 +525,26 @@ function components(inputs: CapacityInputs): {
     dataApiConsumers +
     measured.relayDataApiCallsPer1000 / 1000 +
     1 / topology.relay.purge.batchSize;
+  const runStartsPerSec = 1_000 / (a.runStartDataApiCalls * a.dataApiCallMs);
   list.push({
     name: 'RDS Data API requests',
     kind: 'quota',
     limit: q.dataApiRequestsPerSecond.value,
     unit: 'requests/s',
     perApproval: dataApiCalls,
+    fixed: runStartsPerSec * a.runStartDataApiCalls,
     limitFrom: quota('dataApiRequestsPerSecond'),
     detail: `approve ${dataApiPerApprove}, nudge ${a.nudgeDataApiCalls}, consumer reads ${dataApiConsumers}, relay ${measured.relayDataApiCallsPer1000} per 1,000 events, purge 1 per ${topology.relay.purge.batchSize}`,
   });
   const db = measured.dbCpuMs;
   const dbCpuMs =
     db.approve +
-    a.nudgesPerApproval * db.relayNudge +
+    a.nudgesPerApproval * db.relayNudgeSkipped +
     dataApiConsumers * db.archiveRead +
     db.relayDrainPerEvent +
     db.purgePerRow;
   const acuPerApproval = ms(dbCpuMs) / a.vcpuPerAcu;
+  const runStartAcu = (runStartsPerSec * ms(db.relayNudge)) / a.vcpuPerAcu;
   const clusters = ofType(template, 'AWS::RDS::DBCluster');
   let maxAcu = 0;
   let minAcu = 0;
@@ -533,15 +553,16 @@ function components(inputs: CapacityInputs): {
     const max = typeof scaling.MaxCapacity === 'number' ? scaling.MaxCapacity : q.auroraMaxAcu.value;
     maxAcu = Math.max(maxAcu, max);
     minAcu = Math.max(minAcu, typeof scaling.MinCapacity === 'number' ? scaling.MinCapacity : 0);
-    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayNudge}, reads ${dataApiConsumers} x ${db.archiveRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
+    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayNudgeSkipped}, reads ${dataApiConsumers} x ${db.archiveRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
     list.push({
       name: clusters.length > 1 ? `Aurora capacity, ${id}` : 'Aurora capacity',
       kind: 'own',
       limit: max,
       unit: 'ACU',
       perApproval: acuPerApproval,
+      fixed: runStartAcu,
       limitFrom: `template: ServerlessV2ScalingConfiguration.MaxCapacity ${max}`,
-      detail,
+      detail: `${detail}; plus ${runStartsPerSec.toFixed(1)} relay run starts a second at most, ${db.relayNudge} ms each`,
     });
     if (max < q.auroraMaxAcu.value)
       list.push({
@@ -550,6 +571,7 @@ function components(inputs: CapacityInputs): {
         limit: q.auroraMaxAcu.value,
         unit: 'ACU',
         perApproval: acuPerApproval,
+        fixed: runStartAcu,
         limitFrom: quota('auroraMaxAcu'),
         detail: 'every Data API statement runs on the writer: one instance',
       });
@@ -661,9 +683,10 @@ function components(inputs: CapacityInputs): {
     kind: 'quota',
     limit: q.sqsStandardApiRps.value,
     unit: 'messages/s',
-    perApproval: wakeUpQueues * a.nudgesPerApproval,
+    perApproval: 0,
+    fixed: wakeUpQueues * runStartsPerSec * 2,
     limitFrom: quota('sqsStandardApiRps'),
-    detail: `${queues.length - wakeUpQueues} dead-letter/on-failure queue(s): nothing while deliveries succeed; ${wakeUpQueues} consumed by a function: at most one message per nudge`,
+    detail: `${queues.length - wakeUpQueues} dead-letter/on-failure queue(s): nothing while deliveries succeed; ${wakeUpQueues} consumed by a function: a wake-up or a helper request per run at most`,
   });
 
   // CloudWatch
@@ -694,6 +717,7 @@ function components(inputs: CapacityInputs): {
     functions: pathFunctions,
     dataApiCalls,
     dbCpuSeconds: ms(dbCpuMs),
+    fixedDbCpuSecondsPerSec: runStartsPerSec * ms(db.relayNudge),
     inboxWru,
     contentIndexWru,
     s3Puts: consumers.filter((fn) => may(grantsFor(fn), 's3:PutObject')).length,
@@ -762,7 +786,9 @@ function costPerMillion(inputs: CapacityInputs, per: PerApproval, acu: number, r
 // The model
 
 const limitRateOf = (c: CapacityComponent) =>
-  Number.isFinite(c.limit) && c.perApproval > 0 ? c.limit / c.perApproval : Number.POSITIVE_INFINITY;
+  Number.isFinite(c.limit) && c.perApproval > 0
+    ? Math.max(0, c.limit - (c.fixed ?? 0)) / c.perApproval
+    : Number.POSITIVE_INFINITY;
 
 function first(figures: readonly ComponentFigures[], kinds: readonly LimitKind[]): FirstLimit | null {
   const candidates = figures.filter((c) => kinds.includes(c.kind) && Number.isFinite(c.limitApprovalsPerSec));
@@ -778,12 +804,12 @@ export function capacityModel(inputs: CapacityInputs, rates: readonly number[]):
   const figures: ComponentFigures[] = list.map((c) => ({
     ...c,
     limitApprovalsPerSec: limitRateOf(c),
-    shares: rates.map((r) => (Number.isFinite(c.limit) ? (c.perApproval * r) / c.limit : 0)),
+    shares: rates.map((r) => (Number.isFinite(c.limit) ? ((c.fixed ?? 0) + c.perApproval * r) / c.limit : 0)),
   }));
   const acuPerApproval = per.dbCpuSeconds / capacityAssumptions.vcpuPerAcu;
   const byRate = rates.map((rate, i): RateFigures => {
     const reached = figures.filter((c) => (c.shares[i] ?? 0) >= 1);
-    const acu = rate * acuPerApproval;
+    const acu = rate * acuPerApproval + per.fixedDbCpuSecondsPerSec / capacityAssumptions.vcpuPerAcu;
     return {
       approvalsPerSec: rate,
       reached: reached.map((c) => c.name),

@@ -1,0 +1,294 @@
+/**
+ * `npm run bench:growth [-- --json] [-- --rows 1000000,5000000] [-- --effects 100000]`: does
+ * what the pipeline does on its hot path, and what an operator reads, cost more as the
+ * delivered history grows? One local runtime, measured with 0 delivered rows in the outbox,
+ * then with each row count of `--rows` seeded by SQL (rows an hour to six days old, inside the
+ * seven days of retention, so no purge takes them), the last one beside `--effects` approvals
+ * that went through the whole pipeline (their index entries, notifications, archive objects and
+ * inbox records).
+ *
+ * At each size: one nudged approval to all three consumers' effects (request to the last
+ * inbox record PROCESSED, median of 20 in a row), each relay statement (median of 20, each
+ * sample the mean of 10 runs back to back), and `GET /ops/status` and `GET /ops/events?limit=20`
+ * (median of 20). The JSON line has the figures by row count and `growthRatio`, the largest
+ * ratio of a figure at the largest size to the same figure at 0 (goal: at most 1.5).
+ */
+import { rmSync } from 'node:fs';
+import { setTimeout as pause } from 'node:timers/promises';
+import { type Runtime, startRuntime } from '../infra/local/runtime';
+import { OutboxStore } from '../shared/outbox/outbox-store';
+import { RelayLeaseStore } from '../shared/outbox/relay-lease';
+import { consumerNames, topology } from '../shared/topology';
+import { seedPending } from '../test/support/outbox-fixtures';
+import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
+import { waitFor } from '../test/support/wait-for';
+import { isMain, progress } from './support/cli';
+import { median, round } from './support/stats';
+
+/** The figures at one size, in milliseconds. */
+export type GrowthFigures = Readonly<Record<string, number>>;
+
+export interface GrowthResult {
+  readonly rows: Readonly<Record<string, GrowthFigures>>;
+  readonly effects: number;
+  /** The largest (figure at the largest size) / (figure at 0) over every figure. */
+  readonly growthRatio: number;
+  /** Which figure that is. */
+  readonly growthRatioOf: string;
+}
+
+const samples = 20;
+const runsPerSample = 10;
+
+/** Seeds delivered rows by SQL up to `total`, in statements of a quarter million. */
+async function seedDelivered(runtime: Runtime, from: number, total: number): Promise<void> {
+  const chunk = 250_000;
+  for (let done = from; done < total; done += chunk) {
+    const n = Math.min(chunk, total - done);
+    progress(`growth: seeding delivered rows ${done + n} of ${total}`);
+    await runtime.db.query(
+      `WITH t AS (SELECT g, gen_random_uuid() AS id,
+                         now() - interval '1 hour' - make_interval(secs => random() * 5 * 86400) AS at
+                    FROM generate_series(1, :n) AS g)
+       INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload, status,
+                           created_at, next_attempt_at, attempts, delivered_at, bus_event_id)
+       SELECT gen_random_uuid(), 'content.approved', t.id, 2,
+              jsonb_build_object('taskId', t.id, 'version', 2, 'title', 'seeded task ' || t.g, 'assignee', 'ana',
+                                 'reviewer', 'rita', 'approvedAt', to_char(t.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+              t.at, t.at, 1, t.at + interval '50 milliseconds', gen_random_uuid()::text
+         FROM t`,
+      { n },
+    );
+  }
+  await runtime.db.query('VACUUM ANALYZE outbox');
+}
+
+/** Approves `count` tasks through the API, as fast as the runtime takes them, and waits for every effect. */
+async function runApprovals(runtime: Runtime, count: number): Promise<void> {
+  const client = pipelineClient(runtime.url);
+  const { rows } = await runtime.db.query<{ task_id: string }>(
+    `INSERT INTO tasks (task_id, title, assignee)
+     SELECT gen_random_uuid(), 'effects task ' || g, 'ana' FROM generate_series(1, :count) AS g
+     RETURNING task_id`,
+    { count },
+  );
+  const ids = rows.map((r) => r.task_id);
+  const before = await runtime.status();
+  for (let i = 0; i < ids.length; i += 200) {
+    progress(`growth: approving ${Math.min(i + 200, ids.length)} of ${count} (effects)`);
+    await Promise.all(
+      ids.slice(i, i + 200).map((id) => client.call('POST', `/tasks/${id}/approve`, { approvedBy: 'rita' })),
+    );
+  }
+  await waitFor(
+    () => runtime.status(),
+    (s) =>
+      consumerNames.every(
+        (c) => (s.consumers[c].processed ?? 0) >= (before.consumers[c].processed ?? 0) + count,
+      ),
+    // The pipeline's own pace decides this: a bound, not a measurement.
+    { timeoutMs: 3_600_000, intervalMs: 2_000, what: `${count} approvals' effects` },
+  );
+}
+
+/** Request -> all three consumers PROCESSED, for `samples` approvals one after the other. */
+async function approvalToEffects(runtime: Runtime): Promise<number> {
+  const client = pipelineClient(runtime.url);
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const created = await client.call<{ taskId: string }>('POST', '/tasks', {
+      title: `growth ${i}`,
+      assignee: 'ana',
+    });
+    const sent = Date.now();
+    const approved = await client.call<{ eventId: string }>('POST', `/tasks/${created.body.taskId}/approve`, {
+      approvedBy: 'rita',
+    });
+    const eventId = approved.body.eventId;
+    const records = await waitFor(
+      () => Promise.all(consumerNames.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),
+      (rs) => rs.every((r) => r?.status === 'PROCESSED'),
+      // Polled (the consumers are another part of this process's runtime): 5 ms between reads.
+      { timeoutMs: 120_000, intervalMs: 5, what: `approval ${i}'s effects` },
+    );
+    times.push(Math.max(...records.map((r) => r?.updatedAt ?? Number.NaN)) - sent);
+  }
+  return median(times);
+}
+
+/** The median of `samples` samples, each the mean of `runsPerSample` runs of `statement`. */
+async function timeStatement(
+  statement: () => Promise<unknown>,
+  before?: () => Promise<unknown>,
+): Promise<number> {
+  const sampled: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    let ms = 0;
+    for (let r = 0; r < runsPerSample; r++) {
+      await before?.();
+      const started = performance.now();
+      await statement();
+      ms += performance.now() - started;
+    }
+    sampled.push(ms / runsPerSample);
+  }
+  return median(sampled);
+}
+
+/** Each statement of the relay's path and the ops status's, on the outbox as it is now. */
+async function relayStatements(runtime: Runtime): Promise<GrowthFigures> {
+  // The runtime's relay is idle (only its hourly sweep would run): the statements run alone.
+  const outbox = new OutboxStore(runtime.db);
+  const lease = new RelayLeaseStore(runtime.db);
+  const s = topology.relay;
+  const limits = {
+    rows: 50,
+    leaseSeconds: s.leaseSeconds,
+    bytes: s.claimBytes,
+    maxUnsettledClaims: s.maxUnsettledClaims,
+  };
+  let claimed: Awaited<ReturnType<OutboxStore['claim']>>['claimed'] = [];
+  const claim = async () => {
+    claimed = (await outbox.claim('growth', limits)).claimed;
+  };
+  const seed = () => seedPending(runtime.db, 50);
+  const figures: Record<string, number> = {};
+  figures.claim = await timeStatement(claim, seed);
+  figures.markDelivered = await timeStatement(
+    () => outbox.markDelivered(claimed.map((c) => ({ eventId: c.eventId, busEventId: 'growth' }))),
+    async () => {
+      await seed();
+      await claim();
+    },
+  );
+  figures.markFailed = await timeStatement(
+    () =>
+      outbox.markFailed(
+        'growth',
+        claimed.map((c) => ({ ...c, error: 'growth', dead: false, retryInMs: 0 })),
+      ),
+    claim,
+  );
+  figures.release = await timeStatement(() => outbox.release('growth', claimed), claim);
+  figures.stats = await timeStatement(() => outbox.stats());
+  figures.purge = await timeStatement(() => outbox.purgeDelivered(s.purge.retentionHours, s.purge.batchSize));
+  figures.leaseAcquireRelease = await timeStatement(async () => {
+    const slot = await lease.acquire('growth', 'primary', s.runLeaseSeconds, s.maxRuns);
+    if (slot !== null) await lease.release('growth', slot);
+  });
+  figures.writersInFlight = await timeStatement(() => lease.writersInFlight());
+  figures.deliveredCount = await timeStatement(() => outbox.deliveredCount());
+  // What the statements left pending is delivered, so the next size starts from the same outbox.
+  await runtime.db.query(
+    "UPDATE outbox SET status = 'delivered', delivered_at = now(), lease_until = NULL WHERE status = 'pending'",
+  );
+  return figures;
+}
+
+async function opsReads(runtime: Runtime): Promise<GrowthFigures> {
+  const time = async (path: string) => {
+    const sampled: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const started = performance.now();
+      const res = await fetch(`${runtime.url}${path}`);
+      await res.text();
+      if (!res.ok) throw new Error(`${path} answered ${res.status}`);
+      sampled.push(performance.now() - started);
+    }
+    return median(sampled);
+  };
+  return { opsStatus: await time('/ops/status'), opsEvents: await time('/ops/events?limit=20') };
+}
+
+async function measureAt(runtime: Runtime, label: string): Promise<GrowthFigures> {
+  progress(`growth: ${label}: a nudged approval to every effect`);
+  const approval = await approvalToEffects(runtime);
+  // Nothing left for the relay: the statements below run on an idle outbox.
+  await waitFor(
+    () => runtime.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE status = 'pending'"),
+    ({ rows }) => rows[0]?.n === 0,
+    { timeoutMs: 120_000, intervalMs: 50, what: 'the relay idle' },
+  );
+  await pause(100);
+  progress(`growth: ${label}: relay statements`);
+  const statements = await relayStatements(runtime);
+  progress(`growth: ${label}: ops reads`);
+  const ops = await opsReads(runtime);
+  const figures = { approvalToEffects: approval, ...statements, ...ops };
+  progress(
+    `growth: ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, round(v, 2)])))}`,
+  );
+  return figures;
+}
+
+export async function measureGrowth(options: {
+  rows: readonly number[];
+  effects: number;
+}): Promise<GrowthResult> {
+  const dir = tempDataDir('pipeline-growth-');
+  const runtime = await startRuntime({ dataDir: dir, port: 0, log: () => {} });
+  try {
+    const rows: Record<string, GrowthFigures> = { 0: await measureAt(runtime, '0 rows') };
+    let seeded = 0;
+    const sizes = [...options.rows].sort((a, b) => a - b);
+    for (const [i, size] of sizes.entries()) {
+      const last = i === sizes.length - 1;
+      // The effects' approvals add delivered rows too: the last size counts them.
+      const target = last ? Math.max(seeded, size - options.effects) : size;
+      await seedDelivered(runtime, seeded, target);
+      seeded = target;
+      if (last && options.effects > 0) {
+        await runApprovals(runtime, options.effects);
+        seeded += options.effects;
+      }
+      rows[size] = await measureAt(
+        runtime,
+        `${size} rows${last ? ` and ${options.effects} approvals' effects` : ''}`,
+      );
+    }
+    const largest = rows[sizes.at(-1) ?? 0] ?? {};
+    let growthRatio = 0;
+    let growthRatioOf = '';
+    for (const [name, value] of Object.entries(largest)) {
+      const base = rows[0]?.[name] ?? Number.NaN;
+      const ratio = value / base;
+      if (ratio > growthRatio) {
+        growthRatio = ratio;
+        growthRatioOf = name;
+      }
+    }
+    const rounded = Object.fromEntries(
+      Object.entries(rows).map(([n, f]) => [
+        n,
+        Object.fromEntries(Object.entries(f).map(([k, v]) => [k, round(v, 3)])),
+      ]),
+    );
+    return { rows: rounded, effects: options.effects, growthRatio: round(growthRatio, 2), growthRatioOf };
+  } finally {
+    await runtime.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (isMain(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const listArg = (name: string, fallback: number[]) => {
+    const at = args.indexOf(name);
+    return at < 0
+      ? fallback
+      : String(args[at + 1])
+          .split(',')
+          .map(Number);
+  };
+  const rows = listArg('--rows', [1_000_000, 5_000_000]);
+  const effects = listArg('--effects', [100_000])[0] ?? 100_000;
+  measureGrowth({ rows, effects })
+    .then((result) => {
+      if (args.includes('--json')) console.log(JSON.stringify(result));
+      else console.log(JSON.stringify(result, null, 2));
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    });
+}
