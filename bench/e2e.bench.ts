@@ -18,6 +18,8 @@
  * `bench/run.ts` also runs it at other rates. A benchmark, not a test: nothing asserts.
  */
 import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
 import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
@@ -51,6 +53,11 @@ export interface E2eRun {
   readonly approveMs: number[];
   /** The approve request's send -> the last of the three consumers done. */
   readonly requestToEffectsMs: number[];
+  /**
+   * How late the process's event loop ran its callbacks while approving (p50, p99 ms): every
+   * modeled wait is a timer, so this is what the machine's own load added to each of them.
+   */
+  readonly eventLoopDelayMs: { readonly p50: number; readonly p99: number };
   /** Under the model: environments started per function, in the whole run and after the warm-up. */
   readonly coldStarts?: Readonly<Record<string, { readonly total: number; readonly afterWarmup: number }>>;
 }
@@ -96,6 +103,8 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
     const sent: Approval[] = [];
     const inFlight: Promise<unknown>[] = [];
     let createdAtWarmupEnd: Map<string, number> | undefined;
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
     const started = Date.now();
     for (let i = 0; i < ids.length; i++) {
       const due = started + (i * 1_000) / rate;
@@ -140,6 +149,7 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
         waitOptions,
       );
     }
+    loopDelay.disable();
     if (delays) delays.active = false;
     const measured = sent.slice(warmup);
     const approveMs = measured.map((a) => a.answeredAt - a.sentAt);
@@ -176,6 +186,10 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
       commitToProcessedMs: ascending(commitToProcessedMs),
       approveMs: ascending(approveMs),
       requestToEffectsMs: ascending(requestToEffectsMs),
+      eventLoopDelayMs: {
+        p50: round(loopDelay.percentile(50) / 1e6, 1),
+        p99: round(loopDelay.percentile(99) / 1e6, 1),
+      },
       ...(model && {
         coldStarts: Object.fromEntries(
           [...model.observed.containers].map(([name, pool]) => [
@@ -188,7 +202,7 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
     const a = summarize(run.approveMs);
     const e = summarize(run.requestToEffectsMs);
     progress(
-      `${label}: approve p50 ${a.p50Ms} ms, p99 ${a.p99Ms} ms; request -> all effects p50 ${e.p50Ms} ms, p99 ${e.p99Ms} ms`,
+      `${label}: approve p50 ${a.p50Ms} ms, p99 ${a.p99Ms} ms; request -> all effects p50 ${e.p50Ms} ms, p99 ${e.p99Ms} ms; event loop delay p50 ${run.eventLoopDelayMs.p50} ms, p99 ${run.eventLoopDelayMs.p99} ms; load ${loadavg()[0]?.toFixed(1)}`,
     );
     return run;
   } finally {
@@ -206,8 +220,10 @@ export interface ModelFigures {
   readonly effectsP50Ms: number;
   readonly effectsP99Ms: number;
   readonly coldStarts: Readonly<Record<string, { readonly total: number; readonly afterWarmup: number }>>;
+  readonly eventLoopDelayMs: { readonly p50: number; readonly p99: number };
 }
 
+/** The figures of one run under the model. */
 export function modelFigures(run: E2eRun): ModelFigures {
   const a: LatencySummary = summarize(run.approveMs);
   const e: LatencySummary = summarize(run.requestToEffectsMs);
@@ -217,6 +233,7 @@ export function modelFigures(run: E2eRun): ModelFigures {
     effectsP50Ms: e.p50Ms,
     effectsP99Ms: e.p99Ms,
     coldStarts: run.coldStarts ?? {},
+    eventLoopDelayMs: run.eventLoopDelayMs,
   };
 }
 
