@@ -116,9 +116,11 @@ const eventIdOf = (args: unknown[]) =>
   (args[0] as { detail?: { id?: unknown } } | undefined)?.detail?.id as string | undefined;
 
 /**
- * The runtime seams that apply `delays` hop by hop, and what the run observed. Larger pools
- * for the roles whose statements now take a Data API call's time: on Aurora the limit is
- * `max_connections`, far above these.
+ * The runtime seams that apply `delays` hop by hop, and what the run observed. The tasks API's
+ * pool is larger: its transaction (four Data API calls today) holds a connection for about
+ * half a second, so 100 approvals/s keep about 50 open, as they would keep 50 Aurora
+ * connections (whose limit, `max_connections`, is far higher); the embedded PostgreSQL allows
+ * 100 in all. A statement outside a transaction holds one only while it runs locally.
  */
 export function latencySeams(delays: HopDelays): { seams: RuntimeSeams; observed: ModelObservations } {
   const observed: ModelObservations = { containers: new Map(), consumerDone: new Map() };
@@ -154,7 +156,7 @@ export function latencySeams(delays: HopDelays): { seams: RuntimeSeams; observed
   };
   const seams: RuntimeSeams = {
     sql: (client: SqlClient, _role: FunctionRole) => new DataApiSqlClient(client, delays),
-    connections: { tasksApi: 40, relay: 8, archive: 24, ops: 4 },
+    connections: { tasksApi: 70, relay: 8, archive: 8, ops: 4 },
     sdkClient: (client, service) =>
       delayEachCall(client, delays, service === 'dynamodb' ? 'dynamoDbCall' : 'putEvents'),
     archive: (inner: SnapshotArchive): SnapshotArchive => ({
