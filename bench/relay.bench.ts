@@ -9,7 +9,8 @@
  *   sizes and connections (the database's limit, wherever it lies);
  * - naive: select one row, publish it, update one row;
  * - peer: `pg-transactional-outbox`'s polling listener on the same rows (bench/support/peer.ts);
- * - aws: the relay again under the AWS-like latency profile (bench/support/aws-latency.ts).
+ * - aws: the relay again under the latency model's Data API and PutEvents calls
+ *   (bench/support/latency-model.ts).
  * Database round trips and PutEvents calls are counted for the relay and the peer. The
  * implementations take turns within each of R rounds (default 3): the relay and the ceiling
  * cells back to back in a shuffled order, then the slow ones; the median of the rounds is
@@ -27,9 +28,9 @@ import { type RelaySettings, runRelay } from '../shared/outbox/relay';
 import { type RelayConfig, topology } from '../shared/topology';
 import { startEmbeddedPostgres } from '../test/support/embedded-pg';
 import { seedPending } from '../test/support/outbox-fixtures';
-import { awsLatencyProfile, DataApiLatencySqlClient, latencySamplers } from './support/aws-latency';
 import { isMain, numberArg, progress } from './support/cli';
 import { acceptingEventBridge, CountingSqlClient, Tally } from './support/counting';
+import { DataApiSqlClient, HopDelays } from './support/latency-seams';
 import { drainWithPeer, type PeerConfig, preparePeerRows, tunedPeerConfig } from './support/peer';
 import { median, round, timed } from './support/stats';
 
@@ -257,13 +258,11 @@ function implementations(options: RelayBenchOptions): Implementation[] {
     list.push({
       name: 'aws relay',
       run: async (url) => {
-        const samplers = latencySamplers(awsLatencyProfile);
+        const delays = new HopDelays();
         const pgClient = new PgSqlClient({ connectionString: url });
         try {
-          return await drainWithRelay(
-            new DataApiLatencySqlClient(pgClient, samplers.dataApiCall),
-            settings,
-            samplers.putEvents,
+          return await drainWithRelay(new DataApiSqlClient(pgClient, delays), settings, () =>
+            delays.draw('putEvents'),
           );
         } finally {
           await pgClient.close();

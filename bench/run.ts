@@ -2,11 +2,12 @@
  * `npm run bench [-- --json] [-- --quick] [-- --only relay,inbox,e2e,cold-start]`: every figure
  * in one run, progress on stderr.
  * - relay: the relay, the DB-only ceiling grid, the naive relay and pg-transactional-outbox on
- *   the same rows, taking turns in rounds, plus the relay under the AWS-like latency profile
- *   (bench/relay.bench.ts);
+ *   the same rows, taking turns in rounds, plus the relay under the latency model's Data API and
+ *   PutEvents calls (bench/relay.bench.ts);
  * - inbox: the inbox against Powertools idempotency on dynalite (bench/inbox.bench.ts);
- * - e2e: commit -> all consumers processed at 20, 50 and 100 approvals/s with the nudge, at
- *   20/s on the schedule alone and at 20/s under the AWS-like profile (bench/e2e.bench.ts);
+ * - e2e: commit -> all consumers processed at 20, 50 and 100 approvals/s with the nudge and at
+ *   20/s on the schedule alone; under the latency model at 20 and 100/s, the approve API's
+ *   answer and request -> all three effects (bench/e2e.bench.ts);
  * - cold start of each Lambda bundle (bench/cold-start.bench.ts).
  * Writes bench/results/latest.json, latest.md (the table the README carries) and
  * e2e-latency.svg; `--quick` (or BENCH_QUICK=1) runs everything small, to try the benchmark
@@ -19,7 +20,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureColdStart } from './cold-start.bench';
-import { measureE2e } from './e2e.bench';
+import { type ModelFigures, measureE2e, modelFigures } from './e2e.bench';
 import { measureInbox } from './inbox.bench';
 import { measureRelayBench, relaySettingsFrom } from './relay.bench';
 import { e2eLatencyChart } from './support/chart';
@@ -110,22 +111,29 @@ async function main() {
     ? await measureInbox({ events: w.inboxEvents, concurrency: 8, rounds: w.inboxRounds })
     : undefined;
   let e2e: Record<E2eSeries, number[]> | undefined;
+  let model: Record<'20' | '100', ModelFigures> | undefined;
   if (wants('e2e')) {
     const approvals = w.approvals;
+    const local = async (rate: number, nudge = true) =>
+      (await measureE2e({ approvals, rate, nudge, sweepMs: w.sweepMs })).commitToProcessedMs;
+    const modelled = (rate: number) => measureE2e({ approvals, rate, nudge: true, model: true });
+    const [m20, m100] = [await modelled(20), await modelled(100)];
     e2e = {
-      '20': await measureE2e({ approvals, rate: 20, nudge: true }),
-      '50': await measureE2e({ approvals, rate: 50, nudge: true }),
-      '100': await measureE2e({ approvals, rate: 100, nudge: true }),
-      noNudge20: await measureE2e({ approvals, rate: 20, nudge: false, sweepMs: w.sweepMs }),
-      aws20: await measureE2e({ approvals, rate: 20, nudge: true, awsLatency: true }),
+      '20': await local(20),
+      '50': await local(50),
+      '100': await local(100),
+      noNudge20: await local(20, false),
+      model20: m20.requestToEffectsMs,
+      model100: m100.requestToEffectsMs,
     };
+    model = { '20': modelFigures(m20), '100': modelFigures(m100) };
   }
   const coldStart = wants('cold-start') ? await measureColdStart(w.coldStartRounds) : undefined;
   progress(`done in ${Math.round((Date.now() - started) / 1000)} s`);
 
-  if (!relay || !inbox || !e2e || !coldStart) {
+  if (!relay || !inbox || !e2e || !model || !coldStart) {
     // A partial run, for trying one part: what it measured, nothing written.
-    const measured = { relay, inbox, e2e: e2e && latencyPercentiles(e2e), coldStart };
+    const measured = { relay, inbox, e2e: e2e && latencyPercentiles(e2e), model, coldStart };
     console.log(JSON.stringify(measured, null, json ? undefined : 2));
     return;
   }
@@ -133,6 +141,7 @@ async function main() {
     relay,
     inbox,
     e2e,
+    model,
     coldStart,
     quick,
     sweepSeconds: w.sweepMs / 1000,
@@ -162,9 +171,15 @@ async function main() {
           sortedMs: e2e.noNudge20,
         },
         {
-          label: '20 approvals/s, nudge, AWS-like latency profile',
+          label: 'latency model, 20 approvals/s: request -> all effects',
           color: '#7d3c98',
-          sortedMs: e2e.aws20,
+          sortedMs: e2e.model20,
+          dashed: true,
+        },
+        {
+          label: 'latency model, 100 approvals/s: request -> all effects',
+          color: '#555555',
+          sortedMs: e2e.model100,
           dashed: true,
         },
       ],

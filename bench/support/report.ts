@@ -5,14 +5,21 @@
  */
 import * as z from 'zod';
 import type { ColdStartResult } from '../cold-start.bench';
+import type { ModelFigures } from '../e2e.bench';
 import type { InboxBenchResult } from '../inbox.bench';
 import type { RelayBenchResult } from '../relay.bench';
-import { awsLatencyProfile } from './aws-latency';
+import { type Hop, latencyGoals, latencyModel } from './latency-model';
 import { type LatencySummary, percentile, round, summarize } from './stats';
 
 const figure = z.number();
 const latency = z.strictObject({ p50Ms: figure, p95Ms: figure, p99Ms: figure });
 const goal = z.strictObject({ value: figure, target: z.string(), met: z.boolean() });
+const modelRate = z.strictObject({
+  approveP50Ms: figure,
+  approveP99Ms: figure,
+  effectsP50Ms: figure,
+  effectsP99Ms: figure,
+});
 
 /** The approval rates the end-to-end figures are measured at, with the nudge. */
 export const e2eRates = ['20', '50', '100'] as const;
@@ -30,7 +37,7 @@ export const benchReportSchema = z.strictObject({
   powertoolsEventsPerSec: figure,
   e2e: z.strictObject({ '20': latency, '50': latency, '100': latency }),
   e2eNoNudgeP99Ms: figure,
-  awsProfile: z.strictObject({ relayEventsPerSec: figure, e2eP99Ms: figure }),
+  latencyModel: z.strictObject({ relayEventsPerSec: figure, '20': modelRate, '100': modelRate }),
   coldStartMs: z.record(z.string(), figure).refine((m) => Object.keys(m).length > 0, 'no function measured'),
 
   relayPutEventsPer1000: figure,
@@ -43,6 +50,8 @@ export const benchReportSchema = z.strictObject({
     relayRoundTripsPer1000: goal,
     rssGrowthMb: goal,
     e2e50P99Ms: goal,
+    modelApproveP99Ms: goal,
+    modelEffectsP99At100Ms: goal,
   }),
   relaySettings: z.strictObject({
     claimBatchSize: figure,
@@ -58,7 +67,7 @@ export const benchReportSchema = z.strictObject({
     rows: z.string(),
     protections: z.string(),
   }),
-  awsProfileSources: z.strictObject({ dataApiCall: z.string(), putEvents: z.string() }),
+  latencyModelSources: z.record(z.string(), z.string()),
   workload: z.strictObject({
     events: figure,
     rounds: figure,
@@ -79,6 +88,8 @@ export interface Measurements {
   readonly inbox: InboxBenchResult;
   /** Sorted latencies of each end-to-end run, by series name (see `e2eSeries`). */
   readonly e2e: Readonly<Record<E2eSeries, readonly number[]>>;
+  /** The runs under the latency model, at 20 and 100 approvals/s. */
+  readonly model: Readonly<Record<'20' | '100', ModelFigures>>;
   readonly coldStart: ColdStartResult;
   readonly quick: boolean;
   /** The sweep period of the schedule-only run. */
@@ -87,8 +98,11 @@ export interface Measurements {
   readonly measuredAt: Date;
 }
 
-/** The end-to-end runs: the nudged rates, 20/s on the schedule alone, 20/s under the AWS-like profile. */
-export const e2eSeries = ['20', '50', '100', 'noNudge20', 'aws20'] as const;
+/**
+ * The end-to-end runs: commit -> processed at the nudged rates and at 20/s on the schedule alone;
+ * request -> all three consumers done under the latency model at 20 and 100/s.
+ */
+export const e2eSeries = ['20', '50', '100', 'noNudge20', 'model20', 'model100'] as const;
 export type E2eSeries = (typeof e2eSeries)[number];
 
 function required<T>(value: T | null, what: string): T {
@@ -105,6 +119,7 @@ export function buildReport(m: Measurements): BenchReport {
     (typeof e2eRates)[number],
     LatencySummary
   >;
+  const goals = latencyGoals();
   const report: BenchReport = {
     relayEventsPerSec: r.relayEventsPerSec,
     bestCeilingEventsPerSec: r.bestCeilingEventsPerSec,
@@ -117,9 +132,10 @@ export function buildReport(m: Measurements): BenchReport {
     powertoolsEventsPerSec: m.inbox.powertoolsEventsPerSec,
     e2e,
     e2eNoNudgeP99Ms: summarize(m.e2e.noNudge20).p99Ms,
-    awsProfile: {
-      relayEventsPerSec: required(r.awsRelayEventsPerSec, 'the relay under the AWS-like profile'),
-      e2eP99Ms: summarize(m.e2e.aws20).p99Ms,
+    latencyModel: {
+      relayEventsPerSec: required(r.awsRelayEventsPerSec, 'the relay under the latency model'),
+      '20': modelRateOf(m.model['20']),
+      '100': modelRateOf(m.model['100']),
     },
     coldStartMs: { ...m.coldStart.coldStartMs },
     relayPutEventsPer1000: r.relayPutEventsPer1000,
@@ -136,6 +152,16 @@ export function buildReport(m: Measurements): BenchReport {
       relayRoundTripsPer1000: goalOf(r.relayRoundTripsPer1000, '<= 5', (v) => v <= 5),
       rssGrowthMb: goalOf(r.rssGrowthMb, '< 50', (v) => v < 50),
       e2e50P99Ms: goalOf(e2e['50'].p99Ms, '< 500', (v) => v < 500),
+      modelApproveP99Ms: goalOf(
+        Math.max(m.model['20'].approveP99Ms, m.model['100'].approveP99Ms),
+        `<= ${goals.approveP99BoundMs}`,
+        (v) => v <= goals.approveP99BoundMs,
+      ),
+      modelEffectsP99At100Ms: goalOf(
+        m.model['100'].effectsP99Ms,
+        `< ${goals.effectsP99At100BoundMs}`,
+        (v) => v < goals.effectsP99At100BoundMs,
+      ),
     },
     relaySettings: { ...r.settings },
     peerConfig: {
@@ -148,10 +174,9 @@ export function buildReport(m: Measurements): BenchReport {
       protections:
         'enableMaxAttemptsProtection and enablePoisonousMessageProtection off, as its README outbox example',
     },
-    awsProfileSources: {
-      dataApiCall: awsLatencyProfile.dataApiCall.source,
-      putEvents: awsLatencyProfile.putEvents.source,
-    },
+    latencyModelSources: Object.fromEntries(
+      (Object.keys(latencyModel) as Hop[]).map((hop) => [hop, latencyModel[hop].source]),
+    ),
     workload: {
       events: r.events,
       rounds: r.rounds,
@@ -165,6 +190,13 @@ export function buildReport(m: Measurements): BenchReport {
   };
   return benchReportSchema.parse(report);
 }
+
+const modelRateOf = (f: ModelFigures) => ({
+  approveP50Ms: f.approveP50Ms,
+  approveP99Ms: f.approveP99Ms,
+  effectsP50Ms: f.effectsP50Ms,
+  effectsP99Ms: f.effectsP99Ms,
+});
 
 function goalOf(value: number, target: string, met: (v: number) => boolean) {
   return { value, target, met: met(value) };
@@ -211,8 +243,15 @@ export function toMarkdown(report: BenchReport): string {
       return `| end to end, commit -> all 3 consumers processed, ${rate} approvals/s with the nudge (p50 / p95 / p99) | ${ms(e.p50Ms)} / ${ms(e.p95Ms)} / ${ms(e.p99Ms)} | ${goal} |`;
     }),
     `| end to end at 20/s, the schedule alone (a ${n(w.sweepSeconds)} s sweep), p99 | ${ms(report.e2eNoNudgeP99Ms)} | |`,
-    `| AWS-like latency profile: relay drain | ${n(report.awsProfile.relayEventsPerSec)} events/s | |`,
-    `| AWS-like latency profile: end to end at 20/s with the nudge, p99 | ${ms(report.awsProfile.e2eP99Ms)} | |`,
+    `| latency model: relay drain (each Data API and PutEvents call delayed) | ${n(report.latencyModel.relayEventsPerSec)} events/s | |`,
+    ...(['20', '100'] as const).map((rate) => {
+      const f = report.latencyModel[rate];
+      return `| latency model, ${rate} approvals/s: approve API p50 / p99; request -> all 3 effects p50 / p99 | ${ms(f.approveP50Ms)} / ${ms(f.approveP99Ms)}; ${ms(f.effectsP50Ms)} / ${ms(f.effectsP99Ms)} | ${
+        rate === '100'
+          ? `approve p99 at most ${g.modelApproveP99Ms.target.slice(3)} ms (both rates): ${check(g.modelApproveP99Ms)}; effects p99 under 1,500 ms: ${check(g.modelEffectsP99At100Ms)}`
+          : ''
+      } |`;
+    }),
     '',
     `DB-only ceiling by cell (events/s, claim and mark statements with no publish):`,
     '',

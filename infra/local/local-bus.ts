@@ -24,6 +24,8 @@ export interface LocalBusOptions {
   readonly faults: FaultInjector;
   /** Invocations in flight per consumer (Lambda's reserved concurrency, locally). */
   readonly concurrency?: number;
+  /** How long each (event, consumer) waits before its first invocation (EventBridge's own latency); none by default. */
+  readonly deliveryDelayMs?: (consumer: ConsumerName) => number;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
   readonly random?: () => number;
 }
@@ -60,6 +62,7 @@ export class LocalBus {
       invoke: options.invoke,
       retry: options.retry,
       concurrency: options.concurrency,
+      deliveryDelayMs: options.deliveryDelayMs,
       random: options.random,
       journal: this.journal,
       deadLetters: this.dead,

@@ -7,10 +7,10 @@ import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive';
+import { archiveEffect, FileSnapshotArchive, type SnapshotArchive } from '../../shared/effects/archive';
 import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
 import type { ConsumerEffect } from '../../shared/effects/effect';
-import { FileNotifier, notifyEffect } from '../../shared/effects/notify';
+import { FileNotifier, type Notifier, notifyEffect } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
@@ -44,6 +44,12 @@ export interface LocalConsumersOptions {
   readonly engine: 'dynalite' | 'dynamodb-local';
   readonly faults: FaultInjector;
   readonly log: (message: string, extra?: Record<string, unknown>) => void;
+  /** Called once with the DynamoDB client before its first call (the runtime's seam for SDK middleware). */
+  readonly sdkClient?: (client: DynamoDBClient) => void;
+  /** Wraps the archive's stand-in for S3. */
+  readonly archive?: (archive: SnapshotArchive) => SnapshotArchive;
+  /** Wraps notify's stand-in for SNS. */
+  readonly notifier?: (notifier: Notifier) => Notifier;
 }
 
 /**
@@ -86,6 +92,8 @@ function localLogger(consumer: ConsumerName, log: LocalConsumersOptions['log']):
   return { info: () => undefined, warn: emit('warn'), error: emit('error') };
 }
 
+const wrap = <T>(wrapper: ((inner: T) => T) | undefined, inner: T): T => wrapper?.(inner) ?? inner;
+
 /** Metrics stay in memory locally (the figures are on /ops/status); Powertools would flood stdout with EMF. */
 const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => undefined } as never;
 
@@ -107,6 +115,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   });
   try {
     await ensureTables(client, tables);
+    options.sdkClient?.(client);
   } catch (err) {
     client.destroy();
     await dynamo.stop();
@@ -117,8 +126,11 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   // in files (the handlers use S3 and SNS; the effect code is the same).
   const effects: Record<ConsumerName, ConsumerEffect> = {
     index: indexEffect(new DynamoContentIndex(client, tables.indexTable)),
-    notify: notifyEffect(new FileNotifier(effectsDir)),
-    archive: archiveEffect({ archive: new FileSnapshotArchive(effectsDir), db: options.db }),
+    notify: notifyEffect(wrap(options.notifier, new FileNotifier(effectsDir))),
+    archive: archiveEffect({
+      archive: wrap(options.archive, new FileSnapshotArchive(effectsDir)),
+      db: options.db,
+    }),
   };
   const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
   const functions = {} as Record<ConsumerName, ConsumerFunction>;

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { consumerServiceName } from '../../shared/consumers/contract';
 import { migrate } from '../../shared/db/migrate';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import {
@@ -13,19 +14,22 @@ import {
   setRolePasswords,
   urlAs,
 } from '../../shared/db/roles';
+import type { SqlClient } from '../../shared/db/sql-client';
+import type { SnapshotArchive } from '../../shared/effects/archive';
+import type { Notifier } from '../../shared/effects/notify';
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
-import { noopRelayNudger } from '../../shared/tasks/relay-nudger';
+import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
-import { type ConsumerName, topology } from '../../shared/topology';
+import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
-import { LocalBus } from './local-bus';
+import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { startLocalPostgres } from './postgres';
@@ -45,6 +49,50 @@ export interface RuntimeOptions {
   /** Nudge the relay after each approve/withdraw (default true); false leaves only the schedule. */
   readonly nudge?: boolean;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
+  /** Where a benchmark puts the cloud's latencies in (bench/support/latency-seams.ts); none by default. */
+  readonly seams?: RuntimeSeams;
+}
+
+/** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
+export interface SdkClientSeam {
+  readonly middlewareStack: {
+    add(
+      middleware: (next: (args: never) => Promise<unknown>) => (args: never) => Promise<unknown>,
+      options: { step: 'initialize'; name: string },
+    ): void;
+  };
+}
+
+/** A function the runtime runs as Lambda would, by its Powertools service name. */
+export type LambdaName = 'tasks-api' | 'outbox-relay' | ReturnType<typeof consumerServiceName>;
+
+/**
+ * Injection points for what only the cloud has: each wraps one hop at the place the hop
+ * happens, so a benchmark can put a latency on every call of that hop and on nothing else.
+ * Locally, without them, every hop is a loopback call or a function call.
+ */
+export interface RuntimeSeams {
+  /** Wraps each function role's database client: on AWS every statement (and BeginTransaction, CommitTransaction) is a Data API call. */
+  readonly sql?: (client: SqlClient, role: FunctionRole) => SqlClient;
+  /** Connections of a role's pool, over the runtime's own counts: slower calls hold them longer. */
+  readonly connections?: Partial<Record<FunctionRole, number>>;
+  /** Called once with each AWS SDK client the runtime builds (the relay's EventBridge, the consumers' DynamoDB), before its first call. */
+  readonly sdkClient?: (client: SdkClientSeam, service: 'eventbridge' | 'dynamodb') => void;
+  /** Wraps the local stand-in for S3 (the archive's snapshot store). */
+  readonly archive?: (archive: SnapshotArchive) => SnapshotArchive;
+  /** Wraps the local stand-in for SNS (notify's notifier). */
+  readonly notifier?: (notifier: Notifier) => Notifier;
+  /** Wraps each function as its trigger invokes it: the tasks API (behind API Gateway), the relay, each consumer. */
+  readonly lambda?: <A extends unknown[], R>(
+    name: LambdaName,
+    fn: (...args: A) => Promise<R>,
+  ) => (...args: A) => Promise<R>;
+  /** Wraps the relay nudger the tasks API calls (on AWS an asynchronous Invoke of the relay). */
+  readonly nudger?: (nudger: RelayNudger) => RelayNudger;
+  /** How long the bus holds each (event, consumer) before invoking the consumer: EventBridge's ingestion to invocation. */
+  readonly deliveryDelayMs?: (consumer: ConsumerName) => number;
+  /** Invocations in flight per consumer; the bus's default stands for a reserved concurrency the stack does not set. */
+  readonly consumerConcurrency?: number;
 }
 
 export interface Runtime {
@@ -106,6 +154,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m));
     stack.push(() => pg.stop());
+    const seams = options.seams ?? {};
     const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
     stack.push(() => db.close());
     const migrated = await migrate(db);
@@ -117,17 +166,22 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       password: randomRolePassword(),
     }));
     await setRolePasswords(db, logins);
-    const roleClients = new Map<FunctionRole, PgSqlClient>();
-    const connections: Record<FunctionRole, number> = { relay: 8, tasksApi: 8, archive: 4, ops: 4 };
+    const roleClients = new Map<FunctionRole, SqlClient>();
+    const connections: Record<FunctionRole, number> = {
+      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4 },
+      ...seams.connections,
+    };
     for (const login of logins) {
       const client = new PgSqlClient({
         connectionString: urlAs(pg.url, login),
         maxConnections: connections[login.role],
       });
-      roleClients.set(login.role, client);
+      roleClients.set(login.role, seams.sql?.(client, login.role) ?? client);
       stack.push(() => client.close());
     }
-    const dbAs = (role: FunctionRole) => roleClients.get(role) as PgSqlClient;
+    const dbAs = (role: FunctionRole) => roleClients.get(role) as SqlClient;
+    const asLambda = <A extends unknown[], R>(name: LambdaName, fn: (...args: A) => Promise<R>) =>
+      seams.lambda ? seams.lambda(name, fn) : fn;
 
     const consumers = await startLocalConsumers({
       dataDir,
@@ -135,8 +189,17 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
+      sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
+      archive: seams.archive,
+      notifier: seams.notifier,
     });
     stack.push(() => consumers.stop());
+    const consumerInvoke = Object.fromEntries(
+      consumerNames.map((name) => [
+        name,
+        asLambda(consumerServiceName(name), (event: BusEvent) => consumers.invoke(name, event)),
+      ]),
+    ) as Record<ConsumerName, (event: BusEvent) => Promise<unknown>>;
 
     const bus = new LocalBus({
       busName: topology.busName,
@@ -144,7 +207,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dir: join(dataDir, 'bus'),
       maxRequestBytes: topology.relay.maxRequestBytes,
       faults,
-      invoke: (consumer: ConsumerName, event) => consumers.invoke(consumer, event),
+      invoke: (consumer: ConsumerName, event) => consumerInvoke[consumer](event),
+      deliveryDelayMs: seams.deliveryDelayMs,
+      concurrency: seams.consumerConcurrency,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -169,6 +234,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       region: 'us-east-1',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
+    seams.sdkClient?.(eventBridge as unknown as SdkClientSeam, 'eventbridge');
     const relayDb = dbAs('relay');
     const relayBody = createRelayInvocation({
       outbox: new OutboxStore(relayDb),
@@ -190,13 +256,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const sweepMs = options.sweepMs ?? topology.relay.sweepSeconds * 1_000;
     const relay: RelayRunner = new RelayRunner({
       // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
-      relay: async (event, context) => {
+      relay: asLambda('outbox-relay', async (...args: Parameters<typeof relayBody>) => {
         try {
-          return await relayBody(event, context);
+          return await relayBody(...args);
         } finally {
           metrics.clearMetrics();
         }
-      },
+      }),
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
@@ -208,11 +274,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       eventBridge.destroy();
     });
 
-    const tasksApi = createTasksApi({
-      db: dbAs('tasksApi'),
-      nudger: options.nudge === false ? noopRelayNudger : relay,
-      logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
-    });
+    const nudger: RelayNudger = options.nudge === false ? noopRelayNudger : relay;
+    const tasksApi = asLambda(
+      'tasks-api',
+      createTasksApi({
+        db: dbAs('tasksApi'),
+        nudger: seams.nudger?.(nudger) ?? nudger,
+        logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
+      }),
+    );
     const opsApi = createLocalOpsApi({ db: dbAs('ops'), consumers, bus, relay, startedAt, sweepMs });
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',

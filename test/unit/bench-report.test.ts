@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RelayBenchResult } from '../../bench/relay.bench';
+import { latencyGoals } from '../../bench/support/latency-model';
 import { buildReport, formatJsonLine, type Measurements, toMarkdown } from '../../bench/support/report';
 
 /** The fields issue 12 names for the line of `npm run bench -- --json`. */
@@ -15,9 +16,12 @@ const issueFields = [
   'powertoolsEventsPerSec',
   'e2e',
   'e2eNoNudgeP99Ms',
-  'awsProfile',
+  'latencyModel',
   'coldStartMs',
 ];
+
+/** What the report does not carry of a model run. */
+const noDetail = { coldStarts: {}, eventLoopDelayMs: { p50: 10, p99: 20 } };
 
 const latencies = (base: number) => Array.from({ length: 100 }, (_, i) => base + i * 10);
 
@@ -74,7 +78,12 @@ const measurements = (overrides: Partial<Measurements> = {}): Measurements => ({
     '50': latencies(30),
     '100': latencies(40),
     noNudge20: latencies(1_000),
-    aws20: latencies(300),
+    model20: latencies(300),
+    model100: latencies(400),
+  },
+  model: {
+    '20': { approveP50Ms: 300, approveP99Ms: 500, effectsP50Ms: 600, effectsP99Ms: 1_100, ...noDetail },
+    '100': { approveP50Ms: 320, approveP99Ms: 550, effectsP50Ms: 650, effectsP99Ms: 1_400, ...noDetail },
   },
   coldStart: {
     coldStartMs: { 'outbox-relay': 500 },
@@ -103,7 +112,12 @@ describe('the bench report formatter', () => {
         'p95Ms',
         'p99Ms',
       ]);
-    expect(parsed.awsProfile).toEqual({ relayEventsPerSec: 2_700, e2eP99Ms: 1_280 });
+    expect(parsed.latencyModel).toEqual({
+      relayEventsPerSec: 2_700,
+      '20': { approveP50Ms: 300, approveP99Ms: 500, effectsP50Ms: 600, effectsP99Ms: 1_100 },
+      '100': { approveP50Ms: 320, approveP99Ms: 550, effectsP50Ms: 650, effectsP99Ms: 1_400 },
+    });
+    expect(Object.keys(parsed.latencyModelSources as object)).toContain('dataApiCall');
     expect(parsed.coldStartMs).toEqual({ 'outbox-relay': 500 });
     expect(parsed.bestCeilingCell).toEqual({ batch: 1_000, connections: 2 });
     expect(parsed).toMatchObject({ e2eNoNudgeP99Ms: 1_980, peerRoundTripsPer1000: 4_100 });
@@ -128,6 +142,22 @@ describe('the bench report formatter', () => {
     expect(buildReport(measurements({ relay: { ...relay, rssGrowthMb: 50 } })).goals.rssGrowthMb.met).toBe(
       false,
     );
+  });
+
+  it("judges the latency model's goals: approve p99 at both rates within the model's bound, effects p99 at 100/s under 1.5 s", () => {
+    const bound = latencyGoals().approveP99BoundMs;
+    const base = measurements().model;
+    const at = (approveP99Ms: number, effectsP99Ms: number) =>
+      buildReport(
+        measurements({
+          model: { '20': base['20'], '100': { ...base['100'], approveP99Ms, effectsP99Ms } },
+        }),
+      ).goals;
+
+    expect(at(bound, 1_499).modelApproveP99Ms).toEqual({ value: bound, target: `<= ${bound}`, met: true });
+    expect(at(bound + 1, 1_499).modelApproveP99Ms.met).toBe(false);
+    expect(at(bound, 1_499).modelEffectsP99At100Ms.met).toBe(true);
+    expect(at(bound, 1_500).modelEffectsP99At100Ms).toEqual({ value: 1_500, target: '< 1500', met: false });
   });
 
   it('refuses a report with a figure that was not measured or is not a number', () => {

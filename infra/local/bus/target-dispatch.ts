@@ -18,6 +18,8 @@ export interface TargetDispatchOptions {
   readonly retry: (consumer: ConsumerName) => TargetRetry;
   /** Invocations in flight per consumer (Lambda's reserved concurrency, locally); 8 by default. */
   readonly concurrency?: number;
+  /** Waited once per delivery before its first attempt, holding no concurrency slot: the bus's own latency. */
+  readonly deliveryDelayMs?: (consumer: ConsumerName) => number;
   readonly random?: () => number;
   readonly journal: BusJournal;
   readonly deadLetters: DeadLetterFile;
@@ -62,6 +64,8 @@ export class TargetDispatch {
   private async deliver(d: TargetDelivery): Promise<void> {
     const policy = this.options.retry(d.consumer);
     const random = this.options.random ?? Math.random;
+    const delay = this.options.deliveryDelayMs?.(d.consumer) ?? 0;
+    if (delay > 0) await sleep(delay);
     for (let attempt = 1; !this.stopping; attempt++) {
       let error: unknown;
       await this.acquire(d.consumer);
