@@ -34,6 +34,7 @@ import {
   type Measurements,
   toMarkdown,
 } from './support/report';
+import { measureChangeRoundTrips } from './support/round-trips';
 
 const parts = ['relay', 'inbox', 'e2e', 'cold-start'] as const;
 type Part = (typeof parts)[number];
@@ -107,6 +108,7 @@ async function main() {
         peer: tunedPeerConfig,
       })
     : undefined;
+  const changeRoundTrips = wants('relay') ? await measureChangeRoundTrips() : undefined;
   const inbox = wants('inbox')
     ? await measureInbox({ events: w.inboxEvents, concurrency: 8, rounds: w.inboxRounds })
     : undefined;
@@ -131,14 +133,22 @@ async function main() {
   const coldStart = wants('cold-start') ? await measureColdStart(w.coldStartRounds) : undefined;
   progress(`done in ${Math.round((Date.now() - started) / 1000)} s`);
 
-  if (!relay || !inbox || !e2e || !model || !coldStart) {
+  if (!relay || !changeRoundTrips || !inbox || !e2e || !model || !coldStart) {
     // A partial run, for trying one part: what it measured, nothing written.
-    const measured = { relay, inbox, e2e: e2e && latencyPercentiles(e2e), model, coldStart };
+    const measured = {
+      relay,
+      changeRoundTrips,
+      inbox,
+      e2e: e2e && latencyPercentiles(e2e),
+      model,
+      coldStart,
+    };
     console.log(JSON.stringify(measured, null, json ? undefined : 2));
     return;
   }
   const measurements: Measurements = {
     relay,
+    changeRoundTrips,
     inbox,
     e2e,
     model,

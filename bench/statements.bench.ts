@@ -182,13 +182,18 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       );
       progress('statements: nudges that find a run draining');
       // The run lease held by a run that drains: each nudge returns after its one statement.
-      await db.query("UPDATE relay_lease SET owner = 'bench-draining', lease_until = now() + interval '1 hour' WHERE slot = 0");
+      await db.query(
+        "UPDATE relay_lease SET owner = 'bench-draining', lease_until = now() + interval '1 hour' WHERE slot = 0",
+      );
       const relayNudgeSkipped = await measure(postmaster, nudges, () =>
         inParallel(
           Array.from({ length: nudges }, (_, i) => i),
           connections,
           async (i) => {
-            await nudge({ nudge: true }, { getRemainingTimeInMillis: () => 60_000, awsRequestId: `bench-skip-${i}` });
+            await nudge(
+              { nudge: true },
+              { getRemainingTimeInMillis: () => 60_000, awsRequestId: `bench-skip-${i}` },
+            );
           },
         ),
       );

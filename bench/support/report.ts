@@ -3,12 +3,14 @@
  * and the markdown table the README carries. Its shape is a zod schema, so a figure that goes
  * missing or comes out NaN fails the run instead of vanishing from the line.
  */
+
 import * as z from 'zod';
 import type { ColdStartResult } from '../cold-start.bench';
 import type { ModelFigures } from '../e2e.bench';
 import type { InboxBenchResult } from '../inbox.bench';
 import type { RelayBenchResult } from '../relay.bench';
 import { type Hop, latencyGoals, latencyModel } from './latency-model';
+import type { ChangeRoundTrips } from './round-trips';
 import { type LatencySummary, percentile, round, summarize } from './stats';
 
 const figure = z.number();
@@ -33,6 +35,9 @@ export const benchReportSchema = z.strictObject({
   peerEventsPerSec: figure,
   relayRoundTripsPer1000: figure,
   peerRoundTripsPer1000: figure,
+  /** Data API calls on the caller's path of one approve (one statement; four before it). */
+  approveRoundTrips: figure,
+  withdrawRoundTrips: figure,
   inboxEventsPerSec: figure,
   powertoolsEventsPerSec: figure,
   e2e: z.strictObject({ '20': latency, '50': latency, '100': latency }),
@@ -85,6 +90,8 @@ export type BenchReport = z.infer<typeof benchReportSchema>;
 /** Everything one `npm run bench` measured, before it is reported. */
 export interface Measurements {
   readonly relay: RelayBenchResult;
+  /** Data API calls of one approve and one withdraw (bench/support/round-trips.ts). */
+  readonly changeRoundTrips: ChangeRoundTrips;
   readonly inbox: InboxBenchResult;
   /** Sorted latencies of each end-to-end run, by series name (see `e2eSeries`). */
   readonly e2e: Readonly<Record<E2eSeries, readonly number[]>>;
@@ -128,6 +135,8 @@ export function buildReport(m: Measurements): BenchReport {
     peerEventsPerSec: peer,
     relayRoundTripsPer1000: r.relayRoundTripsPer1000,
     peerRoundTripsPer1000: required(r.peerRoundTripsPer1000, "the peer's round trips"),
+    approveRoundTrips: m.changeRoundTrips.approveRoundTrips,
+    withdrawRoundTrips: m.changeRoundTrips.withdrawRoundTrips,
     inboxEventsPerSec: m.inbox.inboxEventsPerSec,
     powertoolsEventsPerSec: m.inbox.powertoolsEventsPerSec,
     e2e,
@@ -234,6 +243,7 @@ export function toMarkdown(report: BenchReport): string {
     `| naive relay (select one, publish, update one) | ${n(report.naiveEventsPerSec)} events/s | |`,
     `| peer: ${report.peerConfig.package} polling listener (batch ${report.peerConfig.batchSize}, ${report.peerConfig.pollingIntervalMs} ms polling, ${report.peerConfig.handlerConnections} handler connections) | ${n(report.peerEventsPerSec)} events/s | relay at least 20x: ${g.relayToPeer.value}x, ${check(g.relayToPeer)} |`,
     `| database round trips per 1,000 events | relay ${report.relayRoundTripsPer1000}, peer ${n(report.peerRoundTripsPer1000)} | relay at most 5: ${check(g.relayRoundTripsPer1000)} |`,
+    `| Data API calls on the caller's path | approve ${report.approveRoundTrips}, withdraw ${report.withdrawRoundTrips} (one statement each) | |`,
     `| PutEvents calls per 1,000 events | relay ${n(report.relayPutEventsPer1000)}, peer ${n(report.peerPutEventsPer1000)} | |`,
     `| RSS growth over a relay drain | ${report.rssGrowthMb} MB | under 50 MB: ${check(g.rssGrowthMb)} |`,
     `| inbox vs Powertools idempotency, ${n(w.inboxEvents)} deliveries (10% duplicates) on dynalite | ${n(report.inboxEventsPerSec)} vs ${n(report.powertoolsEventsPerSec)} events/s | |`,

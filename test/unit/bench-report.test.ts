@@ -12,6 +12,7 @@ const issueFields = [
   'peerEventsPerSec',
   'relayRoundTripsPer1000',
   'peerRoundTripsPer1000',
+  'approveRoundTrips',
   'inboxEventsPerSec',
   'powertoolsEventsPerSec',
   'e2e',
@@ -48,6 +49,7 @@ const relay: RelayBenchResult = {
 
 const measurements = (overrides: Partial<Measurements> = {}): Measurements => ({
   relay,
+  changeRoundTrips: { approveRoundTrips: 1, withdrawRoundTrips: 1 },
   inbox: {
     events: 5_000,
     inboxEventsPerSec: 200,
