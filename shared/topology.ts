@@ -182,6 +182,14 @@ export interface InboxConfig {
    * dropped until they change state.
    */
   readonly openIndexShards: number;
+  /**
+   * The same for the local runtime's inbox (dynalite or DynamoDB Local): a local engine has no
+   * partition limits, and each shard is one more request in every ops read there (a status
+   * page reads 3 statuses x 3 consumers x the shards, on the runtime's own CPU: at 32 shards an
+   * end-to-end test that polls its status took half again as long). Several, so the local
+   * runtime runs the sharded reads (merged dead lists, counts over every shard) as AWS does.
+   */
+  readonly localOpenIndexShards: number;
 }
 
 const inbox: InboxConfig = {
@@ -203,6 +211,7 @@ const inbox: InboxConfig = {
    * ops count is one Query per shard and status (the inbox gauges, `GET /ops/status`).
    */
   openIndexShards: 32,
+  localOpenIndexShards: 4,
 };
 
 /** Alarm thresholds; both the CDK alarms and the local status page evaluate these. */

@@ -15,13 +15,15 @@ import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import type { EffectCounts } from '../../shared/ops/ops-ports';
-import { type ConsumerName, consumerNames } from '../../shared/topology';
+import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
 import { ProcessedCounts } from './processed-counts';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
+/** Every store over the local inbox (the consumers' and the ops API's) shards its index alike. */
+const inboxOptions = { openIndexShards: topology.inbox.localOpenIndexShards };
 /** The local runtime's own counters (not a table of the AWS stack): see ProcessedCounts. */
 const countsTable = 'content-pipeline-local-counts';
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
@@ -110,7 +112,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   });
   let processed: ProcessedCounts;
   try {
-    await ensureTables(client, tables);
+    await ensureTables(client, tables, inboxOptions);
     processed = await ProcessedCounts.open(client, countsTable);
   } catch (err) {
     client.destroy();
@@ -129,7 +131,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   const functions = {} as Record<ConsumerName, ConsumerFunction>;
   for (const name of consumerNames) {
     functions[name] = createConsumer({
-      ...consumerDeps(name, tables, client),
+      ...consumerDeps(name, tables, client, inboxOptions),
       logger: localLogger(name, log),
       metrics: quietMetrics,
       effect: withFaults(effects[name], faults, () => afterFaults[name]++),
@@ -141,7 +143,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
   };
 
-  const inbox = new DynamoInboxStore(client, { tableName: tables.inboxTable });
+  const inbox = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
 
   return {
     dynamo,

@@ -23,6 +23,7 @@ import {
   openStatuses,
   recordKey,
 } from '../inbox/dynamo-inbox-store';
+import { topology } from '../topology';
 
 /** Table names of the consumer side. */
 export interface ConsumerTables {
@@ -50,11 +51,20 @@ const openIndex: GlobalSecondaryIndex = {
 export async function ensureTables(
   client: DynamoDBClient,
   tables: ConsumerTables,
-  options: { readonly timeoutMs?: number } = {},
+  options: {
+    readonly timeoutMs?: number;
+    /** The shard count the inbox's stores use (`DynamoInboxStoreOptions`): a rebuild indexes records by it. */
+    readonly openIndexShards?: number;
+  } = {},
 ): Promise<void> {
   await Promise.all([
     ensureTable(client, inboxTableInput(tables.inboxTable), options.timeoutMs ?? 30_000).then(() =>
-      ensureCurrentShape(client, tables.inboxTable, options.timeoutMs ?? 30_000),
+      ensureCurrentShape(
+        client,
+        tables.inboxTable,
+        options.timeoutMs ?? 30_000,
+        options.openIndexShards ?? topology.inbox.openIndexShards,
+      ),
     ),
     ensureTable(
       client,
@@ -141,7 +151,12 @@ function isCurrentShape(table: TableDescription | undefined): boolean {
  * version (its own shape, its own marker) is read the same way. Local data directories only:
  * on AWS a new shape is a new table (README, "Deploy to a sandbox account").
  */
-async function ensureCurrentShape(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+async function ensureCurrentShape(
+  client: DynamoDBClient,
+  table: string,
+  timeoutMs: number,
+  shards: number,
+): Promise<void> {
   const backup = `${table}-upgrade-backup`;
   const describe = async (name: string) => {
     try {
@@ -159,12 +174,12 @@ async function ensureCurrentShape(client: DynamoDBClient, table: string, timeout
     // No complete backup yet, so the old table is still whole: (re)fill the backup from it.
     if (backupTable && !isCurrentShape(backupTable)) await dropTable(client, backup, timeoutMs);
     await ensureTable(client, inboxTableInput(backup), timeoutMs);
-    await copyItems(client, table, backup);
+    await copyItems(client, table, backup, shards);
     await client.send(new PutItemCommand({ TableName: backup, Item: backupMarker }));
   }
   if (current && !isCurrentShape(current)) await dropTable(client, table, timeoutMs);
   await ensureTable(client, inboxTableInput(table), timeoutMs);
-  await copyItems(client, backup, table);
+  await copyItems(client, backup, table, shards);
   await client.send(new DeleteTableCommand({ TableName: backup }));
 }
 
@@ -202,7 +217,7 @@ async function dropTable(client: DynamoDBClient, table: string, timeoutMs: numbe
 }
 
 /** Copies every record of `from` into `to` (never a marker), each in the current shape. */
-async function copyItems(client: DynamoDBClient, from: string, to: string): Promise<void> {
+async function copyItems(client: DynamoDBClient, from: string, to: string, shards: number): Promise<void> {
   let start: Record<string, AttributeValue> | undefined;
   do {
     const page = await client.send(
@@ -210,7 +225,7 @@ async function copyItems(client: DynamoDBClient, from: string, to: string): Prom
     );
     for (const item of page.Items ?? []) {
       if (isMarker(item)) continue;
-      await client.send(new PutItemCommand({ TableName: to, Item: currentItem(item) }));
+      await client.send(new PutItemCommand({ TableName: to, Item: currentItem(item, shards) }));
     }
     start = page.LastEvaluatedKey;
   } while (start);
@@ -221,7 +236,7 @@ async function copyItems(client: DynamoDBClient, from: string, to: string): Prom
  * keys its status calls for (from the times its state holds: the lease's start is not kept, so a
  * `PROCESSING` record is ordered by its last write). An item already current is kept as it is.
  */
-function currentItem(item: Record<string, AttributeValue>): Record<string, AttributeValue> {
+function currentItem(item: Record<string, AttributeValue>, shards: number): Record<string, AttributeValue> {
   if (item[inboxTableSchema.partitionKey]?.S !== undefined) return item;
   const consumer = item.consumer?.S ?? '';
   const eventId = item.eventId?.S ?? '';
@@ -241,7 +256,9 @@ function currentItem(item: Record<string, AttributeValue>): Record<string, Attri
     [inboxTableSchema.partitionKey]: { S: recordKey({ consumer, eventId }) },
     ...(open
       ? {
-          [inboxTableSchema.openIndex.partitionKey]: { S: openKey(consumer, open, openShard(eventId)) },
+          [inboxTableSchema.openIndex.partitionKey]: {
+            S: openKey(consumer, open, openShard(eventId, shards)),
+          },
           [inboxTableSchema.openIndex.sortKey]: { S: openSince(since, eventId) },
         }
       : {}),

@@ -211,6 +211,11 @@ export interface DynamoInboxStoreOptions {
   readonly maxStoredEventBytes?: number;
   /** Records per Query page in the ops reads. */
   readonly pageSize?: number;
+  /**
+   * Shards of each key of the operator's index: every store over one table must use the same
+   * (`topology.inbox.openIndexShards` by default, the AWS stack's; the local runtime its own).
+   */
+  readonly openIndexShards?: number;
 }
 
 /**
@@ -225,6 +230,7 @@ export class DynamoInboxStore implements InboxStore {
   private readonly table: string;
   private readonly maxEventBytes: number;
   private readonly pageSize: number;
+  private readonly shards: number;
 
   constructor(client: DynamoDBClient, options: DynamoInboxStoreOptions) {
     this.doc = DynamoDBDocumentClient.from(client, {
@@ -233,6 +239,10 @@ export class DynamoInboxStore implements InboxStore {
     this.table = options.tableName;
     this.maxEventBytes = options.maxStoredEventBytes ?? inboxDefaults.maxStoredEventBytes;
     this.pageSize = options.pageSize ?? 500;
+    this.shards = options.openIndexShards ?? topology.inbox.openIndexShards;
+    if (!Number.isInteger(this.shards) || this.shards < 1) {
+      throw new TypeError(`openIndexShards must be a positive integer, not ${this.shards}`);
+    }
   }
 
   /**
@@ -275,7 +285,7 @@ export class DynamoInboxStore implements InboxStore {
             ':state': state,
             ':consumer': record.consumer,
             ':eventId': record.eventId,
-            ...indexValues(record, 'PROCESSING', record.now),
+            ...indexValues(record, 'PROCESSING', record.now, this.shards),
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -328,7 +338,7 @@ export class DynamoInboxStore implements InboxStore {
             ':expectedStatus': expected.status,
             ':expectedOwner': expected.leaseOwner,
             // The lease begins now: the index orders in-flight records by it.
-            ...indexValues(k, 'PROCESSING', claim.now),
+            ...indexValues(k, 'PROCESSING', claim.now, this.shards),
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -378,7 +388,7 @@ export class DynamoInboxStore implements InboxStore {
         ':permanent': failure.permanentFailures,
         ':error': boundedError(failure.error),
         // Ordered by the first attempt: the oldest FAILED record's retry age is its age.
-        ...indexValues(k, 'FAILED', failure.firstAttemptAt),
+        ...indexValues(k, 'FAILED', failure.firstAttemptAt, this.shards),
       },
       { landed: 'FAILED' },
     );
@@ -394,7 +404,7 @@ export class DynamoInboxStore implements InboxStore {
         #state.#updatedAt = :now, #expiresAt = :expiresAt, #openKey = :openKey, #openSince = :openSince`,
       {
         ':dead': 'DEAD',
-        ...indexValues(k, 'DEAD', death.now),
+        ...indexValues(k, 'DEAD', death.now, this.shards),
         ':now': death.now,
         ':reason': boundedError(death.reason),
         ':expiresAt': death.expiresAt,
@@ -433,7 +443,7 @@ export class DynamoInboxStore implements InboxStore {
         poison: true,
         cloudEventId: record.cloudEventId,
       },
-      ...indexKeys(record, 'DEAD', record.now),
+      ...indexKeys(record, 'DEAD', record.now, this.shards),
       [inboxTableSchema.ttlAttribute]: record.expiresAt,
     };
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
@@ -481,7 +491,7 @@ export class DynamoInboxStore implements InboxStore {
       return n;
     };
     const count = async (status: OpenStatus) =>
-      (await Promise.all(openKeys(consumer, status).map(countKey))).reduce((a, b) => a + b, 0);
+      (await Promise.all(openKeys(consumer, status, this.shards).map(countKey))).reduce((a, b) => a + b, 0);
     const [processing, failed, dead] = await Promise.all(openStatuses.map(count));
     return { PROCESSING: processing ?? 0, FAILED: failed ?? 0, DEAD: dead ?? 0 };
   }
@@ -521,7 +531,7 @@ export class DynamoInboxStore implements InboxStore {
     after: string | undefined,
   ): Promise<{ entries: { since: string; key: Pick<Item, 'pk'> }[]; more: boolean }> {
     const perShard = await Promise.all(
-      openKeys(consumer, 'DEAD').map(async (value) => {
+      openKeys(consumer, 'DEAD', this.shards).map(async (value) => {
         const output = await this.queryOpen(consumer, value, { after, limit: n });
         return { items: (output.Items ?? []) as Item[], more: output.LastEvaluatedKey !== undefined };
       }),
@@ -586,7 +596,7 @@ export class DynamoInboxStore implements InboxStore {
             ':now': now,
             ':note': `redriven at ${new Date(now).toISOString()}`,
             // A fresh first attempt: its retry age starts again.
-            ...indexValues(k, 'FAILED', now),
+            ...indexValues(k, 'FAILED', now, this.shards),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -727,16 +737,17 @@ function indexKeys(
   k: InboxKey,
   status: OpenStatus,
   at: number,
+  shards: number,
 ): Pick<Item, typeof inboxTableSchema.openIndex.partitionKey | typeof inboxTableSchema.openIndex.sortKey> {
   return {
-    [inboxTableSchema.openIndex.partitionKey]: openKey(k.consumer, status, openShard(k.eventId)),
+    [inboxTableSchema.openIndex.partitionKey]: openKey(k.consumer, status, openShard(k.eventId, shards)),
     [inboxTableSchema.openIndex.sortKey]: openSince(at, k.eventId),
   };
 }
 
 /** {@link indexKeys} as the values `:openKey` and `:openSince` of an update. */
-function indexValues(k: InboxKey, status: OpenStatus, at: number): Record<string, string> {
-  const keys = indexKeys(k, status, at);
+function indexValues(k: InboxKey, status: OpenStatus, at: number, shards: number): Record<string, string> {
+  const keys = indexKeys(k, status, at, shards);
   return {
     ':openKey': keys[inboxTableSchema.openIndex.partitionKey] as string,
     ':openSince': keys[inboxTableSchema.openIndex.sortKey] as string,
