@@ -509,6 +509,7 @@ export class DynamoInboxStore implements InboxStore {
     let after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, consumer);
     for (;;) {
       const { entries, more } = await this.firstDead(consumer, limit - records.length, after);
+      if (entries.length === 0) return { records };
       const found = await this.getMany(entries.map((e) => e.key));
       for (const entry of entries) {
         const item = found.get(entry.key[inboxTableSchema.partitionKey]);
@@ -522,28 +523,37 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   /**
-   * The first `n` entries of `consumer`'s DEAD shards after sort key `after`, in the index's
-   * order, and whether any entry is left beyond them.
+   * The first entries (at most `n`) of `consumer`'s DEAD shards after sort key `after`, in the
+   * index's order, and whether any entry is left beyond them. A shard whose page was cut short
+   * bounds what is taken: nothing of another shard after its last entry, which may precede
+   * that shard's unread ones.
    */
   private async firstDead(
     consumer: string,
     n: number,
     after: string | undefined,
   ): Promise<{ entries: { since: string; key: Pick<Item, 'pk'> }[]; more: boolean }> {
+    const sortKey = inboxTableSchema.openIndex.sortKey;
     const perShard = await Promise.all(
       openKeys(consumer, 'DEAD', this.shards).map(async (value) => {
         const output = await this.queryOpen(consumer, value, { after, limit: n });
-        return { items: (output.Items ?? []) as Item[], more: output.LastEvaluatedKey !== undefined };
+        return { items: (output.Items ?? []) as Item[], cut: output.LastEvaluatedKey !== undefined };
       }),
     );
+    const bound = perShard
+      .filter((shard) => shard.cut && shard.items.length > 0)
+      .map((shard) => shard.items.at(-1)?.[sortKey] as string)
+      .sort(byteOrder)[0];
     const all = perShard
       .flatMap((shard) => shard.items)
       .map((item) => ({
-        since: item[inboxTableSchema.openIndex.sortKey] as string,
+        since: item[sortKey] as string,
         key: { [inboxTableSchema.partitionKey]: item[inboxTableSchema.partitionKey] },
       }))
       .sort((x, y) => byteOrder(x.since, y.since));
-    return { entries: all.slice(0, n), more: all.length > n || perShard.some((shard) => shard.more) };
+    const known = bound === undefined ? all : all.filter((e) => byteOrder(e.since, bound) <= 0);
+    const entries = known.slice(0, n);
+    return { entries, more: all.length > entries.length || perShard.some((shard) => shard.cut) };
   }
 
   /** The items of `keys` (read consistently, in batches of 100, unprocessed keys asked again), by partition key. */

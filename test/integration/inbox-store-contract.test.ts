@@ -625,6 +625,25 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       expect(pages).toBe(3);
     });
 
+    it('keeps the order when one shard holds more than a page of what a list asks for', async () => {
+      // Five early deaths on one shard (the suite's adapter reads 3 a page), four later ones elsewhere.
+      const early = idsOnOneShard(5).map((id, i) => ({ id, at: t0 + (i + 1) * 60_000 }));
+      const late: { id: string; at: number }[] = [];
+      for (let i = 0; late.length < 4; i++) {
+        if (openShard(`elsewhere-${i}`) !== 0)
+          late.push({ id: `elsewhere-${i}`, at: t0 + (10 + late.length) * 60_000 });
+      }
+      for (const d of [...late, ...early]) await store.recordPoison(poison({ eventId: d.id, now: d.at }));
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listDead(consumer, { limit: 8, cursor });
+        seen.push(...page.records.map((r) => r.eventId));
+        cursor = page.cursor;
+      } while (cursor);
+      expect(seen).toEqual([...early, ...late].map((d) => d.id));
+    });
+
     it('redrive resets a DEAD record to a due FAILED record at attempt 0 without TTL, its failure window afresh', async () => {
       const record = fresh();
       await store.begin(record);
