@@ -187,6 +187,48 @@ const relay: RelayConfig = {
   purge: { retentionHours: 7 * 24, batchSize: 500, maxBatchesPerRun: 20 },
 };
 
+/** The consumers' inbox table (`shared/inbox/dynamo-inbox-store.ts`, `infra/aws/constructs/inbox-table.ts`). */
+export interface InboxConfig {
+  /**
+   * Shards of each `<consumer>#<status>` key of the operator's index (`open-records`): a record
+   * is indexed under `<consumer>#<status>#<shard>`, the shard a hash of its event id, and every
+   * ops read queries all of them in parallel. Raise it freely (a record changes shard only when
+   * it changes state, and reads cover every shard); lowering it hides the records in the shards
+   * dropped until they change state.
+   */
+  readonly openIndexShards: number;
+  /**
+   * The same for the local runtime's inbox (dynalite or DynamoDB Local): a local engine has no
+   * partition limits, and each shard is one more request in every ops read there (a status
+   * page reads 3 statuses x 3 consumers x the shards, on the runtime's own CPU: at 32 shards an
+   * end-to-end test that polls its status took half again as long). Several, so the local
+   * runtime runs the sharded reads (merged dead lists, counts over every shard) as AWS does.
+   */
+  readonly localOpenIndexShards: number;
+}
+
+const inbox: InboxConfig = {
+  /**
+   * Sized so that no inbox key of ours limits a consumer below 10,000 events a second. A key
+   * value of a global secondary index lives in one partition, and "each individual partition
+   * is limited to 1000 write units per second", for indexes as for tables
+   * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html,
+   * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/throttling-key-range-limit-exceeded-mitigation.html),
+   * on-demand or not; adaptive capacity may isolate a hot key, never lift that cap. A record's index entry
+   * is its keys only (KEYS_ONLY, well under 1 KB: 1 write unit), written when the event arrives
+   * (begin: into `PROCESSING`) and again when it completes (out of it): 2 write units per event
+   * per consumer on its shard, so one shard takes 1,000 / 2 = 500 events a second, and 32
+   * shards 16,000 a second per consumer. `FAILED` and `DEAD` are sharded alike: an effect's
+   * outage sends every event to `FAILED` (and each retry out and back), a poison flood every
+   * event to `DEAD`, at the consumer's whole rate, and an index short of write capacity fails
+   * the table's writes (https://repost.aws/knowledge-center/dynamodb-gsi-throttling-table).
+   * The table's own items are keyed by event: no limit of ours there. The price is reads: an
+   * ops count is one Query per shard and status (the inbox gauges, `GET /ops/status`).
+   */
+  openIndexShards: 32,
+  localOpenIndexShards: 4,
+};
+
 /** Alarm thresholds; both the CDK alarms and the local status page evaluate these. */
 export interface AlarmThresholds {
   readonly oldestPendingAgeSeconds: number;
@@ -255,6 +297,7 @@ export const topology = {
     },
   ] as readonly RuleSpec[],
   relay,
+  inbox,
   alarms,
 } as const;
 

@@ -15,12 +15,17 @@ import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import type { EffectCounts } from '../../shared/ops/ops-ports';
-import { type ConsumerName, consumerNames } from '../../shared/topology';
+import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
+import { ProcessedCounts } from './processed-counts';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
+/** Every store over the local inbox (the consumers' and the ops API's) shards its index alike. */
+const inboxOptions = { openIndexShards: topology.inbox.localOpenIndexShards };
+/** The local runtime's own counters (not a table of the AWS stack): see ProcessedCounts. */
+const countsTable = 'content-pipeline-local-counts';
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
 const invocationTimeoutMs = 10_000;
 
@@ -31,7 +36,7 @@ export interface LocalConsumers {
   readonly inbox: InboxStore;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
   effectCounts(): Promise<EffectCounts>;
-  /** PROCESSED records of `consumer`: a Query of its partition, fine for a local store. */
+  /** Events `consumer` has processed: a maintained counter (ProcessedCounts), never a listing. */
   processedCount(consumer: ConsumerName): Promise<number>;
   /** How many effectFailAfter faults struck `consumer` (effects that acted, then failed). */
   injectedAfterFaults(consumer: ConsumerName): number;
@@ -113,8 +118,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
+  let processed: ProcessedCounts;
   try {
-    await ensureTables(client, tables);
+    await ensureTables(client, tables, inboxOptions);
+    processed = await ProcessedCounts.open(client, countsTable);
     options.sdkClient?.(client);
   } catch (err) {
     client.destroy();
@@ -136,7 +143,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   const functions = {} as Record<ConsumerName, ConsumerFunction>;
   for (const name of consumerNames) {
     functions[name] = createConsumer({
-      ...consumerDeps(name, tables, client),
+      ...consumerDeps(name, tables, client, inboxOptions),
       logger: localLogger(name, log),
       metrics: quietMetrics,
       effect: withFaults(effects[name], faults, () => afterFaults[name]++),
@@ -148,16 +155,27 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
   };
 
-  const inbox = new DynamoInboxStore(client, { tableName: tables.inboxTable });
+  const inbox = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
 
   return {
     dynamo,
     inbox,
-    invoke: (consumer, event) =>
-      functions[consumer](
+    async invoke(consumer, event) {
+      const result = await functions[consumer](
         event as unknown as EventBridgeEvent<string, unknown>,
         localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
-      ),
+      );
+      if (result.status === 'processed') {
+        // The record is PROCESSED whatever happens here: a failed count must not fail the
+        // delivery (its retry would find the record done and count nothing either).
+        await processed
+          .add(consumer)
+          .catch((err: unknown) =>
+            log(`${consumer}: a processed event was not counted`, { level: 'warn', error: String(err) }),
+          );
+      }
+      return result;
+    },
     async effectCounts() {
       let indexDocuments = 0;
       let startKey: Record<string, unknown> | undefined;
@@ -191,7 +209,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         archivedObjects: await countFiles(join(effectsDir, 'archive')),
       };
     },
-    processedCount: async (consumer) => (await inbox.counts(consumer)).PROCESSED,
+    processedCount: (consumer) => processed.read(consumer),
     injectedAfterFaults: (consumer) => afterFaults[consumer],
     async stop() {
       client.destroy();

@@ -3,7 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
 import { blankIsUnset, type ConfigField, configError, configFields } from '../env';
-import { DynamoInboxStore } from '../inbox/dynamo-inbox-store';
+import { DynamoInboxStore, type DynamoInboxStoreOptions } from '../inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
 import { type ConsumerName, consumerNames } from '../topology';
@@ -81,16 +81,18 @@ export function parseConsumerConfig(name: ConsumerName, env: Env = process.env):
  * (on the client the handler made, which its effect may share), the topology's inbox settings,
  * and Powertools Logger and Metrics with the consumer's service name and `Consumer` dimension.
  * Each handler adds its own effect, so a bundle holds only the SDK clients that effect uses.
+ * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's.
  */
 export function consumerDeps(
   name: ConsumerName,
   config: Pick<ConsumerConfig, 'inboxTable'>,
   dynamo: DynamoDBClient,
+  inbox: Omit<DynamoInboxStoreOptions, 'tableName'> = {},
 ): Omit<ConsumerHandlerDeps, 'effect'> {
   const serviceName = consumerServiceName(name);
   return {
     name,
-    inbox: new DynamoInboxStore(dynamo, { tableName: config.inboxTable }),
+    inbox: new DynamoInboxStore(dynamo, { ...inbox, tableName: config.inboxTable }),
     settings: inboxSettingsFor(name),
     logger: new Logger({ serviceName }),
     metrics: new Metrics({

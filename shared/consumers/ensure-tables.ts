@@ -4,15 +4,26 @@ import {
   type CreateTableCommandInput,
   DeleteTableCommand,
   DescribeTableCommand,
+  type DescribeTableCommandOutput,
   type DynamoDBClient,
   GetItemCommand,
   type GlobalSecondaryIndex,
+  type KeySchemaElement,
   PutItemCommand,
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { sleep } from '../db/retry';
 import { contentIndexTableSchema } from '../effects/content-index';
-import { inboxTableSchema, type OpenStatus, openKey } from '../inbox/dynamo-inbox-store';
+import {
+  inboxTableSchema,
+  type OpenStatus,
+  openKey,
+  openShard,
+  openSince,
+  openStatuses,
+  recordKey,
+} from '../inbox/dynamo-inbox-store';
+import { topology } from '../topology';
 
 /** Table names of the consumer side. */
 export interface ConsumerTables {
@@ -26,24 +37,34 @@ const openIndex: GlobalSecondaryIndex = {
     { AttributeName: inboxTableSchema.openIndex.partitionKey, KeyType: 'HASH' },
     { AttributeName: inboxTableSchema.openIndex.sortKey, KeyType: 'RANGE' },
   ],
-  Projection: { ProjectionType: 'ALL' },
+  Projection: { ProjectionType: 'KEYS_ONLY' },
 };
 
 /**
  * Creates the inbox and content-index tables if they are missing and waits until both are
  * ACTIVE, for the local runtime and tests (on AWS the CDK stack owns them, with TTL on the
  * inbox's `expiresAt`; neither dynalite nor this function has a TTL API). Idempotent: an
- * existing table is left as it is, except that an inbox made before the sparse ops index
- * existed (a local data directory from an older version) gets the index and its keys.
+ * existing table is left as it is, except that an inbox of an older shape (a local data
+ * directory from an older version: keyed by consumer, or without the operator's index) is
+ * rebuilt in the current shape with every record kept.
  */
 export async function ensureTables(
   client: DynamoDBClient,
   tables: ConsumerTables,
-  options: { readonly timeoutMs?: number } = {},
+  options: {
+    readonly timeoutMs?: number;
+    /** The shard count the inbox's stores use (`DynamoInboxStoreOptions`): a rebuild indexes records by it. */
+    readonly openIndexShards?: number;
+  } = {},
 ): Promise<void> {
   await Promise.all([
     ensureTable(client, inboxTableInput(tables.inboxTable), options.timeoutMs ?? 30_000).then(() =>
-      ensureOpenIndex(client, tables.inboxTable, options.timeoutMs ?? 30_000),
+      ensureCurrentShape(
+        client,
+        tables.inboxTable,
+        options.timeoutMs ?? 30_000,
+        options.openIndexShards ?? topology.inbox.openIndexShards,
+      ),
     ),
     ensureTable(
       client,
@@ -58,25 +79,27 @@ export async function ensureTables(
   ]);
 }
 
-/** The inbox table as `ensureTables` creates it: the key, and the sparse ops index. */
+/** The inbox table as `ensureTables` creates it: the key, and the operator's index. */
 function inboxTableInput(name: string): CreateTableCommandInput {
   return {
     TableName: name,
     BillingMode: 'PAY_PER_REQUEST',
-    KeySchema: [
-      { AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' },
-      { AttributeName: inboxTableSchema.sortKey, KeyType: 'RANGE' },
-    ],
+    KeySchema: [{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }],
     AttributeDefinitions: [
       { AttributeName: inboxTableSchema.partitionKey, AttributeType: 'S' },
-      { AttributeName: inboxTableSchema.sortKey, AttributeType: 'S' },
       { AttributeName: inboxTableSchema.openIndex.partitionKey, AttributeType: 'S' },
+      { AttributeName: inboxTableSchema.openIndex.sortKey, AttributeType: 'S' },
     ],
     GlobalSecondaryIndexes: [openIndex],
   };
 }
 
-async function ensureTable(client: DynamoDBClient, input: CreateTableCommandInput, timeoutMs: number) {
+/** Creates the table `input` describes unless it exists, and waits until it and its indexes are ACTIVE. */
+export async function ensureTable(
+  client: DynamoDBClient,
+  input: CreateTableCommandInput,
+  timeoutMs: number,
+): Promise<void> {
   try {
     await client.send(new CreateTableCommand(input));
   } catch (err) {
@@ -100,16 +123,40 @@ async function waitActive(client: DynamoDBClient, table: string, timeoutMs: numb
   }
 }
 
+type TableDescription = NonNullable<DescribeTableCommandOutput['Table']>;
+
+/** True when `table` has the current key and the current operator's index (keys, projection). */
+function isCurrentShape(table: TableDescription | undefined): boolean {
+  const keys = (schema: readonly KeySchemaElement[] | undefined) =>
+    (schema ?? []).map((k) => `${k.AttributeName}:${k.KeyType}`).join(',');
+  const wanted = inboxTableInput('');
+  const index = table?.GlobalSecondaryIndexes?.find((i) => i.IndexName === openIndex.IndexName);
+  return (
+    table !== undefined &&
+    keys(table.KeySchema) === keys(wanted.KeySchema) &&
+    index !== undefined &&
+    keys(index.KeySchema) === keys(openIndex.KeySchema) &&
+    index.Projection?.ProjectionType === openIndex.Projection?.ProjectionType
+  );
+}
+
 /**
- * Rebuilds an inbox table that predates the sparse ops index: its items are copied to a
- * backup table, the table is made again with the index, and the items come back, open ones
- * with their index key. (UpdateTable cannot do it: dynalite accepts a new index and never
- * builds it.) The backup counts only once it holds a completion marker, written after the
- * last item: a start that died while filling it copies again (PutItem is idempotent), and the
- * old table is deleted only after the marker is there, so no record is lost at any point.
- * Local data directories only: on AWS the CDK table has the index from the start.
+ * Rebuilds an inbox table of an older shape (keyed by consumer; without the operator's index;
+ * with an index of other keys) in the current one: its items are copied, each made current, to
+ * a backup table, the table is made again, and the items come back. (UpdateTable cannot do it:
+ * no key schema changes in place, and dynalite accepts a new index and never builds it.) The
+ * backup counts only once it holds a completion marker, written after the last item: a start
+ * that died while filling it copies again (PutItem is idempotent), and the old table is deleted
+ * only after the marker is there, so no record is lost at any point. A backup left by an older
+ * version (its own shape, its own marker) is read the same way. Local data directories only:
+ * on AWS a new shape is a new table (README, "Deploy to a sandbox account").
  */
-async function ensureOpenIndex(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+async function ensureCurrentShape(
+  client: DynamoDBClient,
+  table: string,
+  timeoutMs: number,
+  shards: number,
+): Promise<void> {
   const backup = `${table}-upgrade-backup`;
   const describe = async (name: string) => {
     try {
@@ -119,64 +166,103 @@ async function ensureOpenIndex(client: DynamoDBClient, table: string, timeoutMs:
       throw err;
     }
   };
-  const hasIndex = (t: Awaited<ReturnType<typeof describe>>) =>
-    t?.GlobalSecondaryIndexes?.some((i) => i.IndexName === openIndex.IndexName) ?? false;
 
   const current = await describe(table);
-  const backupExists = (await describe(backup)) !== undefined;
-  if (!backupExists && hasIndex(current)) return;
-  if (!(backupExists && (await hasMarker(client, backup)))) {
+  const backupTable = await describe(backup);
+  if (!backupTable && isCurrentShape(current)) return;
+  if (!(backupTable && (await hasMarker(client, backup, backupTable)))) {
     // No complete backup yet, so the old table is still whole: (re)fill the backup from it.
+    if (backupTable && !isCurrentShape(backupTable)) await dropTable(client, backup, timeoutMs);
     await ensureTable(client, inboxTableInput(backup), timeoutMs);
-    await copyItems(client, table, backup);
+    await copyItems(client, table, backup, shards);
     await client.send(new PutItemCommand({ TableName: backup, Item: backupMarker }));
   }
-  if (current && !hasIndex(current)) {
-    await client.send(new DeleteTableCommand({ TableName: table }));
-    await waitGone(client, table, timeoutMs);
-  }
+  if (current && !isCurrentShape(current)) await dropTable(client, table, timeoutMs);
   await ensureTable(client, inboxTableInput(table), timeoutMs);
-  await copyItems(client, backup, table);
+  await copyItems(client, backup, table, shards);
   await client.send(new DeleteTableCommand({ TableName: backup }));
 }
 
-/** The item that says a backup holds every item of the old table (no consumer is named `#`). */
+/** The item that says a backup holds every item of the old table (no record's key starts with `#`). */
 const backupMarker: Record<string, AttributeValue> = {
-  [inboxTableSchema.partitionKey]: { S: '#upgrade' },
-  [inboxTableSchema.sortKey]: { S: '#complete' },
+  [inboxTableSchema.partitionKey]: { S: '#upgrade#complete' },
 };
 
-async function hasMarker(client: DynamoDBClient, backup: string): Promise<boolean> {
+/** The marker as versions keyed by `(consumer, eventId)` wrote it into their backups. */
+const consumerKeyedMarker: Record<string, AttributeValue> = {
+  consumer: { S: '#upgrade' },
+  eventId: { S: '#complete' },
+};
+
+const isMarker = (item: Record<string, AttributeValue>) =>
+  item[inboxTableSchema.partitionKey]?.S === backupMarker[inboxTableSchema.partitionKey]?.S ||
+  (item.consumer?.S === consumerKeyedMarker.consumer?.S &&
+    item.eventId?.S === consumerKeyedMarker.eventId?.S);
+
+async function hasMarker(client: DynamoDBClient, backup: string, shape: TableDescription): Promise<boolean> {
+  const keyed = shape.KeySchema?.some((k) => k.AttributeName === inboxTableSchema.partitionKey);
   const { Item } = await client.send(
-    new GetItemCommand({ TableName: backup, Key: backupMarker, ConsistentRead: true }),
+    new GetItemCommand({
+      TableName: backup,
+      Key: keyed ? backupMarker : consumerKeyedMarker,
+      ConsistentRead: true,
+    }),
   );
   return Item !== undefined;
 }
 
-/** Copies every item of `from` into `to` (never the marker), keying records that are not PROCESSED. */
-async function copyItems(client: DynamoDBClient, from: string, to: string): Promise<void> {
-  const markerKey = backupMarker[inboxTableSchema.partitionKey]?.S;
+async function dropTable(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {
+  await client.send(new DeleteTableCommand({ TableName: table }));
+  await waitGone(client, table, timeoutMs);
+}
+
+/** Copies every record of `from` into `to` (never a marker), each in the current shape. */
+async function copyItems(client: DynamoDBClient, from: string, to: string, shards: number): Promise<void> {
   let start: Record<string, AttributeValue> | undefined;
   do {
     const page = await client.send(
       new ScanCommand({ TableName: from, ExclusiveStartKey: start, ConsistentRead: true }),
     );
     for (const item of page.Items ?? []) {
-      if (item[inboxTableSchema.partitionKey]?.S === markerKey) continue;
-      const status = item.state?.M?.status?.S;
-      const keyed =
-        status && status !== 'PROCESSED' && !item[inboxTableSchema.openIndex.partitionKey]
-          ? {
-              ...item,
-              [inboxTableSchema.openIndex.partitionKey]: {
-                S: openKey(`${item[inboxTableSchema.partitionKey]?.S}`, status as OpenStatus),
-              },
-            }
-          : item;
-      await client.send(new PutItemCommand({ TableName: to, Item: keyed }));
+      if (isMarker(item)) continue;
+      await client.send(new PutItemCommand({ TableName: to, Item: currentItem(item, shards) }));
     }
     start = page.LastEvaluatedKey;
   } while (start);
+}
+
+/**
+ * An item of any earlier shape in the current one: keyed `<consumer>#<eventId>`, with the index
+ * keys its status calls for (from the times its state holds: the lease's start is not kept, so a
+ * `PROCESSING` record is ordered by its last write). An item already current is kept as it is.
+ */
+function currentItem(item: Record<string, AttributeValue>, shards: number): Record<string, AttributeValue> {
+  if (item[inboxTableSchema.partitionKey]?.S !== undefined) return item;
+  const consumer = item.consumer?.S ?? '';
+  const eventId = item.eventId?.S ?? '';
+  const state = item.state?.M ?? {};
+  const time = (name: string) => (state[name]?.N === undefined ? undefined : Number(state[name]?.N));
+  const {
+    [inboxTableSchema.openIndex.partitionKey]: _formerKey,
+    [inboxTableSchema.openIndex.sortKey]: _formerSince,
+    ...rest
+  } = item;
+  const status = state.status?.S as OpenStatus | 'PROCESSED' | undefined;
+  const open = openStatuses.find((s) => s === status);
+  const updatedAt = time('updatedAt') ?? time('receivedAt') ?? 0;
+  const since = open === 'FAILED' ? (time('firstAttemptAt') ?? time('receivedAt') ?? updatedAt) : updatedAt;
+  return {
+    ...rest,
+    [inboxTableSchema.partitionKey]: { S: recordKey({ consumer, eventId }) },
+    ...(open
+      ? {
+          [inboxTableSchema.openIndex.partitionKey]: {
+            S: openKey(consumer, open, openShard(eventId, shards)),
+          },
+          [inboxTableSchema.openIndex.sortKey]: { S: openSince(since, eventId) },
+        }
+      : {}),
+  };
 }
 
 async function waitGone(client: DynamoDBClient, table: string, timeoutMs: number): Promise<void> {

@@ -1,6 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -9,6 +10,8 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { sleep } from '../db/retry';
+import { topology } from '../topology';
 import {
   InboxError,
   InboxFencedOutError,
@@ -18,49 +21,88 @@ import {
   InboxRecordNotFoundError,
 } from './errors';
 import type { FailureKind } from './failure-kind';
-import {
-  type BeginResult,
-  type ExpectedState,
-  type InboxDeath,
-  type InboxFailure,
-  type InboxKey,
-  type InboxPage,
-  type InboxRecord,
-  type InboxRecordCounts,
-  type InboxStatus,
-  type InboxStore,
-  inboxStatuses,
-  type NewInboxRecord,
-  type OpenCounts,
-  type PoisonRecord,
+import type {
+  BeginResult,
+  ExpectedState,
+  InboxDeath,
+  InboxFailure,
+  InboxKey,
+  InboxPage,
+  InboxRecord,
+  InboxStatus,
+  InboxStore,
+  NewInboxRecord,
+  OpenCounts,
+  PoisonRecord,
 } from './inbox-store';
 import { inboxDefaults } from './settings';
 
-const sortKey = 'eventId';
-
 /**
- * The inbox table's shape, for `ensureTables` and the CDK table: partition key `consumer`,
- * sort key `eventId` (both strings), TTL on `expiresAt` (epoch seconds; set only in the CDK
- * table definition, since dynalite has no TTL API). The record itself is the map `state`.
+ * The inbox table's shape, for `ensureTables` and the CDK table. Partition key `pk` =
+ * `<consumer>#<eventId>` ({@link recordKey}), no sort key: every record is its own partition
+ * key, so no consumer's records share one partition's write limit, and a consumer's IAM grant
+ * still pins it to its own records (`dynamodb:LeadingKeys` like `<consumer>#*`). `consumer` and
+ * `eventId` are kept as plain attributes for reading. TTL on `expiresAt` (epoch seconds; set only
+ * in the CDK table definition, since dynalite has no TTL API). The record itself is the map `state`.
  *
- * `openIndex` is a sparse global secondary index over the records an operator may need: only
- * items that carry `openKey` (`<consumer>#<status>`) are in it, and only `PROCESSING`, `FAILED`
- * and `DEAD` records carry it (`complete` removes it). Ops reads (dead lists, open counts)
- * query one of its partitions, never the whole consumer partition or a scan.
+ * `openIndex` is the operator's index: sparse, only records that carry `openKey` are in it,
+ * and only `PROCESSING`, `FAILED` and `DEAD` records carry it (`complete` removes it). Its
+ * partition key is `<consumer>#<status>#<shard>` ({@link openKey}; the shard a hash of the
+ * event id, `topology.inbox.openIndexShards` of them, so no key value takes a consumer's whole
+ * rate), its sort key `openSince` = `<ISO time>#<eventId>` ({@link openSince}): oldest first,
+ * so the oldest record of a status is one Query with `Limit: 1` per shard. The time is when
+ * the current lease began (`PROCESSING`), the first attempt (`FAILED`: the retry age) or the
+ * death (`DEAD`). KEYS_ONLY: an entry is well under 1 KB (one write unit), and what an operator
+ * needs beyond counts and ages (a dead record's stored event) is read from the table by key.
  */
 export const inboxTableSchema = {
-  partitionKey: 'consumer',
-  sortKey,
+  partitionKey: 'pk',
   ttlAttribute: 'expiresAt',
-  // Sorted by the table's sort key: a dead list pages by event id, as the table does.
-  openIndex: { name: 'open-records', partitionKey: 'openKey', sortKey },
+  openIndex: { name: 'open-records', partitionKey: 'openKey', sortKey: 'openSince' },
 } as const;
 
-/** The statuses the sparse index holds: everything but `PROCESSED`. */
+/** The statuses the operator's index holds: everything but `PROCESSED`. */
 export type OpenStatus = Exclude<InboxStatus, 'PROCESSED'>;
 
-/** The index partition of one consumer's records in `status`: the value of the index's partition key. */
-export const openKey = (consumer: string, status: OpenStatus): string => `${consumer}#${status}`;
+/** Every status the operator's index holds. */
+export const openStatuses: readonly OpenStatus[] = ['PROCESSING', 'FAILED', 'DEAD'];
+
+/**
+ * The table's partition key of record `k`: `<consumer>#<eventId>`. A consumer name never holds
+ * `#` (nor IAM's wildcards `*` and `?`), so the prefix `<consumer>#` is that consumer's records
+ * and no other's: what the consumer's leading-keys grant allows.
+ */
+export function recordKey(k: InboxKey): string {
+  if (!/^[^#*?]+$/.test(k.consumer)) throw new TypeError(`invalid consumer name "${k.consumer}"`);
+  return `${k.consumer}#${k.eventId}`;
+}
+
+/** The shard of the operator's index an event's records go to: a hash of its id, the same in every status. */
+export function openShard(eventId: string, shards: number = topology.inbox.openIndexShards): number {
+  return createHash('sha256').update(eventId).digest().readUInt32BE(0) % shards;
+}
+
+/** A key value of the operator's index: `consumer`'s records in `status` on `shard`. */
+export const openKey = (consumer: string, status: OpenStatus, shard: number): string =>
+  `${consumer}#${status}#${shard}`;
+
+/** Every key value of the operator's index for `consumer`'s records in `status`: what an ops read queries. */
+export function openKeys(
+  consumer: string,
+  status: OpenStatus,
+  shards: number = topology.inbox.openIndexShards,
+): string[] {
+  return Array.from({ length: shards }, (_, shard) => openKey(consumer, status, shard));
+}
+
+/**
+ * The index's sort key of a record since epoch ms `at`: an ISO 8601 UTC time (it sorts as text
+ * in time order) and the event id, which makes it unique within the consumer and the order total.
+ */
+export const openSince = (at: number, eventId: string): string => `${new Date(at).toISOString()}#${eventId}`;
+
+/** The time (epoch ms) an {@link openSince} value starts with. */
+export const openSinceTime = (value: string): number => Date.parse(value.slice(0, value.indexOf('#')));
 
 /**
  * What one inbox item holds: the key, the whole record state in ONE map attribute `state`, and
@@ -69,10 +111,12 @@ export const openKey = (consumer: string, status: OpenStatus): string => `${cons
  */
 interface Item {
   [inboxTableSchema.partitionKey]: string;
-  [inboxTableSchema.sortKey]: string;
+  consumer: string;
+  eventId: string;
   state: State;
-  /** Present exactly while the record is not `PROCESSED`: the sparse index's partition key. */
+  /** Present exactly while the record is not `PROCESSED`: the operator's index's keys. */
   [inboxTableSchema.openIndex.partitionKey]?: string;
+  [inboxTableSchema.openIndex.sortKey]?: string;
   [inboxTableSchema.ttlAttribute]?: number;
 }
 
@@ -103,8 +147,9 @@ interface State {
 // Every attribute name goes through a placeholder: `status` is a DynamoDB reserved word, and
 // one rule for all is easier to read than a list of which ones are.
 const names = {
-  '#consumer': inboxTableSchema.partitionKey,
-  '#eventId': inboxTableSchema.sortKey,
+  '#pk': inboxTableSchema.partitionKey,
+  '#consumer': 'consumer',
+  '#eventId': 'eventId',
   '#state': 'state',
   '#status': 'status',
   '#attempts': 'attempts',
@@ -118,6 +163,7 @@ const names = {
   '#lastError': 'lastError',
   '#expiresAt': inboxTableSchema.ttlAttribute,
   '#openKey': inboxTableSchema.openIndex.partitionKey,
+  '#openSince': inboxTableSchema.openIndex.sortKey,
 } as const;
 type Name = keyof typeof names;
 
@@ -136,7 +182,8 @@ function namesIn(...expressions: (string | undefined)[]): Record<string, string>
  * and no write REMOVEs it (transitions only SET fields inside it). So a begin whose condition
  * fails changes nothing on the item, whatever its status.
  */
-const beginUpdate = 'SET #state = :state, #openKey = :openKey';
+const beginUpdate =
+  'SET #state = :state, #consumer = :consumer, #eventId = :eventId, #openKey = :openKey, #openSince = :openSince';
 const beginCondition = 'attribute_not_exists(#state)';
 
 /** Longest `lastError` a record keeps, in UTF-8 bytes (the ellipsis of a cut one included): a reason quoting a huge field must not pass the 400 KB item limit. */
@@ -164,6 +211,11 @@ export interface DynamoInboxStoreOptions {
   readonly maxStoredEventBytes?: number;
   /** Records per Query page in the ops reads. */
   readonly pageSize?: number;
+  /**
+   * Shards of each key of the operator's index: every store over one table must use the same
+   * (`topology.inbox.openIndexShards` by default, the AWS stack's; the local runtime its own).
+   */
+  readonly openIndexShards?: number;
 }
 
 /**
@@ -178,6 +230,7 @@ export class DynamoInboxStore implements InboxStore {
   private readonly table: string;
   private readonly maxEventBytes: number;
   private readonly pageSize: number;
+  private readonly shards: number;
 
   constructor(client: DynamoDBClient, options: DynamoInboxStoreOptions) {
     this.doc = DynamoDBDocumentClient.from(client, {
@@ -186,6 +239,10 @@ export class DynamoInboxStore implements InboxStore {
     this.table = options.tableName;
     this.maxEventBytes = options.maxStoredEventBytes ?? inboxDefaults.maxStoredEventBytes;
     this.pageSize = options.pageSize ?? 500;
+    this.shards = options.openIndexShards ?? topology.inbox.openIndexShards;
+    if (!Number.isInteger(this.shards) || this.shards < 1) {
+      throw new TypeError(`openIndexShards must be a positive integer, not ${this.shards}`);
+    }
   }
 
   /**
@@ -224,13 +281,20 @@ export class DynamoInboxStore implements InboxStore {
           UpdateExpression: beginUpdate,
           ConditionExpression: beginCondition,
           ExpressionAttributeNames: namesIn(beginUpdate, beginCondition),
-          ExpressionAttributeValues: { ':state': state, ':openKey': openKey(record.consumer, 'PROCESSING') },
+          ExpressionAttributeValues: {
+            ':state': state,
+            ':consumer': record.consumer,
+            ':eventId': record.eventId,
+            ...indexValues(record, 'PROCESSING', record.now, this.shards),
+          },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       ),
     );
-    if (!sent.refused)
-      return { created: true, record: { ...decode({ ...key(record), state }), event: record.event } };
+    if (!sent.refused) {
+      const created: Item = { ...key(record), consumer: record.consumer, eventId: record.eventId, state };
+      return { created: true, record: { ...decode(created), event: record.event } };
+    }
     const existing = await this.refusedItem('begin', record, sent.refused);
     // Gone between the refused write and the read (a TTL deletion): begin afresh.
     if (!existing) return this.begin(record);
@@ -255,7 +319,7 @@ export class DynamoInboxStore implements InboxStore {
       expected.status === 'PROCESSING' ? '#state.#leaseUntil < :now' : '#state.#nextAttemptAt <= :now';
     const update = `SET #state.#status = :processing, #state.#attempts = #state.#attempts + :one,
       #state.#leaseOwner = :owner, #state.#leaseUntil = :leaseUntil, #state.#updatedAt = :now,
-      #openKey = :openKey`;
+      #openKey = :openKey, #openSince = :openSince`;
     const condition = `#state.#status = :expectedStatus AND #state.#leaseOwner = :expectedOwner AND ${due}`;
     const sent = await this.send('takeOver', k, () =>
       this.doc.send(
@@ -273,7 +337,8 @@ export class DynamoInboxStore implements InboxStore {
             ':now': claim.now,
             ':expectedStatus': expected.status,
             ':expectedOwner': expected.leaseOwner,
-            ':openKey': openKey(k.consumer, 'PROCESSING'),
+            // The lease begins now: the index orders in-flight records by it.
+            ...indexValues(k, 'PROCESSING', claim.now, this.shards),
           },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -301,7 +366,7 @@ export class DynamoInboxStore implements InboxStore {
       'complete',
       k,
       owner,
-      'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt REMOVE #openKey',
+      'SET #state.#status = :processed, #state.#updatedAt = :now, #expiresAt = :expiresAt REMOVE #openKey, #openSince',
       { ':processed': 'PROCESSED', ':now': at.now, ':expiresAt': at.expiresAt },
       { landed: 'PROCESSED' },
     );
@@ -314,7 +379,7 @@ export class DynamoInboxStore implements InboxStore {
       owner,
       `SET #state.#status = :failed, #state.#leaseUntil = :now, #state.#nextAttemptAt = :next,
         #state.#lastError = :error, #state.#lastFailure = :kind, #state.#permanentFailures = :permanent,
-        #state.#updatedAt = :now, #openKey = :openKey`,
+        #state.#updatedAt = :now, #openKey = :openKey, #openSince = :openSince`,
       {
         ':failed': 'FAILED',
         ':now': failure.now,
@@ -322,7 +387,8 @@ export class DynamoInboxStore implements InboxStore {
         ':kind': failure.kind,
         ':permanent': failure.permanentFailures,
         ':error': boundedError(failure.error),
-        ':openKey': openKey(k.consumer, 'FAILED'),
+        // Ordered by the first attempt: the oldest FAILED record's retry age is its age.
+        ...indexValues(k, 'FAILED', failure.firstAttemptAt, this.shards),
       },
       { landed: 'FAILED' },
     );
@@ -335,10 +401,10 @@ export class DynamoInboxStore implements InboxStore {
       k,
       expected.leaseOwner,
       `SET #state.#status = :dead, #state.#leaseUntil = :now, #state.#lastError = :reason,
-        #state.#updatedAt = :now, #expiresAt = :expiresAt, #openKey = :openKey`,
+        #state.#updatedAt = :now, #expiresAt = :expiresAt, #openKey = :openKey, #openSince = :openSince`,
       {
         ':dead': 'DEAD',
-        ':openKey': openKey(k.consumer, 'DEAD'),
+        ...indexValues(k, 'DEAD', death.now, this.shards),
         ':now': death.now,
         ':reason': boundedError(death.reason),
         ':expiresAt': death.expiresAt,
@@ -356,6 +422,8 @@ export class DynamoInboxStore implements InboxStore {
     const stored = this.storedEvent(record.event);
     const item: Item = {
       ...key(record),
+      consumer: record.consumer,
+      eventId: record.eventId,
       state: {
         status: 'DEAD',
         attempts: 0,
@@ -375,12 +443,12 @@ export class DynamoInboxStore implements InboxStore {
         poison: true,
         cloudEventId: record.cloudEventId,
       },
-      [inboxTableSchema.openIndex.partitionKey]: openKey(record.consumer, 'DEAD'),
+      ...indexKeys(record, 'DEAD', record.now, this.shards),
       [inboxTableSchema.ttlAttribute]: record.expiresAt,
     };
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
     // duplicate delivery of the same poison event.
-    const condition = 'attribute_not_exists(#eventId) OR #state.#status <> :dead';
+    const condition = 'attribute_not_exists(#pk) OR #state.#status <> :dead';
     const sent = await this.send('recordPoison', record, () =>
       this.doc.send(
         new PutCommand({
@@ -407,67 +475,120 @@ export class DynamoInboxStore implements InboxStore {
     return output.Item as Item | undefined;
   }
 
-  async counts(consumer: string): Promise<InboxRecordCounts> {
-    const counts: Record<InboxStatus, number> = { PROCESSING: 0, PROCESSED: 0, FAILED: 0, DEAD: 0 };
-    let total = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.query(consumer, { start, projection: '#state.#status' });
-      for (const item of page.Items ?? []) {
-        const status = (item as Partial<Item>).state?.status as InboxStatus;
-        if (inboxStatuses.includes(status)) counts[status]++;
-        total++;
-      }
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return { ...counts, total };
-  }
-
+  /**
+   * One Query per shard and status, in parallel, each counting (`Select: COUNT`) its key value's
+   * entries page by page: the cost is the open records' number, never the history's.
+   */
   async openCounts(consumer: string): Promise<OpenCounts> {
-    const count = async (status: OpenStatus) => {
+    const countKey = async (value: string) => {
       let n = 0;
       let start: Record<string, unknown> | undefined;
       do {
-        const page = await this.queryOpen(consumer, status, { start, count: true });
+        const page = await this.queryOpen(consumer, value, { start, count: true });
         n += page.Count ?? 0;
         start = page.LastEvaluatedKey;
       } while (start);
       return n;
     };
-    const [processing, failed, dead] = await Promise.all([
-      count('PROCESSING'),
-      count('FAILED'),
-      count('DEAD'),
-    ]);
-    return { PROCESSING: processing, FAILED: failed, DEAD: dead };
+    const count = async (status: OpenStatus) =>
+      (await Promise.all(openKeys(consumer, status, this.shards).map(countKey))).reduce((a, b) => a + b, 0);
+    const [processing, failed, dead] = await Promise.all(openStatuses.map(count));
+    return { PROCESSING: processing ?? 0, FAILED: failed ?? 0, DEAD: dead ?? 0 };
   }
 
+  /**
+   * The DEAD records in the index's order (oldest death first), across every shard: each page
+   * queries every shard for its next `limit` entries after the cursor, takes the `limit` first
+   * of them all, and reads those records from the table (the index holds keys only). The cursor
+   * is the last entry's sort key, which orders every record of the consumer: the next page
+   * starts after it on every shard.
+   */
   async listDead(consumer: string, page: { limit?: number; cursor?: string } = {}): Promise<InboxPage> {
-    const limit = page.limit ?? 50;
+    const limit = Math.max(1, page.limit ?? 50);
     const records: InboxRecord[] = [];
-    let start = page.cursor ? decodeCursor(page.cursor, consumer) : undefined;
-    do {
-      const output = await this.queryOpen(consumer, 'DEAD', { start, limit: limit - records.length });
-      for (const item of output.Items ?? []) {
-        const record = decode(item as Item);
+    let after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, consumer);
+    for (;;) {
+      const { entries, more } = await this.firstDead(consumer, limit - records.length, after);
+      if (entries.length === 0) return { records };
+      const found = await this.getMany(entries.map((e) => e.key));
+      for (const entry of entries) {
+        const item = found.get(entry.key[inboxTableSchema.partitionKey]);
         // The index is eventually consistent: a record redriven a moment ago may still be listed.
-        if (record.status !== 'DEAD') continue;
-        records.push(record);
+        if (item?.state?.status === 'DEAD') records.push(decode(item));
       }
-      start = output.LastEvaluatedKey;
-      if (records.length >= limit && start) {
-        const last = records[records.length - 1] as InboxRecord;
-        return { records, cursor: encodeCursor({ consumer, eventId: last.eventId }) };
+      after = entries.at(-1)?.since ?? after;
+      if (!more) return { records };
+      if (records.length >= limit) return { records, cursor: encodeCursor(consumer, after as string) };
+    }
+  }
+
+  /**
+   * The first entries (at most `n`) of `consumer`'s DEAD shards after sort key `after`, in the
+   * index's order, and whether any entry is left beyond them. A shard whose page was cut short
+   * bounds what is taken: nothing of another shard after its last entry, which may precede
+   * that shard's unread ones.
+   */
+  private async firstDead(
+    consumer: string,
+    n: number,
+    after: string | undefined,
+  ): Promise<{ entries: { since: string; key: Pick<Item, 'pk'> }[]; more: boolean }> {
+    const sortKey = inboxTableSchema.openIndex.sortKey;
+    const perShard = await Promise.all(
+      openKeys(consumer, 'DEAD', this.shards).map(async (value) => {
+        const output = await this.queryOpen(consumer, value, { after, limit: n });
+        return { items: (output.Items ?? []) as Item[], cut: output.LastEvaluatedKey !== undefined };
+      }),
+    );
+    const bound = perShard
+      .filter((shard) => shard.cut && shard.items.length > 0)
+      .map((shard) => shard.items.at(-1)?.[sortKey] as string)
+      .sort(byteOrder)[0];
+    const all = perShard
+      .flatMap((shard) => shard.items)
+      .map((item) => ({
+        since: item[sortKey] as string,
+        key: { [inboxTableSchema.partitionKey]: item[inboxTableSchema.partitionKey] },
+      }))
+      .sort((x, y) => byteOrder(x.since, y.since));
+    const known = bound === undefined ? all : all.filter((e) => byteOrder(e.since, bound) <= 0);
+    const entries = known.slice(0, n);
+    return { entries, more: all.length > entries.length || perShard.some((shard) => shard.cut) };
+  }
+
+  /** The items of `keys` (read consistently, in batches of 100, unprocessed keys asked again), by partition key. */
+  private async getMany(keys: readonly Pick<Item, 'pk'>[]): Promise<Map<string, Item>> {
+    const found = new Map<string, Item>();
+    for (let i = 0; i < keys.length; i += batchGetLimit) {
+      let pending: Record<string, unknown>[] = keys.slice(i, i + batchGetLimit);
+      for (let round = 0; pending.length > 0; round++) {
+        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
+        if (round >= batchGetRounds) {
+          throw storeError('batchGet', { consumer: '*', eventId: '*' }, new Error('keys left unprocessed'));
+        }
+        const request = pending;
+        const output = await this.call('batchGet', { consumer: '*', eventId: '*' }, () =>
+          this.doc.send(
+            new BatchGetCommand({
+              RequestItems: { [this.table]: { Keys: request, ConsistentRead: true } },
+            }),
+          ),
+        );
+        for (const item of (output.Responses?.[this.table] ?? []) as Item[]) {
+          found.set(item[inboxTableSchema.partitionKey], item);
+        }
+        pending = output.UnprocessedKeys?.[this.table]?.Keys ?? [];
       }
-    } while (start);
-    return { records };
+    }
+    return found;
   }
 
   async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
     const update = `SET #state.#status = :failed, #state.#attempts = :zero, #state.#nextAttemptAt = :zero,
       #state.#firstAttemptAt = :now, #state.#permanentFailures = :zero,
       #state.#leaseOwner = :owner, #state.#leaseUntil = :zero, #state.#updatedAt = :now,
-      #state.#lastError = :note, #openKey = :openKey REMOVE #expiresAt, #state.#lastFailure`;
+      #state.#lastError = :note, #openKey = :openKey, #openSince = :openSince
+      REMOVE #expiresAt, #state.#lastFailure`;
     const condition = '#state.#status = :dead';
     const sent = await this.send('redrive', k, () =>
       this.doc.send(
@@ -484,7 +605,8 @@ export class DynamoInboxStore implements InboxStore {
             ':owner': `redrive/${randomUUID()}`,
             ':now': now,
             ':note': `redriven at ${new Date(now).toISOString()}`,
-            ':openKey': openKey(k.consumer, 'FAILED'),
+            // A fresh first attempt: its retry age starts again.
+            ...indexValues(k, 'FAILED', now, this.shards),
           },
           ReturnValues: 'ALL_NEW',
         }),
@@ -544,45 +666,25 @@ export class DynamoInboxStore implements InboxStore {
     return refusal.item ?? this.getItem(operation, k);
   }
 
-  private query(
-    consumer: string,
-    options: { start?: Record<string, unknown>; projection?: string; filter?: string },
-  ): Promise<QueryCommandOutput> {
-    const keyCondition = '#consumer = :consumer';
-    return this.call('query', { consumer, eventId: '*' }, () =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: keyCondition,
-          FilterExpression: options.filter,
-          ProjectionExpression: options.projection,
-          ExpressionAttributeNames: namesIn(keyCondition, options.filter, options.projection),
-          ExpressionAttributeValues: {
-            ':consumer': consumer,
-            ...(options.filter ? { ':dead': 'DEAD' } : {}),
-          },
-          ExclusiveStartKey: options.start,
-          Limit: this.pageSize,
-        }),
-      ),
-    );
-  }
-
-  /** One page of the sparse index's partition of `consumer` records in `status`. */
+  /** One page of one key value of the operator's index (entries after `after`, when given). */
   private queryOpen(
     consumer: string,
-    status: OpenStatus,
-    options: { start?: Record<string, unknown>; limit?: number; count?: boolean },
+    value: string,
+    options: { start?: Record<string, unknown>; after?: string; limit?: number; count?: boolean },
   ): Promise<QueryCommandOutput> {
-    const keyCondition = '#openKey = :openKey';
-    return this.call('queryOpen', { consumer, eventId: `*${status}` }, () =>
+    const keyCondition =
+      options.after === undefined ? '#openKey = :openKey' : '#openKey = :openKey AND #openSince > :after';
+    return this.call('queryOpen', { consumer, eventId: `*${value}` }, () =>
       this.doc.send(
         new QueryCommand({
           TableName: this.table,
           IndexName: inboxTableSchema.openIndex.name,
           KeyConditionExpression: keyCondition,
           ExpressionAttributeNames: namesIn(keyCondition),
-          ExpressionAttributeValues: { ':openKey': openKey(consumer, status) },
+          ExpressionAttributeValues: {
+            ':openKey': value,
+            ...(options.after === undefined ? {} : { ':after': options.after }),
+          },
           ExclusiveStartKey: options.start,
           Select: options.count ? 'COUNT' : undefined,
           Limit: Math.min(this.pageSize, Math.max(1, options.limit ?? this.pageSize)),
@@ -636,10 +738,40 @@ function holds(item: Item, status: InboxStatus, owner: string): boolean {
 }
 
 /** The table key of record `k`. */
-function key(
+function key(k: InboxKey): Pick<Item, typeof inboxTableSchema.partitionKey> {
+  return { [inboxTableSchema.partitionKey]: recordKey(k) };
+}
+
+/** The index keys of record `k` in `status` since `at`, as an item holds them. */
+function indexKeys(
   k: InboxKey,
-): Pick<Item, typeof inboxTableSchema.partitionKey | typeof inboxTableSchema.sortKey> {
-  return { [inboxTableSchema.partitionKey]: k.consumer, [inboxTableSchema.sortKey]: k.eventId };
+  status: OpenStatus,
+  at: number,
+  shards: number,
+): Pick<Item, typeof inboxTableSchema.openIndex.partitionKey | typeof inboxTableSchema.openIndex.sortKey> {
+  return {
+    [inboxTableSchema.openIndex.partitionKey]: openKey(k.consumer, status, openShard(k.eventId, shards)),
+    [inboxTableSchema.openIndex.sortKey]: openSince(at, k.eventId),
+  };
+}
+
+/** {@link indexKeys} as the values `:openKey` and `:openSince` of an update. */
+function indexValues(k: InboxKey, status: OpenStatus, at: number, shards: number): Record<string, string> {
+  const keys = indexKeys(k, status, at, shards);
+  return {
+    ':openKey': keys[inboxTableSchema.openIndex.partitionKey] as string,
+    ':openSince': keys[inboxTableSchema.openIndex.sortKey] as string,
+  };
+}
+
+/** Keys per BatchGetItem request: DynamoDB takes at most 100. */
+const batchGetLimit = 100;
+/** Requests for one batch before its unprocessed keys count as a failure (each after a longer pause). */
+const batchGetRounds = 8;
+
+/** DynamoDB orders string keys by their UTF-8 bytes. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 function storeError(operation: string, k: InboxKey, err: unknown): InboxError {
@@ -665,8 +797,8 @@ function decode(item: Item): InboxRecord {
     }
   }
   return {
-    consumer: item[inboxTableSchema.partitionKey],
-    eventId: item[inboxTableSchema.sortKey],
+    consumer: item.consumer,
+    eventId: item.eventId,
     status: st.status,
     attempts: st.attempts,
     firstAttemptAt: st.firstAttemptAt ?? st.receivedAt,
@@ -689,19 +821,16 @@ function decode(item: Item): InboxRecord {
   };
 }
 
-function encodeCursor(k: InboxKey): string {
-  return Buffer.from(JSON.stringify({ c: k.consumer, e: k.eventId })).toString('base64url');
+function encodeCursor(consumer: string, after: string): string {
+  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
 }
 
-/** The index's ExclusiveStartKey after record `e`: the index key plus the table key. */
-function decodeCursor(cursor: string, consumer: string): Record<string, unknown> {
+/** The index sort key a page resumes after; a cursor of another consumer is refused. */
+function decodeCursor(cursor: string, consumer: string): string {
   const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
     c?: unknown;
-    e?: unknown;
+    a?: unknown;
   };
-  if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
-  return {
-    [inboxTableSchema.openIndex.partitionKey]: openKey(consumer, 'DEAD'),
-    ...key({ consumer, eventId: parsed.e }),
-  };
+  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
+  return parsed.a;
 }

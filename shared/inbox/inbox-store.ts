@@ -14,7 +14,7 @@ export type InboxStatus = 'PROCESSING' | 'PROCESSED' | 'FAILED' | 'DEAD';
 /** All statuses, in lifecycle order (stats and ops pages list them in this order). */
 export const inboxStatuses: readonly InboxStatus[] = ['PROCESSING', 'PROCESSED', 'FAILED', 'DEAD'];
 
-/** The table key: each consumer dedupes only its own side effects. */
+/** A record's identity (the table keys it as `<consumer>#<eventId>`): each consumer dedupes only its own side effects. */
 export interface InboxKey {
   readonly consumer: string;
   readonly eventId: string;
@@ -91,9 +91,6 @@ export interface PoisonRecord extends InboxKey {
   readonly expiresAt: number;
 }
 
-/** Every record of one consumer counted by status, and their total. */
-export type InboxRecordCounts = Readonly<Record<InboxStatus, number>> & { readonly total: number };
-
 /** Counts of one consumer's records in the states an operator watches (all but `PROCESSED`). */
 export type OpenCounts = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, number>>;
 
@@ -106,6 +103,11 @@ export interface InboxPage {
 /** A failed attempt, as `InboxStore.fail` records it. */
 export interface InboxFailure {
   readonly now: number;
+  /**
+   * The record's first attempt (epoch ms, as the attempt read it): the operator's index orders
+   * `FAILED` records by it, so the oldest retry's age is read without reading the records.
+   */
+  readonly firstAttemptAt: number;
   readonly error: string;
   readonly nextAttemptAt: number;
   readonly kind: FailureKind;
@@ -168,13 +170,14 @@ export interface InboxStore {
   /** A strongly consistent read of one record. */
   get(key: InboxKey): Promise<InboxRecord | undefined>;
   /**
-   * Counts one consumer's records by status, `PROCESSED` included: a Query of its whole
-   * partition, so only for small local stores (the local runtime's status page).
+   * Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the operator's index:
+   * its cost follows the open records, never the history (`PROCESSED` records are not counted).
    */
-  counts(consumer: string): Promise<InboxRecordCounts>;
-  /** Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the sparse index. */
   openCounts(consumer: string): Promise<OpenCounts>;
-  /** Lists one consumer's `DEAD` records, by event id, with their stored events (from the sparse index). */
+  /**
+   * Lists one consumer's `DEAD` records, oldest death first (ties by event id), with their
+   * stored events: found through the operator's index, read from the table.
+   */
   listDead(
     consumer: string,
     page?: { readonly limit?: number; readonly cursor?: string },

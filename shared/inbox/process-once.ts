@@ -194,6 +194,7 @@ export async function processOnce<T>(
     await fencedOrRethrow(workError, () =>
       inbox.fail(key, owner, {
         now,
+        firstAttemptAt: record.firstAttemptAt,
         error: failure.message,
         nextAttemptAt,
         kind: failure.kind,

@@ -54,7 +54,7 @@ export interface OpsApiLogger extends ErrorLogger {
 export interface OpsApiDeps {
   /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
   readonly db: SqlClient;
-  /** The consumers' inbox (one table, keyed by consumer). */
+  /** The consumers' inbox (one table; each consumer's records keyed `<consumer>#<eventId>`). */
   readonly inbox: InboxStore;
   readonly deadLetters: DeadLetterStore;
   readonly redelivery: ConsumerRedelivery;
@@ -64,7 +64,7 @@ export interface OpsApiDeps {
   readonly logger: OpsApiLogger;
   /** Local only: counts of what the effects did (their files and tables). */
   readonly effects?: () => Promise<EffectCounts>;
-  /** Local only: PROCESSED records per consumer (a Query of the partition, fine for a local store). */
+  /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
   readonly clock?: () => number;
 }
@@ -150,7 +150,7 @@ function consumerOf(name: string | undefined): ConsumerName {
 /**
  * Builds the ops API: status, latest events, a task's trace through every consumer, the dead
  * lists (outbox, each consumer's inbox, the bus's dead letters) and their redrive, with the same
- * routes and JSON wherever it runs. Inbox reads use the inbox's sparse index, never a scan.
+ * routes and JSON wherever it runs. Inbox reads use the inbox's operator index, never a scan.
  */
 export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const { db, inbox, deadLetters, redelivery, health, nudger, logger } = deps;

@@ -44,7 +44,11 @@ export interface ConsumerRedelivery {
 /** The state of one alarm: CloudWatch's states, or the local evaluation of the same thresholds. */
 export type AlarmState = 'OK' | 'ALARM' | 'INSUFFICIENT_DATA';
 
-/** One consumer's inbox by state; `processed` is null where it is not counted (AWS: no scan). */
+/**
+ * One consumer's inbox by state. `processed` is a maintained count of events processed, null
+ * where none is kept (AWS: the consumers' `processed` metric is that figure); the others are
+ * the open records counted from the operator's index.
+ */
 export interface InboxStatusCounts {
   readonly processed: number | null;
   readonly inProgress: number;

@@ -27,7 +27,8 @@ describe('the local pipeline end to end', () => {
     const client = pipelineClient(runtime.url);
 
     await client.createAndApprove(100);
-    const status = await waitFor(client.status, (s) => converged(s, 100), {
+    // The processed counts land just after their records complete: wait for them too.
+    const status = await waitFor(client.status, (s) => converged(s, 100) && counted(s, 100), {
       timeoutMs: 60_000,
       intervalMs: 250,
     });
@@ -114,6 +115,11 @@ describe('the local pipeline end to end', () => {
     expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
   }, 240_000);
 });
+
+/** Every consumer has counted at least `approvals` processed events. */
+function counted(status: OpsStatus, approvals: number): boolean {
+  return Object.values(status.consumers).every((c) => (c.processed ?? 0) >= approvals);
+}
 
 /** Nothing left to happen: the outbox drained and each consumer's records all PROCESSED or DEAD. */
 function settled(status: OpsStatus, approvals: number): boolean {

@@ -432,7 +432,7 @@ export async function findPipelineTables(
   for (const name of TableNames) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
     const keys = (Table?.KeySchema ?? []).map((k) => k.AttributeName).join(',');
-    if (keys === `${inboxTableSchema.partitionKey},${inboxTableSchema.sortKey}`) inboxTable = name;
+    if (keys === inboxTableSchema.partitionKey) inboxTable = name;
     if (keys === contentIndexTableSchema.partitionKey) indexTable = name;
   }
   if (!inboxTable || !indexTable) throw new Error(`no inbox and index tables among ${TableNames.join(', ')}`);

@@ -10,6 +10,7 @@ import { inboxActions } from '../../infra/aws/constructs/inbox-table';
 import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
 import { consumerEnv, inboxGaugeMetricNames, inboxGaugesServiceName } from '../../shared/consumers/contract';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
+import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-store';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
@@ -395,20 +396,21 @@ describe('consumers', () => {
     expect(Object.keys(env('index'))).not.toContain('DB_CLUSTER_ARN');
   });
 
-  it('touch only their own inbox partition', () => {
+  it('touch only their own inbox records: every key they name starts with their name and #', () => {
     for (const name of consumerNames) {
-      s.template.hasResourceProperties('AWS::IAM::Policy', {
-        PolicyDocument: {
-          Statement: Match.arrayWith([
-            {
-              Action: [...inboxActions].sort(),
-              Effect: 'Allow',
-              Resource: arnOf(s.stack.inbox.table),
-              Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [name] } },
-            },
-          ]),
+      const inbox = statementsOf(s.stack.consumers.get(name)?.function as IConstruct).filter((st) =>
+        JSON.stringify(st.Resource).includes(logicalId(s.stack.inbox.table)),
+      );
+      expect(inbox, name).toEqual([
+        {
+          Action: [...inboxActions].sort(),
+          Effect: 'Allow',
+          Resource: arnOf(s.stack.inbox.table),
+          Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${name}#*`] } },
         },
-      });
+      ]);
+      // The pattern matches exactly the keys the store writes for this consumer.
+      expect(recordKey({ consumer: name, eventId: 'e' }).startsWith(`${name}#`)).toBe(true);
     }
   });
 });
@@ -421,20 +423,69 @@ describe('stores', () => {
     expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(1);
   });
 
-  it('inbox: key (consumer, eventId) as strings, TTL expiresAt, point-in-time recovery', () => {
+  it('inbox: one partition key per record, <consumer>#<eventId>; TTL expiresAt, point-in-time recovery', () => {
     expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties).toMatchObject({
-      KeySchema: [
-        { AttributeName: 'consumer', KeyType: 'HASH' },
-        { AttributeName: 'eventId', KeyType: 'RANGE' },
-      ],
-      AttributeDefinitions: expect.arrayContaining([
-        { AttributeName: 'consumer', AttributeType: 'S' },
-        { AttributeName: 'eventId', AttributeType: 'S' },
-      ]),
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       BillingMode: 'PAY_PER_REQUEST',
     });
+    expect(inboxTableSchema.partitionKey).toBe('pk');
+    expect(recordKey({ consumer: 'index', eventId: 'e-1' })).toBe('index#e-1');
+  });
+
+  it('inbox: the operator’s index holds keys only, under sharded <consumer>#<status>#<shard> keys sorted by time', () => {
+    const table = s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties ?? {};
+    expect(table.GlobalSecondaryIndexes).toEqual([
+      {
+        IndexName: 'open-records',
+        KeySchema: [
+          { AttributeName: 'openKey', KeyType: 'HASH' },
+          { AttributeName: 'openSince', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ]);
+    expect(table.AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'openKey', AttributeType: 'S' },
+        { AttributeName: 'openSince', AttributeType: 'S' },
+      ]),
+    );
+    // Two index writes a record (in at begin, out at complete) of one write unit each: a key value's
+    // partition (1,000 write units a second) takes 500 events a second, so the shards must carry
+    // 10,000 events a second of one consumer.
+    expect(topology.inbox.openIndexShards * (1_000 / 2)).toBeGreaterThanOrEqual(10_000);
+    expect(openKeys('index', 'PROCESSING')).toHaveLength(topology.inbox.openIndexShards);
+  });
+
+  it('inbox: a table of its own, so a stack that had the one keyed by consumer creates it anew', () => {
+    // A key schema cannot change in place; the old table's logical id was Inbox/Table.
+    expect(logicalId(s.stack.inbox.table)).toMatch(/^InboxEventKeyedTable[0-9A-F]{8}$/);
+    expect(resourcesOfType(s, 'AWS::DynamoDB::Table').map(([id]) => id)).not.toContainEqual(
+      expect.stringMatching(/^InboxTable[0-9A-F]{8}$/),
+    );
+    // Named by CloudFormation from the logical id: a new id is a new table, never a clash.
+    expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties?.TableName).toBeUndefined();
+  });
+
+  it('inbox: the ops API queries the index and reads records by key, never a scan', () => {
+    const inbox = statementsOf(s.stack.opsApi.function).filter((st) =>
+      JSON.stringify(st.Resource).includes(logicalId(s.stack.inbox.table)),
+    );
+    expect(inbox).toEqual([
+      {
+        Action: 'dynamodb:Query',
+        Effect: 'Allow',
+        Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
+      },
+      {
+        Action: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        Effect: 'Allow',
+        Resource: arnOf(s.stack.inbox.table),
+      },
+    ]);
   });
 
   it('content index: partition key taskId', () => {
@@ -643,7 +694,7 @@ describe('alarms', () => {
     for (const a of on(inboxGaugeMetricNames.dead)) expect(a.Period).toBe(topology.alarms.gaugePeriodSeconds);
   });
 
-  it('count DEAD inbox records on a schedule from the sparse index, never the database', () => {
+  it('count DEAD inbox records on a schedule from the operator’s index, never the database', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
       Targets: [Match.objectLike({ Arn: arnOf(s.stack.inboxGauges.function) })],

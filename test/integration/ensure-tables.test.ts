@@ -4,16 +4,30 @@ import {
   DeleteTableCommand,
   DescribeTableCommand,
   type DynamoDBClient,
+  type GlobalSecondaryIndex,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { expect, it } from 'vitest';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore, inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
 import { describeEachEngine } from '../support/dynamo';
 import { waitFor } from '../support/wait-for';
 
-/** An inbox table as the previous version made it: the key, no index. */
-async function createOldTable(client: DynamoDBClient, table: string): Promise<void> {
+/** The index the versions keyed by consumer had: `<consumer>#<status>`, sorted by event id, whole items. */
+const consumerKeyedIndex: GlobalSecondaryIndex = {
+  IndexName: 'open-records',
+  KeySchema: [
+    { AttributeName: 'openKey', KeyType: 'HASH' },
+    { AttributeName: 'eventId', KeyType: 'RANGE' },
+  ],
+  Projection: { ProjectionType: 'ALL' },
+};
+
+/**
+ * An inbox table keyed `(consumer, eventId)` as earlier versions made it: with their sparse
+ * index (`withIndex`), or from before it, with none.
+ */
+async function createOldTable(client: DynamoDBClient, table: string, withIndex = false): Promise<void> {
   await client.send(
     new CreateTableCommand({
       TableName: table,
@@ -25,56 +39,89 @@ async function createOldTable(client: DynamoDBClient, table: string): Promise<vo
       AttributeDefinitions: [
         { AttributeName: 'consumer', AttributeType: 'S' },
         { AttributeName: 'eventId', AttributeType: 'S' },
+        ...(withIndex ? [{ AttributeName: 'openKey', AttributeType: 'S' as const }] : []),
       ],
+      ...(withIndex ? { GlobalSecondaryIndexes: [consumerKeyedIndex] } : {}),
     }),
   );
   await waitFor(
     () => client.send(new DescribeTableCommand({ TableName: table })),
-    ({ Table }) => Table?.TableStatus === 'ACTIVE',
+    ({ Table }) =>
+      Table?.TableStatus === 'ACTIVE' &&
+      (Table.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE'),
     { timeoutMs: 10_000, intervalMs: 25, what: `table ${table} ACTIVE` },
   );
 }
 
-/** An item as the previous version wrote it: the state map, no index key. */
-function putOld(client: DynamoDBClient, table: string, eventId: string, status: string) {
+/** An item as an earlier version wrote it: the state map, and the old index key when it had one. */
+function putOld(client: DynamoDBClient, table: string, eventId: string, status: string, indexed = false) {
   return client.send(
     new PutItemCommand({
       TableName: table,
       Item: {
         consumer: { S: 'index' },
         eventId: { S: eventId },
-        state: { M: { status: { S: status }, attempts: { N: '1' }, event: { S: '{}' } } },
+        state: {
+          M: {
+            status: { S: status },
+            attempts: { N: '1' },
+            event: { S: `{"id":"${eventId}"}` },
+            receivedAt: { N: '1000' },
+            updatedAt: { N: '2000' },
+          },
+        },
+        ...(indexed && status !== 'PROCESSED' ? { openKey: { S: `index#${status}` } } : {}),
       },
     }),
   );
 }
 
-describeEachEngine('ensureTables on an inbox made before the sparse ops index', (fixture) => {
-  it('adds the index and keys the open records already there, leaving processed ones out', async () => {
-    const { client } = fixture();
-    const table = `old-inbox-${randomUUID().slice(0, 8)}`;
-    await createOldTable(client, table);
-    const old = (eventId: string, status: string) => putOld(client, table, eventId, status);
-    await old('a', 'PROCESSED');
-    await old('b', 'DEAD');
-    await old('c', 'FAILED');
-    await old('d', 'PROCESSING');
-    await old('e', 'DEAD');
-    try {
-      await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-      const store = new DynamoInboxStore(client, { tableName: table });
-      expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
-      // Nothing is lost on the way, the processed record included.
-      expect((await store.counts('index')).total).toBe(5);
-      // A second start finds the index and changes nothing.
-      await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-      expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
-    } finally {
-      for (const name of [table, `${table}-index`]) {
-        await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
+const dropAll = (client: DynamoDBClient, names: readonly string[]) =>
+  Promise.all(
+    names.map((name) => client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined)),
+  );
+
+describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => {
+  for (const shape of ['keyed by consumer, with its sparse index', 'keyed by consumer, before any index']) {
+    const withIndex = shape.includes('with its');
+    it(`rebuilds one ${shape} keyed by event, every record kept and the open ones indexed`, async () => {
+      const { client } = fixture();
+      const table = `old-inbox-${randomUUID().slice(0, 8)}`;
+      await createOldTable(client, table, withIndex);
+      const old = (eventId: string, status: string) => putOld(client, table, eventId, status, withIndex);
+      await old('a', 'PROCESSED');
+      await old('b', 'DEAD');
+      await old('c', 'FAILED');
+      await old('d', 'PROCESSING');
+      await old('e', 'DEAD');
+      try {
+        await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+        const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+        expect(Table?.KeySchema).toEqual([{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }]);
+        const store = new DynamoInboxStore(client, { tableName: table });
+        expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+        // Nothing is lost on the way, the processed record included, each under its new key.
+        for (const [eventId, status] of [
+          ['a', 'PROCESSED'],
+          ['b', 'DEAD'],
+          ['c', 'FAILED'],
+          ['d', 'PROCESSING'],
+          ['e', 'DEAD'],
+        ]) {
+          expect(await store.get({ consumer: 'index', eventId: eventId as string })).toMatchObject({
+            status,
+            event: { id: eventId },
+          });
+        }
+        expect((await store.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
+        // A second start finds the current shape and changes nothing.
+        await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+        expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+      } finally {
+        await dropAll(client, [table, `${table}-index`]);
       }
-    }
-  });
+    });
+  }
 
   it('a start that died while filling the backup copies again, and loses nothing', async () => {
     const { client } = fixture();
@@ -88,19 +135,43 @@ describeEachEngine('ensureTables on an inbox made before the sparse ops index', 
     ] as const) {
       await putOld(client, table, id, status);
     }
-    // The earlier start made the backup and copied one item before it died: no marker.
+    // An earlier version's start made its backup and copied one item before it died: no marker.
     await createOldTable(client, backup);
     await putOld(client, backup, 'a', 'PROCESSED');
     try {
       await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
       const store = new DynamoInboxStore(client, { tableName: table });
-      expect((await store.counts('index')).total).toBe(3);
+      for (const id of ['a', 'b', 'c'])
+        expect(await store.get({ consumer: 'index', eventId: id })).toBeDefined();
       expect(await store.openCounts('index')).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
     } finally {
-      for (const name of [table, backup, `${table}-index`]) {
-        await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
-      }
+      await dropAll(client, [table, backup, `${table}-index`]);
+    }
+  });
+
+  it('a start that died after an earlier version completed its backup restores from that backup', async () => {
+    const { client } = fixture();
+    const table = `old-inbox-${randomUUID().slice(0, 8)}`;
+    const backup = `${table}-upgrade-backup`;
+    // The old table is gone already; the backup holds everything and that version's marker.
+    await createOldTable(client, backup);
+    await putOld(client, backup, 'a', 'PROCESSED');
+    await putOld(client, backup, 'b', 'DEAD');
+    await client.send(
+      new PutItemCommand({
+        TableName: backup,
+        Item: { consumer: { S: '#upgrade' }, eventId: { S: '#complete' } },
+      }),
+    );
+    try {
+      await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+      const store = new DynamoInboxStore(client, { tableName: table });
+      expect(await store.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
+      expect(await store.openCounts('index')).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
+      await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
+    } finally {
+      await dropAll(client, [table, backup, `${table}-index`]);
     }
   });
 });

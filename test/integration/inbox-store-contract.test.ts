@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore, inboxTableSchema, type OpenStatus } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  DynamoInboxStore,
+  inboxTableSchema,
+  type OpenStatus,
+  openKeys,
+  openShard,
+  openSinceTime,
+  recordKey,
+} from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxError,
   InboxFencedOutError,
@@ -11,19 +19,34 @@ import {
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
 import type { InboxKey, InboxStore, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
+import { topology } from '../../shared/topology';
 import { describeEachEngine } from '../support/dynamo';
-import { MemoryInboxStore } from '../support/memory-inbox-store';
+import { type IndexEntry, MemoryInboxStore } from '../support/memory-inbox-store';
 
 const t0 = Date.parse('2026-11-30T12:00:00.000Z');
-/** How most of these failures failed: only the failure test itself looks at it. */
-const transient = { kind: 'transient', permanentFailures: 0 } as const;
+/** How most of these failures failed (records begun at t0): only the failure test itself looks at it. */
+const transient = { kind: 'transient', permanentFailures: 0, firstAttemptAt: t0 } as const;
+const shards = topology.inbox.openIndexShards;
+
+/** `n` event ids whose records share one shard of the operator's index (to page within a key value). */
+function idsOnOneShard(n: number, shard = 0): string[] {
+  const ids: string[] = [];
+  for (let i = 0; ids.length < n; i++)
+    if (openShard(`same-shard-${i}`) === shard) ids.push(`same-shard-${i}`);
+  return ids;
+}
 
 /** One implementation of the inbox port under the contract, and what the contract reads beside it. */
 interface ContractSubject {
   /** A store over the suite's one table; `options` as the DynamoDB adapter takes them. */
   store(options?: { readonly maxStoredEventBytes?: number }): InboxStore;
-  /** Event ids in the sparse index partition of `consumer`'s `status` records, read from the index itself. */
-  indexed(consumer: string, status: OpenStatus): Promise<(string | undefined)[]>;
+  /**
+   * The index entries of `consumer`'s `status` records, read from the index itself (every
+   * shard), in sort-key order.
+   */
+  indexed(consumer: string, status: OpenStatus): Promise<IndexEntry[]>;
+  /** The table's partition key of the stored record `k` (undefined when there is none). */
+  storedKey(k: InboxKey): Promise<string | undefined>;
 }
 
 describeEachEngine('inbox store contract', (fixture) => {
@@ -31,15 +54,40 @@ describeEachEngine('inbox store contract', (fixture) => {
     store: (options) =>
       new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, pageSize: 3, ...options }),
     async indexed(consumer, status) {
-      const raw = await fixture().client.send(
-        new QueryCommand({
-          TableName: fixture().inboxTable,
-          IndexName: inboxTableSchema.openIndex.name,
-          KeyConditionExpression: 'openKey = :k',
-          ExpressionAttributeValues: { ':k': { S: `${consumer}#${status}` } },
+      const { partitionKey, sortKey } = inboxTableSchema.openIndex;
+      const shardsRead = await Promise.all(
+        openKeys(consumer, status).map(async (value) => {
+          const raw = await fixture().client.send(
+            new QueryCommand({
+              TableName: fixture().inboxTable,
+              IndexName: inboxTableSchema.openIndex.name,
+              KeyConditionExpression: '#k = :k',
+              ExpressionAttributeNames: { '#k': partitionKey },
+              ExpressionAttributeValues: { ':k': { S: value } },
+            }),
+          );
+          return raw.Items ?? [];
         }),
       );
-      return raw.Items?.map((i) => i.eventId?.S) ?? [];
+      return shardsRead
+        .flat()
+        .map((i) => ({
+          // Keys only: the event id is the table key's part after the consumer.
+          eventId: String(i[inboxTableSchema.partitionKey]?.S).slice(consumer.length + 1),
+          openKey: String(i[partitionKey]?.S),
+          openSince: String(i[sortKey]?.S),
+        }))
+        .sort((a, b) => Buffer.compare(Buffer.from(a.openSince), Buffer.from(b.openSince)));
+    },
+    async storedKey(k) {
+      const { Item } = await fixture().client.send(
+        new GetItemCommand({
+          TableName: fixture().inboxTable,
+          Key: { [inboxTableSchema.partitionKey]: { S: recordKey(k) } },
+          ConsistentRead: true,
+        }),
+      );
+      return Item?.[inboxTableSchema.partitionKey]?.S;
     },
   }));
 
@@ -71,7 +119,8 @@ describe('inbox store contract [memory]', () => {
   });
   inboxStoreContract(() => ({
     store: (options) => (options ? new MemoryInboxStore({ ...options, sharing: memory }) : memory),
-    indexed: async (consumer, status) => memory.indexedEventIds(consumer, status),
+    indexed: async (consumer, status) => memory.indexEntries(consumer, status),
+    storedKey: async (k) => ((await memory.get(k)) ? recordKey(k) : undefined),
   }));
 });
 
@@ -307,6 +356,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.begin(record);
       await store.fail(keyOf(record), 'owner-a', {
         now: t0 + 3,
+        firstAttemptAt: t0,
         error: 'Error: down',
         nextAttemptAt: t0 + 2_000,
         kind: 'permanent',
@@ -427,27 +477,90 @@ function inboxStoreContract(subject: () => ContractSubject): void {
     });
   });
 
-  describe('ops reads and redrive', () => {
-    it('counts one consumer by status with a Query, across pages, and nobody else', async () => {
-      const records = Array.from({ length: 7 }, () => fresh());
-      for (const r of records) await store.begin(r);
-      await store.complete(keyOf(records[0] as NewInboxRecord), 'owner-a', { now: t0, expiresAt: 1 });
-      await store.complete(keyOf(records[1] as NewInboxRecord), 'owner-a', { now: t0, expiresAt: 1 });
-      await store.fail(keyOf(records[2] as NewInboxRecord), 'owner-a', {
-        now: t0,
-        error: 'e',
-        nextAttemptAt: t0,
+  describe('keys without a hot one', () => {
+    it("keys each record by its own event, and spreads one consumer's index entries over every shard", async () => {
+      // Fixed ids: the shards they hash to are the same on every run.
+      const records = Array.from({ length: 4 * shards }, (_, i) => fresh({ eventId: `spread-${i}` }));
+      await Promise.all(records.map((r) => store.begin(r)));
+
+      const stored = await Promise.all(records.map((r) => subject().storedKey(keyOf(r))));
+      expect(new Set(stored).size).toBe(records.length);
+      for (const [i, r] of records.entries()) expect(stored[i]).toBe(`${consumer}#${r.eventId}`);
+
+      const entries = await subject().indexed(consumer, 'PROCESSING');
+      expect(entries).toHaveLength(records.length);
+      const perShard = new Map<string, number>();
+      for (const e of entries) perShard.set(e.openKey, (perShard.get(e.openKey) ?? 0) + 1);
+      // Every shard takes a share, none much more than its even share (4 here).
+      expect([...perShard.keys()].sort()).toEqual(openKeys(consumer, 'PROCESSING').sort());
+      expect(Math.max(...perShard.values())).toBeLessThanOrEqual(3 * 4);
+      // A record keeps its shard in every status.
+      const [first] = records as [NewInboxRecord];
+      await store.fail(keyOf(first), 'owner-a', { now: t0 + 1, error: 'e', nextAttemptAt: t0, ...transient });
+      const [failed] = await subject().indexed(consumer, 'FAILED');
+      expect(failed?.openKey).toBe(`${consumer}#FAILED#${openShard(first.eventId)}`);
+    });
+
+    it('orders each open status by the time its figure ages from: lease start, first attempt, death', async () => {
+      const [a, b, c] = [fresh({ now: t0 + 300 }), fresh({ now: t0 + 100 }), fresh({ now: t0 + 200 })];
+      for (const r of [a, b, c]) await store.begin(r);
+      const times = async (status: OpenStatus) =>
+        (await subject().indexed(consumer, status)).map((e) => [e.eventId, openSinceTime(e.openSince)]);
+      // PROCESSING: oldest lease first.
+      expect(await times('PROCESSING')).toEqual([
+        [b.eventId, t0 + 100],
+        [c.eventId, t0 + 200],
+        [a.eventId, t0 + 300],
+      ]);
+      // A take-over starts a new lease: the record moves to its start.
+      await store.takeOver(
+        keyOf(b),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { owner: 'owner-b', leaseUntil: t0 + 99_000, now: t0 + 20_000 },
+      );
+      expect((await times('PROCESSING')).at(-1)).toEqual([b.eventId, t0 + 20_000]);
+      // FAILED: by the first attempt, however late the failure.
+      await store.fail(keyOf(a), 'owner-a', {
         ...transient,
+        now: t0 + 30_000,
+        firstAttemptAt: a.now,
+        error: 'e',
+        nextAttemptAt: t0 + 31_000,
       });
+      expect(await times('FAILED')).toEqual([[a.eventId, t0 + 300]]);
+      // DEAD: by the death; a redrive is a fresh first attempt.
+      await store.markDead(
+        keyOf(c),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0 + 40_000, reason: 'r', expiresAt: 1 },
+      );
+      expect(await times('DEAD')).toEqual([[c.eventId, t0 + 40_000]]);
+      await store.redrive(keyOf(c), t0 + 50_000);
+      expect(await times('FAILED')).toEqual([
+        [a.eventId, t0 + 300],
+        [c.eventId, t0 + 50_000],
+      ]);
+      expect(await times('DEAD')).toEqual([]);
+    });
+  });
+
+  describe('ops reads and redrive', () => {
+    it('counts open records from every shard of the index, across pages of one shard, and nobody else', async () => {
+      // Five records on one shard: more than a page (the suite's adapter pages by 3).
+      const crowded = idsOnOneShard(5).map((eventId) => fresh({ eventId }));
+      const spread = Array.from({ length: 6 }, () => fresh());
+      for (const r of [...crowded, ...spread]) await store.begin(r);
+      const [failedOne, deadOne, doneOne] = spread as [NewInboxRecord, NewInboxRecord, NewInboxRecord];
+      await store.fail(keyOf(failedOne), 'owner-a', { now: t0, error: 'e', nextAttemptAt: t0, ...transient });
+      await store.markDead(
+        keyOf(deadOne),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0, reason: 'r', expiresAt: 1 },
+      );
+      await store.complete(keyOf(doneOne), 'owner-a', { now: t0, expiresAt: 1 });
       await store.recordPoison(poison());
       await store.begin(fresh({ consumer: `${consumer}-other` }));
-      expect(await store.counts(consumer)).toEqual({
-        PROCESSING: 4,
-        PROCESSED: 2,
-        FAILED: 1,
-        DEAD: 1,
-        total: 8,
-      });
+      expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 8, FAILED: 1, DEAD: 2 });
     });
 
     it('counts open records from the sparse index: a processed record leaves it, a duplicate begin does not bring it back', async () => {
@@ -466,7 +579,9 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       // The duplicate delivery of the processed record finds it and changes nothing.
       expect((await store.begin({ ...done, owner: 'owner-b' })).created).toBe(false);
       expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
-      expect(await subject().indexed(consumer, 'PROCESSING')).toEqual([records[3]?.eventId]);
+      expect((await subject().indexed(consumer, 'PROCESSING')).map((e) => e.eventId)).toEqual([
+        records[3]?.eventId,
+      ]);
     });
 
     it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {
@@ -483,6 +598,52 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       expect(last.cursor).toBeUndefined();
     });
 
+    it('lists DEAD records of every shard oldest death first, and the cursor resumes exactly', async () => {
+      // Deaths in an order unlike the ids', two at one time, on shards all over the index.
+      const deaths = [5, 1, 4, 1, 3, 2, 6].map((minute, i) => ({
+        id: `late-${i}`,
+        at: t0 + minute * 60_000,
+      }));
+      for (const d of deaths)
+        await store.recordPoison(poison({ eventId: d.id, now: d.at, event: { d: d.id } }));
+      await store.begin(fresh());
+      const order = [...deaths].sort((x, y) => x.at - y.at || (x.id < y.id ? -1 : 1)).map((d) => d.id);
+      expect(new Set(order.map((id) => openShard(id))).size).toBeGreaterThan(1);
+
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.listDead(consumer, { limit: 3, cursor });
+        expect(page.records.length).toBeLessThanOrEqual(3);
+        for (const r of page.records) expect(r.event).toEqual({ d: r.eventId });
+        seen.push(...page.records.map((r) => r.eventId));
+        cursor = page.cursor;
+        pages++;
+      } while (cursor);
+      expect(seen).toEqual(order);
+      expect(pages).toBe(3);
+    });
+
+    it('keeps the order when one shard holds more than a page of what a list asks for', async () => {
+      // Five early deaths on one shard (the suite's adapter reads 3 a page), four later ones elsewhere.
+      const early = idsOnOneShard(5).map((id, i) => ({ id, at: t0 + (i + 1) * 60_000 }));
+      const late: { id: string; at: number }[] = [];
+      for (let i = 0; late.length < 4; i++) {
+        if (openShard(`elsewhere-${i}`) !== 0)
+          late.push({ id: `elsewhere-${i}`, at: t0 + (10 + late.length) * 60_000 });
+      }
+      for (const d of [...late, ...early]) await store.recordPoison(poison({ eventId: d.id, now: d.at }));
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listDead(consumer, { limit: 8, cursor });
+        seen.push(...page.records.map((r) => r.eventId));
+        cursor = page.cursor;
+      } while (cursor);
+      expect(seen).toEqual([...early, ...late].map((d) => d.id));
+    });
+
     it('redrive resets a DEAD record to a due FAILED record at attempt 0 without TTL, its failure window afresh', async () => {
       const record = fresh();
       await store.begin(record);
@@ -494,6 +655,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       );
       await store.fail(k, 'owner-a2', {
         now: t0,
+        firstAttemptAt: t0,
         error: 'e',
         nextAttemptAt: t0,
         kind: 'permanent',

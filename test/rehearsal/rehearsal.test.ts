@@ -23,6 +23,8 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.denied).toEqual([]);
     expect(report.deniedCalls).toBe(0);
     expect(report.missingEnv).toBe(0);
+    // The consumers' inbox calls were judged against their leading-keys conditions, key by key.
+    expect(report.conditionChecks).toBeGreaterThan(10);
     // Every function made calls, and the checks saw them all.
     expect(report.awsCalls).toBeGreaterThan(50);
     expect(Object.keys(report.actionsByFunction)).toHaveLength(8);

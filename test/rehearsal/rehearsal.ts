@@ -7,7 +7,8 @@
  * SQS, Lambda, Secrets Manager and CloudWatch. It walks the whole path (migrate, create and
  * approve a task, the nudged relay, the bus, every consumer, a sweep, the gauges, the ops API
  * and three kinds of redrive), records every AWS call each function made, and checks each
- * against that function's role in the template: action, and resource where the ARN resolves.
+ * against that function's role in the template: action, resource where the ARN resolves, and
+ * the statement's conditions (the DynamoDB leading keys: the partition key values it names).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -32,7 +33,15 @@ import { startDataApiServer } from '../support/data-api-server';
 import { startEmbeddedPostgres } from '../support/embedded-pg';
 import { waitFor } from '../support/wait-for';
 import { FunctionProcess, type FunctionSpec, type InitError } from './functions';
-import { allows, type CfnTemplate, roleStatements, TemplateResolver, unresolved } from './template';
+import {
+  allows,
+  type CfnTemplate,
+  conditioned,
+  type RequestContext,
+  roleStatements,
+  TemplateResolver,
+  unresolved,
+} from './template';
 
 const deployment = { region: 'us-east-1', account: '123456789012' };
 
@@ -41,8 +50,10 @@ export interface RehearsalReport {
   readonly functions: number;
   readonly awsCalls: number;
   readonly deniedCalls: number;
+  /** Checks whose allowing statement had conditions, judged on the keys the request named. */
+  readonly conditionChecks: number;
   readonly missingEnv: number;
-  readonly denied: readonly { caller: string; action: string; resource: string }[];
+  readonly denied: readonly { caller: string; action: string; resource: string; context?: RequestContext }[];
   readonly initErrors: readonly { function: string; error: InitError }[];
   readonly steps: readonly { step: string; ok: boolean; detail?: string }[];
   /** Per function: the bundle's size, its import (cold start) and its first invocation. */
@@ -310,6 +321,24 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     const callers = new Map(specs.map((s) => [s.logicalId, s]));
     const calls = recorder.calls().filter((c) => callers.has(c.caller));
     const denied: RehearsalReport['denied'][number][] = [];
+    // Each table's partition key, by ARN: its values in a request are `dynamodb:LeadingKeys`.
+    const partitionKeys = new Map(
+      resolver
+        .resourcesOfType('AWS::DynamoDB::Table')
+        .map(([id, t]) => [
+          resolver.getAtt(id, 'Arn'),
+          ((t.Properties?.KeySchema ?? []) as { AttributeName: string; KeyType: string }[]).find(
+            (k) => k.KeyType === 'HASH',
+          )?.AttributeName,
+        ]),
+    );
+    const contextOf = (call: (typeof calls)[number], resource: string): RequestContext => {
+      const key = partitionKeys.get(resource);
+      const items = (call.keyedItems ?? []).filter((i) => i.resource === resource);
+      if (!key || items.length === 0) return {};
+      return { 'dynamodb:LeadingKeys': [...new Set(items.map((i) => i.attributes[key] ?? ''))] };
+    };
+    let conditionChecks = 0;
     const actionsByFunction: Record<string, Set<string>> = {};
     for (const call of calls) {
       const spec = callers.get(call.caller) as FunctionSpec;
@@ -318,8 +347,11 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       actionsByFunction[spec.logicalId] = actions;
       const statements = roleStatements(resolver, spec.roleId);
       for (const resource of call.resources) {
-        if (!allows(statements, call.action, resource))
-          denied.push({ caller: call.caller, action: call.action, resource });
+        const context = contextOf(call, resource);
+        if (!allows(statements, call.action, resource, context))
+          denied.push({ caller: call.caller, action: call.action, resource, context });
+        else if (Object.keys(context).length > 0 && conditioned(statements, call.action, resource))
+          conditionChecks++;
       }
     }
     const functionsRun = Object.fromEntries(
@@ -332,6 +364,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       functions: specs.length,
       awsCalls: calls.length,
       deniedCalls: denied.length,
+      conditionChecks,
       missingEnv: initErrors.reduce((n, e) => n + Math.max(1, e.error.fields?.length ?? 0), 0),
       denied,
       initErrors,

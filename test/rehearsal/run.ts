@@ -1,12 +1,16 @@
 /**
  * `npm run test:rehearsal`: the offline deploy rehearsal (see rehearsal.ts). Progress and
- * findings on stderr; one JSON line on stdout, `{"functions","awsCalls","deniedCalls","missingEnv"}`.
+ * findings on stderr; one JSON line on stdout,
+ * `{"functions","awsCalls","deniedCalls","conditionChecks","missingEnv"}`.
  * Exits 1 when a call would be denied, an environment is incomplete, or a step failed.
  */
 import { runRehearsal } from './rehearsal';
 
 const report = await runRehearsal({ log: (line) => process.stderr.write(`${line}\n`) });
-for (const d of report.denied) process.stderr.write(`DENIED ${d.caller}: ${d.action} on ${d.resource}\n`);
+for (const d of report.denied) {
+  const context = d.context && Object.keys(d.context).length > 0 ? ` with ${JSON.stringify(d.context)}` : '';
+  process.stderr.write(`DENIED ${d.caller}: ${d.action} on ${d.resource}${context}\n`);
+}
 for (const e of report.initErrors) {
   process.stderr.write(`COLD START FAILED ${e.function}: ${e.error.name}: ${e.error.message}\n`);
 }
@@ -16,6 +20,7 @@ process.stdout.write(
     functions: report.functions,
     awsCalls: report.awsCalls,
     deniedCalls: report.deniedCalls,
+    conditionChecks: report.conditionChecks,
     missingEnv: report.missingEnv,
   })}\n`,
 );

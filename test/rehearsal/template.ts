@@ -186,11 +186,19 @@ export class TemplateResolver {
   }
 }
 
+/** A statement's `Condition`: operator -> condition key -> the values it allows. */
+export type Conditions = Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
+
+/** What a request tells IAM beyond its action and resource: condition key -> its values. */
+export type RequestContext = Readonly<Record<string, readonly string[]>>;
+
 /** One IAM statement of a role, resolved. */
 export interface ResolvedStatement {
   readonly effect: string;
   readonly actions: readonly string[];
   readonly resources: readonly string[];
+  /** Absent when the statement has no `Condition`. */
+  readonly conditions?: Conditions;
 }
 
 /** The statements of every policy attached to a role (AWS::IAM::Policy and the role's inline policies). */
@@ -210,6 +218,7 @@ export function roleStatements(resolver: TemplateResolver, roleId: string): Reso
         effect: String(st.Effect),
         actions: [st.Action].flat().map(String),
         resources: [resolver.resolve(st.Resource)].flat().map(String),
+        ...(st.Condition === undefined ? {} : { conditions: resolveConditions(resolver, st.Condition) }),
       }),
     ),
   );
@@ -224,12 +233,75 @@ function globMatch(pattern: string, value: string, ignoreCase: boolean): boolean
   return new RegExp(`^${source}$`, ignoreCase ? 'i' : '').test(value);
 }
 
-/** Whether `statements` allow `action` on `resource`; an unresolved statement resource never matches. */
-export function allows(statements: readonly ResolvedStatement[], action: string, resource: string): boolean {
-  const matching = statements.filter(
+function resolveConditions(resolver: TemplateResolver, condition: unknown): Conditions {
+  return Object.fromEntries(
+    Object.entries(condition as Record<string, Record<string, unknown>>).map(([operator, keys]) => [
+      operator,
+      Object.fromEntries(
+        Object.entries(keys).map(([key, values]) => [key, [resolver.resolve(values)].flat().map(String)]),
+      ),
+    ]),
+  );
+}
+
+/**
+ * The set operators the rehearsal evaluates, as IAM does for a multivalued key: `ForAllValues`
+ * holds when every value in the request matches one of the policy's (so also when the request
+ * has none: https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-single-vs-multi-valued-context-keys.html).
+ * Any other operator is refused outright rather than ignored: a condition the rehearsal cannot
+ * read must not pass for one it checked.
+ */
+const setOperators: Record<string, (pattern: string, value: string) => boolean> = {
+  'ForAllValues:StringEquals': (pattern, value) => pattern === value,
+  'ForAllValues:StringLike': (pattern, value) => globMatch(pattern, value, false),
+};
+
+/** Whether `conditions` hold for a request with `context`. */
+export function conditionsHold(conditions: Conditions, context: RequestContext): boolean {
+  return Object.entries(conditions).every(([operator, keys]) => {
+    const match = setOperators[operator];
+    if (!match) throw new Error(`the rehearsal cannot evaluate the condition operator ${operator}`);
+    return Object.entries(keys).every(([key, patterns]) =>
+      (context[key] ?? []).every((value) => patterns.some((pattern) => match(pattern, value))),
+    );
+  });
+}
+
+/** The statements about `action` on `resource` (their conditions not yet judged). */
+function about(
+  statements: readonly ResolvedStatement[],
+  action: string,
+  resource: string,
+): ResolvedStatement[] {
+  return statements.filter(
     (st) =>
       st.actions.some((a) => globMatch(a, action, true)) &&
       st.resources.some((r) => !isUnresolved(r) && globMatch(r, resource, false)),
   );
+}
+
+/**
+ * Whether `statements` allow `action` on `resource` for a request with `context`; an
+ * unresolved statement resource never matches, and a statement applies only where its
+ * conditions hold.
+ */
+export function allows(
+  statements: readonly ResolvedStatement[],
+  action: string,
+  resource: string,
+  context: RequestContext = {},
+): boolean {
+  const matching = about(statements, action, resource).filter(
+    (st) => st.conditions === undefined || conditionsHold(st.conditions, context),
+  );
   return matching.some((st) => st.effect === 'Allow') && !matching.some((st) => st.effect === 'Deny');
+}
+
+/** Whether any statement about `action` on `resource` carries conditions (so a check judged them). */
+export function conditioned(
+  statements: readonly ResolvedStatement[],
+  action: string,
+  resource: string,
+): boolean {
+  return about(statements, action, resource).some((st) => st.conditions !== undefined);
 }

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { boundedError, type OpenStatus, openKey } from '../../shared/inbox/dynamo-inbox-store';
+import {
+  boundedError,
+  type OpenStatus,
+  openKey,
+  openShard,
+  openSince,
+  recordKey,
+} from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxFencedOutError,
   InboxNotDeadError,
@@ -7,26 +14,24 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
-import {
-  type BeginResult,
-  type ExpectedState,
-  type InboxDeath,
-  type InboxFailure,
-  type InboxKey,
-  type InboxPage,
-  type InboxRecord,
-  type InboxRecordCounts,
-  type InboxStatus,
-  type InboxStore,
-  inboxStatuses,
-  type NewInboxRecord,
-  type OpenCounts,
-  type PoisonRecord,
+import type {
+  BeginResult,
+  ExpectedState,
+  InboxDeath,
+  InboxFailure,
+  InboxKey,
+  InboxPage,
+  InboxRecord,
+  InboxStatus,
+  InboxStore,
+  NewInboxRecord,
+  OpenCounts,
+  PoisonRecord,
 } from '../../shared/inbox/inbox-store';
 import { inboxDefaults } from '../../shared/inbox/settings';
 
 /**
- * One item as the DynamoDB adapter lays it out: the record, the sparse index key (present
+ * One item as the DynamoDB adapter lays it out: the record, the operator's index keys (present
  * exactly while the record is not `PROCESSED`) and the TTL attribute. The event is kept as the
  * JSON text it is stored as, so a caller's later change to its object never reaches the store.
  */
@@ -34,10 +39,26 @@ interface Item {
   record: Mutable<Omit<InboxRecord, 'event'>>;
   eventJson: string;
   eventTruncated: boolean;
-  openKey?: string;
+  index?: IndexKeys;
+}
+
+/** An item's keys in the operator's index, as the adapter writes them. */
+export interface IndexKeys {
+  readonly openKey: string;
+  readonly openSince: string;
+}
+
+/** The index keys of record `k` in `status` since `at`: the adapter's own key functions. */
+function indexKeys(k: InboxKey, status: OpenStatus, at: number): IndexKeys {
+  return { openKey: openKey(k.consumer, status, openShard(k.eventId)), openSince: openSince(at, k.eventId) };
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** One entry of the operator's index: its keys and the event id of its record. */
+export interface IndexEntry extends IndexKeys {
+  readonly eventId: string;
+}
 
 /** Options of the in-memory store, as the DynamoDB adapter takes them. */
 export interface MemoryInboxStoreOptions {
@@ -58,7 +79,8 @@ export interface MemoryInboxStoreOptions {
  * local engines): records past `expiresAt` stay.
  */
 export class MemoryInboxStore implements InboxStore {
-  private readonly items: Map<string, Map<string, Item>>;
+  /** By the adapter's partition key, `<consumer>#<eventId>`. */
+  private readonly items: Map<string, Item>;
   private readonly maxEventBytes: number;
 
   constructor(options: MemoryInboxStoreOptions = {}) {
@@ -92,7 +114,7 @@ export class MemoryInboxStore implements InboxStore {
         updatedAt: record.now,
       },
       ...stored,
-      openKey: openKey(record.consumer, 'PROCESSING'),
+      index: indexKeys(record, 'PROCESSING', record.now),
     };
     this.put(item);
     return { created: true, record: { ...decode(item), event: record.event } };
@@ -124,7 +146,7 @@ export class MemoryInboxStore implements InboxStore {
       leaseUntil: claim.leaseUntil,
       updatedAt: claim.now,
     });
-    item.openKey = openKey(k.consumer, 'PROCESSING');
+    item.index = indexKeys(k, 'PROCESSING', claim.now);
     return decode(item);
   }
 
@@ -139,7 +161,7 @@ export class MemoryInboxStore implements InboxStore {
       owner,
       (item) => {
         this.update(item, { status: 'PROCESSED', updatedAt: at.now, expiresAt: at.expiresAt });
-        delete item.openKey;
+        delete item.index;
       },
       { landed: 'PROCESSED' },
     );
@@ -160,7 +182,7 @@ export class MemoryInboxStore implements InboxStore {
           permanentFailures: failure.permanentFailures,
           updatedAt: failure.now,
         });
-        item.openKey = openKey(k.consumer, 'FAILED');
+        item.index = indexKeys(k, 'FAILED', failure.firstAttemptAt);
       },
       { landed: 'FAILED' },
     );
@@ -180,7 +202,7 @@ export class MemoryInboxStore implements InboxStore {
           updatedAt: death.now,
           expiresAt: death.expiresAt,
         });
-        item.openKey = openKey(k.consumer, 'DEAD');
+        item.index = indexKeys(k, 'DEAD', death.now);
       },
       {
         landed: 'DEAD',
@@ -216,23 +238,13 @@ export class MemoryInboxStore implements InboxStore {
         cloudEventId: record.cloudEventId,
       },
       ...this.storedEvent(record.event),
-      openKey: openKey(record.consumer, 'DEAD'),
+      index: indexKeys(record, 'DEAD', record.now),
     });
   }
 
   async get(k: InboxKey): Promise<InboxRecord | undefined> {
     const item = this.item(k);
     return item ? decode(item) : undefined;
-  }
-
-  async counts(consumer: string): Promise<InboxRecordCounts> {
-    const counts: Record<InboxStatus, number> = { PROCESSING: 0, PROCESSED: 0, FAILED: 0, DEAD: 0 };
-    let total = 0;
-    for (const item of this.partition(consumer)) {
-      if (inboxStatuses.includes(item.record.status)) counts[item.record.status]++;
-      total++;
-    }
-    return { ...counts, total };
   }
 
   async openCounts(consumer: string): Promise<OpenCounts> {
@@ -247,11 +259,12 @@ export class MemoryInboxStore implements InboxStore {
     const limit = Math.max(1, page.limit ?? 50);
     const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, consumer);
     const dead = this.indexed(consumer, 'DEAD').filter(
-      (item) => after === undefined || byteOrder(item.record.eventId, after) > 0,
+      (item) => after === undefined || byteOrder(item.index?.openSince ?? '', after) > 0,
     );
-    const records = dead.slice(0, limit).map(decode);
-    const last = records.at(-1);
-    return dead.length > limit && last ? { records, cursor: encodeCursor(last) } : { records };
+    const shown = dead.slice(0, limit);
+    const last = shown.at(-1)?.index?.openSince;
+    const records = shown.map(decode);
+    return dead.length > limit && last ? { records, cursor: encodeCursor(consumer, last) } : { records };
   }
 
   async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
@@ -271,16 +284,19 @@ export class MemoryInboxStore implements InboxStore {
     });
     delete item.record.expiresAt;
     delete item.record.lastFailure;
-    item.openKey = openKey(k.consumer, 'FAILED');
+    item.index = indexKeys(k, 'FAILED', now);
     return decode(item);
   }
 
   /**
-   * Event ids of `consumer`'s records in the sparse index partition of `status`, in the index's
-   * order: what a Query of that partition returns on DynamoDB (the contract compares the two).
+   * The index entries of `consumer`'s records in `status`, every shard, in the index's order:
+   * what Queries of those key values return on DynamoDB (the contract compares the two).
    */
-  indexedEventIds(consumer: string, status: OpenStatus): string[] {
-    return this.indexed(consumer, status).map((item) => item.record.eventId);
+  indexEntries(consumer: string, status: OpenStatus): IndexEntry[] {
+    return this.indexed(consumer, status).map((item) => ({
+      eventId: item.record.eventId,
+      ...(item.index as IndexKeys),
+    }));
   }
 
   /**
@@ -315,29 +331,22 @@ export class MemoryInboxStore implements InboxStore {
   }
 
   private item(k: InboxKey): Item | undefined {
-    return this.items.get(k.consumer)?.get(k.eventId);
+    return this.items.get(recordKey(k));
   }
 
   private put(item: Item): void {
-    const { consumer, eventId } = item.record;
-    let partition = this.items.get(consumer);
-    if (!partition) {
-      partition = new Map();
-      this.items.set(consumer, partition);
-    }
-    partition.set(eventId, item);
+    this.items.set(recordKey(item.record), item);
   }
 
-  private partition(consumer: string): Item[] {
-    return [...(this.items.get(consumer)?.values() ?? [])];
-  }
-
-  /** The sparse index partition `<consumer>#<status>`, sorted by event id as DynamoDB sorts a string key. */
+  /**
+   * The entries of `<consumer>#<status>#<shard>` for every shard, merged in sort-key order, as
+   * an ops read sees them (a scan of the map is this double's shortcut, not the adapter's way).
+   */
   private indexed(consumer: string, status: OpenStatus): Item[] {
-    const partitionKey = openKey(consumer, status);
-    return this.partition(consumer)
-      .filter((item) => item.openKey === partitionKey)
-      .sort((a, b) => byteOrder(a.record.eventId, b.record.eventId));
+    const prefix = `${consumer}#${status}#`;
+    return [...this.items.values()]
+      .filter((item) => item.index?.openKey.startsWith(prefix))
+      .sort((a, b) => byteOrder(a.index?.openSince ?? '', b.index?.openSince ?? ''));
   }
 
   private storedEvent(event: unknown): { eventJson: string; eventTruncated: boolean } {
@@ -366,16 +375,16 @@ function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
-function encodeCursor(k: InboxKey): string {
-  return Buffer.from(JSON.stringify({ c: k.consumer, e: k.eventId })).toString('base64url');
+function encodeCursor(consumer: string, after: string): string {
+  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
 }
 
-/** The event id a cursor resumes after; a cursor of another consumer is refused, as the adapter does. */
+/** The sort key a cursor resumes after; a cursor of another consumer is refused, as the adapter does. */
 function decodeCursor(cursor: string, consumer: string): string {
   const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
     c?: unknown;
-    e?: unknown;
+    a?: unknown;
   };
-  if (parsed.c !== consumer || typeof parsed.e !== 'string') throw new TypeError('invalid inbox cursor');
-  return parsed.e;
+  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
+  return parsed.a;
 }

@@ -54,16 +54,21 @@ export function pipelineClient(baseUrl: string) {
   };
 }
 
-/** True when every approval reached every consumer of content.approved exactly as the issue demands. */
+/**
+ * True when every approval reached every consumer of content.approved: the outbox drained, every
+ * effect there once per approval, and no inbox record of any consumer in flight or failed (an
+ * effect runs before its record completes). Not the processed counts: a SIGKILL between a
+ * record's completion and its count loses that count for good (infra/local/processed-counts.ts).
+ */
 export function converged(status: OpsStatus, approvals: number): boolean {
+  const effects = status.effects;
   return (
     status.outbox.pending === 0 &&
     status.outbox.dead === 0 &&
-    (status.consumers.index.processed ?? 0) >= approvals &&
-    (status.consumers.notify.processed ?? 0) >= approvals &&
-    (status.consumers.archive.processed ?? 0) >= approvals &&
-    status.consumers.index.inProgress + status.consumers.index.failed === 0 &&
-    status.consumers.notify.inProgress + status.consumers.notify.failed === 0 &&
-    status.consumers.archive.inProgress + status.consumers.archive.failed === 0
+    effects !== null &&
+    effects.indexDocuments >= approvals &&
+    effects.distinctNotifiedEvents >= approvals &&
+    effects.archivedObjects >= approvals &&
+    Object.values(status.consumers).every((c) => c.inProgress + c.failed === 0)
   );
 }

@@ -18,7 +18,14 @@ const rates = [10, 100, 1_000, 10_000];
 
 /** Round figures, so a test can say what each limit comes to. */
 const measured: MeasuredCosts = {
-  dbCpuMs: { approve: 1, relayDrainPerEvent: 0, archiveRead: 0, purgePerRow: 0, relayNudge: 0, relayNudgeSkipped: 0 },
+  dbCpuMs: {
+    approve: 1,
+    relayDrainPerEvent: 0,
+    archiveRead: 0,
+    purgePerRow: 0,
+    relayNudge: 0,
+    relayNudgeSkipped: 0,
+  },
   relayEventsPerSecPerRun: 3_000,
   relayDataApiCallsPer1000: 2,
 };
@@ -167,7 +174,7 @@ const spread: Shape = {
   inboxKey: ['pk'],
   maxCapacity: 256,
 };
-const spreadTopology: CapacityTopology = { ...topology, inbox: { openIndexShards: 64 } };
+const spreadTopology: CapacityTopology = { ...topology, inbox: { ...topology.inbox, openIndexShards: 64 } };
 
 const model = (
   shape: Shape,
@@ -255,8 +262,12 @@ describe('capacity model: DynamoDB keys', () => {
   });
 
   it('the open-records index is one hot key per consumer and status unless sharded; shards multiply its limit', () => {
-    const unsharded = model(spread, { topology });
-    const sharded = model(spread, { topology: { ...topology, inbox: { openIndexShards: 8 } } });
+    const unsharded = model(spread, {
+      topology: { ...topology, inbox: { ...topology.inbox, openIndexShards: 1 } },
+    });
+    const sharded = model(spread, {
+      topology: { ...topology, inbox: { ...topology.inbox, openIndexShards: 8 } },
+    });
 
     const name = 'DynamoDB partition, inbox index open-records (key openKey)';
     const one = quotas.dynamoPartitionWcu.value / (a.inboxWritesPerEvent.index * inboxWcu);

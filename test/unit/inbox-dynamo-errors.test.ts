@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore, openShard } from '../../shared/inbox/dynamo-inbox-store';
 import {
   InboxError,
   InboxFencedOutError,
@@ -13,7 +13,7 @@ import {
 // The adapter sends through the document client it builds over the DynamoDBClient it is given.
 const dynamo = mockClient(DynamoDBDocumentClient);
 const key = { consumer: 'index', eventId: 'e-1' };
-const transient = { kind: 'transient', permanentFailures: 0 } as const;
+const transient = { kind: 'transient', permanentFailures: 0, firstAttemptAt: 0 } as const;
 /** A first delivery's `begin`, `event` and the rest overridable. */
 const beginInput = (over: Partial<Parameters<DynamoInboxStore['begin']>[0]> = {}) => ({
   ...key,
@@ -95,11 +95,19 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     expect(calls).toHaveLength(1);
     const input = calls[0]?.args[0].input;
     expect(input?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
-    // The whole record lives in one attribute, written only if absent, with the sparse index key:
+    // The whole record lives in one attribute, written only if absent, with the index keys:
     // finding a record changes nothing, not even the index.
+    expect(input?.Key).toEqual({ pk: `${key.consumer}#${key.eventId}` });
     expect(input?.ConditionExpression).toBe('attribute_not_exists(#state)');
-    expect(input?.UpdateExpression).toBe('SET #state = :state, #openKey = :openKey');
-    expect(input?.ExpressionAttributeValues?.[':openKey']).toBe(`${key.consumer}#PROCESSING`);
+    expect(input?.UpdateExpression).toBe(
+      'SET #state = :state, #consumer = :consumer, #eventId = :eventId, #openKey = :openKey, #openSince = :openSince',
+    );
+    expect(input?.ExpressionAttributeValues?.[':openKey']).toBe(
+      `${key.consumer}#PROCESSING#${openShard(key.eventId)}`,
+    );
+    expect(input?.ExpressionAttributeValues?.[':openSince']).toBe(
+      `${new Date(beginInput().now).toISOString()}#${key.eventId}`,
+    );
     expect(input?.ExpressionAttributeValues?.[':state']).toMatchObject({
       status: 'PROCESSING',
       attempts: 1,
@@ -144,6 +152,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
 /** A stored item in DynamoDB JSON, as a refusal returns it. */
 function storedItem(status: string, owner: string) {
   return {
+    pk: { S: `${key.consumer}#${key.eventId}` },
     consumer: { S: key.consumer },
     eventId: { S: key.eventId },
     state: {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { allows, type CfnTemplate, roleStatements, TemplateResolver } from '../rehearsal/template';
+import {
+  allows,
+  type CfnTemplate,
+  conditionsHold,
+  roleStatements,
+  TemplateResolver,
+} from '../rehearsal/template';
 
 // A hand-made template in the shapes CDK writes: a table, a function's role and its policy.
 const template: CfnTemplate = {
@@ -29,6 +35,12 @@ const template: CfnTemplate = {
               Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': ['Inbox', 'Arn'] }, '/index/open-records']] },
             },
             { Effect: 'Allow', Action: 'events:PutEvents', Resource: { 'Fn::GetAtt': ['Bus', 'Arn'] } },
+            {
+              Effect: 'Allow',
+              Action: 'dynamodb:UpdateItem',
+              Resource: { 'Fn::GetAtt': ['Inbox', 'Arn'] },
+              Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['index#*'] } },
+            },
             { Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: { Ref: 'Secret' } },
             { Effect: 'Allow', Action: 'xray:PutTraceSegments', Resource: '*' },
             { Effect: 'Allow', Action: 's3:PutObject', Resource: { 'Fn::GetAtt': ['Unknown', 'Arn'] } },
@@ -70,6 +82,24 @@ describe('the rehearsal’s template reading', () => {
       allows(statements, 'events:PutEvents', 'arn:aws:events:us-east-1:123456789012:event-bus/default'),
     ).toBe(false);
     expect(allows(statements, 'xray:PutTraceSegments', '*')).toBe(true);
+  });
+
+  it('applies a conditioned statement only where every leading key matches its pattern', () => {
+    const table = 'arn:aws:dynamodb:us-east-1:123456789012:table/Inbox';
+    const keys = (...values: string[]) => ({ 'dynamodb:LeadingKeys': values });
+    expect(allows(statements, 'dynamodb:UpdateItem', table, keys('index#e-1'))).toBe(true);
+    expect(allows(statements, 'dynamodb:UpdateItem', table, keys('archive#e-1'))).toBe(false);
+    expect(allows(statements, 'dynamodb:UpdateItem', table, keys('index#e-1', 'notify#e-2'))).toBe(false);
+    // `index#*` is not `indexer#...`: the separator is part of the pattern.
+    expect(allows(statements, 'dynamodb:UpdateItem', table, keys('indexer#e-1'))).toBe(false);
+    // ForAllValues over no values holds, as in IAM (why consumers get no Query or Scan).
+    expect(allows(statements, 'dynamodb:UpdateItem', table)).toBe(true);
+  });
+
+  it('refuses to judge a condition operator it does not know, rather than pass it', () => {
+    expect(() => conditionsHold({ StringEquals: { 'aws:SourceAccount': ['1'] } }, {})).toThrow(
+      /cannot evaluate the condition operator StringEquals/,
+    );
   });
 
   it('never counts a statement whose resource it cannot resolve as a match', () => {

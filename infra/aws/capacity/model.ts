@@ -94,7 +94,7 @@ export interface CapacityReport {
 }
 
 /** What of the topology the model reads. */
-export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes'> & {
+export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox'> & {
   readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> & {
     /**
      * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a
@@ -102,8 +102,6 @@ export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventType
      */
     readonly maxRuns?: number;
   };
-  /** The inbox's open-records index writes `<consumer>#<status>#<shard>` over this many shards; absent: unsharded. */
-  readonly inbox?: { readonly openIndexShards?: number };
 };
 
 /** The database's measured cost per operation and the relay's measured drain, from the benchmarks. */
@@ -610,7 +608,7 @@ function components(inputs: CapacityInputs): {
 
   // DynamoDB
   const book = prices.assumptions;
-  const shards = Math.max(1, topology.inbox?.openIndexShards ?? 1);
+  const shards = Math.max(1, topology.inbox.openIndexShards);
   const inboxId = outputRef(template, 'InboxTableName');
   const indexTableId = outputRef(template, 'ContentIndexTableName');
   let inboxWru = 0;

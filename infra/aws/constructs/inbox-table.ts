@@ -11,25 +11,34 @@ export interface InboxTableProps {
 
 /**
  * The item operations a consumer's inbox uses (begin, take over, read, renew, complete, fail).
- * Listing, counting and redriving belong to the ops API and the gauges, through the sparse index.
+ * Listing, counting and redriving belong to the ops API and the gauges, through the operator's index.
  */
 export const inboxActions = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] as const;
 
 /**
- * The consumers' inbox, key `(consumer, eventId)`: each consumer dedupes only its own side
- * effects. Processed records expire through TTL `expiresAt`; point-in-time recovery is on
+ * The id of the table within this construct. It names the table's logical id, and with it the
+ * physical name: a key schema cannot change in place, so the table keyed `<consumer>#<eventId>`
+ * has an id of its own, and a stack that had the one keyed `(consumer, eventId)` (id `Table`)
+ * creates it anew on update and then removes the old one (README, "Deploy to a sandbox account").
+ */
+export const inboxTableId = 'EventKeyedTable';
+
+/**
+ * The consumers' inbox: one item per (consumer, event), partition key `<consumer>#<eventId>`,
+ * so each consumer dedupes only its own side effects and no consumer's records share a
+ * partition. Processed records expire through TTL `expiresAt`; point-in-time recovery is on
  * because a lost inbox means repeated effects. The sparse `open-records` index holds only the
- * records that are not PROCESSED, keyed `<consumer>#<status>`: what the ops API lists and the
- * gauges count without a scan. Key names come from the store (`inboxTableSchema`).
+ * records that are not PROCESSED, keys only, under `<consumer>#<status>#<shard>` sorted by time:
+ * what the ops API lists and the gauges count without a scan. Key names come from the store
+ * (`inboxTableSchema`); the shard count from the topology (`topology.inbox.openIndexShards`).
  */
 export class InboxTable extends Construct {
   public readonly table: Table;
 
   constructor(scope: Construct, id: string, props: InboxTableProps) {
     super(scope, id);
-    this.table = new Table(this, 'Table', {
+    this.table = new Table(this, inboxTableId, {
       partitionKey: { name: inboxTableSchema.partitionKey, type: AttributeType.STRING },
-      sortKey: { name: inboxTableSchema.sortKey, type: AttributeType.STRING },
       timeToLiveAttribute: inboxTableSchema.ttlAttribute,
       billingMode: BillingMode.PAY_PER_REQUEST,
       // Encrypted at rest with the AWS-owned key (DynamoDB always encrypts; no KMS request charges).
@@ -42,44 +51,52 @@ export class InboxTable extends Construct {
       indexName: inboxTableSchema.openIndex.name,
       partitionKey: { name: inboxTableSchema.openIndex.partitionKey, type: AttributeType.STRING },
       sortKey: { name: inboxTableSchema.openIndex.sortKey, type: AttributeType.STRING },
-      // The dead lists show the stored event, so the index keeps whole records (open ones only).
-      projectionType: ProjectionType.ALL,
+      // Keys only: an entry under 1 KB costs one write unit; the dead lists read the stored
+      // events from the table by key.
+      projectionType: ProjectionType.KEYS_ONLY,
     });
   }
 
-  /** The sparse index's ARN. */
+  /** The operator's index's ARN. */
   get openIndexArn(): string {
     return `${this.table.tableArn}/index/${inboxTableSchema.openIndex.name}`;
   }
 
   /**
-   * Lets one consumer read and write its own inbox records only: the leading-keys condition
-   * pins the partition key to the consumer's name, so a bug in `index` cannot touch
-   * `archive`'s records.
+   * Lets one consumer read and write its own inbox records only: every partition key a request
+   * names must be like `<consumer>#*` (consumer names hold no `#`, `*` or `?`), so a bug in
+   * `index` cannot touch `archive`'s records
+   * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
+   * `ForAllValues` also holds for a request that names no key at all (a Scan or a Query on an
+   * index), which is why the grant has item actions only.
    */
   grantConsumer(grantee: IGrantable, consumer: string): void {
+    if (!/^[^#*?]+$/.test(consumer)) throw new Error(`invalid consumer name "${consumer}"`);
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
         actions: [...inboxActions],
         resources: [this.table.tableArn],
-        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [consumer] } },
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${consumer}#*`] } },
       }),
     );
   }
 
-  /** Counting from the sparse index: what the inbox gauges do, nothing more. */
+  /** Counting from the operator's index: what the inbox gauges do, nothing more. */
   grantCountOpen(grantee: IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({ actions: ['dynamodb:Query'], resources: [this.openIndexArn] }),
     );
   }
 
-  /** The ops API: lists and counts through the index, reads a record, redrives it (an update). */
+  /**
+   * The ops API: lists and counts through the index, reads the records it lists (BatchGetItem)
+   * or one record, redrives it (an update).
+   */
   grantOps(grantee: IGrantable): void {
     this.grantCountOpen(grantee);
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
-        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        actions: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
         resources: [this.table.tableArn],
       }),
     );

@@ -51,7 +51,7 @@ export interface PerMillionApprovalsCost {
 }
 
 /** What of `shared/topology.ts` the model reads. */
-export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes'>;
+export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox'>;
 
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
 export const tasksApiServiceName = 'tasks-api';
@@ -377,8 +377,8 @@ export function idleMonthlyCost(
   // OK yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of their metrics is billed.
   const gaugeMetricMonths = 0;
   const dataApiCalls = aurora.clusters > 0 ? runs.relayRunsPerMonth * a.relaySweepDataApiCalls.value : 0;
-  const gaugeReadUnits =
-    runs.gaugeRunsPerMonth * consumers * a.gaugeQueriesPerConsumer.value * a.gaugeQueryReadUnits.value;
+  const gaugeQueries = a.gaugeQueriesPerShard.value * topology.inbox.openIndexShards;
+  const gaugeReadUnits = runs.gaugeRunsPerMonth * consumers * gaugeQueries * a.gaugeQueryReadUnits.value;
   const traces =
     (runs.relay.traced ? runs.relayRunsPerMonth : 0) + (runs.gauges.traced ? runs.gaugeRunsPerMonth : 0);
   const logBytes =
@@ -440,7 +440,7 @@ export function idleMonthlyCost(
     {
       name: 'DynamoDB reads (gauge queries)',
       usd: usdPer(gaugeReadUnits, p.dynamoReadRequestMillion, million),
-      detail: `${fmt(runs.gaugeRunsPerMonth)} runs x ${consumers} consumers x ${a.gaugeQueriesPerConsumer.value} Queries x ${a.gaugeQueryReadUnits.value} RRU`,
+      detail: `${fmt(runs.gaugeRunsPerMonth)} runs x ${consumers} consumers x ${gaugeQueries} Queries x ${a.gaugeQueryReadUnits.value} RRU`,
     },
     {
       name: 'CloudWatch API (gauge runs read their alarms)',
@@ -524,7 +524,9 @@ export function perMillionApprovals(
       typeof archive.RetentionDays === 'number' && archive.RetentionDays > 0 ? archive.RetentionDays : 30;
     return gb + eventGb * Math.min(1, days / 30);
   }, 0);
-  const inboxWru = consumers.length * a.inboxWritesPerConsumer.value * Math.ceil(a.inboxItemKb.value);
+  const inboxWru =
+    consumers.length *
+    (a.inboxWritesPerConsumer.value * Math.ceil(a.inboxItemKb.value) + a.inboxIndexWritesPerConsumer.value);
   const indexWru = has('index') ? Math.ceil(a.contentIndexItemKb.value) : 0;
   // The index consumer reads the stored version strongly consistently before its conditional put.
   const indexRru = has('index') ? Math.ceil(a.contentIndexItemKb.value / 4) : 0;
@@ -601,7 +603,7 @@ export function perMillionApprovals(
         usdPer(n * (inboxWru + indexWru), p.dynamoWriteRequestMillion, million) +
         usdPer(n * indexRru, p.dynamoReadRequestMillion, million),
       detail:
-        `inbox ${consumers.length} consumers x ${a.inboxWritesPerConsumer.value} writes x ${Math.ceil(a.inboxItemKb.value)} WRU` +
+        `inbox ${consumers.length} consumers x (${a.inboxWritesPerConsumer.value} writes x ${Math.ceil(a.inboxItemKb.value)} WRU + ${a.inboxIndexWritesPerConsumer.value} index WRU)` +
         (has('index') ? `, content index ${indexWru} WRU put + ${indexRru} RRU get` : '') +
         ` = ${inboxWru + indexWru} WRU + ${indexRru} RRU per approval`,
     },

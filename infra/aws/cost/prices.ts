@@ -272,14 +272,14 @@ const assumptions = {
   },
   relayIdleLogBytes: { value: 1024, unit: 'bytes', why: 'START/END/REPORT lines plus one EMF document' },
   gaugeRunSeconds: {
-    value: 0.3,
+    value: 0.5,
     unit: 's',
-    why: 'three small DynamoDB Queries per consumer from a warm function',
+    why: 'a guess: three small DynamoDB Queries per shard of the operator index and consumer, all in parallel, from a warm function',
   },
-  gaugeQueriesPerConsumer: {
+  gaugeQueriesPerShard: {
     value: 3,
     unit: 'Queries',
-    why: 'one per open status (PROCESSING, FAILED, DEAD) on the sparse open-records index',
+    why: 'one per open status (PROCESSING, FAILED, DEAD) on each shard (`topology.inbox.openIndexShards`) of the open-records index',
   },
   gaugeQueryReadUnits: {
     value: 0.5,
@@ -329,9 +329,14 @@ const assumptions = {
     why: 'an inbox record holds the event itself (for redrive) plus its state',
   },
   inboxWritesPerConsumer: {
-    value: 4,
+    value: 2,
     unit: 'writes',
-    why: 'begin (put), its open-records index entry, complete (update), the index entry removed',
+    why: 'begin (the update that creates the record) and complete (an update, billed on the larger of the item before and after)',
+  },
+  inboxIndexWritesPerConsumer: {
+    value: 2,
+    unit: 'WRU',
+    why: 'the open-records entry written at begin and removed at complete: keys only, under 1 KB, one write unit each',
   },
   contentIndexItemKb: { value: 1, unit: 'KB', why: 'task id, version, title, reviewer, approval time' },
   snapshotBytes: {

@@ -11,6 +11,19 @@ export interface DescribedCall {
   readonly resources: readonly string[];
   /** The API operation the request was (`TransactWriteItems` for its per-item actions). */
   readonly operation?: string;
+  /**
+   * The items a DynamoDB request names by key: the table's ARN and the top-level string (and
+   * number) attributes of the item's `Key`, or of a PutItem's `Item`. The table's partition key
+   * value among them is the request's `dynamodb:LeadingKeys`, which a rehearsal checks against
+   * the caller's conditions.
+   */
+  readonly keyedItems?: readonly KeyedItem[];
+}
+
+/** One item a DynamoDB request names: its table and its scalar key (or item) attributes. */
+export interface KeyedItem {
+  readonly resource: string;
+  readonly attributes: Readonly<Record<string, string>>;
 }
 
 /** One IAM-relevant call, as the deploy rehearsal checks it against the caller's role. */

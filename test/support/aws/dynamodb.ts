@@ -1,4 +1,4 @@
-import type { CallRecorder, DescribedCall } from './calls';
+import type { CallRecorder, DescribedCall, KeyedItem } from './calls';
 import { asArray, asObject, type JsonObject, parseJsonObject, stringField } from './json';
 import { jsonTarget } from './protocol';
 import { type ProxiedRequest, type RecordingProxy, startRecordingProxy } from './proxy';
@@ -27,6 +27,47 @@ function tableArn(recorder: CallRecorder, table: string, index?: string): string
   // A table may be named by its ARN (the SDK allows it since 2024): keep the ARN as it is.
   const base = table.startsWith('arn:') ? table : recorder.arn('dynamodb', `table/${table}`);
   return index ? `${base}/index/${index}` : base;
+}
+
+/** The string and number attributes of a DynamoDB JSON item or key (`{"pk": {"S": "..."}}`), as text. */
+function scalarAttributes(item: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(asObject(item))) {
+    const typed = asObject(value);
+    const text = stringField(typed, 'S') ?? stringField(typed, 'N');
+    if (text !== undefined) out[name] = text;
+  }
+  return out;
+}
+
+/** The items a single-item or batch request names by key (Query and Scan name none). */
+function keyedItems(recorder: CallRecorder, operation: string, body: JsonObject): KeyedItem[] {
+  const table = stringField(body, 'TableName');
+  switch (operation) {
+    case 'GetItem':
+    case 'UpdateItem':
+    case 'DeleteItem':
+      return table ? [{ resource: tableArn(recorder, table), attributes: scalarAttributes(body.Key) }] : [];
+    case 'PutItem':
+      return table ? [{ resource: tableArn(recorder, table), attributes: scalarAttributes(body.Item) }] : [];
+    case 'BatchGetItem':
+      return Object.entries(asObject(body.RequestItems)).flatMap(([t, request]) =>
+        asArray(asObject(request).Keys).map((key) => ({
+          resource: tableArn(recorder, t),
+          attributes: scalarAttributes(key),
+        })),
+      );
+    case 'BatchWriteItem':
+      return Object.entries(asObject(body.RequestItems)).flatMap(([t, writes]) =>
+        asArray(writes).map((write) => {
+          const w = asObject(write);
+          const item = asObject(w.PutRequest).Item ?? asObject(w.DeleteRequest).Key;
+          return { resource: tableArn(recorder, t), attributes: scalarAttributes(item) };
+        }),
+      );
+    default:
+      return [];
+  }
 }
 
 /** Distinct values of `pairs` grouped by key, in first-seen order. */
@@ -73,7 +114,8 @@ function partiqlCalls(
  * `dynamodb:<Op>` on `table/<TableName>` (plus `/index/<IndexName>` when the request names an
  * index); BatchGetItem / BatchWriteItem on every table of `RequestItems`; TransactWriteItems /
  * TransactGetItems as one call per underlying item action (see above), each on its tables;
- * PartiQL per verb; operations without a table (ListTables) on `*`.
+ * PartiQL per verb; operations without a table (ListTables) on `*`. Item and batch requests
+ * also carry the keys they name (`keyedItems`), for the leading-keys conditions.
  */
 export function describeDynamoDbRequest(request: ProxiedRequest, recorder: CallRecorder): DescribedCall[] {
   const operation = jsonTarget(request.headers['x-amz-target'], targetPrefix);
@@ -90,6 +132,7 @@ export function describeDynamoDbRequest(request: ProxiedRequest, recorder: CallR
           action: `dynamodb:${operation}`,
           resources: Object.keys(asObject(body.RequestItems)).map((t) => tableArn(recorder, t)),
           operation,
+          keyedItems: keyedItems(recorder, operation, body),
         },
       ];
     case 'ExecuteStatement':
@@ -111,7 +154,10 @@ export function describeDynamoDbRequest(request: ProxiedRequest, recorder: CallR
     : resourceArn
       ? [resourceArn]
       : ['*'];
-  return [{ action: `dynamodb:${operation}`, resources, operation }];
+  const items = keyedItems(recorder, operation, body);
+  return [
+    { action: `dynamodb:${operation}`, resources, operation, ...(items.length ? { keyedItems: items } : {}) },
+  ];
 }
 
 /** A recording proxy in front of a DynamoDB engine (dynalite, DynamoDB Local) at `backend`. */
