@@ -308,21 +308,24 @@ interface KeyedIndex {
   readonly name: string;
   readonly partitionKey: string;
   readonly partitionOnly: boolean;
+  /** An index whose entries hold their keys only: each write is one WCU (keys are far under 1 KB). */
+  readonly keysOnly: boolean;
 }
 
 /** A table's key and its global secondary indexes' keys. */
 function keysOf(table: Readonly<Record<string, unknown>>): { table: KeyedIndex; indexes: KeyedIndex[] } {
-  const keyOf = (name: string, schema: unknown): KeyedIndex => {
+  const keyOf = (name: string, schema: unknown, projection?: unknown): KeyedIndex => {
     const keys = asArray(schema).map(record);
     const hash = keys.find((k) => k.KeyType === 'HASH')?.AttributeName;
     if (typeof hash !== 'string') throw new Error(`${name} has no partition key`);
-    return { name, partitionKey: hash, partitionOnly: keys.length === 1 };
+    const keysOnly = record(projection).ProjectionType === 'KEYS_ONLY';
+    return { name, partitionKey: hash, partitionOnly: keys.length === 1, keysOnly };
   };
   return {
     table: keyOf('table', table.KeySchema),
     indexes: asArray(table.GlobalSecondaryIndexes)
       .map(record)
-      .map((i) => keyOf(String(i.IndexName), i.KeySchema)),
+      .map((i) => keyOf(String(i.IndexName), i.KeySchema, i.Projection)),
   };
 }
 
@@ -625,6 +628,8 @@ function components(inputs: CapacityInputs): {
     const label = isInbox ? 'inbox' : id === indexTableId ? 'content index' : id;
     const perKey = (key: KeyedIndex, isTable: boolean, writesPerEvent: number) => {
       const values = keyValuesPerStream(key, isTable, shards);
+      // A write to a keys-only index entry is one WCU whatever the item's size.
+      const unitWcu = !isTable && key.keysOnly ? 1 : wcu;
       const where = isTable ? `${label} table` : `${label} index ${key.name}`;
       list.push({
         name: `DynamoDB partition, ${where} (key ${key.partitionKey})`,
@@ -632,10 +637,10 @@ function components(inputs: CapacityInputs): {
         limit: q.dynamoPartitionWcu.value,
         unit: 'WCU/s per key value',
         // A key per record takes a record's few writes once, whatever the rate.
-        perApproval: Number.isFinite(values) ? (writesPerEvent * wcu) / values : 0,
+        perApproval: Number.isFinite(values) ? (writesPerEvent * unitWcu) / values : 0,
         limitFrom: quota('dynamoPartitionWcu'),
         detail: Number.isFinite(values)
-          ? `every event of a consumer writes ${values === 1 ? 'the same key value' : `one of ${values} key values`}: ${writesPerEvent} writes x ${wcu} WCU (${isInbox ? book.inboxItemKb.value : book.contentIndexItemKb.value} KB items)`
+          ? `every event of a consumer writes ${values === 1 ? 'the same key value' : `one of ${values} key values`}: ${writesPerEvent} writes x ${unitWcu} WCU (${!isTable && key.keysOnly ? 'keys-only entries' : `${isInbox ? book.inboxItemKb.value : book.contentIndexItemKb.value} KB items`})`
           : 'one key value per record: its writes never add up',
       });
     };
@@ -650,20 +655,23 @@ function components(inputs: CapacityInputs): {
       limitFrom: quota('dynamoOnDemandTableWru'),
       detail: `${writers} consumer(s) x ${writes.table} writes x ${wcu} WCU`,
     });
+    let indexWru = 0;
     for (const index of keys.indexes) {
       perKey(index, false, writes.index);
+      const indexWcu = index.keysOnly ? 1 : wcu;
+      indexWru += writers * writes.index * indexWcu;
       if (writes.index > 0)
         list.push({
           name: `DynamoDB on-demand index, ${label} ${index.name}`,
           kind: 'quota',
           limit: q.dynamoOnDemandTableWru.value,
           unit: 'WRU/s',
-          perApproval: writers * writes.index * wcu,
+          perApproval: writers * writes.index * indexWcu,
           limitFrom: quota('dynamoOnDemandTableWru'),
-          detail: `${writers} consumer(s) x ${writes.index} index writes x ${wcu} WCU`,
+          detail: `${writers} consumer(s) x ${writes.index} index writes x ${indexWcu} WCU${index.keysOnly ? ' (keys only)' : ''}`,
         });
     }
-    if (isInbox) inboxWru += writers * (writes.table + keys.indexes.length * writes.index) * wcu;
+    if (isInbox) inboxWru += tableWru + indexWru;
     else contentIndexWru += tableWru;
   }
 

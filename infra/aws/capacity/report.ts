@@ -39,7 +39,8 @@ const figure = (n: number) =>
 const rate = (n: number) => (Number.isFinite(n) ? `${count(Math.floor(n))}/s` : 'never');
 
 function cell(c: ComponentFigures, i: number): string {
-  if (!Number.isFinite(c.limit)) return `${figure(c.perApproval * (rates[i] ?? 0))} ${c.unit}`;
+  if (!Number.isFinite(c.limit))
+    return `${figure((c.fixed ?? 0) + c.perApproval * (rates[i] ?? 0))} ${c.unit}`;
   const share = c.shares[i] ?? 0;
   const text = `${share >= 10 ? count(share * 100) : share >= 0.001 ? count(share * 100, 1) : share > 0 ? '<0.1' : '0'}%`;
   return share >= 1 ? `**${text}**` : text;
