@@ -165,6 +165,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
+    // This process holds the data directory's lock: any relay run that still holds a slot of
+    // the run lease died with an earlier process (a SIGKILL leaves it held for its lease), and
+    // would keep this runtime's first sweep and nudges from starting a run until it ran out.
+    await db.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE owner IS NOT NULL');
     // Each function reaches PostgreSQL as its own role, as on AWS; fresh passwords every start.
     const logins = allFunctionRoles.map((role) => ({
       role,
