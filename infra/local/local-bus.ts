@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { assertValidRules } from '../../shared/events/event-pattern';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import type { BusCounters, BusDeadLetter, BusEvent } from './bus/bus-types';
 import { DeadLetterFile } from './bus/dead-letters';
 import { BusJournal } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
-import { assertValidRules } from './event-pattern';
 import type { FaultInjector } from './faults';
 
 export type { BusDeadLetter, BusEvent } from './bus/bus-types';

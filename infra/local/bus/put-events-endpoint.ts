@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { matchesPattern } from '../../../shared/events/event-pattern';
 import type { RuleSpec } from '../../../shared/topology';
-import { matchesPattern } from '../event-pattern';
 import type { FaultInjector } from '../faults';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from '../http-guard';
 import type { BusCounters, TargetDelivery } from './bus-types';
