@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
@@ -218,21 +218,17 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
 
   const countEffects = async (): Promise<EffectCounts> => {
     let indexDocuments = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await client.send(
-        new ScanCommand({
-          TableName: tables.indexTable,
-          Select: 'COUNT',
-          FilterExpression: '#s = :approved',
-          ExpressionAttributeNames: { '#s': 'status' },
-          ExpressionAttributeValues: { ':approved': { S: 'approved' } },
-          ExclusiveStartKey: startKey as never,
-        }),
-      );
-      indexDocuments += page.Count ?? 0;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    const pages = paginateScan(
+      { client },
+      {
+        TableName: tables.indexTable,
+        Select: 'COUNT',
+        FilterExpression: '#s = :approved',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':approved': { S: 'approved' } },
+      },
+    );
+    for await (const page of pages) indexDocuments += page.Count ?? 0;
     const sent = await new FileNotifier(effectsDir).read();
     return {
       indexDocuments,
@@ -244,24 +240,22 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   /** PROCESSED records per consumer, by a scan of the inbox: only for the recount. */
   const countProcessed = async (): Promise<Record<ConsumerName, number>> => {
     const out = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await client.send(
-        new ScanCommand({
-          TableName: tables.inboxTable,
-          FilterExpression: '#state.#status = :processed',
-          ProjectionExpression: '#consumer',
-          ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
-          ExpressionAttributeValues: { ':processed': { S: 'PROCESSED' } },
-          ExclusiveStartKey: startKey as never,
-        }),
-      );
+    const pages = paginateScan(
+      { client },
+      {
+        TableName: tables.inboxTable,
+        FilterExpression: '#state.#status = :processed',
+        ProjectionExpression: '#consumer',
+        ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
+        ExpressionAttributeValues: { ':processed': { S: 'PROCESSED' } },
+      },
+    );
+    for await (const page of pages) {
       for (const item of page.Items ?? []) {
         const consumer = item.consumer?.S as ConsumerName | undefined;
         if (consumer !== undefined && consumer in out) out[consumer]++;
       }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
     return out;
   };
 

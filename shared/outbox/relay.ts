@@ -56,7 +56,8 @@ const emptyRound: RelayRound = {
   fencedOut: 0,
 };
 
-function addRounds(a: RelayRound, b: RelayRound): RelayRound {
+/** Two rounds' (or runs') counts added up. */
+export function addRounds(a: RelayRound, b: RelayRound): RelayRound {
   return {
     claimed: a.claimed + b.claimed,
     published: a.published + b.published,
