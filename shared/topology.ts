@@ -273,19 +273,19 @@ export interface AlarmThresholds {
   readonly oldestPendingAgeSeconds: number;
   readonly deadEvents: number;
   readonly relayErrors: number;
-  /** DEAD inbox records, of all consumers together, from which `inbox-dead` alarms. */
+  /** DEAD inbox records of a consumer from which its `inbox-dead-<c>` alarms. */
   readonly consumerDeadRecords: number;
   /**
-   * `inbox-oldest-lease` alarms when a consumer's oldest `PROCESSING` attempt has held its record
-   * longer than this many inbox lease periods (`inboxHealthThresholds` turns it into seconds).
+   * `inbox-oldest-lease-<c>` alarms when the consumer's oldest `PROCESSING` attempt has held its
+   * record longer than this many inbox lease periods (`inboxHealthThresholds` turns it into seconds).
    */
   readonly oldestLeasePeriods: number;
   /**
-   * `inbox-retry-age` alarms when a consumer's oldest `FAILED` record was first attempted longer
-   * ago than this share of the consumer's `maxEventAgeSeconds` (the least of them, for one alarm).
+   * `inbox-retry-age-<c>` alarms when the consumer's oldest `FAILED` record was first attempted
+   * longer ago than this share of the consumer's `maxEventAgeSeconds`.
    */
   readonly retryAgeShare: number;
-  /** Events the delivery audit found missing from a consumer's inbox, all consumers together, from which `undelivered` alarms. */
+  /** Delivered events the audit found missing from a consumer's inbox, from which its `undelivered-<c>` alarms. */
   readonly undeliveredEvents: number;
   readonly dlqMessages: number;
   readonly failedInvocations: number;

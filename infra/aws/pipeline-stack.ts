@@ -7,8 +7,9 @@ import {
   consumerServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import { inboxGaugeAlarmId, inboxGaugeGroups } from '../../shared/inbox/inbox-gauges';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
-import { alarmIds } from '../../shared/ops/alarm-ids';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
@@ -193,8 +194,13 @@ export class PipelineStack extends Stack {
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
       alarmNames: Object.fromEntries(
-        consumerNames.map((c) => [c, alarmName(this.stackName, alarmIds.inboxDead(c))]),
-      ) as Record<ConsumerName, string>,
+        consumerNames.flatMap((c) =>
+          inboxGaugeGroups.map((group) => {
+            const id = inboxGaugeAlarmId(group, c);
+            return [id, alarmName(this.stackName, id)];
+          }),
+        ),
+      ),
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
       ...common,
     });
@@ -209,6 +215,7 @@ export class PipelineStack extends Stack {
       },
       relayFunction: this.relay.function,
       gaugesFunction: this.inboxGauges.function,
+      inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
       relaySweep,
       consumers: consumerNames,
       queues,
@@ -244,6 +251,7 @@ export class PipelineStack extends Stack {
           rules,
           api: this.tasksApi.api,
           alarms: this.alarms.all,
+          inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
         })
       : undefined;
 

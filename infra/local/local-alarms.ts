@@ -1,3 +1,4 @@
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
@@ -39,7 +40,17 @@ export function evaluateAlarms(
     [alarmIds.deadLetters]: state(input.deadLetters >= thresholds.dlqMessages),
   };
   for (const [name, counts] of Object.entries(input.consumers)) {
+    const limits = inboxHealthThresholds(name as ConsumerName, {
+      alarms: thresholds,
+      consumers: topology.consumers,
+    });
     alarms[alarmIds.inboxDead(name)] = state(counts.dead >= thresholds.consumerDeadRecords);
+    alarms[alarmIds.inboxOldestLease(name)] = state(
+      (counts.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds,
+    );
+    alarms[alarmIds.inboxRetryAge(name)] = state(
+      (counts.oldestRetryAgeSeconds ?? 0) > limits.retryAgeSeconds,
+    );
   }
   return alarms;
 }

@@ -38,10 +38,9 @@ export const inboxGaugesServiceName = 'inbox-gauges';
 
 /**
  * The gauges the inbox-gauges function emits on its schedule, per consumer (dimension
- * `Consumer`) and for all consumers together (no `Consumer` dimension: what the alarms watch):
- * DEAD and FAILED records now, and the age in seconds of the oldest `PROCESSING` lease and of
- * the oldest `FAILED` record's first attempt (0 when there is none). A gauge stays at its value
- * until the next one, unlike the per-invocation `InboxDeadRecords` count.
+ * `Consumer`): DEAD and FAILED records now, and the age in seconds of the oldest `PROCESSING`
+ * lease and of the oldest `FAILED` record's first attempt (0 when there is none). A gauge stays
+ * at its value until the next one, unlike the per-invocation `InboxDeadRecords` count.
  */
 export const inboxGaugeMetricNames = {
   dead: 'DeadRecordsInInbox',
@@ -54,9 +53,8 @@ export const inboxGaugeMetricNames = {
 export const deliveryAuditServiceName = 'delivery-audit';
 
 /**
- * What the delivery audit emits after each run, per consumer (dimension `Consumer`) and for all
- * of them together (no `Consumer` dimension: what the `undelivered` alarm watches): delivered
- * events missing from the consumer's inbox.
+ * What the delivery audit emits after each run, per consumer (dimension `Consumer`): delivered
+ * events it found missing from the consumer's inbox and not found since (a gauge).
  */
 export const auditMetricNames = {
   undelivered: 'UndeliveredToConsumer',

@@ -11,6 +11,14 @@ export const alarmIds = {
   relayErrors: 'relay-errors',
   inboxGaugesErrors: 'inbox-gauges-errors',
   inboxDead: (consumer: string) => `inbox-dead-${consumer}`,
+  /** A consumer's oldest `PROCESSING` attempt has held its record past `oldestLeasePeriods` leases. */
+  inboxOldestLease: (consumer: string) => `inbox-oldest-lease-${consumer}`,
+  /** A consumer's oldest `FAILED` record was first attempted more than `retryAgeShare` of its event age ago. */
+  inboxRetryAge: (consumer: string) => `inbox-retry-age-${consumer}`,
+  /** The delivery audit found delivered events missing from the consumer's inbox. */
+  undelivered: (consumer: string) => `undelivered-${consumer}`,
+  /** AWS: the delivery audit function failed (locally its runner's errors). */
+  auditErrors: 'delivery-audit-errors',
   /** AWS: one per rule DLQ and on-failure queue. */
   queueNotEmpty: (queue: string) => `queue-not-empty-${queue}`,
   /** Locally the bus keeps one dead-letter store, so one alarm stands for every queue. */

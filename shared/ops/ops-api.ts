@@ -8,6 +8,7 @@ import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type RouteSpec } from '../http/router';
 import { isInboxError } from '../inbox/errors';
+import { inboxHealth } from '../inbox/inbox-health';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
@@ -159,10 +160,10 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
 
   async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
     const [open, processed] = await Promise.all([
-      inbox.openCounts(consumer),
+      inbox.openFigures(consumer),
       deps.processedCount ? deps.processedCount(consumer) : Promise.resolve(null),
     ]);
-    return { processed, inProgress: open.PROCESSING, failed: open.FAILED, dead: open.DEAD };
+    return { processed, ...inboxHealth(open, clock()) };
   }
 
   async function status(): Promise<OpsStatus> {

@@ -12,6 +12,7 @@ import { consumerEnv, inboxGaugeMetricNames, inboxGaugesServiceName } from '../.
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
 import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-store';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
@@ -601,19 +602,27 @@ describe('alarm dimensions match what the functions emit', () => {
         Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
       );
 
-  it('inbox gauges: each inbox-dead alarm has the dimensions the gauge function writes for its consumer', async () => {
+  it('inbox gauges: each inbox alarm has the dimensions and metric the gauge function writes for its consumer', async () => {
     const handler = readFileSync(join(projectRoot, 'functions/inbox-gauges/handler.ts'), 'utf8');
     expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: inboxGaugesServiceName/);
     const lines: string[] = [];
+    const now = Date.parse('2026-11-30T12:00:00Z');
     const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
       lines.push(String(chunk));
       return true;
     });
     try {
       await emitInboxGauges({
-        inbox: { openCounts: async () => ({ PROCESSING: 0, FAILED: 0, DEAD: 2 }) },
+        inbox: {
+          openFigures: async () => ({
+            PROCESSING: { count: 1, oldestSince: now - 400_000 },
+            FAILED: { count: 1, oldestSince: now - 30_000_000 },
+            DEAD: { count: 2, oldestSince: now - 1_000 },
+          }),
+        },
         metrics: new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName }),
         consumers: consumerNames,
+        clock: () => now,
       });
     } finally {
       write.mockRestore();
@@ -628,9 +637,23 @@ describe('alarm dimensions match what the functions emit', () => {
       const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
       expect(declared?.Namespace).toBe(metricsNamespace);
       expect(emf[inboxGaugeMetricNames.dead]).toBe(2);
-      expect(alarmsOn(inboxGaugeMetricNames.dead)).toContainEqual(emitted);
+      expect(emf[inboxGaugeMetricNames.oldestLease]).toBe(400);
+      expect(emf[inboxGaugeMetricNames.retryAge]).toBe(30_000);
+      for (const metric of [
+        inboxGaugeMetricNames.dead,
+        inboxGaugeMetricNames.oldestLease,
+        inboxGaugeMetricNames.retryAge,
+      ]) {
+        expect(alarmsOn(metric), metric).toContainEqual(emitted);
+      }
     }
-    expect(alarmsOn(inboxGaugeMetricNames.dead)).toHaveLength(consumerNames.length);
+    for (const metric of [
+      inboxGaugeMetricNames.dead,
+      inboxGaugeMetricNames.oldestLease,
+      inboxGaugeMetricNames.retryAge,
+    ]) {
+      expect(alarmsOn(metric), metric).toHaveLength(consumerNames.length);
+    }
   });
 
   it('relay: the age and dead alarms use the service name the relay handler gives Powertools', () => {
@@ -694,6 +717,37 @@ describe('alarms', () => {
     for (const a of on(inboxGaugeMetricNames.dead)) expect(a.Period).toBe(topology.alarms.gaugePeriodSeconds);
   });
 
+  it('alarm per consumer on the oldest PROCESSING lease and the oldest retry age, at the topology’s thresholds', () => {
+    for (const c of consumerNames) {
+      const limits = inboxHealthThresholds(c);
+      s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `ContentPipeline-sandbox-inbox-oldest-lease-${c}`,
+        Namespace: metricsNamespace,
+        MetricName: inboxGaugeMetricNames.oldestLease,
+        Dimensions: Match.arrayWith([{ Name: 'Consumer', Value: c }]),
+        Statistic: 'Maximum',
+        Period: topology.alarms.gaugePeriodSeconds,
+        Threshold: topology.alarms.oldestLeasePeriods * 30,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'ignore',
+        AlarmActions: [ref(s.stack.alarms.topic)],
+      });
+      expect(limits.retryAgeSeconds).toBe(6 * 3600);
+      s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `ContentPipeline-sandbox-inbox-retry-age-${c}`,
+        Namespace: metricsNamespace,
+        MetricName: inboxGaugeMetricNames.retryAge,
+        Dimensions: Match.arrayWith([{ Name: 'Consumer', Value: c }]),
+        Statistic: 'Maximum',
+        Period: topology.alarms.gaugePeriodSeconds,
+        Threshold: limits.retryAgeSeconds,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'ignore',
+        AlarmActions: [ref(s.stack.alarms.topic)],
+      });
+    }
+  });
+
   it('count DEAD inbox records on a schedule from the operator’s index, never the database', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
@@ -712,10 +766,15 @@ describe('alarms', () => {
     // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
     expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
     const alarmArns = JSON.stringify(statements[1]?.Resource);
-    for (const c of consumerNames)
-      expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-inbox-dead-${c}`);
-    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).INBOX_DEAD_ALARMS))).toEqual(
-      Object.fromEntries(consumerNames.map((c) => [c, `ContentPipeline-sandbox-inbox-dead-${c}`])),
+    const fed = consumerNames.flatMap((c) => [
+      `inbox-dead-${c}`,
+      `inbox-oldest-lease-${c}`,
+      `inbox-retry-age-${c}`,
+    ]);
+    expect(statements[1]?.Resource).toHaveLength(fed.length);
+    for (const id of fed) expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-${id}"`);
+    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).GAUGE_ALARMS))).toEqual(
+      Object.fromEntries(fed.map((id) => [id, `ContentPipeline-sandbox-${id}`])),
     );
     expect(Object.keys(envOf(s.stack.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
   });

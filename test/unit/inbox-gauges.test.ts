@@ -1,16 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { inboxGaugeMetricNames } from '../../shared/consumers/contract';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
-import type { OpenCounts } from '../../shared/inbox/inbox-store';
+import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-store';
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { ConsumerName } from '../../shared/topology';
 
 const consumers: ConsumerName[] = ['index', 'notify', 'archive'];
+const now = Date.parse('2026-11-30T12:00:00.000Z');
 
-/** A Metrics stand-in that keeps each published document's dimension and value. */
+/** A Metrics stand-in that keeps each published document: its consumer and its metrics. */
 function recordingMetrics() {
-  const sent: { consumer: string; value: number }[] = [];
+  const sent: { consumer: string; metrics: Record<string, number> }[] = [];
   let consumer = '';
-  let value = Number.NaN;
+  let metrics: Record<string, number> = {};
   return {
     sent,
     metrics: {
@@ -18,49 +20,98 @@ function recordingMetrics() {
         consumer = v;
       },
       addMetric: (name: string, _unit: unknown, v: number) => {
-        if (name === inboxGaugeMetricNames.dead) value = v;
+        metrics[name] = v;
       },
-      publishStoredMetrics: () => void sent.push({ consumer, value }),
+      publishStoredMetrics: () => {
+        sent.push({ consumer, metrics });
+        metrics = {};
+      },
     },
   };
 }
 
-const counts = (dead: Partial<Record<ConsumerName, number>>) => ({
-  openCounts: async (c: string): Promise<OpenCounts> => ({
-    PROCESSING: 0,
-    FAILED: 0,
-    DEAD: dead[c as ConsumerName] ?? 0,
+const none: OpenFigure = { count: 0, oldestSince: null };
+const figures = (open: Partial<Record<ConsumerName, Partial<OpenFigures>>>) => ({
+  openFigures: async (c: string): Promise<OpenFigures> => ({
+    PROCESSING: none,
+    FAILED: none,
+    DEAD: none,
+    ...open[c as ConsumerName],
   }),
 });
+const everyAlarmOk = new Set(
+  consumers.flatMap((c) => [alarmIds.inboxDead(c), alarmIds.inboxOldestLease(c), alarmIds.inboxRetryAge(c)]),
+);
+const allOkBut = (...ids: string[]) => new Set([...everyAlarmOk].filter((id) => !ids.includes(id)));
 
 describe('inbox gauges', () => {
-  it('send a count for every consumer with DEAD records, and a zero only where the alarm is not OK yet', async () => {
+  it('send each consumer’s figures that are above zero: DEAD count, oldest lease, retry age with the FAILED count', async () => {
     const m = recordingMetrics();
     const report = await emitInboxGauges({
-      inbox: counts({ notify: 2 }),
+      inbox: figures({
+        notify: { DEAD: { count: 2, oldestSince: now - 50_000 } },
+        archive: {
+          PROCESSING: { count: 3, oldestSince: now - 200_500 },
+          FAILED: { count: 4, oldestSince: now - 7_200_000 },
+        },
+      }),
       metrics: m.metrics as never,
       consumers,
-      // index's alarm is OK, archive's still ALARM (its records were just redriven).
-      okAlarms: async () => new Set<ConsumerName>(['index', 'notify']),
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'notify', value: 2 },
-      { consumer: 'archive', value: 0 },
+      { consumer: 'notify', metrics: { [inboxGaugeMetricNames.dead]: 2 } },
+      {
+        consumer: 'archive',
+        metrics: {
+          [inboxGaugeMetricNames.oldestLease]: 200,
+          [inboxGaugeMetricNames.retryAge]: 7_200,
+          [inboxGaugeMetricNames.failed]: 4,
+        },
+      },
     ]);
-    expect(report).toEqual({
-      index: { dead: 0, sent: false },
-      notify: { dead: 2, sent: true },
-      archive: { dead: 0, sent: true },
+    expect(report.archive).toEqual({
+      inProgress: 3,
+      failed: 4,
+      dead: 0,
+      oldestLeaseSeconds: 200,
+      oldestRetryAgeSeconds: 7_200,
+      sent: ['lease', 'retry'],
+    });
+    expect(report.index).toEqual({
+      inProgress: 0,
+      failed: 0,
+      dead: 0,
+      oldestLeaseSeconds: null,
+      oldestRetryAgeSeconds: null,
+      sent: [],
     });
   });
 
-  it('send nothing for an idle, healthy pipeline', async () => {
+  it('send a zero only for a figure whose alarm is not OK yet (its records were just redriven)', async () => {
     const m = recordingMetrics();
     await emitInboxGauges({
-      inbox: counts({}),
+      inbox: figures({}),
       metrics: m.metrics as never,
       consumers,
-      okAlarms: async () => new Set(consumers),
+      okAlarms: async () => allOkBut(alarmIds.inboxDead('archive'), alarmIds.inboxOldestLease('index')),
+      clock: () => now,
+    });
+    expect(m.sent).toEqual([
+      { consumer: 'index', metrics: { [inboxGaugeMetricNames.oldestLease]: 0 } },
+      { consumer: 'archive', metrics: { [inboxGaugeMetricNames.dead]: 0 } },
+    ]);
+  });
+
+  it('send nothing for an idle, healthy pipeline, nor for an attempt in flight less than a second', async () => {
+    const m = recordingMetrics();
+    await emitInboxGauges({
+      inbox: figures({ index: { PROCESSING: { count: 1, oldestSince: now - 400 } } }),
+      metrics: m.metrics as never,
+      consumers,
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
     });
     expect(m.sent).toEqual([]);
   });
@@ -68,13 +119,16 @@ describe('inbox gauges', () => {
   it('send every gauge when the alarm states cannot be read', async () => {
     const m = recordingMetrics();
     await emitInboxGauges({
-      inbox: counts({}),
+      inbox: figures({}),
       metrics: m.metrics as never,
       consumers,
       okAlarms: async () => {
         throw new Error('ThrottlingException');
       },
+      clock: () => now,
     });
     expect(m.sent.map((d) => d.consumer)).toEqual(consumers);
+    for (const d of m.sent)
+      expect(Object.keys(d.metrics).sort()).toEqual(Object.values(inboxGaugeMetricNames).sort());
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
@@ -10,7 +11,14 @@ const periodMs = topology.relay.sweepSeconds * 1_000;
 const silentSweeps = t.relaySilentSweeps;
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
-const healthyInbox: InboxStatusCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
+const healthyInbox: InboxStatusCounts = {
+  processed: 10,
+  inProgress: 0,
+  failed: 0,
+  dead: 0,
+  oldestLeaseSeconds: null,
+  oldestRetryAgeSeconds: null,
+};
 
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
 function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
@@ -47,6 +55,8 @@ describe('evaluateAlarms', () => {
         alarmIds.relaySilent,
         alarmIds.deadLetters,
         ...consumerNames.map(alarmIds.inboxDead),
+        ...consumerNames.map(alarmIds.inboxOldestLease),
+        ...consumerNames.map(alarmIds.inboxRetryAge),
       ].sort(),
     );
   });
@@ -90,8 +100,53 @@ describe('evaluateAlarms', () => {
     },
   );
 
-  it('an inbox with failed or in-progress records but none dead does not alarm', () => {
-    const busy = { processed: 0, inProgress: 5, failed: 5, dead: 0 };
+  it.each(consumerNames)(
+    'inbox-oldest-lease-%s alarms for that consumer only, once its oldest lease is past five lease periods',
+    (name) => {
+      const held = (seconds: number) =>
+        evaluateAlarms(
+          healthy({
+            consumers: {
+              ...healthy().consumers,
+              [name]: { ...healthyInbox, inProgress: 1, oldestLeaseSeconds: seconds },
+            },
+          }),
+        );
+      const limit = inboxHealthThresholds(name).oldestLeaseSeconds;
+      expect(limit).toBe(t.oldestLeasePeriods * 30);
+      expect(held(limit)[alarmIds.inboxOldestLease(name)]).toBe('OK');
+      expect(alarmsIn(held(limit + 1))).toEqual([alarmIds.inboxOldestLease(name)]);
+    },
+  );
+
+  it.each(consumerNames)(
+    'inbox-retry-age-%s alarms for that consumer only, once its oldest FAILED record is past a quarter of its event age',
+    (name) => {
+      const waited = (seconds: number) =>
+        evaluateAlarms(
+          healthy({
+            consumers: {
+              ...healthy().consumers,
+              [name]: { ...healthyInbox, failed: 1, oldestRetryAgeSeconds: seconds },
+            },
+          }),
+        );
+      const limit = inboxHealthThresholds(name).retryAgeSeconds;
+      expect(limit).toBe(topology.consumers[name].maxEventAgeSeconds * t.retryAgeShare);
+      expect(waited(limit)[alarmIds.inboxRetryAge(name)]).toBe('OK');
+      expect(alarmsIn(waited(limit + 1))).toEqual([alarmIds.inboxRetryAge(name)]);
+    },
+  );
+
+  it('an inbox with failed or in-progress records but none dead, none stuck, does not alarm', () => {
+    const busy = {
+      processed: 0,
+      inProgress: 5,
+      failed: 5,
+      dead: 0,
+      oldestLeaseSeconds: 3,
+      oldestRetryAgeSeconds: 60,
+    };
     const consumers = Object.fromEntries(consumerNames.map((c) => [c, busy])) as Record<
       ConsumerName,
       InboxStatusCounts

@@ -17,6 +17,7 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerMetricNames, inboxGaugeMetricNames } from '../../../shared/consumers/contract';
+import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
 import { alarmIds } from '../../../shared/ops/alarm-ids';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
@@ -40,8 +41,10 @@ export interface PipelineAlarmsProps {
   readonly thresholds: AlarmThresholds;
   readonly dimensions: PipelineMetricDimensions;
   readonly relayFunction: IFunction;
-  /** The inbox gauges: if they stop, the inbox-dead alarms (missing data ignored) would go quiet. */
+  /** The inbox gauges: if they stop, the inbox alarms (missing data ignored) would go quiet. */
   readonly gaugesFunction: IFunction;
+  /** Each consumer's oldest-lease and retry-age thresholds (`inboxHealthThresholds`). */
+  readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
   readonly relaySweep: Duration;
   readonly consumers: readonly ConsumerName[];
@@ -80,11 +83,11 @@ export class PipelineMetrics {
     });
   }
 
-  /** A consumer's DEAD-records gauge, as the inbox gauges function emits it every gauge period. */
-  inboxDeadGauge(consumer: ConsumerName): Metric {
+  /** One of a consumer's inbox gauges, as the inbox gauges function emits it every gauge period. */
+  inboxGauge(consumer: ConsumerName, name: keyof typeof inboxGaugeMetricNames): Metric {
     return new Metric({
       namespace: metricsNamespace,
-      metricName: inboxGaugeMetricNames.dead,
+      metricName: inboxGaugeMetricNames[name],
       dimensionsMap: { ...this.dimensions.inboxGauge(consumer) },
       statistic: Stats.MAXIMUM,
       period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
@@ -141,6 +144,8 @@ export class PipelineAlarms extends Construct {
   public readonly relayErrors: Alarm;
   public readonly gaugesErrors: Alarm;
   public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly oldestLease: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly retryAge: ReadonlyMap<ConsumerName, Alarm>;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
   public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
   public readonly all: readonly Alarm[];
@@ -275,7 +280,7 @@ export class PipelineAlarms extends Construct {
 
     this.gaugesErrors = alarm(
       alarmIds.inboxGaugesErrors,
-      'The inbox gauges function failed: while it fails, the inbox-dead alarms get no data and keep their state.',
+      'The inbox gauges function failed: while it fails, the inbox alarms get no data and keep their state.',
       props.gaugesFunction.metricErrors({
         statistic: Stats.SUM,
         period: Duration.seconds(t.gaugePeriodSeconds),
@@ -284,19 +289,44 @@ export class PipelineAlarms extends Construct {
     );
 
     const consumerDead = new Map<ConsumerName, Alarm>();
+    const oldestLease = new Map<ConsumerName, Alarm>();
+    const retryAge = new Map<ConsumerName, Alarm>();
     for (const consumer of props.consumers) {
+      const limits = props.inboxThresholds(consumer);
       consumerDead.set(
         consumer,
         alarm(
           alarmIds.inboxDead(consumer),
           `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
-          this.metrics.inboxDeadGauge(consumer),
+          this.metrics.inboxGauge(consumer, 'dead'),
           t.consumerDeadRecords,
           { missing: TreatMissingData.IGNORE },
         ),
       );
+      oldestLease.set(
+        consumer,
+        alarm(
+          alarmIds.inboxOldestLease(consumer),
+          `An attempt of the ${consumer} consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: it is stuck mid-effect, or was killed with nothing left to take its record over (README "Is anything stuck?").`,
+          this.metrics.inboxGauge(consumer, 'oldestLease'),
+          limits.oldestLeaseSeconds,
+          { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+        ),
+      );
+      retryAge.set(
+        consumer,
+        alarm(
+          alarmIds.inboxRetryAge(consumer),
+          `A FAILED ${consumer} inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry (README "Is anything stuck?").`,
+          this.metrics.inboxGauge(consumer, 'retryAge'),
+          limits.retryAgeSeconds,
+          { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+        ),
+      );
     }
     this.consumerDead = consumerDead;
+    this.oldestLease = oldestLease;
+    this.retryAge = retryAge;
 
     const queueNotEmpty = new Map<string, Alarm>();
     for (const { name, queue } of props.queues) {

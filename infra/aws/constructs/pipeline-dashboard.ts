@@ -13,6 +13,7 @@ import {
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 import type { PipelineMetrics, WatchedQueue } from './pipeline-alarms';
 
@@ -26,6 +27,8 @@ export interface PipelineDashboardProps {
   readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   readonly api: RestApi;
   readonly alarms: readonly Alarm[];
+  /** Each consumer's oldest-lease and retry-age thresholds, drawn on their graphs. */
+  readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
 }
 
 const width = 8;
@@ -136,7 +139,7 @@ export class PipelineDashboard extends Construct {
         title: 'Consumers: DEAD records in the inbox',
         width,
         height,
-        left: props.consumers.map((c) => m.inboxDeadGauge(c.name).with({ label: c.name })),
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'dead').with({ label: c.name })),
       }),
       consumerGraph('Consumers: poison events', 'poison'),
       new GraphWidget({
@@ -144,6 +147,35 @@ export class PipelineDashboard extends Construct {
         width,
         height,
         left: props.consumers.map((c) => c.function.metricErrors({ period, label: `${c.name} errors` })),
+      }),
+    );
+    // The design's third way to fail silently: the inbox's own state machine stuck while the
+    // transport looks consumed (README "Is anything stuck?").
+    const annotations = (of: (t: InboxHealthThresholds) => number): HorizontalAnnotation[] =>
+      [...new Set(props.consumers.map((c) => of(props.inboxThresholds(c.name))))].map((value) => ({
+        value,
+        label: 'alarm',
+      }));
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Consumers: oldest PROCESSING lease (s)',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'oldestLease').with({ label: c.name })),
+        leftAnnotations: annotations((t) => t.oldestLeaseSeconds),
+      }),
+      new GraphWidget({
+        title: 'Consumers: oldest FAILED record’s retry age (s)',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'retryAge').with({ label: c.name })),
+        leftAnnotations: annotations((t) => t.retryAgeSeconds),
+      }),
+      new GraphWidget({
+        title: 'Consumers: FAILED records waiting for a retry',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'failed').with({ label: c.name })),
       }),
     );
     this.dashboard.addWidgets(
