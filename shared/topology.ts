@@ -249,8 +249,16 @@ export interface AuditConfig {
   readonly pageSize: number;
   /** Pages a run reads at most: a run's reads are bounded whatever the backlog (the next run goes on). */
   readonly maxPagesPerRun: number;
-  /** Open findings a run checks again (oldest first); those whose record has arrived are cleared. */
+  /** Open findings a run checks again (checked longest ago first); those whose record has arrived are cleared. */
   readonly recheckPerRun: number;
+  /**
+   * How long a run holds the audit's lease, renewed with every page: one run at a time whatever
+   * overlaps (a slow run and the next tick, Lambda's retry), and a run that dies blocks the
+   * next for at most this long.
+   */
+  readonly leaseSeconds: number;
+  /** Lambda timeout of the audit function: a run stops paging with a page's time to spare. */
+  readonly timeoutSeconds: number;
   /** The local runtime only: how often it audits (on AWS the audit runs with the relay's safety sweep). */
   readonly localPeriodSeconds: number;
 }
@@ -265,6 +273,8 @@ const audit: AuditConfig = {
   // worked off by the following runs, and `GET /ops/audit` says how far behind it is.
   maxPagesPerRun: 100,
   recheckPerRun: 1_000,
+  leaseSeconds: 60,
+  timeoutSeconds: 300,
   localPeriodSeconds: 60,
 };
 

@@ -178,7 +178,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await setRolePasswords(db, logins);
     const roleClients = new Map<FunctionRole, SqlClient>();
     const connections: Record<FunctionRole, number> = {
-      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4 },
+      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4, audit: 2 },
       ...seams.connections,
     };
     for (const login of logins) {

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import { type BusIdentity, eventBridgeTime } from '../../../shared/events/bus-event';
 import type { BusEvent } from './bus-types';
+
+/** The account and Region the local bus writes into every event (no account of anyone's). */
+export const localBusIdentity: BusIdentity = { account: '000000000000', region: 'us-east-1' };
 
 // A JavaScript Date spans ±8.64e15 ms; an epoch-seconds `Time` outside it names no instant.
 const maxEpochSeconds = 8.64e12;
@@ -112,9 +116,9 @@ export function toBusEvent(entry: PutEventsEntry): { event: BusEvent } | { error
       id: randomUUID(),
       'detail-type': entry.DetailType as string,
       source: entry.Source as string,
-      account: '000000000000',
-      time: `${time.toISOString().slice(0, 19)}Z`,
-      region: 'us-east-1',
+      account: localBusIdentity.account,
+      time: eventBridgeTime(time),
+      region: localBusIdentity.region,
       resources: entry.Resources ?? [],
       detail: detail as Record<string, unknown>,
     },
