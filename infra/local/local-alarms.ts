@@ -9,6 +9,10 @@ export interface AlarmInputs {
   readonly outbox: OutboxStats;
   readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
   readonly deadLetters: number;
+  /** Delivered events the audit found missing, per consumer. */
+  readonly undelivered: Readonly<Record<ConsumerName, number>>;
+  /** Failed runs of the local delivery audit since start. */
+  readonly auditErrors: number;
   readonly relayErrors: number;
   readonly relayLastRunAt: Date | undefined;
   readonly now: Date;
@@ -38,6 +42,7 @@ export function evaluateAlarms(
     [alarmIds.relayErrors]: state(input.relayErrors >= thresholds.relayErrors),
     [alarmIds.relaySilent]: state(input.now.getTime() - lastSign.getTime() > silentAfterMs),
     [alarmIds.deadLetters]: state(input.deadLetters >= thresholds.dlqMessages),
+    [alarmIds.auditErrors]: state(input.auditErrors >= 1),
   };
   for (const [name, counts] of Object.entries(input.consumers)) {
     const limits = inboxHealthThresholds(name as ConsumerName, {
@@ -50,6 +55,9 @@ export function evaluateAlarms(
     );
     alarms[alarmIds.inboxRetryAge(name)] = state(
       (counts.oldestRetryAgeSeconds ?? 0) > limits.retryAgeSeconds,
+    );
+    alarms[alarmIds.undelivered(name)] = state(
+      (input.undelivered[name as ConsumerName] ?? 0) >= thresholds.undeliveredEvents,
     );
   }
   return alarms;

@@ -71,6 +71,17 @@ const nextRowsAfterCursor = `
           OR (o.delivered_at, o.event_id) > (a.cursor_delivered_at, a.cursor_event_id))
    ORDER BY o.delivered_at, o.event_id`;
 
+const toDeliveredRow = (r: PageRow): DeliveredRow => ({
+  eventId: r.event_id,
+  eventType: r.event_type,
+  aggregateId: r.aggregate_id,
+  aggregateVersion: r.aggregate_version,
+  payload: r.payload,
+  createdAt: r.created_at,
+  busEventId: r.bus_event_id ?? r.event_id,
+  deliveredAt: r.delivered_at,
+});
+
 /** What a page row adds to a Data API response besides its payload (as the claim counts it). */
 const pageRowOverheadBytes = 512;
 
@@ -133,16 +144,7 @@ export class DeliveryAuditStore {
         ORDER BY n`,
       { graceSeconds, limit, maxBytes, rowOverhead: pageRowOverheadBytes },
     );
-    return rows.map((r) => ({
-      eventId: r.event_id,
-      eventType: r.event_type,
-      aggregateId: r.aggregate_id,
-      aggregateVersion: r.aggregate_version,
-      payload: r.payload,
-      createdAt: r.created_at,
-      busEventId: r.bus_event_id ?? r.event_id,
-      deliveredAt: r.delivered_at,
-    }));
+    return rows.map(toDeliveredRow);
   }
 
   /**
@@ -267,6 +269,53 @@ export class DeliveryAuditStore {
       redrivenAt: r.redriven_at?.toISOString() ?? null,
       redrives: r.redrives,
     }));
+  }
+
+  /**
+   * Open findings to re-send, oldest delivery first, at most `limit`: those of `eventId` (and
+   * `consumer`) when given, else every one not re-sent in the last `quietSeconds` (a re-send
+   * that recent is still on its way: sending it again would only duplicate it).
+   */
+  async toRedrive(
+    limit: number,
+    target:
+      | { readonly eventId: string; readonly consumer?: ConsumerName }
+      | { readonly quietSeconds: number },
+  ): Promise<Finding[]> {
+    const one = 'eventId' in target;
+    const { rows } = await this.db.query<{ event_id: string; consumer: ConsumerName; delivered_at: Date }>(
+      one
+        ? `SELECT event_id, consumer, delivered_at FROM delivery_audit_findings
+            WHERE event_id = :eventId AND (:consumer::text IS NULL OR consumer = :consumer::text)
+            ORDER BY consumer LIMIT :limit`
+        : `SELECT event_id, consumer, delivered_at FROM delivery_audit_findings
+            WHERE redriven_at IS NULL OR redriven_at < now() - make_interval(secs => :quietSeconds::float8)
+            ORDER BY delivered_at, event_id, consumer LIMIT :limit`,
+      one
+        ? { limit, eventId: sqlParam.uuid(target.eventId), consumer: target.consumer ?? null }
+        : { limit, quietSeconds: target.quietSeconds },
+    );
+    return rows.map((r) => ({
+      eventId: r.event_id,
+      consumer: r.consumer,
+      deliveredAt: r.delivered_at.toISOString(),
+    }));
+  }
+
+  /**
+   * The delivered outbox rows of `eventIds` (those still kept: the relay purges delivered rows
+   * after its retention), by event id: what a re-send rebuilds each event from.
+   */
+  async deliveredEvents(eventIds: readonly string[]): Promise<Map<string, DeliveredRow>> {
+    if (eventIds.length === 0) return new Map();
+    const { rows } = await this.db.query<PageRow>(
+      `SELECT o.event_id, o.event_type, o.aggregate_id, o.aggregate_version, o.payload, o.created_at,
+              o.bus_event_id, o.delivered_at::text AS delivered_at
+         FROM outbox o JOIN jsonb_array_elements_text(:ids::jsonb) AS i(id) ON o.event_id = i.id::uuid
+        WHERE o.status = 'delivered'`,
+      { ids: sqlParam.json([...new Set(eventIds)]) },
+    );
+    return new Map(rows.map((r) => [r.event_id, toDeliveredRow(r)]));
   }
 
   /** Notes a re-send of a finding (it stays open until a run finds the record). */

@@ -23,6 +23,9 @@ export interface BusIdentity {
   readonly region: string;
 }
 
+/** The account and Region the local bus writes into every event (no account of anyone's). */
+export const localBusIdentity: BusIdentity = { account: '000000000000', region: 'us-east-1' };
+
 /** An event's `time` as EventBridge writes it: the entry's `Time`, to the second. */
 export const eventBridgeTime = (time: Date): string => `${time.toISOString().slice(0, 19)}Z`;
 

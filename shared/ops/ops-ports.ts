@@ -59,6 +59,8 @@ export interface StatusFigures {
   readonly outbox: OutboxStats;
   readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
   readonly deadLetters: number;
+  /** Delivered events the audit found missing, per consumer (its open findings). */
+  readonly undelivered: Readonly<Record<ConsumerName, number>>;
 }
 
 /** When the relay last ran and how many of its runs failed. */

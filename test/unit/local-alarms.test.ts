@@ -29,6 +29,8 @@ function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
       InboxStatusCounts
     >,
     deadLetters: 0,
+    undelivered: { index: 0, notify: 0, archive: 0 },
+    auditErrors: 0,
     relayErrors: 0,
     relayLastRunAt: new Date(now.getTime() - 1_000),
     now,
@@ -54,7 +56,9 @@ describe('evaluateAlarms', () => {
         alarmIds.relayErrors,
         alarmIds.relaySilent,
         alarmIds.deadLetters,
+        alarmIds.auditErrors,
         ...consumerNames.map(alarmIds.inboxDead),
+        ...consumerNames.map(alarmIds.undelivered),
         ...consumerNames.map(alarmIds.inboxOldestLease),
         ...consumerNames.map(alarmIds.inboxRetryAge),
       ].sort(),
@@ -152,6 +156,21 @@ describe('evaluateAlarms', () => {
       InboxStatusCounts
     >;
     expect(alarmsIn(evaluateAlarms(healthy({ consumers })))).toEqual([]);
+  });
+
+  it.each(consumerNames)(
+    'undelivered-%s alarms for that consumer only, from the first delivered event the audit found missing',
+    (name) => {
+      const missing = (n: number) =>
+        evaluateAlarms(healthy({ undelivered: { ...healthy().undelivered, [name]: n } }));
+      expect(t.undeliveredEvents).toBe(1);
+      expect(missing(0)[alarmIds.undelivered(name)]).toBe('OK');
+      expect(alarmsIn(missing(1))).toEqual([alarmIds.undelivered(name)]);
+    },
+  );
+
+  it('delivery-audit-errors alarms once an audit run failed', () => {
+    expect(alarmsIn(evaluateAlarms(healthy({ auditErrors: 1 })))).toEqual([alarmIds.auditErrors]);
   });
 
   it('relaySilent alarms after relaySilentSweeps sweep periods without a run, not at exactly that', () => {

@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
-import { type BusIdentity, eventBridgeTime } from '../../../shared/events/bus-event';
+import { eventBridgeTime, localBusIdentity } from '../../../shared/events/bus-event';
 import type { BusEvent } from './bus-types';
-
-/** The account and Region the local bus writes into every event (no account of anyone's). */
-export const localBusIdentity: BusIdentity = { account: '000000000000', region: 'us-east-1' };
 
 // A JavaScript Date spans ±8.64e15 ms; an epoch-seconds `Time` outside it names no instant.
 const maxEpochSeconds = 8.64e12;
