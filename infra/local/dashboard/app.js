@@ -439,12 +439,33 @@ function startDashboard(config) {
     );
 
     const inbox = obj(s.consumers);
+    const undelivered = obj(obj(s.audit).undelivered);
     for (const c of Object.keys(inbox)) if (!consumers.includes(c)) consumers.push(c);
+    /**
+     * An age figure of the inbox (null: nothing in that state), red while its alarm fires.
+     * @param {string} c
+     * @param {unknown} seconds
+     * @param {string} alarm
+     * @param {string} key
+     */
+    const ageCell = (c, seconds, alarm, key) =>
+      h(
+        'td',
+        { class: `num value${alarms[alarm] === 'ALARM' ? ' bad' : ''}`, testid: `inbox-${c}-${key}` },
+        seconds === null || seconds === undefined ? '-' : age(seconds),
+      );
     $('inbox').replaceChildren(
       table(
-        [{ label: 'consumer' }, ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true }))],
+        [
+          { label: 'consumer' },
+          ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true })),
+          { label: 'oldest lease', num: true },
+          { label: 'retry age', num: true },
+          { label: 'undelivered', num: true },
+        ],
         Object.keys(inbox).map((c) => {
           const counts = obj(inbox[c]);
+          const missing = num(undelivered[c]);
           return h('tr', {}, [
             h('td', {}, c),
             ...inboxColumns.map(([key]) => {
@@ -455,6 +476,13 @@ function startDashboard(config) {
                 v,
               );
             }),
+            ageCell(c, counts.oldestLeaseSeconds, `inbox-oldest-lease-${c}`, 'oldestLease'),
+            ageCell(c, counts.oldestRetryAgeSeconds, `inbox-retry-age-${c}`, 'retryAge'),
+            h(
+              'td',
+              { class: `num value${missing > 0 ? ' bad' : ''}`, testid: `inbox-${c}-undelivered` },
+              missing,
+            ),
           ]);
         }),
         'no consumers',
@@ -725,6 +753,48 @@ function startDashboard(config) {
     );
   }
 
+  /** @param {unknown} listing `GET /ops/audit` */
+  function renderAudit(listing) {
+    const a = obj(listing);
+    const path = '/ops/audit/redrive';
+    const container = $('audit-findings');
+    container.setAttribute(
+      'data-title',
+      `Undelivered (delivery audit, last run ${when(a.lastRunAt)}, behind ${age(a.behindSeconds)})`,
+    );
+    deadSection(
+      container,
+      'audit-list',
+      ['event', 'consumer', 'delivered at', 'found at', 're-sent', ''],
+      (Array.isArray(a.findings) ? a.findings : []).map((raw) => {
+        const f = obj(raw);
+        const id = text(f.eventId);
+        const consumer = text(f.consumer);
+        return h('tr', { testid: 'audit-row' }, [
+          h('td', { class: 'mono' }, id),
+          h('td', {}, consumer),
+          h('td', {}, when(f.deliveredAt)),
+          h('td', {}, when(f.foundAt)),
+          h('td', {}, f.redrivenAt ? `${when(f.redrivenAt)} (${num(f.redrives)}x)` : ''),
+          h(
+            'td',
+            {},
+            redriveButton(
+              'Re-send',
+              `redrive-audit-${consumer}-${id}`,
+              path,
+              { eventId: id, consumer },
+              `event ${id} to ${consumer}`,
+            ),
+          ),
+        ]);
+      }),
+      'every audited event reached every consumer its rules route it to',
+      redriveButton('Re-send all', 'redrive-all-audit', path, { all: true }, 'every undelivered event'),
+      'audit',
+    );
+  }
+
   /**
    * @param {string} eventType
    * @param {string} consumer
@@ -861,6 +931,7 @@ function startDashboard(config) {
       read('/ops/events?limit=20', renderEvents),
       read('/ops/outbox/dead', renderOutboxDead),
       read('/ops/dead-letters', renderDeadLetters),
+      read('/ops/audit', renderAudit),
       ...consumers.map((c) =>
         read(`/ops/inbox/${encodeURIComponent(c)}/dead`, (list) => renderInboxDead(c, list)),
       ),
