@@ -5,17 +5,20 @@ import {
   consumerDimension,
   consumerEnv,
   consumerServiceName,
+  deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
 import { inboxGaugeAlarmId, inboxGaugeGroups } from '../../shared/inbox/inbox-gauges';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
+import { DeliveryAudit } from './constructs/delivery-audit';
 import { EventFanout } from './constructs/event-fanout';
 import { InboxGauges } from './constructs/inbox-gauges';
 import { InboxTable } from './constructs/inbox-table';
@@ -48,6 +51,7 @@ export class PipelineStack extends Stack {
   public readonly tasksApi: TasksApi;
   public readonly opsApi: OpsApi;
   public readonly inboxGauges: InboxGauges;
+  public readonly audit: DeliveryAudit;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
   public readonly inbox: InboxTable;
@@ -205,6 +209,21 @@ export class PipelineStack extends Stack {
       ...common,
     });
 
+    // On the relay's sweep schedule: one wake of an idle Aurora per period for both.
+    this.audit = new DeliveryAudit(this, 'DeliveryAudit', {
+      database: this.database.access('audit'),
+      inbox: this.inbox,
+      audit: topology.audit,
+      schedule: this.relay.schedule,
+      alarmNames: Object.fromEntries(
+        consumerNames.map((c) => [
+          alarmIds.undelivered(c),
+          alarmName(this.stackName, alarmIds.undelivered(c)),
+        ]),
+      ),
+      ...common,
+    });
+
     const rules = [...this.fanout.rules.keys()].map((name) => ({ name, physicalName: this.ruleName(name) }));
     this.alarms = new PipelineAlarms(this, 'Alarms', {
       thresholds: topology.alarms,
@@ -212,10 +231,12 @@ export class PipelineStack extends Stack {
         relay: { service: relayServiceName },
         consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
         inboxGauge: (name) => ({ service: inboxGaugesServiceName, [consumerDimension]: name }),
+        audit: (name) => ({ service: deliveryAuditServiceName, [consumerDimension]: name }),
       },
       relayFunction: this.relay.function,
       gaugesFunction: this.inboxGauges.function,
       inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
+      auditFunction: this.audit.function,
       relaySweep,
       consumers: consumerNames,
       queues,
@@ -252,6 +273,7 @@ export class PipelineStack extends Stack {
           api: this.tasksApi.api,
           alarms: this.alarms.all,
           inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
+          auditFunction: this.audit.function,
         })
       : undefined;
 

@@ -39,7 +39,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     nudger: relay,
     effects: () => consumers.effectCounts(),
     processedCount: (consumer) => consumers.processedCount(consumer),
-    bus: localBusIdentity,
+    bus: () => localBusIdentity,
     auditGraceSeconds: deps.auditGraceSeconds,
     logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
   });

@@ -86,8 +86,11 @@ export interface OpsApiDeps {
   readonly effects?: () => Promise<EffectCounts>;
   /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
-  /** The bus's account and Region, written into an event an audit redrive re-sends. @default the local bus's */
-  readonly bus?: BusIdentity;
+  /**
+   * The bus's account and Region, written into an event an audit redrive re-sends, told by the
+   * invocation (on AWS its function's ARN). @default the local bus's
+   */
+  readonly bus?: (context: Context) => BusIdentity;
   /** The delivery audit's grace period, from which its lag is told. @default `topology.audit.graceSeconds` */
   readonly auditGraceSeconds?: number;
   readonly clock?: () => number;
@@ -192,7 +195,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const outbox = new OutboxStore(db);
   const audits = new DeliveryAuditStore(db);
   const auditGraceSeconds = deps.auditGraceSeconds ?? topology.audit.graceSeconds;
-  const bus = deps.bus ?? localBusIdentity;
+  const busOf = deps.bus ?? (() => localBusIdentity);
 
   async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
     const [open, processed] = await Promise.all([
@@ -383,6 +386,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   async function redriveAudit(
     target: { eventId: string; consumer?: ConsumerName } | { all: true },
     stopBy: number,
+    bus: BusIdentity,
   ): Promise<Redriven & { readonly skipped: number }> {
     let redriven = 0;
     let skipped = 0;
@@ -496,7 +500,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         return ok(await auditListing(consumer.data));
       }
       case 'auditRedrive':
-        return ok(await redriveAudit(parseBody(auditRedriveBody, event), stopBy));
+        return ok(await redriveAudit(parseBody(auditRedriveBody, event), stopBy, busOf(context)));
       case 'trace': {
         const id = taskIdParam.safeParse(route.pathParameters.taskId);
         if (!id.success) throw validationError('invalid request', toFieldErrors(id.error, ['taskId']));

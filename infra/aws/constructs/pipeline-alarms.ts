@@ -16,7 +16,11 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { consumerMetricNames, inboxGaugeMetricNames } from '../../../shared/consumers/contract';
+import {
+  auditMetricNames,
+  consumerMetricNames,
+  inboxGaugeMetricNames,
+} from '../../../shared/consumers/contract';
 import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
 import { alarmIds } from '../../../shared/ops/alarm-ids';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
@@ -28,6 +32,8 @@ export interface PipelineMetricDimensions {
   readonly consumer: (name: ConsumerName) => Readonly<Record<string, string>>;
   /** The inbox gauges' dimensions for one consumer. */
   readonly inboxGauge: (name: ConsumerName) => Readonly<Record<string, string>>;
+  /** The delivery audit's dimensions for one consumer. */
+  readonly audit: (name: ConsumerName) => Readonly<Record<string, string>>;
 }
 
 /** A queue that must stay empty, with a short name for its alarm. */
@@ -45,6 +51,8 @@ export interface PipelineAlarmsProps {
   readonly gaugesFunction: IFunction;
   /** Each consumer's oldest-lease and retry-age thresholds (`inboxHealthThresholds`). */
   readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
+  /** The delivery audit: its errors alarm, and while it fails the undelivered alarms get no data. */
+  readonly auditFunction: IFunction;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
   readonly relaySweep: Duration;
   readonly consumers: readonly ConsumerName[];
@@ -89,6 +97,20 @@ export class PipelineMetrics {
       namespace: metricsNamespace,
       metricName: inboxGaugeMetricNames[name],
       dimensionsMap: { ...this.dimensions.inboxGauge(consumer) },
+      statistic: Stats.MAXIMUM,
+      period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
+    });
+  }
+
+  /**
+   * A consumer's `UndeliveredToConsumer`, as the delivery audit emits it after each run (each
+   * sweep period). Its alarm's period is the gauges': the point of a run lands in one of them.
+   */
+  undelivered(consumer: ConsumerName): Metric {
+    return new Metric({
+      namespace: metricsNamespace,
+      metricName: auditMetricNames.undelivered,
+      dimensionsMap: { ...this.dimensions.audit(consumer) },
       statistic: Stats.MAXIMUM,
       period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
     });
@@ -146,6 +168,8 @@ export class PipelineAlarms extends Construct {
   public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
   public readonly oldestLease: ReadonlyMap<ConsumerName, Alarm>;
   public readonly retryAge: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly undelivered: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly auditErrors: Alarm;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
   public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
   public readonly all: readonly Alarm[];
@@ -327,6 +351,29 @@ export class PipelineAlarms extends Construct {
     this.consumerDead = consumerDead;
     this.oldestLease = oldestLease;
     this.retryAge = retryAge;
+
+    // What no other alarm sees: a rule disabled or changed by hand, a target misconfigured, a
+    // dead letter that expired, an inbox record deleted (shared/audit/delivery-audit.ts).
+    const undelivered = new Map<ConsumerName, Alarm>();
+    for (const consumer of props.consumers) {
+      undelivered.set(
+        consumer,
+        alarm(
+          alarmIds.undelivered(consumer),
+          `The delivery audit found delivered events with no record in the ${consumer} inbox: list them with \`npx pipeline audit\`, re-send them with \`npx pipeline audit --redrive\` once the cause is fixed.`,
+          this.metrics.undelivered(consumer),
+          t.undeliveredEvents,
+          { missing: TreatMissingData.IGNORE },
+        ),
+      );
+    }
+    this.undelivered = undelivered;
+    this.auditErrors = alarm(
+      alarmIds.auditErrors,
+      'The delivery audit function failed: while it fails, the undelivered alarms get no data and keep their state.',
+      props.auditFunction.metricErrors({ statistic: Stats.SUM, period: Duration.seconds(t.periodSeconds) }),
+      1,
+    );
 
     const queueNotEmpty = new Map<string, Alarm>();
     for (const { name, queue } of props.queues) {

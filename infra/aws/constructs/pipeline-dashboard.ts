@@ -27,6 +27,8 @@ export interface PipelineDashboardProps {
   readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   readonly api: RestApi;
   readonly alarms: readonly Alarm[];
+  /** The delivery audit function. */
+  readonly auditFunction: IFunction;
   /** Each consumer's oldest-lease and retry-age thresholds, drawn on their graphs. */
   readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
 }
@@ -176,6 +178,25 @@ export class PipelineDashboard extends Construct {
         width,
         height,
         left: props.consumers.map((c) => m.inboxGauge(c.name, 'failed').with({ label: c.name })),
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Delivery audit: delivered events missing from each inbox',
+        width: 16,
+        height,
+        left: props.consumers.map((c) => m.undelivered(c.name).with({ label: c.name })),
+        leftAnnotations: [{ value: props.thresholds.undeliveredEvents, label: 'alarm' }],
+      }),
+      new GraphWidget({
+        title: 'Delivery audit function',
+        width,
+        height,
+        left: [
+          props.auditFunction.metricInvocations({ period }),
+          props.auditFunction.metricErrors({ period }),
+        ],
+        right: [props.auditFunction.metricDuration({ period, statistic: Stats.MAXIMUM })],
       }),
     );
     this.dashboard.addWidgets(
