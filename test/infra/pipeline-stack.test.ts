@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
@@ -8,7 +9,14 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { inboxActions } from '../../infra/aws/constructs/inbox-table';
 import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
-import { consumerEnv, inboxGaugeMetricNames, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { emitAuditGauges } from '../../shared/audit/audit-gauges';
+import {
+  auditMetricNames,
+  consumerEnv,
+  deliveryAuditServiceName,
+  inboxGaugeMetricNames,
+  inboxGaugesServiceName,
+} from '../../shared/consumers/contract';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
 import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-store';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
@@ -46,6 +54,7 @@ const pipelineFunctions = () => [
   s.stack.relay.function,
   s.stack.migration.function,
   s.stack.inboxGauges.function,
+  s.stack.audit.function,
   ...[...s.stack.consumers.values()].map((c) => c.function),
 ];
 const aurora = () => s.stack.database as AuroraDatabase;
@@ -95,6 +104,7 @@ describe('database', () => {
       [s.stack.opsApi.function, 'ops'],
       [s.stack.relay.function, 'relay'],
       [s.stack.consumers.get('archive')?.function as IConstruct, 'archive'],
+      [s.stack.audit.function, 'audit'],
     ];
     for (const [fn, role] of owned) {
       const secret = ref(aurora().roleSecrets.get(role) as unknown as IConstruct);
@@ -272,7 +282,9 @@ describe('outbox relay', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(1 hour)',
       State: 'ENABLED',
-      Targets: [Match.objectLike({ Arn: arnOf(s.stack.relay.function) })],
+      Targets: Match.arrayWith([
+        Match.objectLike({ Arn: arnOf(s.stack.relay.function), RetryPolicy: { MaximumRetryAttempts: 2 } }),
+      ]),
     });
     expect(topology.relay.sweepSeconds).toBe(3600); // the literal above is this value, spelt as EventBridge does
     const props = s.json.Resources[logicalId(s.stack.relay.function)]?.Properties;
@@ -312,6 +324,113 @@ describe('outbox relay', () => {
           { Action: 'events:PutEvents', Effect: 'Allow', Resource: arnOf(s.stack.fanout.bus) },
         ]),
       },
+    });
+  });
+});
+
+describe('delivery audit', () => {
+  it('runs on the relay’s sweep rule, so an idle Aurora wakes once per period for both; a failed run waits for the next tick', () => {
+    const sweeps = resourcesOfType(s, 'AWS::Events::Rule').filter(
+      ([, r]) => r.Properties?.ScheduleExpression === 'rate(1 hour)',
+    );
+    expect(sweeps).toHaveLength(1);
+    const targets = (sweeps[0]?.[1].Properties?.Targets ?? []) as Record<string, unknown>[];
+    expect(targets.map((t) => t.Arn)).toEqual([arnOf(s.stack.relay.function), arnOf(s.stack.audit.function)]);
+    expect(targets[1]).toMatchObject({ RetryPolicy: { MaximumRetryAttempts: 0 } });
+    // No schedule of its own: every rule that targets the audit is the sweep.
+    const targeting = resourcesOfType(s, 'AWS::Events::Rule').filter(([, r]) =>
+      JSON.stringify(r.Properties?.Targets ?? []).includes(logicalId(s.stack.audit.function)),
+    );
+    expect(targeting.map(([id]) => id)).toEqual([sweeps[0]?.[0]]);
+    expect(propertiesOf(s, logicalId(s.stack.audit.function))?.Timeout).toBe(topology.audit.timeoutSeconds);
+    s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(s.stack.audit.function),
+      MaximumRetryAttempts: 0,
+    });
+  });
+
+  it('may read which inbox records exist by key (BatchGetItem), its own database role and its own alarms, nothing more', () => {
+    const statements = statementsOf(s.stack.audit.function).filter(
+      (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
+    );
+    const actions = statements.flatMap((st) => [st.Action].flat()).sort();
+    expect(actions).toEqual(
+      [
+        'cloudwatch:DescribeAlarms',
+        'dynamodb:BatchGetItem',
+        'rds-data:BatchExecuteStatement',
+        'rds-data:BeginTransaction',
+        'rds-data:CommitTransaction',
+        'rds-data:ExecuteStatement',
+        'rds-data:RollbackTransaction',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+      ].sort(),
+    );
+    expect(statements.find((st) => st.Action === 'dynamodb:BatchGetItem')).toEqual({
+      Action: 'dynamodb:BatchGetItem',
+      Effect: 'Allow',
+      Resource: arnOf(s.stack.inbox.table),
+    });
+    const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
+    expect(alarms?.Resource).toHaveLength(consumerNames.length);
+    for (const c of consumerNames) {
+      expect(JSON.stringify(alarms?.Resource)).toContain(`:alarm:ContentPipeline-sandbox-undelivered-${c}"`);
+    }
+    expect(JSON.parse(String(envOf(s.stack.audit.function).GAUGE_ALARMS))).toEqual(
+      Object.fromEntries(
+        consumerNames.map((c) => [`undelivered-${c}`, `ContentPipeline-sandbox-undelivered-${c}`]),
+      ),
+    );
+    expect(envOf(s.stack.audit.function)[consumerEnv.inboxTable]).toEqual(ref(s.stack.inbox.table));
+  });
+
+  it('alarms per consumer on UndeliveredToConsumer with the dimensions the audit writes, and on its own errors', async () => {
+    const handler = readFileSync(join(projectRoot, 'functions/delivery-audit/handler.ts'), 'utf8');
+    expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: deliveryAuditServiceName/);
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await emitAuditGauges({
+        undelivered: { index: 2, notify: 1, archive: 4 },
+        metrics: new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName }),
+      });
+    } finally {
+      write.mockRestore();
+    }
+    const docs = lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.includes('_aws'))
+      .map((l) => JSON.parse(l) as EmfDocument);
+    expect(docs).toHaveLength(consumerNames.length);
+    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm')
+      .map(([, a]) => a.Properties ?? {})
+      .filter((p) => p.MetricName === auditMetricNames.undelivered);
+    expect(alarms).toHaveLength(consumerNames.length);
+    for (const emf of docs) {
+      const declared = emf._aws.CloudWatchMetrics[0];
+      const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
+      const dimensionsOf = (a: Record<string, unknown>) =>
+        Object.fromEntries((a.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value]));
+      const alarm = alarms.find((a) => isDeepStrictEqual(dimensionsOf(a), emitted));
+      expect(alarm, JSON.stringify(emitted)).toMatchObject({
+        AlarmName: `ContentPipeline-sandbox-undelivered-${emitted.Consumer}`,
+        Namespace: metricsNamespace,
+        Statistic: 'Maximum',
+        Threshold: topology.alarms.undeliveredEvents,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'ignore',
+      });
+    }
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-delivery-audit-errors',
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.audit.function) }],
+      AlarmActions: [ref(s.stack.alarms.topic)],
     });
   });
 });
