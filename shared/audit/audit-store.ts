@@ -60,16 +60,31 @@ interface PageRow {
   [k: string]: unknown;
 }
 
-/** The next delivered rows after the cursor and older than the grace period, in walk order. */
-const nextRowsAfterCursor = `
+/**
+ * The next delivered rows after the cursor (`:afterAt`, `:afterId`) and older than the grace
+ * period, in walk order: a range of `outbox_delivered_walk_idx` (a row comparison on its two
+ * columns is an index bound), however long the history before the cursor.
+ */
+const nextRowsAfter = `
   SELECT o.event_id, o.event_type, o.aggregate_id, o.aggregate_version, o.payload, o.created_at,
          o.bus_event_id, o.delivered_at
-    FROM outbox o, delivery_audit a
+    FROM outbox o
    WHERE o.status = 'delivered'
      AND o.delivered_at <= now() - make_interval(secs => :graceSeconds::float8)
-     AND (a.cursor_delivered_at IS NULL
-          OR (o.delivered_at, o.event_id) > (a.cursor_delivered_at, a.cursor_event_id))
+     AND (o.delivered_at, o.event_id) > (:afterAt::timestamptz, :afterId::uuid)
    ORDER BY o.delivered_at, o.event_id`;
+
+/** Where a walk that has read nothing yet starts: before every row. */
+const beforeEverything = {
+  afterAt: '-infinity',
+  afterId: sqlParam.uuid('00000000-0000-0000-0000-000000000000'),
+};
+
+/** The `:afterAt`/`:afterId` parameters of a cursor. */
+const afterParams = (cursor: AuditCursor | null) =>
+  cursor === null
+    ? beforeEverything
+    : { afterAt: cursor.deliveredAt, afterId: sqlParam.uuid(cursor.eventId) };
 
 const toDeliveredRow = (r: PageRow): DeliveredRow => ({
   eventId: r.event_id,
@@ -121,16 +136,30 @@ export class DeliveryAuditStore {
     );
   }
 
+  /** Where the walk stands (read by the run that holds the lease: nobody else moves it). */
+  async cursor(): Promise<AuditCursor | null> {
+    const { rows } = await this.db.query<{ at: string | null; id: string | null }>(
+      'SELECT cursor_delivered_at::text AS at, cursor_event_id AS id FROM delivery_audit',
+    );
+    const r = rows[0];
+    return r?.at && r.id ? { deliveredAt: r.at, eventId: r.id } : null;
+  }
+
   /**
-   * The next delivered rows after the cursor that were delivered at least `graceSeconds` ago
-   * (the database's clock), oldest delivery first: at most `limit`, and no more than fit in
+   * The next delivered rows after `after` that were delivered at least `graceSeconds` ago (the
+   * database's clock), oldest delivery first: at most `limit`, and no more than fit in
    * `maxBytes` as the Data API counts its answer (at least one).
    */
-  async nextPage(limit: number, graceSeconds: number, maxBytes: number): Promise<DeliveredRow[]> {
+  async nextPage(
+    after: AuditCursor | null,
+    limit: number,
+    graceSeconds: number,
+    maxBytes: number,
+  ): Promise<DeliveredRow[]> {
     // Cut by bytes as the relay's claim is: the answer must fit the Data API's 1 MiB response
     // whatever the payloads (each one already fit a claim, so the first row always fits).
     const { rows } = await this.db.query<PageRow>(
-      `WITH next AS (${nextRowsAfterCursor} LIMIT :limit),
+      `WITH next AS (${nextRowsAfter} LIMIT :limit),
        sized AS (
          SELECT next.*,
                 sum(:rowOverhead + octet_length(to_json(payload::text)::text))
@@ -142,7 +171,7 @@ export class DeliveryAuditStore {
               delivered_at::text AS delivered_at
          FROM sized WHERE running <= :maxBytes OR n = 1
         ORDER BY n`,
-      { graceSeconds, limit, maxBytes, rowOverhead: pageRowOverheadBytes },
+      { ...afterParams(after), graceSeconds, limit, maxBytes, rowOverhead: pageRowOverheadBytes },
     );
     return rows.map(toDeliveredRow);
   }
@@ -329,27 +358,22 @@ export class DeliveryAuditStore {
 
   /** The cursor, the last run and how far behind the walk is (one index probe past the cursor). */
   async state(graceSeconds: number): Promise<AuditState> {
+    const cursor = await this.cursor();
     const { rows } = await this.db.query<{
-      cursor_delivered_at: string | null;
-      cursor_event_id: string | null;
       last_run_at: Date | null;
       last_run_audited: number;
       audited: number;
       behind_seconds: number | null;
     }>(
-      `SELECT a.cursor_delivered_at::text AS cursor_delivered_at, a.cursor_event_id, a.last_run_at,
-              a.last_run_audited, a.audited::float8 AS audited,
+      `SELECT a.last_run_at, a.last_run_audited, a.audited::float8 AS audited,
               (SELECT extract(epoch FROM now() - make_interval(secs => :graceSeconds::float8) - n.delivered_at)::float8
-                 FROM (${nextRowsAfterCursor} LIMIT 1) AS n) AS behind_seconds
+                 FROM (${nextRowsAfter} LIMIT 1) AS n) AS behind_seconds
          FROM delivery_audit a`,
-      { graceSeconds },
+      { ...afterParams(cursor), graceSeconds },
     );
     const r = rows[0];
     return {
-      cursor:
-        r?.cursor_delivered_at && r.cursor_event_id
-          ? { deliveredAt: r.cursor_delivered_at, eventId: r.cursor_event_id }
-          : null,
+      cursor,
       lastRunAt: r?.last_run_at?.toISOString() ?? null,
       lastRunAudited: r?.last_run_audited ?? 0,
       audited: r?.audited ?? 0,

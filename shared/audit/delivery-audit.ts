@@ -30,6 +30,7 @@ export interface DeliveryAuditDeps {
     DeliveryAuditStore,
     | 'acquire'
     | 'release'
+    | 'cursor'
     | 'nextPage'
     | 'recordPage'
     | 'findingsToRecheck'
@@ -100,21 +101,20 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
       );
       cleared = arrived.length;
     }
+    // Only the lease holder moves the cursor: read once, then moved along page by page.
+    let cursor = await deps.store.cursor();
     while (pages < settings.maxPagesPerRun && remainingMs() > pageMarginMs) {
-      const rows = await deps.store.nextPage(settings.pageSize, settings.graceSeconds, pageBytes);
+      const rows = await deps.store.nextPage(cursor, settings.pageSize, settings.graceSeconds, pageBytes);
       const last = rows.at(-1);
       if (!last) {
         caughtUp = true;
         break;
       }
       const missing = await missingOf(rows, rules, deps);
+      cursor = { deliveredAt: last.deliveredAt, eventId: last.eventId };
       const recorded = await deps.store.recordPage(
         owner,
-        {
-          audited: rows.length,
-          findings: missing,
-          cursor: { deliveredAt: last.deliveredAt, eventId: last.eventId },
-        },
+        { audited: rows.length, findings: missing, cursor },
         settings.leaseSeconds,
       );
       // The lease lapsed and another run took over: it goes on from the cursor; this one stops.

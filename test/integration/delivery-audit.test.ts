@@ -175,7 +175,7 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
     await owner.query(
       `UPDATE outbox SET payload = payload || jsonb_build_object('padding', repeat('x', 50000))`,
     );
-    const first = await store.nextPage(1_000, 0, topology.relay.claimBytes.perClaim);
+    const first = await store.nextPage(null, 1_000, 0, topology.relay.claimBytes.perClaim);
     expect(first.length).toBeGreaterThan(0);
     expect(first.length).toBeLessThan(ids.length);
     // And the walk still reaches every event, a cut page at a time.
