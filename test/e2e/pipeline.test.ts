@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { OpsStatus } from '../../shared/ops/ops-api';
-import { converged, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 const runtimes: Runtime[] = [];
@@ -20,99 +20,113 @@ afterEach(async () => {
 });
 
 describe('the local pipeline end to end', () => {
-  it('100 tasks created and approved over HTTP reach all three consumers, each effect once', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    const runtime = await start(dir);
-    const client = pipelineClient(runtime.url);
+  it(
+    '100 tasks created and approved over HTTP reach all three consumers, each effect once',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      const runtime = await start(dir);
+      const client = pipelineClient(runtime.url);
 
-    await client.createAndApprove(100);
-    const status = await waitFor(client.status, (s) => converged(s, 100), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-    });
-
-    expect(status.tasks.approved).toBe(100);
-    expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
-    expect(status.consumers.index.processed).toBe(100);
-    expect(status.consumers.notify.processed).toBe(100);
-    expect(status.consumers.archive.processed).toBe(100);
-    expect(status.effects).toEqual({
-      indexDocuments: 100,
-      notificationsSent: 100,
-      distinctNotifiedEvents: 100,
-      archivedObjects: 100,
-    });
-    expect(status.deadLetters).toBe(0);
-    expect(Object.values(status.alarms).every((a) => a === 'OK')).toBe(true);
-  });
-
-  it('a graceful restart in the middle loses nothing', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    const first = await start(dir);
-    await pipelineClient(first.url).createAndApprove(40);
-    await first.stop();
-    runtimes.splice(runtimes.indexOf(first), 1);
-
-    const second = await start(dir);
-    const client = pipelineClient(second.url);
-    await client.createAndApprove(10);
-    const status = await waitFor(client.status, (s) => converged(s, 50), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-    });
-    expect(status.tasks.approved).toBe(50);
-    expect(status.effects).toMatchObject({
-      indexDocuments: 50,
-      archivedObjects: 50,
-      distinctNotifiedEvents: 50,
-    });
-  });
-
-  it('with every local fault at 10% all 155 events end PROCESSED everywhere: zero DEAD, zero dead letters', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    // A new fault sequence each run (the interleaving differs anyway); printed to replay it.
-    const seed = Date.now();
-    console.info(`[pipeline e2e] PIPELINE_FAULT_SEED=${seed}`);
-    const runtime = await start(dir, {
-      faults: {
-        busReject: 0.1,
-        busAckLoss: 0.1,
-        busDuplicate: 0.1,
-        effectFailBefore: 0.1,
-        effectFailAfter: 0.1,
-      },
-      faultSeed: seed,
-    });
-    const client = pipelineClient(runtime.url);
-    const approvals = 155;
-    await client.createAndApprove(approvals);
-    // Settled: nothing pending or in flight, every event PROCESSED or DEAD in every consumer.
-    const status = await waitFor(client.status, (s) => settled(s, approvals), {
-      timeoutMs: 170_000,
-      intervalMs: 500,
-    });
-
-    // Faults are bad luck, never a reason for a person: transient failures retry until they pass.
-    for (const consumer of ['index', 'notify', 'archive'] as const) {
-      expect(status.consumers[consumer], `${consumer}, seed ${seed}`).toMatchObject({
-        dead: 0,
-        processed: approvals,
+      await client.createAndApprove(100);
+      const status = await waitFor(client.status, (s) => converged(s, 100), {
+        timeoutMs: deliveryBoundMs,
+        intervalMs: 250,
       });
-    }
-    expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: approvals });
-    expect(status.deadLetters).toBe(0);
-    expect(status.effects?.indexDocuments).toBe(approvals);
-    expect(status.effects?.archivedObjects).toBe(approvals);
-    expect(status.effects?.distinctNotifiedEvents).toBe(approvals);
-    // Repeats only come from a notify effect that acted and then failed (effectFailAfter).
-    const effects = status.effects ?? { notificationsSent: Number.NaN, distinctNotifiedEvents: 0 };
-    const repeats = effects.notificationsSent - effects.distinctNotifiedEvents;
-    expect(repeats).toBeGreaterThanOrEqual(0);
-    expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
-  }, 240_000);
+
+      expect(status.tasks.approved).toBe(100);
+      expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
+      expect(status.consumers.index.processed).toBe(100);
+      expect(status.consumers.notify.processed).toBe(100);
+      expect(status.consumers.archive.processed).toBe(100);
+      expect(status.effects).toEqual({
+        indexDocuments: 100,
+        notificationsSent: 100,
+        distinctNotifiedEvents: 100,
+        archivedObjects: 100,
+      });
+      expect(status.deadLetters).toBe(0);
+      expect(Object.values(status.alarms).every((a) => a === 'OK')).toBe(true);
+    },
+    2 * deliveryBoundMs,
+  );
+
+  it(
+    'a graceful restart in the middle loses nothing',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      const first = await start(dir);
+      await pipelineClient(first.url).createAndApprove(40);
+      await first.stop();
+      runtimes.splice(runtimes.indexOf(first), 1);
+
+      const second = await start(dir);
+      const client = pipelineClient(second.url);
+      await client.createAndApprove(10);
+      const status = await waitFor(client.status, (s) => converged(s, 50), {
+        timeoutMs: deliveryBoundMs,
+        intervalMs: 250,
+      });
+      expect(status.tasks.approved).toBe(50);
+      expect(status.effects).toMatchObject({
+        indexDocuments: 50,
+        archivedObjects: 50,
+        distinctNotifiedEvents: 50,
+      });
+    },
+    2 * deliveryBoundMs,
+  );
+
+  it(
+    'with every local fault at 10% all 155 events end PROCESSED everywhere: zero DEAD, zero dead letters',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      // A new fault sequence each run (the interleaving differs anyway); printed to replay it.
+      const seed = Date.now();
+      console.info(`[pipeline e2e] PIPELINE_FAULT_SEED=${seed}`);
+      const runtime = await start(dir, {
+        faults: {
+          busReject: 0.1,
+          busAckLoss: 0.1,
+          busDuplicate: 0.1,
+          effectFailBefore: 0.1,
+          effectFailAfter: 0.1,
+        },
+        faultSeed: seed,
+      });
+      const client = pipelineClient(runtime.url);
+      const approvals = 155;
+      await client.createAndApprove(approvals);
+      // Settled: nothing pending or in flight, every event PROCESSED or DEAD in every consumer.
+      // Retries wait out the consumers' real backoff (about 100 s in all beside other suites):
+      // twice the delivery bound.
+      const status = await waitFor(client.status, (s) => settled(s, approvals), {
+        timeoutMs: 2 * deliveryBoundMs,
+        intervalMs: 500,
+      });
+
+      // Faults are bad luck, never a reason for a person: transient failures retry until they pass.
+      for (const consumer of ['index', 'notify', 'archive'] as const) {
+        expect(status.consumers[consumer], `${consumer}, seed ${seed}`).toMatchObject({
+          dead: 0,
+          processed: approvals,
+        });
+      }
+      expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: approvals });
+      expect(status.deadLetters).toBe(0);
+      expect(status.effects?.indexDocuments).toBe(approvals);
+      expect(status.effects?.archivedObjects).toBe(approvals);
+      expect(status.effects?.distinctNotifiedEvents).toBe(approvals);
+      // Repeats only come from a notify effect that acted and then failed (effectFailAfter).
+      const effects = status.effects ?? { notificationsSent: Number.NaN, distinctNotifiedEvents: 0 };
+      const repeats = effects.notificationsSent - effects.distinctNotifiedEvents;
+      expect(repeats).toBeGreaterThanOrEqual(0);
+      expect(repeats).toBeLessThanOrEqual(runtime.consumers.injectedAfterFaults('notify'));
+    },
+    3 * deliveryBoundMs,
+  );
 });
 
 /** Nothing left to happen: the outbox drained and each consumer's records all PROCESSED or DEAD. */

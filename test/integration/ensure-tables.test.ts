@@ -28,10 +28,12 @@ async function createOldTable(client: DynamoDBClient, table: string): Promise<vo
       ],
     }),
   );
+  // The engine turns a table ACTIVE on its own time and says so only through DescribeTable (as
+  // AWS's own waiter reads it): read until it does, within a bound on a table that never does.
   await waitFor(
     () => client.send(new DescribeTableCommand({ TableName: table })),
     ({ Table }) => Table?.TableStatus === 'ACTIVE',
-    { timeoutMs: 10_000, intervalMs: 25, what: `table ${table} ACTIVE` },
+    { timeoutMs: 60_000, intervalMs: 25, what: `table ${table} ACTIVE` },
   );
 }
 

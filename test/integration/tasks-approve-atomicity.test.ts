@@ -53,7 +53,9 @@ function holdingFirstApproval(db: SqlClient, observer: SqlClient): SqlClient {
                 WHERE datname = current_database() AND wait_event_type = 'Lock'`,
             ),
           ({ rows }) => (rows[0]?.n ?? 0) >= 1,
-          { timeoutMs: 20_000, intervalMs: 20, what: 'the second approver blocked' },
+          // PostgreSQL tells of a lock wait only in pg_stat_activity: read until it shows, within
+          // a bound on an approver that never blocks (it blocks within milliseconds).
+          { timeoutMs: 60_000, intervalMs: 20, what: 'the second approver blocked' },
         );
       }
       return tx.query<R>(sql, params);
