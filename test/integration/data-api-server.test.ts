@@ -233,8 +233,10 @@ describe('local Data API endpoint behaves like AWS', () => {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE t IN ACCESS EXCLUSIVE MODE');
       const blocked = execute({ sql: 'SELECT count(*) FROM t', transactionId });
-      // Wait until the first call really waits on the lock, then overlap it. Inside a transaction
-      // pg_stat_activity is a snapshot taken once, so each look clears it first.
+      // Wait until the first call really waits on the lock, then overlap it: PostgreSQL tells of
+      // a lock wait only in pg_stat_activity, so the test reads it (within vitest.config's poll
+      // bound). Inside a transaction pg_stat_activity is a snapshot taken once, so each look
+      // clears it first.
       await expect
         .poll(async () => {
           await locker.query('SELECT pg_stat_clear_snapshot()');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { topology } from '../../shared/topology';
+import { rawHttp } from './raw-http';
 
 /**
  * How long an end-to-end test waits for the local pipeline to deliver what it was given: a
@@ -26,17 +27,6 @@ export function tempDataDir(prefix = 'pipeline-e2e-'): string {
   return dir;
 }
 
-/**
- * Whether `err` is a kept-alive connection the server closed as the request went out on it.
- * The server closes a connection idle for its keep-alive timeout (5 s); fetch stops reusing one
- * a second before that, by its own timer. A test process the machine stalls for a second or
- * more between two polls can reuse the connection as the server closes it.
- */
-function closedUnderRequest(err: unknown): boolean {
-  const code = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
-  return err instanceof TypeError && (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET');
-}
-
 /** Minimal JSON client for the local runtime's HTTP API. */
 export function pipelineClient(baseUrl: string) {
   const call = async <T>(
@@ -44,20 +34,19 @@ export function pipelineClient(baseUrl: string) {
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: T }> => {
-    const send = () =>
-      fetch(`${baseUrl}${path}`, {
-        method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    // A GET is sent again on a new connection, as browsers and the AWS SDK do; a POST is not
-    // (it may have been served), and fails the test instead.
-    const res = await send().catch((err: unknown) => {
-      if (method === 'GET' && closedUnderRequest(err)) return send();
-      throw err;
+    // A connection of its own for each request (as `rawHttp` makes it), where fetch would keep
+    // connections alive and reuse them. The server closes one idle for its keep-alive timeout
+    // (5 s), and fetch stops reusing one a second before that by its own timer: a test process
+    // the machine stalls for longer (the runtime, in this process, shares its event loop) sent
+    // requests on connections the server was closing, and they failed (ECONNRESET).
+    const url = new URL(`${baseUrl}${path}`);
+    const res = await rawHttp(baseUrl, {
+      method,
+      target: `${url.pathname}${url.search}`,
+      headers: body === undefined ? [] : [['content-type', 'application/json']],
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+    return { status: res.status, body: (res.body ? JSON.parse(res.body) : undefined) as T };
   };
   return {
     call,
