@@ -11,10 +11,10 @@ import { freePort } from './embedded-pg';
 export { dynamoDbLocalUnavailable, startDynalite } from '../../infra/local/dynamo';
 
 /**
- * How long DynamoDB Local's JVM may take to answer in the tests: about 5 s on an idle machine,
- * 75 to 110 s measured beside a loaded suite (load average 25 to 32 on 2 cores). The start is
- * another process's, with no event to wait on but its port answering: the bound is the wait's
- * only end, and failing a run for a slow JVM start would be failing it for the machine's speed.
+ * How long DynamoDB Local's JVM may take to answer in the tests: it took 75 and 107 s beside
+ * loaded suites (load average 25 to 32 on 2 cores), past the runtime's 60 s. The start is
+ * another process's, with no event to wait on but its port answering: the bound only ends a
+ * JVM that never answers.
  */
 export const dynamoDbLocalStartTimeoutMs = 600_000;
 
