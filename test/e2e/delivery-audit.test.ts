@@ -1,12 +1,14 @@
+import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { AuditListing, OpsStatus } from '../../shared/ops/ops-api';
 import { type ConsumerName, type RuleSpec, topology } from '../../shared/topology';
 import { dynamoClient } from '../support/dynamo';
-import { pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 // Every fault the delivery audit exists for, produced on the local runtime: each makes the
@@ -19,6 +21,24 @@ const approvedRule = topology.rules.find((r) => r.name === 'content-approved') a
 const doomedTitle = 'the archive cannot take this one';
 let archiveFailsFor: string | undefined = doomedTitle;
 const day = 24 * 3600 * 1000;
+
+const bin = fileURLToPath(new URL('../../bin/pipeline.mjs', import.meta.url));
+
+/** `npx pipeline …` as a user runs it: the real launcher in a process of its own. */
+function pipeline(args: string[]) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      // A bound on a hung launcher, not a speed.
+      { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
 
 let runtime: Runtime;
 let dir: string;
@@ -81,7 +101,7 @@ async function settle(): Promise<OpsStatus> {
       status.outbox.pending === 0 &&
       deliveries === 0 &&
       Object.values(status.consumers).every((c) => c.inProgress + c.failed === 0),
-    { timeoutMs: 120_000, intervalMs: 100, what: 'a settled pipeline' },
+    { timeoutMs: deliveryBoundMs, intervalMs: 100, what: 'a settled pipeline' },
   ).then((s) => s.status);
 }
 
@@ -149,18 +169,9 @@ describe('the delivery audit on the local runtime', () => {
     expect(status.alarms['undelivered-index']).toBe('ALARM');
     expect(status.alarms['undelivered-notify']).toBe('OK');
 
-    // An operator's view and redrive, through the CLI against the runtime.
+    // An operator's view and redrive, through the launcher a user runs, against the runtime.
     runtime.bus.enableRule('content-withdrawn');
-    const cli = async (...argv: string[]) => {
-      let stdout = '';
-      const code = await runCli([...argv, '--url', runtime.url], {
-        fetch,
-        env: {},
-        stdout: { write: (s: string) => (stdout += s) },
-        stderr: { write: () => true },
-      });
-      return { code, stdout };
-    };
+    const cli = (...argv: string[]) => pipeline([...argv, '--url', runtime.url]);
     const listed = await cli('audit');
     expect(listed.code).toBe(0);
     for (const id of withdrawn) expect(listed.stdout).toMatch(new RegExp(`${id}\\s+index\\s+\\d{4}-`));
