@@ -286,16 +286,16 @@ export interface AlarmThresholds {
   /** DEAD inbox records of a consumer from which its `inbox-dead-<c>` alarms. */
   readonly consumerDeadRecords: number;
   /**
-   * `inbox-oldest-lease-<c>` alarms when the consumer's oldest `PROCESSING` attempt has held its
+   * `inbox-oldest-lease` alarms when some consumer's oldest `PROCESSING` attempt has held its
    * record longer than this many inbox lease periods (`inboxHealthThresholds` turns it into seconds).
    */
   readonly oldestLeasePeriods: number;
   /**
-   * `inbox-retry-age-<c>` alarms when the consumer's oldest `FAILED` record was first attempted
-   * longer ago than this share of the consumer's `maxEventAgeSeconds`.
+   * `inbox-retry-age` alarms when some consumer's oldest `FAILED` record was first attempted
+   * longer ago than this share of `maxEventAgeSeconds` (the least of the consumers', for one alarm).
    */
   readonly retryAgeShare: number;
-  /** Delivered events the audit found missing from a consumer's inbox, from which its `undelivered-<c>` alarms. */
+  /** Delivered events the audit found missing from the consumers' inboxes, all together, from which `undelivered` alarms. */
   readonly undeliveredEvents: number;
   readonly dlqMessages: number;
   readonly failedInvocations: number;

@@ -8,7 +8,7 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
-import { inboxGaugeAlarmId, inboxGaugeGroups } from '../../shared/inbox/inbox-gauges';
+import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
@@ -198,12 +198,7 @@ export class PipelineStack extends Stack {
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
       alarmNames: Object.fromEntries(
-        consumerNames.flatMap((c) =>
-          inboxGaugeGroups.map((group) => {
-            const id = inboxGaugeAlarmId(group, c);
-            return [id, alarmName(this.stackName, id)];
-          }),
-        ),
+        inboxGaugeAlarmIds(consumerNames).map((id) => [id, alarmName(this.stackName, id)]),
       ),
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
       ...common,
@@ -215,12 +210,7 @@ export class PipelineStack extends Stack {
       inbox: this.inbox,
       audit: topology.audit,
       schedule: this.relay.schedule,
-      alarmNames: Object.fromEntries(
-        consumerNames.map((c) => [
-          alarmIds.undelivered(c),
-          alarmName(this.stackName, alarmIds.undelivered(c)),
-        ]),
-      ),
+      alarmNames: { [alarmIds.undelivered]: alarmName(this.stackName, alarmIds.undelivered) },
       ...common,
     });
 
@@ -230,12 +220,18 @@ export class PipelineStack extends Stack {
       dimensions: {
         relay: { service: relayServiceName },
         consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
-        inboxGauge: (name) => ({ service: inboxGaugesServiceName, [consumerDimension]: name }),
-        audit: (name) => ({ service: deliveryAuditServiceName, [consumerDimension]: name }),
+        inboxGauge: (name) => ({
+          service: inboxGaugesServiceName,
+          ...(name === undefined ? {} : { [consumerDimension]: name }),
+        }),
+        audit: (name) => ({
+          service: deliveryAuditServiceName,
+          ...(name === undefined ? {} : { [consumerDimension]: name }),
+        }),
       },
       relayFunction: this.relay.function,
       gaugesFunction: this.inboxGauges.function,
-      inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
+      inboxThresholds: inboxHealthThresholds(topology),
       auditFunction: this.audit.function,
       relaySweep,
       consumers: consumerNames,
@@ -272,7 +268,7 @@ export class PipelineStack extends Stack {
           rules,
           api: this.tasksApi.api,
           alarms: this.alarms.all,
-          inboxThresholds: (consumer) => inboxHealthThresholds(consumer, topology),
+          inboxThresholds: inboxHealthThresholds(topology),
           auditFunction: this.audit.function,
         })
       : undefined;

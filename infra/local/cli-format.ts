@@ -83,9 +83,14 @@ export function formatStatus(raw: unknown, p: Paint): string {
     `audit         last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
   );
   out.push('');
-  // A figure whose alarm is firing is painted: which one to look at first.
-  const flagged = (value: string, alarm: string) => (alarms[alarm] === 'ALARM' ? p.alarm(value) : value);
-  const age = (v: unknown) => (typeof v === 'number' ? duration(v) : '-');
+  // One alarm watches each age for every consumer: the consumer whose age sets it off is painted.
+  const largest = (key: string) => Math.max(0, ...Object.values(consumers).map((c) => num(record(c)[key])));
+  const flagged = (value: unknown, key: string, alarm: string) => {
+    const text = typeof value === 'number' ? duration(value) : '-';
+    return alarms[alarm] === 'ALARM' && typeof value === 'number' && value >= largest(key)
+      ? p.alarm(text)
+      : text;
+  };
   out.push(
     table(
       ['inbox', 'processed', 'in progress', 'failed', 'dead', 'oldest lease', 'retry age', 'undelivered'],
@@ -99,8 +104,8 @@ export function formatStatus(raw: unknown, p: Paint): string {
           String(num(r.inProgress)),
           String(num(r.failed)),
           dead > 0 ? p.alarm(String(dead)) : String(dead),
-          flagged(age(r.oldestLeaseSeconds), `inbox-oldest-lease-${name}`),
-          flagged(age(r.oldestRetryAgeSeconds), `inbox-retry-age-${name}`),
+          flagged(r.oldestLeaseSeconds, 'oldestLeaseSeconds', 'inbox-oldest-lease'),
+          flagged(r.oldestRetryAgeSeconds, 'oldestRetryAgeSeconds', 'inbox-retry-age'),
           missing > 0 ? p.alarm(String(missing)) : String(missing),
         ];
       }),

@@ -44,21 +44,19 @@ export function evaluateAlarms(
     [alarmIds.deadLetters]: state(input.deadLetters >= thresholds.dlqMessages),
     [alarmIds.auditErrors]: state(input.auditErrors >= 1),
   };
+  const figures = Object.values(input.consumers);
+  const limits = inboxHealthThresholds({ alarms: thresholds, consumers: topology.consumers });
   for (const [name, counts] of Object.entries(input.consumers)) {
-    const limits = inboxHealthThresholds(name as ConsumerName, {
-      alarms: thresholds,
-      consumers: topology.consumers,
-    });
     alarms[alarmIds.inboxDead(name)] = state(counts.dead >= thresholds.consumerDeadRecords);
-    alarms[alarmIds.inboxOldestLease(name)] = state(
-      (counts.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds,
-    );
-    alarms[alarmIds.inboxRetryAge(name)] = state(
-      (counts.oldestRetryAgeSeconds ?? 0) > limits.retryAgeSeconds,
-    );
-    alarms[alarmIds.undelivered(name)] = state(
-      (input.undelivered[name as ConsumerName] ?? 0) >= thresholds.undeliveredEvents,
-    );
   }
+  // One alarm each for every consumer, as on AWS (the largest figure against the threshold).
+  alarms[alarmIds.inboxOldestLease] = state(
+    figures.some((c) => (c.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds),
+  );
+  alarms[alarmIds.inboxRetryAge] = state(
+    figures.some((c) => (c.oldestRetryAgeSeconds ?? 0) > limits.retryAgeSeconds),
+  );
+  const undelivered = Object.values(input.undelivered).reduce((n, v) => n + v, 0);
+  alarms[alarmIds.undelivered] = state(undelivered >= thresholds.undeliveredEvents);
   return alarms;
 }

@@ -6,72 +6,74 @@ import { type InboxHealth, inboxHealth } from './inbox-health';
 import type { InboxStore } from './inbox-store';
 
 /**
- * The gauges that go out together for one consumer, each group watched by one alarm of that
- * consumer: `dead` (`inbox-dead-<c>`), `lease` (`inbox-oldest-lease-<c>`), `retry`
- * (`inbox-retry-age-<c>`; the FAILED count rides along, for the dashboard).
+ * The gauges that go out together, each group watched by alarms: `dead` per consumer
+ * (`inbox-dead-<c>`); `lease` (`inbox-oldest-lease`) and `retry` (`inbox-retry-age`, the
+ * FAILED count riding along for the dashboard) for all consumers at once, on a document without
+ * the `Consumer` dimension that holds the largest age (the count's sum), beside each consumer's
+ * own for the dashboard. One alarm per figure rather than per consumer: CloudWatch bills each.
  */
 export type InboxGaugeGroup = 'dead' | 'lease' | 'retry';
 
 /** Every gauge group, in the order the alarms are listed. */
 export const inboxGaugeGroups: readonly InboxGaugeGroup[] = ['dead', 'lease', 'retry'];
 
-/** The id of the alarm that watches `group` of `consumer` (the same id on AWS and locally). */
-export function inboxGaugeAlarmId(group: InboxGaugeGroup, consumer: string): string {
-  switch (group) {
-    case 'dead':
-      return alarmIds.inboxDead(consumer);
-    case 'lease':
-      return alarmIds.inboxOldestLease(consumer);
-    case 'retry':
-      return alarmIds.inboxRetryAge(consumer);
-  }
+/** The ids of the alarms the gauges feed (`inbox-dead-<c>` for each consumer, `inbox-oldest-lease`, `inbox-retry-age`). */
+export function inboxGaugeAlarmIds(consumers: readonly string[]): string[] {
+  return [...consumers.map(alarmIds.inboxDead), alarmIds.inboxOldestLease, alarmIds.inboxRetryAge];
 }
 
-/** What one gauge run read and sent, per consumer (the function's return value, for a test invoke). */
-export type InboxGaugeReport = Readonly<
-  Record<ConsumerName, InboxHealth & { readonly sent: readonly InboxGaugeGroup[] }>
->;
+/** What one gauge run read per consumer and which groups it sent (the function's return value, for a test invoke). */
+export interface InboxGaugeReport {
+  readonly consumers: Readonly<Record<ConsumerName, InboxHealth>>;
+  /** `dead` once per consumer it was sent for (`dead:<consumer>`), `lease` and `retry` once. */
+  readonly sent: readonly string[];
+}
 
 /**
- * The ids of the alarms ({@link inboxGaugeAlarmId}) that are OK now; undefined when that cannot
- * be told (then every group is sent, as it would be without this look).
+ * The ids of the alarms that are OK now; undefined when that cannot be told (then every group
+ * is sent, as it would be without this look).
  */
 export type OkAlarms = () => Promise<ReadonlySet<string> | undefined>;
 
-/** A gauge of a group: its metric, its unit and its value in one consumer's figures. */
+/** A gauge: its metric, its unit, its value in one consumer's figures, and how consumers combine. */
 interface Gauge {
   readonly name: string;
   readonly unit: (typeof MetricUnit)[keyof typeof MetricUnit];
   readonly of: (h: InboxHealth) => number;
+  readonly all: 'max' | 'sum';
 }
 
-const groupGauges: Readonly<Record<InboxGaugeGroup, readonly Gauge[]>> = {
-  dead: [{ name: inboxGaugeMetricNames.dead, unit: MetricUnit.Count, of: (h) => h.dead }],
-  lease: [
-    {
-      name: inboxGaugeMetricNames.oldestLease,
-      unit: MetricUnit.Seconds,
-      of: (h) => h.oldestLeaseSeconds ?? 0,
-    },
-  ],
-  retry: [
-    {
-      name: inboxGaugeMetricNames.retryAge,
-      unit: MetricUnit.Seconds,
-      of: (h) => h.oldestRetryAgeSeconds ?? 0,
-    },
-    { name: inboxGaugeMetricNames.failed, unit: MetricUnit.Count, of: (h) => h.failed },
-  ],
+const gauges = {
+  dead: { name: inboxGaugeMetricNames.dead, unit: MetricUnit.Count, of: (h) => h.dead, all: 'sum' },
+  lease: {
+    name: inboxGaugeMetricNames.oldestLease,
+    unit: MetricUnit.Seconds,
+    of: (h) => h.oldestLeaseSeconds ?? 0,
+    all: 'max',
+  },
+  retry: {
+    name: inboxGaugeMetricNames.retryAge,
+    unit: MetricUnit.Seconds,
+    of: (h) => h.oldestRetryAgeSeconds ?? 0,
+    all: 'max',
+  },
+  failed: { name: inboxGaugeMetricNames.failed, unit: MetricUnit.Count, of: (h) => h.failed, all: 'sum' },
+} as const satisfies Record<string, Gauge>;
+
+/** The gauges of the groups watched for all consumers at once. */
+const combinedGroups: Readonly<Record<'lease' | 'retry', readonly Gauge[]>> = {
+  lease: [gauges.lease],
+  retry: [gauges.retry, gauges.failed],
 };
 
 /**
  * Reads each consumer's figures from the inbox's operator index (one Query per shard and
- * status while nothing is open) and emits, per consumer, each group of gauges that has a value
- * above zero or whose alarm is not OK yet: an alarm keeps its state between data points
- * (missing data ignored), so it stays in ALARM until a zero arrives, and then OK needs no more
- * zeros. An idle, healthy pipeline therefore sends none: CloudWatch bills a custom metric for
- * every hour it receives data, which would be the full month at one point every few minutes.
- * Ages are whole seconds, so an attempt in flight for less than a second sends no lease gauge.
+ * status while nothing is open) and emits each group that has a value above zero or whose
+ * alarm is not OK yet: an alarm keeps its state between data points (missing data ignored), so
+ * it stays in ALARM until a zero arrives, and then OK needs no more zeros. An idle, healthy
+ * pipeline therefore sends none: CloudWatch bills a custom metric for every hour it receives
+ * data, which would be the full month at one point every few minutes. Ages are whole seconds,
+ * so an attempt in flight for less than a second sends no lease gauge.
  */
 export async function emitInboxGauges(deps: {
   readonly inbox: Pick<InboxStore, 'openFigures'>;
@@ -86,20 +88,44 @@ export async function emitInboxGauges(deps: {
     deps.okAlarms ? deps.okAlarms().catch(() => undefined) : Promise.resolve(undefined),
   ]);
   const now = (deps.clock ?? Date.now)();
-  const report: Record<string, InboxHealth & { sent: InboxGaugeGroup[] }> = {};
+  const health = open.map((figures) => inboxHealth(figures, now));
+  const combined = (['lease', 'retry'] as const).filter(
+    (group) =>
+      !ok?.has(group === 'lease' ? alarmIds.inboxOldestLease : alarmIds.inboxRetryAge) ||
+      combinedGroups[group].some((g) => health.some((h) => g.of(h) > 0)),
+  );
+  const sent: string[] = [];
+  // One EMF document per consumer (the dimension differs), then one for all of them.
   deps.consumers.forEach((consumer, i) => {
-    const health = inboxHealth(open[i] as (typeof open)[number], now);
-    const sent = inboxGaugeGroups.filter(
-      (group) =>
-        !ok?.has(inboxGaugeAlarmId(group, consumer)) || groupGauges[group].some((g) => g.of(health) > 0),
-    );
-    report[consumer] = { ...health, sent };
-    if (sent.length === 0) return;
-    // One EMF document per consumer: the dimension differs.
+    const h = health[i] as InboxHealth;
+    const dead = h.dead > 0 || !ok?.has(alarmIds.inboxDead(consumer));
+    const own: Gauge[] = [
+      ...(dead ? [gauges.dead] : []),
+      ...combined.flatMap((group) => combinedGroups[group]),
+    ];
+    if (dead) sent.push(`dead:${consumer}`);
+    if (own.length === 0) return;
     deps.metrics.addDimension(consumerDimension, consumer);
-    for (const g of sent.flatMap((group) => groupGauges[group]))
-      deps.metrics.addMetric(g.name, g.unit, g.of(health));
+    for (const g of own) deps.metrics.addMetric(g.name, g.unit, g.of(h));
     deps.metrics.publishStoredMetrics();
   });
-  return report as unknown as InboxGaugeReport;
+  if (combined.length > 0) {
+    for (const g of combined.flatMap((group) => combinedGroups[group])) {
+      const values = health.map(g.of);
+      deps.metrics.addMetric(
+        g.name,
+        g.unit,
+        g.all === 'max' ? Math.max(0, ...values) : values.reduce((a, b) => a + b, 0),
+      );
+    }
+    deps.metrics.publishStoredMetrics();
+    sent.push(...combined);
+  }
+  return {
+    consumers: Object.fromEntries(deps.consumers.map((c, i) => [c, health[i]])) as Record<
+      ConsumerName,
+      InboxHealth
+    >,
+    sent,
+  };
 }

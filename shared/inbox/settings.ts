@@ -111,25 +111,26 @@ export function inboxRetentionSeconds(consumer: ConsumerName, t: RetentionTopolo
   return Math.ceil(longest / daySeconds) * daySeconds;
 }
 
-/** One consumer's inbox-figure alarm thresholds in seconds, from the topology's `alarms`, its policy and the inbox lease. */
+/** The inbox figures' alarm thresholds in seconds, from the topology's `alarms`, its consumers and the inbox lease. */
 export interface InboxHealthThresholds {
-  /** `inbox-oldest-lease-<c>`: the consumer's oldest `PROCESSING` attempt has held its record longer than this. */
+  /** `inbox-oldest-lease`: some consumer's oldest `PROCESSING` attempt has held its record longer than this. */
   readonly oldestLeaseSeconds: number;
-  /** `inbox-retry-age-<c>`: the consumer's oldest `FAILED` record was first attempted longer ago than this. */
+  /** `inbox-retry-age`: some consumer's oldest `FAILED` record was first attempted longer ago than this. */
   readonly retryAgeSeconds: number;
 }
 
 /**
- * The thresholds both realizations alarm at for `consumer` (the CloudWatch alarms and the local
- * evaluation): `oldestLeasePeriods` inbox lease periods, and `retryAgeShare` of the consumer's
- * `maxEventAgeSeconds`. Both alarm above the threshold, not at it.
+ * The thresholds both realizations alarm at (the CloudWatch alarms and the local evaluation),
+ * above the threshold, not at it: `oldestLeasePeriods` inbox lease periods, and `retryAgeShare`
+ * of the shortest `maxEventAgeSeconds` of any consumer (one alarm watches them all, so the
+ * strictest budget sets it).
  */
 export function inboxHealthThresholds(
-  consumer: ConsumerName,
   t: Pick<Topology, 'alarms' | 'consumers'> = topology,
 ): InboxHealthThresholds {
+  const maxAge = Math.min(...Object.values(t.consumers).map((c) => c.maxEventAgeSeconds));
   return {
     oldestLeaseSeconds: (t.alarms.oldestLeasePeriods * inboxDefaults.leaseMs) / 1000,
-    retryAgeSeconds: Math.round(t.alarms.retryAgeShare * t.consumers[consumer].maxEventAgeSeconds),
+    retryAgeSeconds: Math.round(t.alarms.retryAgeShare * maxAge),
   };
 }

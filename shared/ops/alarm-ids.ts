@@ -11,12 +11,15 @@ export const alarmIds = {
   relayErrors: 'relay-errors',
   inboxGaugesErrors: 'inbox-gauges-errors',
   inboxDead: (consumer: string) => `inbox-dead-${consumer}`,
-  /** A consumer's oldest `PROCESSING` attempt has held its record past `oldestLeasePeriods` leases. */
-  inboxOldestLease: (consumer: string) => `inbox-oldest-lease-${consumer}`,
-  /** A consumer's oldest `FAILED` record was first attempted more than `retryAgeShare` of its event age ago. */
-  inboxRetryAge: (consumer: string) => `inbox-retry-age-${consumer}`,
-  /** The delivery audit found delivered events missing from the consumer's inbox. */
-  undelivered: (consumer: string) => `undelivered-${consumer}`,
+  /**
+   * Some consumer's oldest `PROCESSING` attempt has held its record past `oldestLeasePeriods`
+   * leases. One alarm for every consumer (each alarm is billed): the status says which.
+   */
+  inboxOldestLease: 'inbox-oldest-lease',
+  /** Some consumer's oldest `FAILED` record was first attempted more than `retryAgeShare` of its event age ago. */
+  inboxRetryAge: 'inbox-retry-age',
+  /** The delivery audit found delivered events missing from some consumer's inbox. */
+  undelivered: 'undelivered',
   /** AWS: the delivery audit function failed (locally its runner's errors). */
   auditErrors: 'delivery-audit-errors',
   /** AWS: one per rule DLQ and on-failure queue. */

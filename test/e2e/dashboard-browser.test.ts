@@ -88,7 +88,7 @@ function freshFake(): Fake {
         indexInboxDead: 'OK',
         notifyInboxDead: 'ALARM',
         archiveInboxDead: 'OK',
-        'inbox-oldest-lease-notify': 'ALARM',
+        'inbox-oldest-lease': 'ALARM',
       },
       relay: { lastRunAt: now, errors: 0 },
     },

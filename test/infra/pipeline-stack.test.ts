@@ -1,6 +1,5 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
@@ -75,6 +74,15 @@ const statementsOf = (fn: IConstruct) => {
         [],
     );
 };
+
+/** The dimensions of every alarm of ours on `metricName`. */
+const alarmsOn = (metricName: string) =>
+  resourcesOfType(s, 'AWS::CloudWatch::Alarm')
+    .map(([, a]) => a.Properties ?? {})
+    .filter((p) => p.Namespace === metricsNamespace && p.MetricName === metricName)
+    .map((p) =>
+      Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
+    );
 
 describe('database', () => {
   it('is Aurora PostgreSQL 17 Serverless v2 with the Data API, IAM auth, encryption and backups', () => {
@@ -373,19 +381,14 @@ describe('delivery audit', () => {
       Resource: arnOf(s.stack.inbox.table),
     });
     const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
-    expect(alarms?.Resource).toHaveLength(consumerNames.length);
-    for (const c of consumerNames) {
-      expect(JSON.stringify(alarms?.Resource)).toContain(`:alarm:ContentPipeline-sandbox-undelivered-${c}"`);
-    }
-    expect(JSON.parse(String(envOf(s.stack.audit.function).GAUGE_ALARMS))).toEqual(
-      Object.fromEntries(
-        consumerNames.map((c) => [`undelivered-${c}`, `ContentPipeline-sandbox-undelivered-${c}`]),
-      ),
-    );
+    expect(JSON.stringify(alarms?.Resource)).toMatch(/:alarm:ContentPipeline-sandbox-undelivered"\]\]\}$/);
+    expect(JSON.parse(String(envOf(s.stack.audit.function).GAUGE_ALARMS))).toEqual({
+      undelivered: 'ContentPipeline-sandbox-undelivered',
+    });
     expect(envOf(s.stack.audit.function)[consumerEnv.inboxTable]).toEqual(ref(s.stack.inbox.table));
   });
 
-  it('alarms per consumer on UndeliveredToConsumer with the dimensions the audit writes, and on its own errors', async () => {
+  it('alarms on UndeliveredToConsumer of all consumers with the dimensions the audit writes, and on its own errors', async () => {
     const handler = readFileSync(join(projectRoot, 'functions/delivery-audit/handler.ts'), 'utf8');
     expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: deliveryAuditServiceName/);
     const lines: string[] = [];
@@ -405,26 +408,29 @@ describe('delivery audit', () => {
       .flatMap((l) => l.split('\n'))
       .filter((l) => l.includes('_aws'))
       .map((l) => JSON.parse(l) as EmfDocument);
-    expect(docs).toHaveLength(consumerNames.length);
-    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm')
-      .map(([, a]) => a.Properties ?? {})
-      .filter((p) => p.MetricName === auditMetricNames.undelivered);
-    expect(alarms).toHaveLength(consumerNames.length);
-    for (const emf of docs) {
-      const declared = emf._aws.CloudWatchMetrics[0];
-      const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
-      const dimensionsOf = (a: Record<string, unknown>) =>
-        Object.fromEntries((a.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value]));
-      const alarm = alarms.find((a) => isDeepStrictEqual(dimensionsOf(a), emitted));
-      expect(alarm, JSON.stringify(emitted)).toMatchObject({
-        AlarmName: `ContentPipeline-sandbox-undelivered-${emitted.Consumer}`,
-        Namespace: metricsNamespace,
-        Statistic: 'Maximum',
-        Threshold: topology.alarms.undeliveredEvents,
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        TreatMissingData: 'ignore',
-      });
-    }
+    // Each consumer's for the dashboard, then all of them together for the alarm.
+    expect(docs.map((d) => [d.Consumer ?? 'all', d[auditMetricNames.undelivered]])).toEqual([
+      ['index', 2],
+      ['notify', 1],
+      ['archive', 4],
+      ['all', 7],
+    ]);
+    const all = docs.at(-1) as EmfDocument;
+    const emitted = Object.fromEntries(
+      (all._aws.CloudWatchMetrics[0]?.Dimensions[0] ?? []).map((k) => [k, all[k]]),
+    );
+    expect(alarmsOn(auditMetricNames.undelivered)).toEqual([emitted]);
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-undelivered',
+      Namespace: metricsNamespace,
+      MetricName: auditMetricNames.undelivered,
+      Dimensions: [{ Name: 'service', Value: deliveryAuditServiceName }],
+      Statistic: 'Maximum',
+      Threshold: topology.alarms.undeliveredEvents,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'ignore',
+      AlarmActions: [ref(s.stack.alarms.topic)],
+    });
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: 'ContentPipeline-sandbox-delivery-audit-errors',
       Namespace: 'AWS/Lambda',
@@ -713,14 +719,6 @@ describe('functions', () => {
 // An alarm whose dimensions differ from what the code emits watches nothing: it never fires
 // (or, missing data breaching, always fires). These compare the alarms with what is emitted.
 describe('alarm dimensions match what the functions emit', () => {
-  const alarmsOn = (metricName: string) =>
-    resourcesOfType(s, 'AWS::CloudWatch::Alarm')
-      .map(([, a]) => a.Properties ?? {})
-      .filter((p) => p.Namespace === metricsNamespace && p.MetricName === metricName)
-      .map((p) =>
-        Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
-      );
-
   it('inbox gauges: each inbox alarm has the dimensions and metric the gauge function writes for its consumer', async () => {
     const handler = readFileSync(join(projectRoot, 'functions/inbox-gauges/handler.ts'), 'utf8');
     expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: inboxGaugesServiceName/);
@@ -750,29 +748,25 @@ describe('alarm dimensions match what the functions emit', () => {
       .flatMap((l) => l.split('\n'))
       .filter((l) => l.includes('_aws'))
       .map((l) => JSON.parse(l) as EmfDocument);
-    expect(docs).toHaveLength(consumerNames.length);
-    for (const emf of docs) {
-      const declared = emf._aws.CloudWatchMetrics[0];
-      const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
-      expect(declared?.Namespace).toBe(metricsNamespace);
+    // One document per consumer, then one for all of them (no Consumer dimension).
+    expect(docs).toHaveLength(consumerNames.length + 1);
+    const dimensionsOf = (emf: EmfDocument) =>
+      Object.fromEntries((emf._aws.CloudWatchMetrics[0]?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
+    for (const emf of docs.slice(0, consumerNames.length)) {
+      expect(emf._aws.CloudWatchMetrics[0]?.Namespace).toBe(metricsNamespace);
       expect(emf[inboxGaugeMetricNames.dead]).toBe(2);
       expect(emf[inboxGaugeMetricNames.oldestLease]).toBe(400);
-      expect(emf[inboxGaugeMetricNames.retryAge]).toBe(30_000);
-      for (const metric of [
-        inboxGaugeMetricNames.dead,
-        inboxGaugeMetricNames.oldestLease,
-        inboxGaugeMetricNames.retryAge,
-      ]) {
-        expect(alarmsOn(metric), metric).toContainEqual(emitted);
-      }
+      expect(alarmsOn(inboxGaugeMetricNames.dead)).toContainEqual(dimensionsOf(emf));
     }
-    for (const metric of [
-      inboxGaugeMetricNames.dead,
-      inboxGaugeMetricNames.oldestLease,
-      inboxGaugeMetricNames.retryAge,
-    ]) {
-      expect(alarmsOn(metric), metric).toHaveLength(consumerNames.length);
+    const all = docs.at(-1) as EmfDocument;
+    expect(all[inboxGaugeMetricNames.oldestLease]).toBe(400);
+    expect(all[inboxGaugeMetricNames.retryAge]).toBe(30_000);
+    expect(alarmsOn(inboxGaugeMetricNames.dead)).toHaveLength(consumerNames.length);
+    // One alarm each for every consumer, on the document without the Consumer dimension.
+    for (const metric of [inboxGaugeMetricNames.oldestLease, inboxGaugeMetricNames.retryAge]) {
+      expect(alarmsOn(metric), metric).toEqual([dimensionsOf(all)]);
     }
+    expect(dimensionsOf(all)).toEqual({ service: inboxGaugesServiceName });
   });
 
   it('relay: the age and dead alarms use the service name the relay handler gives Powertools', () => {
@@ -836,30 +830,24 @@ describe('alarms', () => {
     for (const a of on(inboxGaugeMetricNames.dead)) expect(a.Period).toBe(topology.alarms.gaugePeriodSeconds);
   });
 
-  it('alarm per consumer on the oldest PROCESSING lease and the oldest retry age, at the topology’s thresholds', () => {
-    for (const c of consumerNames) {
-      const limits = inboxHealthThresholds(c);
+  it('alarm once for every consumer on the oldest PROCESSING lease and the oldest retry age, at the topology’s thresholds', () => {
+    const limits = inboxHealthThresholds();
+    expect(limits).toEqual({
+      oldestLeaseSeconds: topology.alarms.oldestLeasePeriods * 30,
+      retryAgeSeconds: 6 * 3600,
+    });
+    for (const [id, metric, threshold] of [
+      ['inbox-oldest-lease', inboxGaugeMetricNames.oldestLease, limits.oldestLeaseSeconds],
+      ['inbox-retry-age', inboxGaugeMetricNames.retryAge, limits.retryAgeSeconds],
+    ] as const) {
       s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: `ContentPipeline-sandbox-inbox-oldest-lease-${c}`,
+        AlarmName: `ContentPipeline-sandbox-${id}`,
         Namespace: metricsNamespace,
-        MetricName: inboxGaugeMetricNames.oldestLease,
-        Dimensions: Match.arrayWith([{ Name: 'Consumer', Value: c }]),
+        MetricName: metric,
+        Dimensions: [{ Name: 'service', Value: inboxGaugesServiceName }],
         Statistic: 'Maximum',
         Period: topology.alarms.gaugePeriodSeconds,
-        Threshold: topology.alarms.oldestLeasePeriods * 30,
-        ComparisonOperator: 'GreaterThanThreshold',
-        TreatMissingData: 'ignore',
-        AlarmActions: [ref(s.stack.alarms.topic)],
-      });
-      expect(limits.retryAgeSeconds).toBe(6 * 3600);
-      s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-        AlarmName: `ContentPipeline-sandbox-inbox-retry-age-${c}`,
-        Namespace: metricsNamespace,
-        MetricName: inboxGaugeMetricNames.retryAge,
-        Dimensions: Match.arrayWith([{ Name: 'Consumer', Value: c }]),
-        Statistic: 'Maximum',
-        Period: topology.alarms.gaugePeriodSeconds,
-        Threshold: limits.retryAgeSeconds,
+        Threshold: threshold,
         ComparisonOperator: 'GreaterThanThreshold',
         TreatMissingData: 'ignore',
         AlarmActions: [ref(s.stack.alarms.topic)],
@@ -885,11 +873,7 @@ describe('alarms', () => {
     // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
     expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
     const alarmArns = JSON.stringify(statements[1]?.Resource);
-    const fed = consumerNames.flatMap((c) => [
-      `inbox-dead-${c}`,
-      `inbox-oldest-lease-${c}`,
-      `inbox-retry-age-${c}`,
-    ]);
+    const fed = [...consumerNames.map((c) => `inbox-dead-${c}`), 'inbox-oldest-lease', 'inbox-retry-age'];
     expect(statements[1]?.Resource).toHaveLength(fed.length);
     for (const id of fed) expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-${id}"`);
     expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).GAUGE_ALARMS))).toEqual(

@@ -1,30 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import { inboxGaugeMetricNames } from '../../shared/consumers/contract';
-import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
+import { consumerDimension, inboxGaugeMetricNames } from '../../shared/consumers/contract';
+import { emitInboxGauges, inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-store';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { ConsumerName } from '../../shared/topology';
 
 const consumers: ConsumerName[] = ['index', 'notify', 'archive'];
 const now = Date.parse('2026-11-30T12:00:00.000Z');
+const { dead, failed, oldestLease, retryAge } = inboxGaugeMetricNames;
 
-/** A Metrics stand-in that keeps each published document: its consumer and its metrics. */
+/** A Metrics stand-in that keeps each published document: its consumer (or `all`) and its metrics. */
 function recordingMetrics() {
   const sent: { consumer: string; metrics: Record<string, number> }[] = [];
-  let consumer = '';
+  let consumer = 'all';
   let metrics: Record<string, number> = {};
   return {
     sent,
     metrics: {
-      addDimension: (_name: string, v: string) => {
-        consumer = v;
+      addDimension: (name: string, v: string) => {
+        if (name === consumerDimension) consumer = v;
       },
       addMetric: (name: string, _unit: unknown, v: number) => {
         metrics[name] = v;
       },
+      // Powertools clears the dimensions added since the last publish.
       publishStoredMetrics: () => {
         sent.push({ consumer, metrics });
         metrics = {};
+        consumer = 'all';
       },
     },
   };
@@ -39,13 +42,11 @@ const figures = (open: Partial<Record<ConsumerName, Partial<OpenFigures>>>) => (
     ...open[c as ConsumerName],
   }),
 });
-const everyAlarmOk = new Set(
-  consumers.flatMap((c) => [alarmIds.inboxDead(c), alarmIds.inboxOldestLease(c), alarmIds.inboxRetryAge(c)]),
-);
+const everyAlarmOk = new Set(inboxGaugeAlarmIds(consumers));
 const allOkBut = (...ids: string[]) => new Set([...everyAlarmOk].filter((id) => !ids.includes(id)));
 
 describe('inbox gauges', () => {
-  it('send each consumer’s figures that are above zero: DEAD count, oldest lease, retry age with the FAILED count', async () => {
+  it('send each consumer’s DEAD count that is above zero, and the ages of every consumer with the largest for all of them when one is', async () => {
     const m = recordingMetrics();
     const report = await emitInboxGauges({
       inbox: figures({
@@ -54,6 +55,7 @@ describe('inbox gauges', () => {
           PROCESSING: { count: 3, oldestSince: now - 200_500 },
           FAILED: { count: 4, oldestSince: now - 7_200_000 },
         },
+        index: { FAILED: { count: 1, oldestSince: now - 60_000 } },
       }),
       metrics: m.metrics as never,
       consumers,
@@ -61,46 +63,37 @@ describe('inbox gauges', () => {
       clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'notify', metrics: { [inboxGaugeMetricNames.dead]: 2 } },
-      {
-        consumer: 'archive',
-        metrics: {
-          [inboxGaugeMetricNames.oldestLease]: 200,
-          [inboxGaugeMetricNames.retryAge]: 7_200,
-          [inboxGaugeMetricNames.failed]: 4,
-        },
-      },
+      { consumer: 'index', metrics: { [oldestLease]: 0, [retryAge]: 60, [failed]: 1 } },
+      { consumer: 'notify', metrics: { [dead]: 2, [oldestLease]: 0, [retryAge]: 0, [failed]: 0 } },
+      { consumer: 'archive', metrics: { [oldestLease]: 200, [retryAge]: 7_200, [failed]: 4 } },
+      // What the inbox-oldest-lease and inbox-retry-age alarms watch: the largest age, the FAILED sum.
+      { consumer: 'all', metrics: { [oldestLease]: 200, [retryAge]: 7_200, [failed]: 5 } },
     ]);
-    expect(report.archive).toEqual({
+    expect(report.sent).toEqual(['dead:notify', 'lease', 'retry']);
+    expect(report.consumers.archive).toEqual({
       inProgress: 3,
       failed: 4,
       dead: 0,
       oldestLeaseSeconds: 200,
       oldestRetryAgeSeconds: 7_200,
-      sent: ['lease', 'retry'],
     });
-    expect(report.index).toEqual({
-      inProgress: 0,
-      failed: 0,
-      dead: 0,
-      oldestLeaseSeconds: null,
-      oldestRetryAgeSeconds: null,
-      sent: [],
-    });
+    expect(report.consumers.index.oldestLeaseSeconds).toBeNull();
   });
 
-  it('send a zero only for a figure whose alarm is not OK yet (its records were just redriven)', async () => {
+  it('send a zero only for a figure whose alarm is not OK yet (its records were just redriven or taken over)', async () => {
     const m = recordingMetrics();
     await emitInboxGauges({
       inbox: figures({}),
       metrics: m.metrics as never,
       consumers,
-      okAlarms: async () => allOkBut(alarmIds.inboxDead('archive'), alarmIds.inboxOldestLease('index')),
+      okAlarms: async () => allOkBut(alarmIds.inboxDead('archive'), alarmIds.inboxOldestLease),
       clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'index', metrics: { [inboxGaugeMetricNames.oldestLease]: 0 } },
-      { consumer: 'archive', metrics: { [inboxGaugeMetricNames.dead]: 0 } },
+      { consumer: 'index', metrics: { [oldestLease]: 0 } },
+      { consumer: 'notify', metrics: { [oldestLease]: 0 } },
+      { consumer: 'archive', metrics: { [dead]: 0, [oldestLease]: 0 } },
+      { consumer: 'all', metrics: { [oldestLease]: 0 } },
     ]);
   });
 
@@ -127,8 +120,9 @@ describe('inbox gauges', () => {
       },
       clock: () => now,
     });
-    expect(m.sent.map((d) => d.consumer)).toEqual(consumers);
-    for (const d of m.sent)
+    expect(m.sent.map((d) => d.consumer)).toEqual([...consumers, 'all']);
+    for (const d of m.sent.slice(0, 3)) {
       expect(Object.keys(d.metrics).sort()).toEqual(Object.values(inboxGaugeMetricNames).sort());
+    }
   });
 });

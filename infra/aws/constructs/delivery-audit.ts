@@ -23,8 +23,8 @@ export interface DeliveryAuditProps {
    */
   readonly schedule: Rule;
   /**
-   * The `undelivered-<consumer>` alarms, by alarm id: a point of zero is sent only while one is
-   * not OK (as the inbox gauges do), so a healthy pipeline pays for no audit metric.
+   * The `undelivered` alarm, by alarm id: a point of zero is sent only while it is not OK (as
+   * the inbox gauges do), so a healthy pipeline pays for no audit metric.
    */
   readonly alarmNames: Readonly<Record<string, string>>;
   readonly logRetention: RetentionDays;

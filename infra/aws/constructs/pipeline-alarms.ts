@@ -30,10 +30,10 @@ import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 export interface PipelineMetricDimensions {
   readonly relay: Readonly<Record<string, string>>;
   readonly consumer: (name: ConsumerName) => Readonly<Record<string, string>>;
-  /** The inbox gauges' dimensions for one consumer. */
-  readonly inboxGauge: (name: ConsumerName) => Readonly<Record<string, string>>;
-  /** The delivery audit's dimensions for one consumer. */
-  readonly audit: (name: ConsumerName) => Readonly<Record<string, string>>;
+  /** The inbox gauges' dimensions for one consumer, or (undefined) for all of them together. */
+  readonly inboxGauge: (name?: ConsumerName) => Readonly<Record<string, string>>;
+  /** The delivery audit's dimensions for one consumer, or (undefined) for all of them together. */
+  readonly audit: (name?: ConsumerName) => Readonly<Record<string, string>>;
 }
 
 /** A queue that must stay empty, with a short name for its alarm. */
@@ -49,8 +49,8 @@ export interface PipelineAlarmsProps {
   readonly relayFunction: IFunction;
   /** The inbox gauges: if they stop, the inbox alarms (missing data ignored) would go quiet. */
   readonly gaugesFunction: IFunction;
-  /** Each consumer's oldest-lease and retry-age thresholds (`inboxHealthThresholds`). */
-  readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
+  /** The oldest-lease and retry-age thresholds (`inboxHealthThresholds`). */
+  readonly inboxThresholds: InboxHealthThresholds;
   /** The delivery audit: its errors alarm, and while it fails the undelivered alarms get no data. */
   readonly auditFunction: IFunction;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
@@ -91,8 +91,11 @@ export class PipelineMetrics {
     });
   }
 
-  /** One of a consumer's inbox gauges, as the inbox gauges function emits it every gauge period. */
-  inboxGauge(consumer: ConsumerName, name: keyof typeof inboxGaugeMetricNames): Metric {
+  /**
+   * One of the inbox gauges, as the inbox gauges function emits it every gauge period: a
+   * consumer's, or (consumer undefined) all consumers' together, the largest age or the count's sum.
+   */
+  inboxGauge(consumer: ConsumerName | undefined, name: keyof typeof inboxGaugeMetricNames): Metric {
     return new Metric({
       namespace: metricsNamespace,
       metricName: inboxGaugeMetricNames[name],
@@ -103,10 +106,11 @@ export class PipelineMetrics {
   }
 
   /**
-   * A consumer's `UndeliveredToConsumer`, as the delivery audit emits it after each run (each
-   * sweep period). Its alarm's period is the gauges': the point of a run lands in one of them.
+   * `UndeliveredToConsumer` of a consumer, or (undefined) of all of them together, as the
+   * delivery audit emits it after each run (each sweep period). Its alarm's period is the
+   * gauges': the point of a run lands in one of them.
    */
-  undelivered(consumer: ConsumerName): Metric {
+  undelivered(consumer?: ConsumerName): Metric {
     return new Metric({
       namespace: metricsNamespace,
       metricName: auditMetricNames.undelivered,
@@ -166,9 +170,9 @@ export class PipelineAlarms extends Construct {
   public readonly relayErrors: Alarm;
   public readonly gaugesErrors: Alarm;
   public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
-  public readonly oldestLease: ReadonlyMap<ConsumerName, Alarm>;
-  public readonly retryAge: ReadonlyMap<ConsumerName, Alarm>;
-  public readonly undelivered: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly oldestLease: Alarm;
+  public readonly retryAge: Alarm;
+  public readonly undelivered: Alarm;
   public readonly auditErrors: Alarm;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
   public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
@@ -313,10 +317,7 @@ export class PipelineAlarms extends Construct {
     );
 
     const consumerDead = new Map<ConsumerName, Alarm>();
-    const oldestLease = new Map<ConsumerName, Alarm>();
-    const retryAge = new Map<ConsumerName, Alarm>();
     for (const consumer of props.consumers) {
-      const limits = props.inboxThresholds(consumer);
       consumerDead.set(
         consumer,
         alarm(
@@ -327,47 +328,35 @@ export class PipelineAlarms extends Construct {
           { missing: TreatMissingData.IGNORE },
         ),
       );
-      oldestLease.set(
-        consumer,
-        alarm(
-          alarmIds.inboxOldestLease(consumer),
-          `An attempt of the ${consumer} consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: it is stuck mid-effect, or was killed with nothing left to take its record over (README "Is anything stuck?").`,
-          this.metrics.inboxGauge(consumer, 'oldestLease'),
-          limits.oldestLeaseSeconds,
-          { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
-        ),
-      );
-      retryAge.set(
-        consumer,
-        alarm(
-          alarmIds.inboxRetryAge(consumer),
-          `A FAILED ${consumer} inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry (README "Is anything stuck?").`,
-          this.metrics.inboxGauge(consumer, 'retryAge'),
-          limits.retryAgeSeconds,
-          { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
-        ),
-      );
     }
     this.consumerDead = consumerDead;
-    this.oldestLease = oldestLease;
-    this.retryAge = retryAge;
+    // The design's other two inbox figures, one alarm each for every consumer (the gauges send
+    // the largest age without the Consumer dimension): `npx pipeline status` says whose.
+    const limits = props.inboxThresholds;
+    this.oldestLease = alarm(
+      alarmIds.inboxOldestLease,
+      `An attempt of a consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: stuck mid-effect, or killed with nothing left to take its record over. npx pipeline status shows whose (README "Is anything stuck?").`,
+      this.metrics.inboxGauge(undefined, 'oldestLease'),
+      limits.oldestLeaseSeconds,
+      { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+    );
+    this.retryAge = alarm(
+      alarmIds.inboxRetryAge,
+      `A FAILED inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry that succeeds. npx pipeline status shows whose (README "Is anything stuck?").`,
+      this.metrics.inboxGauge(undefined, 'retryAge'),
+      limits.retryAgeSeconds,
+      { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+    );
 
     // What no other alarm sees: a rule disabled or changed by hand, a target misconfigured, a
     // dead letter that expired, an inbox record deleted (shared/audit/delivery-audit.ts).
-    const undelivered = new Map<ConsumerName, Alarm>();
-    for (const consumer of props.consumers) {
-      undelivered.set(
-        consumer,
-        alarm(
-          alarmIds.undelivered(consumer),
-          `The delivery audit found delivered events with no record in the ${consumer} inbox: list them with \`npx pipeline audit\`, re-send them with \`npx pipeline audit --redrive\` once the cause is fixed.`,
-          this.metrics.undelivered(consumer),
-          t.undeliveredEvents,
-          { missing: TreatMissingData.IGNORE },
-        ),
-      );
-    }
-    this.undelivered = undelivered;
+    this.undelivered = alarm(
+      alarmIds.undelivered,
+      'The delivery audit found delivered events with no record in a consumer inbox: list them with `npx pipeline audit`, re-send them with `npx pipeline audit --redrive` once the cause is fixed.',
+      this.metrics.undelivered(),
+      t.undeliveredEvents,
+      { missing: TreatMissingData.IGNORE },
+    );
     this.auditErrors = alarm(
       alarmIds.auditErrors,
       'The delivery audit function failed: while it fails, the undelivered alarms get no data and keep their state.',

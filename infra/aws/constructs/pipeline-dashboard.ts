@@ -29,8 +29,8 @@ export interface PipelineDashboardProps {
   readonly alarms: readonly Alarm[];
   /** The delivery audit function. */
   readonly auditFunction: IFunction;
-  /** Each consumer's oldest-lease and retry-age thresholds, drawn on their graphs. */
-  readonly inboxThresholds: (consumer: ConsumerName) => InboxHealthThresholds;
+  /** The oldest-lease and retry-age thresholds, drawn on their graphs. */
+  readonly inboxThresholds: InboxHealthThresholds;
 }
 
 const width = 8;
@@ -153,11 +153,9 @@ export class PipelineDashboard extends Construct {
     );
     // The design's third way to fail silently: the inbox's own state machine stuck while the
     // transport looks consumed (README "Is anything stuck?").
-    const annotations = (of: (t: InboxHealthThresholds) => number): HorizontalAnnotation[] =>
-      [...new Set(props.consumers.map((c) => of(props.inboxThresholds(c.name))))].map((value) => ({
-        value,
-        label: 'alarm',
-      }));
+    const annotations = (of: (t: InboxHealthThresholds) => number): HorizontalAnnotation[] => [
+      { value: of(props.inboxThresholds), label: 'alarm' },
+    ];
     this.dashboard.addWidgets(
       new GraphWidget({
         title: 'Consumers: oldest PROCESSING lease (s)',

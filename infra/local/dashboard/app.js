@@ -442,18 +442,23 @@ function startDashboard(config) {
     const undelivered = obj(obj(s.audit).undelivered);
     for (const c of Object.keys(inbox)) if (!consumers.includes(c)) consumers.push(c);
     /**
-     * An age figure of the inbox (null: nothing in that state), red while its alarm fires.
+     * An age figure of the inbox (null: nothing in that state). One alarm watches it for every
+     * consumer: red is the consumer whose age sets it off while it fires.
      * @param {string} c
-     * @param {unknown} seconds
+     * @param {string} key `oldestLeaseSeconds` or `oldestRetryAgeSeconds`
      * @param {string} alarm
-     * @param {string} key
+     * @param {string} testid
      */
-    const ageCell = (c, seconds, alarm, key) =>
-      h(
+    const ageCell = (c, key, alarm, testid) => {
+      const seconds = obj(inbox[c])[key];
+      const largest = Math.max(0, ...Object.keys(inbox).map((k) => num(obj(inbox[k])[key])));
+      const bad = alarms[alarm] === 'ALARM' && typeof seconds === 'number' && seconds >= largest;
+      return h(
         'td',
-        { class: `num value${alarms[alarm] === 'ALARM' ? ' bad' : ''}`, testid: `inbox-${c}-${key}` },
+        { class: `num value${bad ? ' bad' : ''}`, testid: `inbox-${c}-${testid}` },
         seconds === null || seconds === undefined ? '-' : age(seconds),
       );
+    };
     $('inbox').replaceChildren(
       table(
         [
@@ -476,8 +481,8 @@ function startDashboard(config) {
                 v,
               );
             }),
-            ageCell(c, counts.oldestLeaseSeconds, `inbox-oldest-lease-${c}`, 'oldestLease'),
-            ageCell(c, counts.oldestRetryAgeSeconds, `inbox-retry-age-${c}`, 'retryAge'),
+            ageCell(c, 'oldestLeaseSeconds', 'inbox-oldest-lease', 'oldestLease'),
+            ageCell(c, 'oldestRetryAgeSeconds', 'inbox-retry-age', 'retryAge'),
             h(
               'td',
               { class: `num value${missing > 0 ? ' bad' : ''}`, testid: `inbox-${c}-undelivered` },
