@@ -160,6 +160,14 @@ describe('the latency model at its seams', () => {
         },
       });
       const client = pipelineClient(runtime.url);
+      // The start's sweep is a relay run: an approve committed while it holds the run lease
+      // nudges nobody (that run claims the event), and the nudge's hops would not be drawn.
+      const started = runtime;
+      await waitFor(
+        () => Promise.resolve(started.relay.lastRunAt),
+        (at) => at !== undefined,
+        { timeoutMs: 60_000, what: "the start's relay run finished" },
+      );
 
       const created = await client.call<{ taskId: string }>('POST', '/tasks', { title: 't', assignee: 'a' });
       const approved = await client.call<{ eventId: string }>(
@@ -172,7 +180,8 @@ describe('the latency model at its seams', () => {
       await waitFor(
         () => Promise.resolve(observed.consumerDone.get(approved.body.eventId)?.size ?? 0),
         (done) => done === 3,
-        { timeoutMs: 30_000, what: 'all three consumers done' },
+        // In-process work with every hop instant: a bound on a hang, not a speed.
+        { timeoutMs: 120_000, what: 'all three consumers done' },
       );
 
       expect(approved.status).toBe(200);
