@@ -76,9 +76,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
   const before = await runtime.status();
   for (let i = 0; i < ids.length; i += 200) {
     progress(`growth: approving ${Math.min(i + 200, ids.length)} of ${count} (effects)`);
-    await Promise.all(
-      ids.slice(i, i + 200).map((id) => client.call('POST', `/tasks/${id}/approve`, { approvedBy: 'rita' })),
-    );
+    await Promise.all(ids.slice(i, i + 200).map((id) => client.call('POST', `/tasks/${id}/approve`, {})));
   }
   await waitFor(
     () => runtime.status(),
@@ -101,9 +99,11 @@ async function approvalToEffects(runtime: Runtime): Promise<number> {
       assignee: 'ana',
     });
     const sent = Date.now();
-    const approved = await client.call<{ eventId: string }>('POST', `/tasks/${created.body.taskId}/approve`, {
-      approvedBy: 'rita',
-    });
+    const approved = await client.call<{ eventId: string }>(
+      'POST',
+      `/tasks/${created.body.taskId}/approve`,
+      {},
+    );
     const eventId = approved.body.eventId;
     const records = await waitFor(
       () => Promise.all(consumerNames.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),

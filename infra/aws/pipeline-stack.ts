@@ -9,8 +9,11 @@ import {
 } from '../../shared/consumers/contract';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
+import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
+import { ApiAccess } from './constructs/api-access';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
 import { ContentIndexTable } from './constructs/content-index-table';
@@ -46,6 +49,8 @@ export class PipelineStack extends Stack {
   public readonly relay: OutboxRelay;
   public readonly tasksApi: TasksApi;
   public readonly opsApi: OpsApi;
+  /** The reviewer's and the operator's managed policies: who may call which routes. */
+  public readonly access: ApiAccess;
   public readonly inboxGauges: InboxGauges;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
@@ -95,7 +100,11 @@ export class PipelineStack extends Stack {
       removalPolicy,
       deletionProtection: prod,
     });
-    this.archive = new ArchiveBucket(this, 'Archive', { removalPolicy, autoDeleteObjects: !prod });
+    this.archive = new ArchiveBucket(this, 'Archive', {
+      removalPolicy,
+      autoDeleteObjects: !prod,
+      logRetention,
+    });
     this.notifications = new NotificationTopic(this, 'Notifications');
 
     // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
@@ -164,6 +173,7 @@ export class PipelineStack extends Stack {
       namePrefix: names,
       ...common,
     });
+    this.fanout.acceptPipelineEventsOnlyFrom(this.relay.function);
     // The relay must not publish into a schema that does not exist yet.
     this.relay.schedule.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
@@ -233,6 +243,12 @@ export class PipelineStack extends Stack {
       alarmPrefix,
       ...common,
     });
+    this.access = new ApiAccess(this, 'ApiAccess', {
+      api: this.tasksApi.api,
+      reviewerRoutes: tasksApiRoutes,
+      operatorRoutes: opsApiRoutes,
+      namePrefix: names,
+    });
     this.dashboard = settings.dashboard
       ? new PipelineDashboard(this, 'Dashboard', {
           metrics: this.alarms.metrics,
@@ -268,6 +284,16 @@ export class PipelineStack extends Stack {
     out('NotifyTopicArn', this.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
     out('AlarmTopicArn', this.alarms.topic.topicArn, 'Alarm topic');
     out('AlarmNamePrefix', alarmPrefix, 'Every alarm of this stack starts with this');
+    out(
+      'ReviewerPolicyArn',
+      this.access.reviewer.managedPolicyArn,
+      'Attach to whoever reviews: the tasks routes only (create, read, approve, withdraw)',
+    );
+    out(
+      'OperatorPolicyArn',
+      this.access.operator.managedPolicyArn,
+      'Attach to whoever operates: the ops routes only (status, traces, dead lists, redrives)',
+    );
     if (this.dashboard) out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
 
     this.acknowledgeStackWide();

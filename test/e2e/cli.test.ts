@@ -79,7 +79,7 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     expect(created.code).toBe(0);
     const { taskId } = JSON.parse(created.stdout) as { taskId: string };
 
-    const approved = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+    const approved = await pipeline([...at(), 'tasks', 'approve', taskId]);
     expect(approved).toMatchObject({ code: 0, stderr: '' });
     expect(approved.stdout).toMatch(
       new RegExp(`^approved task ${taskId} \\(version 2, event [0-9a-f-]{36}\\)\\n$`),
@@ -112,19 +112,10 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     const { taskId } = JSON.parse(
       (await pipeline([...at(), 'tasks', 'create', '--title', 'to withdraw', '--json'])).stdout,
     ) as { taskId: string };
-    const withdrawn = await pipeline([
-      ...at(),
-      'tasks',
-      'withdraw',
-      taskId,
-      '--by',
-      'rita',
-      '--reason',
-      'dup',
-    ]);
+    const withdrawn = await pipeline([...at(), 'tasks', 'withdraw', taskId, '--reason', 'dup']);
     expect(withdrawn.code).toBe(0);
 
-    const again = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+    const again = await pipeline([...at(), 'tasks', 'approve', taskId]);
     const missing = '99999999-9999-4999-8999-999999999999';
     const redrive = await pipeline([...at(), 'outbox', 'dead', '--redrive', missing]);
 

@@ -165,9 +165,7 @@ describe('the latency model at its seams', () => {
       const approved = await client.call<{ eventId: string }>(
         'POST',
         `/tasks/${created.body.taskId}/approve`,
-        {
-          approvedBy: 'rita',
-        },
+        {},
       );
       await waitFor(
         () => Promise.resolve(observed.consumerDone.get(approved.body.eventId)?.size ?? 0),
