@@ -16,6 +16,7 @@ import { type ConsumerName, topology as defaultTopology, type Topology } from '.
 import { ApiAccess } from './constructs/api-access';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
+import { ConsumerRetries } from './constructs/consumer-retries';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { EventFanout } from './constructs/event-fanout';
@@ -30,6 +31,9 @@ import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
 import { TasksApi } from './constructs/tasks-api';
 import { type PipelineSettings, resourcePrefix } from './settings';
+
+/** The consumers' dead-letter queue as its alarm names it (`queue-not-empty-consumer-dead-letters`). */
+export const consumerDeadLettersQueueName = 'consumer-dead-letters';
 
 export interface PipelineStackProps extends StackProps {
   readonly settings: PipelineSettings;
@@ -54,6 +58,8 @@ export class PipelineStack extends Stack {
   public readonly inboxGauges: InboxGauges;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
+  /** The consumers' retry queue, the function that retries them, and their dead letters. */
+  public readonly retries: ConsumerRetries;
   public readonly inbox: InboxTable;
   public readonly contentIndex: ContentIndexTable;
   public readonly archive: ArchiveBucket;
@@ -130,6 +136,13 @@ export class PipelineStack extends Stack {
       },
     };
     const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
+      // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
+      deadLetterRetention: Duration.seconds(
+        Math.max(...consumerNames.map((n) => topology.consumers[n].deadLetterRetentionSeconds)),
+      ),
+      ...common,
+    });
     const consumers = new Map<ConsumerName, Consumer>();
     for (const name of consumerNames) {
       consumers.set(
@@ -139,11 +152,18 @@ export class PipelineStack extends Stack {
           policy: topology.consumers[name],
           inbox: this.inbox,
           effect: effects[name],
+          onFailure: this.retries.queue,
           ...common,
         }),
       );
     }
     this.consumers = consumers;
+    this.retries.retry(
+      Object.fromEntries([...consumers].map(([n, c]) => [n, c.function])) as Record<
+        ConsumerName,
+        Consumer['function']
+      >,
+    );
     const consumerFunction = (name: ConsumerName) => {
       const consumer = consumers.get(name);
       if (!consumer) throw new Error(`rule targets consumer "${name}", which the topology does not define`);
@@ -189,14 +209,11 @@ export class PipelineStack extends Stack {
 
     const opsQueues: OpsQueue[] = [
       ...this.fanout.targets.map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
-      ...[...consumers.values()].map((c) => ({
-        queue: c.onFailureQueue,
-        consumer: c.name,
-        rule: onFailureRule,
-      })),
+      // Every consumer's: each message names the function it failed in.
+      { queue: this.retries.deadLetters, rule: onFailureRule },
     ];
     const queues: WatchedQueue[] = opsQueues.map((q) => ({
-      name: q.rule === onFailureRule ? `on-failure-${q.consumer}` : `dlq-${q.rule}-${q.consumer}`,
+      name: q.rule === onFailureRule ? consumerDeadLettersQueueName : `dlq-${q.rule}-${q.consumer}`,
       queue: q.queue,
     }));
     const alarmPrefix = alarmName(this.stackName, '');

@@ -44,7 +44,9 @@ const schema = z.object({
   ),
   [opsEnv.deadLetterQueues]: blankIsUnset(
     jsonVariable(
-      z.array(z.strictObject({ url: z.url(), consumer: consumerName, rule: z.string().min(1).max(128) })),
+      z.array(
+        z.strictObject({ url: z.url(), consumer: consumerName.optional(), rule: z.string().min(1).max(128) }),
+      ),
     ),
   ),
 });

@@ -17,7 +17,8 @@ import type { TasksApi } from './tasks-api';
 /** A queue the ops API reads and redrives, with whom its messages are for. */
 export interface OpsQueue {
   readonly queue: DeadLetterQueue;
-  readonly consumer: ConsumerName;
+  /** Whose events it holds; absent for the consumers' dead letters, whose messages each name their function. */
+  readonly consumer?: ConsumerName;
   /** The rule whose target DLQ it is, or `on-failure`. */
   readonly rule: string;
 }
@@ -64,7 +65,7 @@ export class OpsApi extends Construct {
     super(scope, id);
     const queues: DeadLetterQueueRef[] = props.queues.map((q) => ({
       url: q.queue.queueUrl,
-      consumer: q.consumer,
+      ...(q.consumer ? { consumer: q.consumer } : {}),
       rule: q.rule,
     }));
     const stack = Stack.of(this);
