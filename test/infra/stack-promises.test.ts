@@ -236,9 +236,9 @@ describe('smaller defects of the AWS review', () => {
   it('grants no action no function calls (rds-data:BatchExecuteStatement, secretsmanager:DescribeSecret)', () => {
     for (const [, s] of stages()) {
       const actions = resourcesOfType(s, 'AWS::IAM::Policy').flatMap(([, p]) =>
-        ((p.Properties?.PolicyDocument as { Statement: { Action: unknown }[] }).Statement ?? []).flatMap(
-          (st) => [st.Action].flat(),
-        ),
+        (
+          (p.Properties?.PolicyDocument as { Statement?: { Action: unknown }[] } | undefined)?.Statement ?? []
+        ).flatMap((st) => [st.Action].flat()),
       );
       expect(actions).toContain('rds-data:ExecuteStatement');
       expect(actions).not.toContain('rds-data:BatchExecuteStatement');
