@@ -194,8 +194,10 @@ export class PipelineStack extends Stack {
       ...common,
     });
     this.fanout.acceptPipelineEventsOnlyFrom(this.relay.function);
-    // The relay must not publish into a schema that does not exist yet.
+    // The relay must not run before the schema exists: not from a sweep, nor from a wake-up (a
+    // fresh stack's wake queue is empty, but nothing should depend on that).
     this.relay.schedule.node.addDependency(this.migration.resource);
+    this.relay.wakeMapping.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {

@@ -82,3 +82,19 @@ export function creationOrder(resources: Readonly<Record<string, OrderedResource
 export function deletedWithStack(resource: OrderedResource): boolean {
   return resource.DeletionPolicy !== 'Retain' && resource.DeletionPolicy !== 'RetainExceptOnCreate';
 }
+
+/** Every resource `id` waits for, directly or through others. */
+export function transitiveDependencies(
+  resources: Readonly<Record<string, OrderedResource>>,
+  id: string,
+): ReadonlySet<string> {
+  const seen = new Set<string>();
+  const stack = [...dependenciesOf(resources, id)];
+  while (stack.length > 0) {
+    const next = stack.pop() as string;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    stack.push(...dependenciesOf(resources, next));
+  }
+  return seen;
+}
