@@ -17,6 +17,7 @@
  *
  * `bench/run.ts` also runs it at other rates. A benchmark, not a test: nothing asserts.
  */
+
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -26,6 +27,7 @@ import { waitFor } from '../test/support/wait-for';
 import { isMain, numberArg, progress } from './support/cli';
 import { latencyGoals } from './support/latency-model';
 import { HopDelays, latencySeams } from './support/latency-seams';
+import { type SimulatedLatency, simulateLatency } from './support/latency-simulation';
 import { type LatencySummary, round, summarize } from './support/stats';
 
 export interface E2eOptions {
@@ -236,7 +238,10 @@ export function modelFigures(run: E2eRun): ModelFigures {
 }
 
 /** The goals of the model judged on its runs at 20 and 100 approvals/s. */
-export function judgeModel(at20: ModelFigures, at100: ModelFigures) {
+export function judgeModel(
+  at20: Pick<ModelFigures, 'approveP99Ms' | 'effectsP99Ms'>,
+  at100: Pick<ModelFigures, 'approveP99Ms' | 'effectsP99Ms'>,
+) {
   const bounds = latencyGoals();
   return {
     approveP99BoundMs: bounds.approveP99BoundMs,
@@ -260,11 +265,18 @@ if (isMain(import.meta.url)) {
     const at100 = args.includes('--no-model')
       ? undefined
       : modelFigures(await measureE2e({ approvals, rate: 100, nudge: true, model: true }));
+    // The same hops with no local runtime in the way: every function on cores of its own, as on AWS.
+    const [sim20, sim100] = [20, 100].map((r) => simulateLatency({ approvals: r * 300, rate: r }));
     const result = {
       approvals,
       ...summarize(nudged.commitToProcessedMs),
       p99NoNudgeMs: summarize(scheduled.commitToProcessedMs).p99Ms,
       ...(at20 && at100 && { model: { '20': at20, '100': at100, goals: judgeModel(at20, at100) } }),
+      simulated: {
+        '20': sim20,
+        '100': sim100,
+        goals: judgeModel(sim20 as SimulatedLatency, sim100 as SimulatedLatency),
+      },
     };
     if (args.includes('--json')) console.log(JSON.stringify(result));
     else {

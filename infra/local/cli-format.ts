@@ -51,7 +51,6 @@ const record = (v: unknown): Record<string, unknown> =>
 const effectLabels: Record<string, string> = {
   indexDocuments: 'index documents',
   notificationsSent: 'notifications sent',
-  distinctNotifiedEvents: 'distinct notified events',
   archivedObjects: 'archived objects',
 };
 

@@ -1,6 +1,6 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
@@ -19,12 +19,12 @@ import { type ConsumerName, consumerNames, topology } from '../../shared/topolog
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
-import { ProcessedCounts } from './processed-counts';
+import { LocalCounters } from './local-counters';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
 /** Every store over the local inbox (the consumers' and the ops API's) shards its index alike. */
 const inboxOptions = { openIndexShards: topology.inbox.localOpenIndexShards };
-/** The local runtime's own counters (not a table of the AWS stack): see ProcessedCounts. */
+/** The local runtime's own counters (not a table of the AWS stack): see LocalCounters. */
 const countsTable = 'content-pipeline-local-counts';
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
 const invocationTimeoutMs = 10_000;
@@ -35,8 +35,15 @@ export interface LocalConsumers {
   /** The consumers' inbox table, for the ops API (the same table every consumer writes). */
   readonly inbox: InboxStore;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
+  /** What the effects did: maintained counters (LocalCounters), never a scan or a listing. */
   effectCounts(): Promise<EffectCounts>;
-  /** Events `consumer` has processed: a maintained counter (ProcessedCounts), never a listing. */
+  /**
+   * What the effects did, counted where they live: a scan of the index, a listing of the archive,
+   * a read of the notifications file. Its cost grows with history: for tests and for the recount
+   * after an unclean stop, never for the status page.
+   */
+  countEffects(): Promise<EffectCounts>;
+  /** Events `consumer` has processed: a maintained counter (LocalCounters), never a listing. */
   processedCount(consumer: ConsumerName): Promise<number>;
   /** How many effectFailAfter faults struck `consumer` (effects that acted, then failed). */
   injectedAfterFaults(consumer: ConsumerName): number;
@@ -55,6 +62,45 @@ export interface LocalConsumersOptions {
   readonly archive?: (archive: SnapshotArchive) => SnapshotArchive;
   /** Wraps notify's stand-in for SNS. */
   readonly notifier?: (notifier: Notifier) => Notifier;
+  /**
+   * The last run stopped without a clean stop (a SIGKILL, a crash): counts it added after the
+   * thing they count may be missing, so they are counted again from the stores before any
+   * consumer runs. Also done when the counters are new (a data directory from before them).
+   */
+  readonly recount?: boolean;
+}
+
+/** The counters of what the effects did: their names, and what one effect result adds to each. */
+const effectCounters = {
+  indexDocuments: 'effects#indexDocuments',
+  notificationsSent: 'effects#notificationsSent',
+  archivedObjects: 'effects#archivedObjects',
+} as const satisfies Record<keyof EffectCounts, string>;
+const processedCounter = (consumer: ConsumerName) => `processed#${consumer}`;
+
+/**
+ * What one effect's result changes in the counters: an approved entry written where none was
+ * approved adds an index document, a withdrawal written over an approved one takes one away; a
+ * notification sent (not a duplicate the channel refused) and an archive object written (not
+ * one that existed) add one. Stale writes and duplicates change nothing.
+ */
+function countedDeltas(
+  consumer: ConsumerName,
+  result: Readonly<Record<string, unknown>>,
+): [string, number][] {
+  switch (consumer) {
+    case 'index':
+      if (result.outcome !== 'applied') return [];
+      if (result.status === 'approved' && result.replaced !== 'approved')
+        return [[effectCounters.indexDocuments, 1]];
+      if (result.status === 'withdrawn' && result.replaced === 'approved')
+        return [[effectCounters.indexDocuments, -1]];
+      return [];
+    case 'notify':
+      return result.outcome === 'sent' ? [[effectCounters.notificationsSent, 1]] : [];
+    case 'archive':
+      return result.outcome === 'written' ? [[effectCounters.archivedObjects, 1]] : [];
+  }
 }
 
 /**
@@ -118,10 +164,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
-  let processed: ProcessedCounts;
+  let counters: LocalCounters;
   try {
     await ensureTables(client, tables, inboxOptions);
-    processed = await ProcessedCounts.open(client, countsTable);
+    counters = await LocalCounters.open(client, countsTable);
     options.sdkClient?.(client);
   } catch (err) {
     client.destroy();
@@ -140,13 +186,26 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     }),
   };
   const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
+  const count = (name: string, delta: number, what: string) =>
+    counters
+      .add(name, delta)
+      .catch((err: unknown) => log(`${what} was not counted`, { level: 'warn', error: String(err) }));
+  // Counted as soon as the effect acted (before a fault that strikes after it): it did act.
+  const counting =
+    (consumer: ConsumerName, effect: ConsumerEffect): ConsumerEffect =>
+    async (event, ctx) => {
+      const result = await effect(event, ctx);
+      for (const [name, delta] of countedDeltas(consumer, result))
+        await count(name, delta, `${consumer}: an effect`);
+      return result;
+    };
   const functions = {} as Record<ConsumerName, ConsumerFunction>;
   for (const name of consumerNames) {
     functions[name] = createConsumer({
       ...consumerDeps(name, tables, client, inboxOptions),
       logger: localLogger(name, log),
       metrics: quietMetrics,
-      effect: withFaults(effects[name], faults, () => afterFaults[name]++),
+      effect: withFaults(counting(name, effects[name]), faults, () => afterFaults[name]++),
     });
   }
 
@@ -157,6 +216,79 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
 
   const inbox = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
 
+  const countEffects = async (): Promise<EffectCounts> => {
+    let indexDocuments = 0;
+    const pages = paginateScan(
+      { client },
+      {
+        TableName: tables.indexTable,
+        Select: 'COUNT',
+        FilterExpression: '#s = :approved',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':approved': { S: 'approved' } },
+      },
+    );
+    for await (const page of pages) indexDocuments += page.Count ?? 0;
+    const sent = await new FileNotifier(effectsDir).read();
+    return {
+      indexDocuments,
+      notificationsSent: sent.length,
+      archivedObjects: await countFiles(join(effectsDir, 'archive')),
+    };
+  };
+
+  /** PROCESSED records per consumer, by a scan of the inbox: only for the recount. */
+  const countProcessed = async (): Promise<Record<ConsumerName, number>> => {
+    const out = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
+    const pages = paginateScan(
+      { client },
+      {
+        TableName: tables.inboxTable,
+        FilterExpression: '#state.#status = :processed',
+        ProjectionExpression: '#consumer',
+        ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
+        ExpressionAttributeValues: { ':processed': { S: 'PROCESSED' } },
+      },
+    );
+    for await (const page of pages) {
+      for (const item of page.Items ?? []) {
+        const consumer = item.consumer?.S as ConsumerName | undefined;
+        if (consumer !== undefined && consumer in out) out[consumer]++;
+      }
+    }
+    return out;
+  };
+
+  /** Counts the stores once and sets every counter to what they hold (no consumer runs yet). */
+  const recount = async () => {
+    const started = Date.now();
+    const [effectsNow, counted, processedNow] = await Promise.all([
+      countEffects(),
+      counters.read([...Object.values(effectCounters), ...consumerNames.map(processedCounter)]),
+      countProcessed(),
+    ]);
+    for (const key of Object.keys(effectCounters) as (keyof EffectCounts)[]) {
+      const name = effectCounters[key];
+      await counters.add(name, effectsNow[key] - (counted[name] ?? 0));
+    }
+    for (const consumer of consumerNames) {
+      const name = processedCounter(consumer);
+      await counters.add(name, processedNow[consumer] - (counted[name] ?? 0));
+    }
+    log('counters recounted from the stores (the last run did not stop cleanly)', {
+      ms: Date.now() - started,
+    });
+  };
+  if (options.recount || counters.created) {
+    try {
+      await recount();
+    } catch (err) {
+      client.destroy();
+      await dynamo.stop();
+      throw err;
+    }
+  }
+
   return {
     dynamo,
     inbox,
@@ -165,51 +297,23 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         event as unknown as EventBridgeEvent<string, unknown>,
         localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
       );
-      if (result.status === 'processed') {
-        // The record is PROCESSED whatever happens here: a failed count must not fail the
-        // delivery (its retry would find the record done and count nothing either).
-        await processed
-          .add(consumer)
-          .catch((err: unknown) =>
-            log(`${consumer}: a processed event was not counted`, { level: 'warn', error: String(err) }),
-          );
-      }
+      // The record is PROCESSED whatever happens here: a failed count must not fail the
+      // delivery (its retry would find the record done and count nothing either).
+      if (result.status === 'processed')
+        await count(processedCounter(consumer), 1, `${consumer}: a processed event`);
       return result;
     },
     async effectCounts() {
-      let indexDocuments = 0;
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const page = await client.send(
-          new ScanCommand({
-            TableName: tables.indexTable,
-            Select: 'COUNT',
-            FilterExpression: '#s = :approved',
-            ExpressionAttributeNames: { '#s': 'status' },
-            ExpressionAttributeValues: { ':approved': { S: 'approved' } },
-            ExclusiveStartKey: startKey as never,
-          }),
-        );
-        indexDocuments += page.Count ?? 0;
-        startKey = page.LastEvaluatedKey;
-      } while (startKey);
-      const text = await readFile(join(effectsDir, 'notifications.jsonl'), 'utf8').catch(() => '');
-      const ids: string[] = [];
-      for (const line of text.split('\n')) {
-        try {
-          if (line.trim()) ids.push((JSON.parse(line) as { eventId: string }).eventId);
-        } catch {
-          // a torn last line
-        }
-      }
+      const read = await counters.read(Object.values(effectCounters));
       return {
-        indexDocuments,
-        notificationsSent: ids.length,
-        distinctNotifiedEvents: new Set(ids).size,
-        archivedObjects: await countFiles(join(effectsDir, 'archive')),
+        indexDocuments: read[effectCounters.indexDocuments],
+        notificationsSent: read[effectCounters.notificationsSent],
+        archivedObjects: read[effectCounters.archivedObjects],
       };
     },
-    processedCount: (consumer) => processed.read(consumer),
+    countEffects,
+    processedCount: async (consumer) =>
+      (await counters.read([processedCounter(consumer)]))[processedCounter(consumer)] ?? 0,
     injectedAfterFaults: (consumer) => afterFaults[consumer],
     async stop() {
       client.destroy();

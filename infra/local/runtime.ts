@@ -130,9 +130,14 @@ const isAlive = (pid: number) => {
   }
 };
 
-/** One runtime per data directory: a second `npm start` on it would fight over PostgreSQL. */
-function takeLock(dataDir: string): () => void {
+/**
+ * One runtime per data directory: a second `npm start` on it would fight over PostgreSQL. The
+ * lock is removed by a clean stop, so finding one of a process that is gone means the last run
+ * stopped without one (a SIGKILL, a crash): `uncleanStop`.
+ */
+function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean } {
   const lock = join(dataDir, 'runtime.pid');
+  let uncleanStop = false;
   if (existsSync(lock)) {
     const pid = Number(readFileSync(lock, 'utf8'));
     if (pid !== process.pid && isAlive(pid)) {
@@ -140,9 +145,10 @@ function takeLock(dataDir: string): () => void {
         `another pipeline (pid ${pid}) is running on ${dataDir}; stop it or set PIPELINE_DATA_DIR`,
       );
     }
+    uncleanStop = true;
   }
   writeFileSync(lock, String(process.pid));
-  return () => rmSync(lock, { force: true });
+  return { unlock: () => rmSync(lock, { force: true }), uncleanStop };
 }
 
 /**
@@ -155,7 +161,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? (() => {});
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  const unlock = takeLock(dataDir);
+  const { unlock, uncleanStop } = takeLock(dataDir);
   const startedAt = new Date();
   const stack: (() => Promise<void>)[] = [async () => unlock()];
   const teardown = async () => {
@@ -172,6 +178,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
+    // This process holds the data directory's lock: any relay run that still holds a slot of
+    // the run lease died with an earlier process (a SIGKILL leaves it held for its lease), and
+    // would keep this runtime's first sweep and nudges from starting a run until it ran out.
+    await db.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE owner IS NOT NULL');
     // Each function reaches PostgreSQL as its own role, as on AWS; fresh passwords every start.
     const logins = allFunctionRoles.map((role) => ({
       role,
@@ -202,6 +212,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
+      recount: uncleanStop,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       archive: seams.archive,
       notifier: seams.notifier,

@@ -94,19 +94,25 @@ function inboxTableInput(name: string): CreateTableCommandInput {
   };
 }
 
-/** Creates the table `input` describes unless it exists, and waits until it and its indexes are ACTIVE. */
+/**
+ * Creates the table `input` describes unless it exists, and waits until it and its indexes are
+ * ACTIVE; true when this call created it.
+ */
 export async function ensureTable(
   client: DynamoDBClient,
   input: CreateTableCommandInput,
   timeoutMs: number,
-): Promise<void> {
+): Promise<boolean> {
+  let created = true;
   try {
     await client.send(new CreateTableCommand(input));
   } catch (err) {
     // Already there (from an earlier run, or a concurrent ensureTables): fine, wait for ACTIVE.
     if ((err as { name?: string } | null)?.name !== 'ResourceInUseException') throw err;
+    created = false;
   }
   await waitActive(client, input.TableName as string, timeoutMs);
+  return created;
 }
 
 /** Waits until the table and all its indexes are ACTIVE. */

@@ -39,10 +39,16 @@ export type IndexEntry =
 /** `applied`: the entry is now this version; `stale`: the index already holds this version or a later one. */
 export type IndexOutcome = 'applied' | 'stale';
 
+/** What a write did, and the status of the entry it replaced (null: none, or a stale write). */
+export interface IndexApplied {
+  readonly outcome: IndexOutcome;
+  readonly replaced: IndexEntry['status'] | null;
+}
+
 /** The content index port: versioned writes, so order of arrival never matters. */
 export interface ContentIndex {
   /** Writes `entry` only over a lower version (or nothing): idempotent, and replays are no-ops. */
-  apply(entry: IndexEntry): Promise<IndexOutcome>;
+  apply(entry: IndexEntry): Promise<IndexApplied>;
   get(taskId: string): Promise<IndexEntry | undefined>;
 }
 
@@ -61,20 +67,28 @@ export class DynamoContentIndex implements ContentIndex {
     this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   }
 
-  async apply(entry: IndexEntry): Promise<IndexOutcome> {
+  async apply(entry: IndexEntry): Promise<IndexApplied> {
     try {
-      await this.doc.send(
+      // ALL_OLD: the entry it replaced comes back with the answer (no read, no extra unit), so
+      // a counter of approved entries can follow the writes.
+      const { Attributes } = await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { ...entry, indexedAt: new Date().toISOString() },
           ConditionExpression: 'attribute_not_exists(#taskId) OR #version < :version',
           ExpressionAttributeNames: { '#taskId': 'taskId', '#version': 'version' },
           ExpressionAttributeValues: { ':version': entry.version },
+          ReturnValues: 'ALL_OLD',
         }),
       );
-      return 'applied';
+      const replaced = Attributes?.status;
+      return {
+        outcome: 'applied',
+        replaced: replaced === 'approved' || replaced === 'withdrawn' ? replaced : null,
+      };
     } catch (err) {
-      if ((err as { name?: string } | null)?.name === 'ConditionalCheckFailedException') return 'stale';
+      if ((err as { name?: string } | null)?.name === 'ConditionalCheckFailedException')
+        return { outcome: 'stale', replaced: null };
       throw new Error(`content index write of task ${entry.taskId} v${entry.version} failed`, { cause: err });
     }
   }
@@ -120,7 +134,7 @@ export function indexEntryFor(event: PipelineCloudEvent): IndexEntry {
 export function indexEffect(index: ContentIndex): ConsumerEffect {
   return async (event) => {
     const entry = indexEntryFor(event);
-    const outcome = await index.apply(entry);
-    return { outcome, status: entry.status, version: entry.version };
+    const { outcome, replaced } = await index.apply(entry);
+    return { outcome, status: entry.status, version: entry.version, replaced };
   };
 }

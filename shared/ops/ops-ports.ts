@@ -79,6 +79,5 @@ export interface PipelineHealth {
 export interface EffectCounts {
   readonly indexDocuments: number;
   readonly notificationsSent: number;
-  readonly distinctNotifiedEvents: number;
   readonly archivedObjects: number;
 }

@@ -4,7 +4,7 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { sleep as realSleep } from '../db/retry';
 import type { OutboxStats } from './outbox-store';
-import { type RelayDeps, type RelaySettings, type RunReport, runRelay } from './relay';
+import { addRounds, type RelayDeps, type RelaySettings, type RunReport, runRelay } from './relay';
 import type { RelayLeaseStore, RunRole } from './relay-lease';
 import { addRelayMetrics } from './relay-metrics';
 
@@ -224,15 +224,7 @@ async function wakeFor(deps: RelayInvocationDeps, inMs: number | null): Promise<
   }
 }
 
+/** Two runs' counts added up (the stats are the last one's, kept apart). */
 function add(a: Omit<RunReport, 'stats'>, b: RunReport): Omit<RunReport, 'stats'> {
-  return {
-    claimed: a.claimed + b.claimed,
-    published: a.published + b.published,
-    failed: a.failed + b.failed,
-    dead: a.dead + b.dead,
-    expiredLeases: a.expiredLeases + b.expiredLeases,
-    fencedOut: a.fencedOut + b.fencedOut,
-    rounds: a.rounds + b.rounds,
-    purged: a.purged + b.purged,
-  };
+  return { ...addRounds(a, b), rounds: a.rounds + b.rounds, purged: a.purged + b.purged };
 }

@@ -56,7 +56,8 @@ const emptyRound: RelayRound = {
   fencedOut: 0,
 };
 
-function addRounds(a: RelayRound, b: RelayRound): RelayRound {
+/** Two rounds' (or runs') counts added up. */
+export function addRounds(a: RelayRound, b: RelayRound): RelayRound {
   return {
     claimed: a.claimed + b.claimed,
     published: a.published + b.published,
@@ -309,11 +310,17 @@ export async function runRelay(deps: RelayDeps, options: RunOptions): Promise<Ru
     await pause(settings.pollIntervalMs);
   }
   let purged = 0;
-  // Bounded by batch count, not by the budget: the margin is kept for this wrap-up.
-  for (let batch = 0; batch < settings.purge.maxBatchesPerRun; batch++) {
-    const deleted = await deps.outbox.purgeDelivered(settings.purge.retentionHours, settings.purge.batchSize);
+  // Twice what this run delivered (at least `maxBatchesPerRun` batches), so the purge outpaces
+  // any steady rate and catches up on a backlog: rows delivered a retention ago leave as fast as
+  // rows are delivered now. Bounded by batch count and by the margin the budget keeps for this
+  // wrap-up (half of it), so a long purge never runs the invocation out of time.
+  const { batchSize, maxBatchesPerRun, retentionHours } = settings.purge;
+  const batches = Math.max(maxBatchesPerRun, Math.ceil((2 * total.published) / batchSize));
+  for (let batch = 0; batch < batches; batch++) {
+    if (batch > 0 && options.remainingMs() < settings.budgetMarginMs / 2) break;
+    const deleted = await deps.outbox.purgeDelivered(retentionHours, batchSize);
     purged += deleted;
-    if (deleted < settings.purge.batchSize) break;
+    if (deleted < batchSize) break;
   }
   return { ...total, rounds, purged, stats: await deps.outbox.stats() };
 }

@@ -70,11 +70,8 @@ describe('a SIGKILL of the whole process tree', () => {
     });
     expect(status.tasks.approved).toBe(40);
     expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: 40 });
-    expect(status.effects).toMatchObject({
-      indexDocuments: 40,
-      archivedObjects: 40,
-      distinctNotifiedEvents: 40,
-    });
+    // Counts added after a SIGKILL'd effect may be missing: the start after it recounted.
+    expect(status.effects).toEqual({ indexDocuments: 40, notificationsSent: 40, archivedObjects: 40 });
 
     // SIGTERM stops it gracefully with exit code 0.
     const exited = new Promise<number | null>((resolve) =>

@@ -54,7 +54,7 @@ function freshFake(): Fake {
         notify: { processed: 6, inProgress: 1, failed: 0, dead: 1 },
         archive: { processed: 7, inProgress: 0, failed: 1, dead: 0 },
       },
-      effects: { indexDocuments: 7, notificationsSent: 6, distinctNotifiedEvents: 6, archivedObjects: 7 },
+      effects: { indexDocuments: 7, notificationsSent: 6, archivedObjects: 7 },
       deadLetters: 1,
       alarms: {
         oldestPendingAge: 'ALARM',

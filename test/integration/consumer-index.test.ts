@@ -38,9 +38,9 @@ describeEachEngine('index consumer', (fixture) => {
     const target = overrides.index ?? index;
     const counting: ContentIndex = {
       apply: async (entry) => {
-        const outcome = await target.apply(entry);
-        if (outcome === 'applied') applied++;
-        return outcome;
+        const done = await target.apply(entry);
+        if (done.outcome === 'applied') applied++;
+        return done;
       },
       get: (taskId) => target.get(taskId),
     };

@@ -34,42 +34,46 @@ describeEachEngine('content index (DynamoDB adapter)', (fixture) => {
 
   it('indexes an approval and reads it back', async () => {
     const entry = approved(2);
-    expect(await index.apply(entry)).toBe('applied');
+    expect(await index.apply(entry)).toEqual({ outcome: 'applied', replaced: null });
     expect(await index.get(taskId)).toEqual(entry);
   });
 
   it('is idempotent: the same version again is a stale no-op', async () => {
     const entry = approved(2);
     await index.apply(entry);
-    expect(await index.apply({ ...entry, title: 'replayed' } as IndexEntry)).toBe('stale');
+    expect(await index.apply({ ...entry, title: 'replayed' } as IndexEntry)).toEqual({
+      outcome: 'stale',
+      replaced: null,
+    });
     expect(await index.get(taskId)).toMatchObject({ title: 'title v2' });
   });
 
   it('a later version replaces an earlier one; an earlier one never replaces a later one', async () => {
     await index.apply(approved(2));
-    expect(await index.apply(approved(4))).toBe('applied');
-    expect(await index.apply(approved(3))).toBe('stale');
+    expect(await index.apply(approved(4))).toEqual({ outcome: 'applied', replaced: 'approved' });
+    expect((await index.apply(approved(3))).outcome).toBe('stale');
     expect(await index.get(taskId)).toMatchObject({ version: 4, title: 'title v4' });
   });
 
   it('withdraw leaves a tombstone without content that a late, older approve cannot resurrect', async () => {
     await index.apply(approved(2));
-    expect(await index.apply(withdrawn(3))).toBe('applied');
-    expect(await index.apply(approved(2))).toBe('stale');
+    // The write says what it replaced: the approved entry (a counter of approved entries follows it).
+    expect(await index.apply(withdrawn(3))).toEqual({ outcome: 'applied', replaced: 'approved' });
+    expect((await index.apply(approved(2))).outcome).toBe('stale');
     const entry = await index.get(taskId);
     expect(entry).toMatchObject({ status: 'withdrawn', version: 3 });
     expect(entry).not.toHaveProperty('title');
   });
 
   it('withdraw arriving before approve: the index ends withdrawn', async () => {
-    expect(await index.apply(withdrawn(3))).toBe('applied');
-    expect(await index.apply(approved(2))).toBe('stale');
+    expect(await index.apply(withdrawn(3))).toEqual({ outcome: 'applied', replaced: null });
+    expect((await index.apply(approved(2))).outcome).toBe('stale');
     expect(await index.get(taskId)).toMatchObject({ status: 'withdrawn', version: 3 });
   });
 
   it('concurrent writes of different versions converge on the highest', async () => {
     const outcomes = await Promise.all([5, 2, 4, 3, 1].map((v) => index.apply(approved(v))));
-    expect(outcomes.filter((o) => o === 'applied').length).toBeGreaterThanOrEqual(1);
+    expect(outcomes.filter((o) => o.outcome === 'applied').length).toBeGreaterThanOrEqual(1);
     expect(await index.get(taskId)).toMatchObject({ version: 5 });
   });
 

@@ -366,6 +366,22 @@ describe('relay on real PostgreSQL', () => {
     expect(report.stats.nextDueInMs).toBeGreaterThan(3_000_000);
   });
 
+  it('purges twice what it delivered when more is past retention: the purge outpaces any steady rate', async () => {
+    // 400 rows past retention; a run that delivers 100 purges 200, whatever maxBatchesPerRun says.
+    await seedPending(db, 400);
+    await db.query("UPDATE outbox SET status = 'delivered', delivered_at = now() - interval '30 days'");
+    await seedPending(db, 100);
+    const settings = testSettings({ purge: { retentionHours: 24, batchSize: 50, maxBatchesPerRun: 1 } });
+
+    const report = await runRelay(
+      { outbox: store, publisher: new RecordingPublisher(), owner: 'r', settings },
+      { remainingMs: () => 60_000 },
+    );
+
+    expect(report.published).toBe(100);
+    expect(report.purged).toBe(200);
+  });
+
   it('purges delivered rows past retention in small batches, keeping recent and pending ones', async () => {
     await seedPending(db, 130);
     await db.query(

@@ -56,7 +56,8 @@ export function pipelineClient(baseUrl: string) {
  * True when every approval reached every consumer of content.approved: the outbox drained, every
  * effect there once per approval, and no inbox record of any consumer in flight or failed (an
  * effect runs before its record completes). Not the processed counts: a SIGKILL between a
- * record's completion and its count loses that count for good (infra/local/processed-counts.ts).
+ * record's completion and its count loses that count until the next start recounts
+ * (infra/local/local-counters.ts).
  */
 export function converged(status: OpsStatus, approvals: number): boolean {
   const effects = status.effects;
@@ -65,7 +66,7 @@ export function converged(status: OpsStatus, approvals: number): boolean {
     status.outbox.dead === 0 &&
     effects !== null &&
     effects.indexDocuments >= approvals &&
-    effects.distinctNotifiedEvents >= approvals &&
+    effects.notificationsSent >= approvals &&
     effects.archivedObjects >= approvals &&
     Object.values(status.consumers).every((c) => c.inProgress + c.failed === 0)
   );

@@ -61,7 +61,7 @@ const status = {
     notify: { processed: 4, inProgress: 0, failed: 0, dead: 1 },
     archive: { processed: 5, inProgress: 0, failed: 0, dead: 0 },
   },
-  effects: { indexDocuments: 5, notificationsSent: 4, distinctNotifiedEvents: 4, archivedObjects: 5 },
+  effects: { indexDocuments: 5, notificationsSent: 4, archivedObjects: 5 },
   deadLetters: 0,
   alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', notifyInboxDead: 'ALARM', deadLetters: 'OK' },
   relay: { lastRunAt: '2026-05-04T10:00:00.000Z', errors: 0 },

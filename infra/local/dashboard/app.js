@@ -353,7 +353,6 @@ function startDashboard(config) {
   const effectLabels = {
     indexDocuments: 'index documents',
     notificationsSent: 'notifications sent',
-    distinctNotifiedEvents: 'distinct notified events',
     archivedObjects: 'archived objects',
   };
   const inboxColumns = [
