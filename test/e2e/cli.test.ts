@@ -57,7 +57,8 @@ describe('bin/pipeline.mjs against the local runtime', () => {
 
   beforeAll(async () => {
     dir = tempDataDir('pipeline-cli-');
-    runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
+    // Who the local server says every request comes from (PIPELINE_CALLER for `npm start`).
+    runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000, caller: 'local:cli-tester' });
   });
 
   afterAll(async () => {
@@ -86,7 +87,7 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     );
 
     type Shown = {
-      task: { status: string };
+      task: { status: string; reviewer: string };
       trace: { events: { consumers: Record<string, { status: string } | null> }[] };
     };
     const shown = await waitFor(
@@ -95,6 +96,8 @@ describe('bin/pipeline.mjs against the local runtime', () => {
       { timeoutMs: 30_000, intervalMs: 250 },
     );
     expect(shown.task.status).toBe('approved');
+    // The reviewer is the caller the server vouches for: the CLI sends no name.
+    expect(shown.task.reviewer).toBe('local:cli-tester');
     expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
 
     const human = await pipeline([...at(), 'tasks', 'show', taskId]);
