@@ -186,7 +186,8 @@ describe('cost model: what the template holds', () => {
       priceBook,
     );
 
-    const polls = assumptions.sqsMappingIdlePollers.value * (3600 / assumptions.sqsLongPollSeconds.value) * hours;
+    const polls =
+      assumptions.sqsMappingIdlePollers.value * (3600 / assumptions.sqsLongPollSeconds.value) * hours;
     expect(part(none.parts, 'SQS (event source mappings polling)').usd).toBe(0);
     expect(part(two.parts, 'SQS (event source mappings polling)').usd).toBeCloseTo(
       (2 * polls * prices.sqsRequestMillion.usd) / 1e6,
