@@ -7,6 +7,7 @@ import {
   consumerServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
@@ -136,6 +137,7 @@ export class PipelineStack extends Stack {
       },
     };
     const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    for (const name of consumerNames) assertRetryDelayFitsSqs(name, topology.consumers[name]);
     this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
       // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
       deadLetterRetention: Duration.seconds(

@@ -75,6 +75,26 @@ export function retryDelaySeconds(policy: ConsumerPolicy, random: () => number =
   return Math.ceil((policy.backoff.maxMs + random() * policy.backoff.baseMs) / 1_000);
 }
 
+/**
+ * The longest delay SQS gives a message (`DelaySeconds`, 15 minutes): a retry's delay must fit,
+ * or it would come back before the inbox's backoff is over and be refused as early.
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
+ */
+export const maxSqsDelaySeconds = 900;
+
+/**
+ * Refuses (at synth) a consumer whose longest retry delay SQS cannot give: its backoff cap plus
+ * its jitter base over {@link maxSqsDelaySeconds}. Only a topology change can cause it.
+ */
+export function assertRetryDelayFitsSqs(consumer: ConsumerName, policy: ConsumerPolicy): void {
+  const longest = retryDelaySeconds(policy, () => 1);
+  if (longest > maxSqsDelaySeconds) {
+    throw new Error(
+      `consumer ${consumer}: a retry waits up to ${longest} s (backoff cap plus jitter), longer than SQS delays a message (${maxSqsDelaySeconds} s); lower backoff.maxMs`,
+    );
+  }
+}
+
 /** The function's name in an ARN (`arn:aws:lambda:r:a:function:name[:qualifier]`) or a bare name. */
 function functionNameOf(arnOrName: string): string {
   const parts = arnOrName.split(':');

@@ -1,14 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Validations } from 'aws-cdk-lib';
+import { App, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipelineSourceFamily } from '../../infra/aws/constructs/event-fanout';
 import { projectRoot } from '../../infra/aws/constructs/pipeline-function';
 import { apiStageName } from '../../infra/aws/constructs/tasks-api';
+import { PipelineStack } from '../../infra/aws/pipeline-stack';
+import { parseSettings } from '../../infra/aws/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { topology } from '../../shared/topology';
+import { type Topology, topology } from '../../shared/topology';
 import { deletedWithStack, referencedIds } from '../rehearsal/deploy-order';
 import {
   allows,
@@ -17,7 +19,7 @@ import {
   resourcePolicyStatements,
   TemplateResolver,
 } from '../rehearsal/template';
-import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
+import { cdkJsonContext, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 // What the stack promises beyond its parts: who may call what, a bus only the relay publishes
 // pipeline events to, a destroy that finishes, an update that resets nothing, and the smaller
@@ -222,6 +224,24 @@ describe('a destroy that finishes, an update that resets nothing', () => {
       .split('\n')
       .map((l) => l.trim());
     expect(ignored).toContain('cdk.context.json');
+  });
+});
+
+describe('retries a person need not watch', () => {
+  it('refuses to build a consumer whose retry delay SQS cannot give (a backoff cap over 15 minutes)', () => {
+    const variant: Topology = {
+      ...topology,
+      consumers: {
+        ...topology.consumers,
+        notify: { ...topology.consumers.notify, backoff: { baseMs: 1_000, maxMs: 20 * 60_000 } },
+      },
+    };
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+    const settings = parseSettings((k) => app.node.tryGetContext(k));
+
+    expect(() => new PipelineStack(app, 'SlowRetries', { settings, topology: variant })).toThrow(
+      /consumer notify: a retry waits up to 1201 s/,
+    );
   });
 });
 

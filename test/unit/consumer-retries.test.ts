@@ -1,12 +1,18 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { SqsRetryPorts } from '../../shared/consumers/adapters/aws/sqs-retry-ports';
 import {
+  assertRetryDelayFitsSqs,
   createConsumerRetries,
   type RetryPorts,
   retryAgeLimitMs,
   retryDelaySeconds,
   retryDueAttribute,
 } from '../../shared/consumers/retries';
+import { retryGaveUpAttribute } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { topology } from '../../shared/topology';
 
 // The consumer retries on AWS (shared/consumers/retries.ts): Lambda's on-failure record of a
@@ -131,5 +137,46 @@ describe('consumer retries', () => {
     );
 
     expect(out.batchItemFailures).toEqual([{ itemIdentifier: 'due' }]);
+  });
+});
+
+describe('consumer retries on SQS and Lambda (SqsRetryPorts)', () => {
+  const sqs = mockClient(SQSClient);
+  const lambda = mockClient(LambdaClient);
+  const queues = { retryQueueUrl: 'https://sqs/retry', deadLetterQueueUrl: 'https://sqs/dead' };
+  beforeEach(() => {
+    sqs.reset();
+    lambda.reset();
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+  });
+
+  it('requeues marked due with the delay, gives up with the reason, and invokes asynchronously', async () => {
+    const ports = new SqsRetryPorts(new SQSClient({}), new LambdaClient({}), queues);
+
+    await ports.requeue('{"a":1}', 61);
+    await ports.deadLetter('{"b":2}', 'x'.repeat(2_000));
+    await ports.invoke('fn-notify', { id: 'e1' });
+
+    const [requeued, dead] = sqs.commandCalls(SendMessageCommand).map((c) => c.args[0].input);
+    expect(requeued).toMatchObject({
+      QueueUrl: queues.retryQueueUrl,
+      MessageBody: '{"a":1}',
+      DelaySeconds: 61,
+    });
+    expect(requeued?.MessageAttributes?.[retryDueAttribute]?.StringValue).toBe('due');
+    expect(dead).toMatchObject({ QueueUrl: queues.deadLetterQueueUrl, MessageBody: '{"b":2}' });
+    expect(dead?.MessageAttributes?.[retryGaveUpAttribute]?.StringValue).toHaveLength(1_000);
+    const [invoked] = lambda.commandCalls(InvokeCommand).map((c) => c.args[0].input);
+    expect(invoked).toMatchObject({ FunctionName: 'fn-notify', InvocationType: 'Event' });
+  });
+
+  it('refuses a consumer policy whose retry delay is longer than SQS delays a message (15 minutes)', () => {
+    const fits = { ...policy, backoff: { baseMs: 1_000, maxMs: 899_000 } };
+    const tooLong = { ...policy, backoff: { baseMs: 1_000, maxMs: 15 * 60_000 } };
+
+    expect(() => assertRetryDelayFitsSqs('notify', fits)).not.toThrow();
+    expect(() => assertRetryDelayFitsSqs('notify', tooLong)).toThrow(/up to 901 s .*\(900 s\)/);
+    expect(() => assertRetryDelayFitsSqs('notify', policy)).not.toThrow();
   });
 });

@@ -2,7 +2,7 @@ import type { LambdaClient } from '@aws-sdk/client-lambda';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { invokeAsync } from '../../../aws/invoke-async';
 import { retryGaveUpAttribute } from '../../../ops/adapters/aws/sqs-dead-letters';
-import { type RetryPorts, retryDueAttribute } from '../../retries';
+import { maxSqsDelaySeconds, type RetryPorts, retryDueAttribute } from '../../retries';
 
 /**
  * The consumer retries' ports on AWS: the retry queue (SendMessage with `DelaySeconds`, a
@@ -20,8 +20,8 @@ export class SqsRetryPorts implements RetryPorts {
       new SendMessageCommand({
         QueueUrl: this.queues.retryQueueUrl,
         MessageBody: body,
-        // SQS delays a message at most 15 minutes: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html
-        DelaySeconds: Math.min(900, Math.max(0, delaySeconds)),
+        // The stack refuses a policy whose delay SQS cannot give (assertRetryDelayFitsSqs).
+        DelaySeconds: Math.min(maxSqsDelaySeconds, Math.max(0, delaySeconds)),
         MessageAttributes: { [retryDueAttribute]: { DataType: 'String', StringValue: 'due' } },
       }),
     );
