@@ -88,7 +88,16 @@ export function dynamoDbLocalUnavailable(): string | undefined {
  * on a free port, one shared database for every credential and region: its file under `dir`,
  * or in memory without one.
  */
-export async function startDynamoDbLocal(dir?: string): Promise<LocalDynamo> {
+export async function startDynamoDbLocal(
+  dir?: string,
+  options: {
+    /**
+     * How long the JVM may take to answer before the start fails: seconds on an idle machine,
+     * minutes on a loaded one (a test suite's, whose processes fight it for the cores). @default 60 s
+     */
+    readonly startTimeoutMs?: number;
+  } = {},
+): Promise<LocalDynamo> {
   const unavailable = dynamoDbLocalUnavailable();
   if (unavailable) throw new Error(`DynamoDB Local cannot run here: ${unavailable}`);
   if (dir) mkdirSync(dir, { recursive: true });
@@ -114,7 +123,7 @@ export async function startDynamoDbLocal(dir?: string): Promise<LocalDynamo> {
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`DynamoDB Local exited (${child.exitCode}): ${output}`);
     try {

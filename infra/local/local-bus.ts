@@ -113,6 +113,11 @@ export class LocalBus {
     return this.dispatch.pending;
   }
 
+  /** Resolves once no delivery is in flight or waiting for a retry (see {@link pendingDeliveries}). */
+  idle(): Promise<void> {
+    return this.dispatch.idle();
+  }
+
   /** Puts a dead letter back on the bus for its target; false when there is none with that id. */
   redrive(id: string, consumer?: ConsumerName): Promise<boolean> {
     // One redrive at a time: two at once could both find the same letter and deliver it twice.

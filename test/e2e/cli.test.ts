@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/ports';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { tempDataDir } from '../support/pipeline-client';
+import { deliveryBoundMs, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 // The real launcher as a user runs it (`npx pipeline` runs bin/pipeline.mjs), from another
@@ -18,7 +18,8 @@ function pipeline(args: string[], env: Record<string, string> = {}) {
     execFile(
       process.execPath,
       [bin, ...args],
-      { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 60_000 },
+      // A bound on a hung launcher: one run takes 1 to 8 s, beside other suites the longer.
+      { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1', ...env }, timeout: 120_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
         resolve({ code, stdout, stderr });
@@ -66,50 +67,55 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('creates and approves a task, then shows it processed by every consumer', async () => {
-    const created = await pipeline([
-      ...at(),
-      'tasks',
-      'create',
-      '--title',
-      'CLI task',
-      '--assignee',
-      'alice',
-      '--json',
-    ]);
-    expect(created.code).toBe(0);
-    const { taskId } = JSON.parse(created.stdout) as { taskId: string };
+  it(
+    'creates and approves a task, then shows it processed by every consumer',
+    async () => {
+      const created = await pipeline([
+        ...at(),
+        'tasks',
+        'create',
+        '--title',
+        'CLI task',
+        '--assignee',
+        'alice',
+        '--json',
+      ]);
+      expect(created.code).toBe(0);
+      const { taskId } = JSON.parse(created.stdout) as { taskId: string };
 
-    const approved = await pipeline([...at(), 'tasks', 'approve', taskId]);
-    expect(approved).toMatchObject({ code: 0, stderr: '' });
-    expect(approved.stdout).toMatch(
-      new RegExp(`^approved task ${taskId} \\(version 2, event [0-9a-f-]{36}\\)\\n$`),
-    );
+      const approved = await pipeline([...at(), 'tasks', 'approve', taskId]);
+      expect(approved).toMatchObject({ code: 0, stderr: '' });
+      expect(approved.stdout).toMatch(
+        new RegExp(`^approved task ${taskId} \\(version 2, event [0-9a-f-]{36}\\)\\n$`),
+      );
 
-    type Shown = {
-      task: { status: string; reviewer: string };
-      trace: { events: { consumers: Record<string, { status: string } | null> }[] };
-    };
-    const shown = await waitFor(
-      async () => JSON.parse((await pipeline([...at(), 'tasks', 'show', taskId, '--json'])).stdout) as Shown,
-      (s) => Object.values(s.trace.events[0]?.consumers ?? {}).every((c) => c?.status === 'PROCESSED'),
-      { timeoutMs: 30_000, intervalMs: 250 },
-    );
-    expect(shown.task.status).toBe('approved');
-    // The reviewer is the caller the server vouches for: the CLI sends no name.
-    expect(shown.task.reviewer).toBe('local:cli-tester');
-    expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
+      type Shown = {
+        task: { status: string; reviewer: string };
+        trace: { events: { consumers: Record<string, { status: string } | null> }[] };
+      };
+      const shown = await waitFor(
+        async () =>
+          JSON.parse((await pipeline([...at(), 'tasks', 'show', taskId, '--json'])).stdout) as Shown,
+        (s) => Object.values(s.trace.events[0]?.consumers ?? {}).every((c) => c?.status === 'PROCESSED'),
+        { timeoutMs: deliveryBoundMs, intervalMs: 250 },
+      );
+      expect(shown.task.status).toBe('approved');
+      // The reviewer is the caller the server vouches for: the CLI sends no name.
+      expect(shown.task.reviewer).toBe('local:cli-tester');
+      expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
 
-    const human = await pipeline([...at(), 'tasks', 'show', taskId]);
-    expect(human.stdout).toContain('title     CLI task');
-    expect(human.stdout).toMatch(
-      /content\.approved\s+2\s+delivered \(1\).*PROCESSED \(1\)\s+PROCESSED \(1\)\s+PROCESSED \(1\)$/m,
-    );
-    const status = JSON.parse((await pipeline([...at(), 'status', '--json'])).stdout) as {
-      tasks: Record<string, number>;
-    };
-    expect(status.tasks.approved).toBe(1);
-  });
+      const human = await pipeline([...at(), 'tasks', 'show', taskId]);
+      expect(human.stdout).toContain('title     CLI task');
+      expect(human.stdout).toMatch(
+        /content\.approved\s+2\s+delivered \(1\).*PROCESSED \(1\)\s+PROCESSED \(1\)\s+PROCESSED \(1\)$/m,
+      );
+      const status = JSON.parse((await pipeline([...at(), 'status', '--json'])).stdout) as {
+        tasks: Record<string, number>;
+      };
+      expect(status.tasks.approved).toBe(1);
+    },
+    2 * deliveryBoundMs,
+  );
 
   it("exits 1 with the server's words on a conflict and on a redrive of nothing dead", async () => {
     const { taskId } = JSON.parse(

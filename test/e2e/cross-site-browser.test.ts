@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 /*
@@ -82,7 +82,7 @@ describe.skipIf(!haveChromium)(
             id: deadEventId,
           }),
         ({ rows }) => rows[0]?.status === 'delivered',
-        { timeoutMs: 10_000, what: 'the approval delivered' },
+        { timeoutMs: deliveryBoundMs, what: 'the approval delivered' },
       );
       await runtime.db.query("UPDATE outbox SET status = 'dead', last_error = 'test' WHERE event_id = :id", {
         id: deadEventId,

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { OpsStatus } from '../../shared/ops/ops-api';
-import { converged, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 const runtimes: Runtime[] = [];
@@ -20,95 +20,109 @@ afterEach(async () => {
 });
 
 describe('the local pipeline end to end', () => {
-  it('100 tasks created and approved over HTTP reach all three consumers, each effect once', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    const runtime = await start(dir);
-    const client = pipelineClient(runtime.url);
+  it(
+    '100 tasks created and approved over HTTP reach all three consumers, each effect once',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      const runtime = await start(dir);
+      const client = pipelineClient(runtime.url);
 
-    await client.createAndApprove(100);
-    // The processed counts land just after their records complete: wait for them too.
-    const status = await waitFor(client.status, (s) => converged(s, 100) && counted(s, 100), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-    });
-
-    expect(status.tasks.approved).toBe(100);
-    expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
-    expect(status.consumers.index.processed).toBe(100);
-    expect(status.consumers.notify.processed).toBe(100);
-    expect(status.consumers.archive.processed).toBe(100);
-    // The counters the status reads agree with a count of the stores themselves.
-    expect(status.effects).toEqual({ indexDocuments: 100, notificationsSent: 100, archivedObjects: 100 });
-    expect(await runtime.consumers.countEffects()).toEqual(status.effects);
-    expect(status.deadLetters).toBe(0);
-    expect(Object.values(status.alarms).every((a) => a === 'OK')).toBe(true);
-  });
-
-  it('a graceful restart in the middle loses nothing', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    const first = await start(dir);
-    await pipelineClient(first.url).createAndApprove(40);
-    await first.stop();
-    runtimes.splice(runtimes.indexOf(first), 1);
-
-    const second = await start(dir);
-    const client = pipelineClient(second.url);
-    await client.createAndApprove(10);
-    const status = await waitFor(client.status, (s) => converged(s, 50), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-    });
-    expect(status.tasks.approved).toBe(50);
-    expect(status.effects).toEqual({ indexDocuments: 50, notificationsSent: 50, archivedObjects: 50 });
-    expect(await second.consumers.countEffects()).toEqual(status.effects);
-  });
-
-  it('with every local fault at 10% all 155 events end PROCESSED everywhere: zero DEAD, zero dead letters', async () => {
-    const dir = tempDataDir();
-    dirs.push(dir);
-    // A new fault sequence each run (the interleaving differs anyway); printed to replay it.
-    const seed = Date.now();
-    console.info(`[pipeline e2e] PIPELINE_FAULT_SEED=${seed}`);
-    const runtime = await start(dir, {
-      faults: {
-        busReject: 0.1,
-        busAckLoss: 0.1,
-        busDuplicate: 0.1,
-        effectFailBefore: 0.1,
-        effectFailAfter: 0.1,
-      },
-      faultSeed: seed,
-    });
-    const client = pipelineClient(runtime.url);
-    const approvals = 155;
-    await client.createAndApprove(approvals);
-    // Settled: nothing pending or in flight, every event PROCESSED or DEAD in every consumer.
-    const status = await waitFor(client.status, (s) => settled(s, approvals), {
-      timeoutMs: 170_000,
-      intervalMs: 500,
-    });
-
-    // Faults are bad luck, never a reason for a person: transient failures retry until they pass.
-    for (const consumer of ['index', 'notify', 'archive'] as const) {
-      expect(status.consumers[consumer], `${consumer}, seed ${seed}`).toMatchObject({
-        dead: 0,
-        processed: approvals,
+      await client.createAndApprove(100);
+      // The processed counts land just after their records complete: wait for them too.
+      const status = await waitFor(client.status, (s) => converged(s, 100) && counted(s, 100), {
+        timeoutMs: deliveryBoundMs,
+        intervalMs: 250,
       });
-    }
-    expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: approvals });
-    expect(status.deadLetters).toBe(0);
-    // Each effect once, though effects that acted and then failed (effectFailAfter) ran again:
-    // the index write was stale, the archive object existed, the notification a duplicate.
-    expect(runtime.consumers.injectedAfterFaults('notify')).toBeGreaterThan(0);
-    expect(status.effects).toEqual({
-      indexDocuments: approvals,
-      notificationsSent: approvals,
-      archivedObjects: approvals,
-    });
-    expect(await runtime.consumers.countEffects()).toEqual(status.effects);
-  }, 240_000);
+
+      expect(status.tasks.approved).toBe(100);
+      expect(status.outbox).toMatchObject({ pending: 0, delivered: 100, dead: 0 });
+      expect(status.consumers.index.processed).toBe(100);
+      expect(status.consumers.notify.processed).toBe(100);
+      expect(status.consumers.archive.processed).toBe(100);
+      // The counters the status reads agree with a count of the stores themselves.
+      expect(status.effects).toEqual({ indexDocuments: 100, notificationsSent: 100, archivedObjects: 100 });
+      expect(await runtime.consumers.countEffects()).toEqual(status.effects);
+      expect(status.deadLetters).toBe(0);
+      expect(Object.values(status.alarms).every((a) => a === 'OK')).toBe(true);
+    },
+    2 * deliveryBoundMs,
+  );
+
+  it(
+    'a graceful restart in the middle loses nothing',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      const first = await start(dir);
+      await pipelineClient(first.url).createAndApprove(40);
+      await first.stop();
+      runtimes.splice(runtimes.indexOf(first), 1);
+
+      const second = await start(dir);
+      const client = pipelineClient(second.url);
+      await client.createAndApprove(10);
+      const status = await waitFor(client.status, (s) => converged(s, 50), {
+        timeoutMs: deliveryBoundMs,
+        intervalMs: 250,
+      });
+      expect(status.tasks.approved).toBe(50);
+      expect(status.effects).toEqual({ indexDocuments: 50, notificationsSent: 50, archivedObjects: 50 });
+      expect(await second.consumers.countEffects()).toEqual(status.effects);
+    },
+    2 * deliveryBoundMs,
+  );
+
+  it(
+    'with every local fault at 10% all 155 events end PROCESSED everywhere: zero DEAD, zero dead letters',
+    async () => {
+      const dir = tempDataDir();
+      dirs.push(dir);
+      // A new fault sequence each run (the interleaving differs anyway); printed to replay it.
+      const seed = Date.now();
+      console.info(`[pipeline e2e] PIPELINE_FAULT_SEED=${seed}`);
+      const runtime = await start(dir, {
+        faults: {
+          busReject: 0.1,
+          busAckLoss: 0.1,
+          busDuplicate: 0.1,
+          effectFailBefore: 0.1,
+          effectFailAfter: 0.1,
+        },
+        faultSeed: seed,
+      });
+      const client = pipelineClient(runtime.url);
+      const approvals = 155;
+      await client.createAndApprove(approvals);
+      // Settled: nothing pending or in flight, every event PROCESSED or DEAD in every consumer.
+      // Retries wait out the consumers' real backoff (about 100 s in all beside other suites):
+      // twice the delivery bound.
+      const status = await waitFor(client.status, (s) => settled(s, approvals), {
+        timeoutMs: 2 * deliveryBoundMs,
+        intervalMs: 500,
+      });
+
+      // Faults are bad luck, never a reason for a person: transient failures retry until they pass.
+      for (const consumer of ['index', 'notify', 'archive'] as const) {
+        expect(status.consumers[consumer], `${consumer}, seed ${seed}`).toMatchObject({
+          dead: 0,
+          processed: approvals,
+        });
+      }
+      expect(status.outbox).toMatchObject({ pending: 0, dead: 0, delivered: approvals });
+      expect(status.deadLetters).toBe(0);
+      // Each effect once, though effects that acted and then failed (effectFailAfter) ran again:
+      // the index write was stale, the archive object existed, the notification a duplicate.
+      expect(runtime.consumers.injectedAfterFaults('notify')).toBeGreaterThan(0);
+      expect(status.effects).toEqual({
+        indexDocuments: approvals,
+        notificationsSent: approvals,
+        archivedObjects: approvals,
+      });
+      expect(await runtime.consumers.countEffects()).toEqual(status.effects);
+    },
+    3 * deliveryBoundMs,
+  );
 });
 
 /** Every consumer has counted at least `approvals` processed events. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removeLocalPostgres } from '../../infra/local/postgres';
-import { converged, pipelineClient } from '../support/pipeline-client';
+import { converged, deliveryBoundMs, leaseExpiryMs, pipelineClient } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -96,59 +96,63 @@ afterEach(async () => {
 });
 
 describe('the local runtime with the clone and PIPELINE_DATA_DIR in a fresh mkdtemp directory', () => {
-  it('starts, approves and delivers; a restart and a SIGKILL of the tree keep every committed task; a second pipeline on the directory is refused', async () => {
-    const { root, project } = privateProject();
-    const dataDir = join(root, 'data');
-    cleanups.push(() => removeLocalPostgres(join(dataDir, 'postgres')));
-    // The premise: only its owner can enter the directory.
-    expect(modeOf(root)).toBe(0o700);
-    if (asRoot) expect(postgresCanEnter(root)).toBe(false);
-    const tmpMode = modeOf(tmpdir());
+  it(
+    'starts, approves and delivers; a restart and a SIGKILL of the tree keep every committed task; a second pipeline on the directory is refused',
+    async () => {
+      const { root, project } = privateProject();
+      const dataDir = join(root, 'data');
+      cleanups.push(() => removeLocalPostgres(join(dataDir, 'postgres')));
+      // The premise: only its owner can enter the directory.
+      expect(modeOf(root)).toBe(0o700);
+      if (asRoot) expect(postgresCanEnter(root)).toBe(false);
+      const tmpMode = modeOf(tmpdir());
 
-    const first = await startPipeline(project, dataDir);
-    const client = pipelineClient(first.url);
-    await client.createAndApprove(5, 5);
-    const delivered = await waitFor(client.status, (s) => converged(s, 5), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-    });
-    expect(delivered.tasks.approved).toBe(5);
-    expect(delivered.outbox).toMatchObject({ pending: 0, delivered: 5, dead: 0 });
-    expect(delivered.effects).toMatchObject({ indexDocuments: 5, archivedObjects: 5 });
+      const first = await startPipeline(project, dataDir);
+      const client = pipelineClient(first.url);
+      await client.createAndApprove(5, 5);
+      const delivered = await waitFor(client.status, (s) => converged(s, 5), {
+        timeoutMs: deliveryBoundMs,
+        intervalMs: 250,
+      });
+      expect(delivered.tasks.approved).toBe(5);
+      expect(delivered.outbox).toMatchObject({ pending: 0, delivered: 5, dead: 0 });
+      expect(delivered.effects).toMatchObject({ indexDocuments: 5, archivedObjects: 5 });
 
-    const refused = node(project, ['--import', 'tsx', 'infra/local/start.ts'], {
-      PORT: '0',
-      PIPELINE_DATA_DIR: dataDir,
-    });
-    expect(await refused.exited).toBe(1);
-    expect(refused.output()).toMatch(/another pipeline \(pid \d+\) is running on/);
+      const refused = node(project, ['--import', 'tsx', 'infra/local/start.ts'], {
+        PORT: '0',
+        PIPELINE_DATA_DIR: dataDir,
+      });
+      expect(await refused.exited).toBe(1);
+      expect(refused.output()).toMatch(/another pipeline \(pid \d+\) is running on/);
 
-    // A graceful stop, then a start on the same directory: everything committed is there.
-    if (first.child.pid) process.kill(first.child.pid, 'SIGTERM');
-    expect(await new Promise((ok) => first.child.once('exit', ok))).toBe(0);
-    const second = await startPipeline(project, dataDir);
-    const again = pipelineClient(second.url);
-    expect((await again.status()).tasks.approved).toBe(5);
-    await again.createAndApprove(3, 3);
+      // A graceful stop, then a start on the same directory: everything committed is there.
+      if (first.child.pid) process.kill(first.child.pid, 'SIGTERM');
+      expect(await new Promise((ok) => first.child.once('exit', ok))).toBe(0);
+      const second = await startPipeline(project, dataDir);
+      const again = pipelineClient(second.url);
+      expect((await again.status()).tasks.approved).toBe(5);
+      await again.createAndApprove(3, 3);
 
-    // A SIGKILL of the whole tree leaves PostgreSQL running with a postmaster.pid: the next start
-    // stops it and finds every committed approval.
-    await killTree(second.child, 'SIGKILL');
-    const third = await startPipeline(project, dataDir);
-    // Rows the killed relay had claimed come back when their lease (30 s) runs out, at the next
-    // busy sweep (a minute): up to 90 s, as in crash-recovery.test.ts.
-    const status = await waitFor(pipelineClient(third.url).status, (s) => converged(s, 8), {
-      timeoutMs: 120_000,
-      intervalMs: 250,
-    });
-    expect(status.tasks.approved).toBe(8);
-    expect(status.outbox).toMatchObject({ pending: 0, delivered: 8, dead: 0 });
-    await killTree(third.child, 'SIGTERM');
+      // A SIGKILL of the whole tree leaves PostgreSQL running with a postmaster.pid: the next start
+      // stops it and finds every committed approval.
+      await killTree(second.child, 'SIGKILL');
+      const third = await startPipeline(project, dataDir);
+      // Rows the killed relay had claimed come back when their lease runs out, when the relay
+      // runner's next run is due, as in crash-recovery.test.ts.
+      const status = await waitFor(pipelineClient(third.url).status, (s) => converged(s, 8), {
+        timeoutMs: leaseExpiryMs + deliveryBoundMs,
+        intervalMs: 250,
+      });
+      expect(status.tasks.approved).toBe(8);
+      expect(status.outbox).toMatchObject({ pending: 0, delivered: 8, dead: 0 });
+      await killTree(third.child, 'SIGTERM');
 
-    // Nothing the user did not name changed its permissions.
-    expect(modeOf(root)).toBe(0o700);
-    expect(modeOf(tmpdir())).toBe(tmpMode);
-  }, 240_000);
+      // Nothing the user did not name changed its permissions.
+      expect(modeOf(root)).toBe(0o700);
+      expect(modeOf(tmpdir())).toBe(tmpMode);
+    },
+    leaseExpiryMs + 3 * deliveryBoundMs,
+  );
 });
 
 describe("the test support's embedded PostgreSQL with the project in a fresh mkdtemp directory", () => {

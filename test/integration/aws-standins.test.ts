@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import {
   CloudWatchClient,
   DescribeAlarmsCommand,
@@ -267,7 +266,8 @@ describe('SQS stand-in', () => {
   beforeAll(async () => {
     recorder = new CallRecorder();
     sqs = keep(
-      await startSqsStandin({ recorder, queues: ['jobs', 'purged'], now: () => clock, maxWaitMs: 2_000 }),
+      // A long poll waits as long as AWS lets it (20 s): the send that ends it may be slow to come.
+      await startSqsStandin({ recorder, queues: ['jobs', 'purged'], now: () => clock, maxWaitMs: 20_000 }),
     );
     client = new SQSClient(as('WorkerFn', sqs.endpoint));
   });
@@ -436,8 +436,9 @@ describe('SQS stand-in', () => {
 
   it('returns a message sent while a long poll waits', async () => {
     await drain();
+    const waiting = sqs.nextLongPoll('jobs');
     const polling = client.send(new ReceiveMessageCommand({ QueueUrl: jobsUrl(), WaitTimeSeconds: 20 }));
-    await delay(50);
+    await waiting;
     await client.send(new SendMessageCommand({ QueueUrl: jobsUrl(), MessageBody: 'late' }));
     expect((await polling).Messages?.map((m) => m.Body)).toEqual(['late']);
   });

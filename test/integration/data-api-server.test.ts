@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
 import {
   BeginTransactionCommand,
   CommitTransactionCommand,
@@ -10,7 +9,11 @@ import {
 } from '@aws-sdk/client-rds-data';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type DataApiServer, startDataApiServer } from '../support/data-api-server';
+import {
+  type DataApiServer,
+  type DataApiServerOptions,
+  startDataApiServer,
+} from '../support/data-api-server';
 import { createTestDatabase } from '../support/database';
 
 type Sdk = { name: string; message: string; $metadata: { httpStatusCode?: number } };
@@ -230,8 +233,10 @@ describe('local Data API endpoint behaves like AWS', () => {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE t IN ACCESS EXCLUSIVE MODE');
       const blocked = execute({ sql: 'SELECT count(*) FROM t', transactionId });
-      // Wait until the first call really waits on the lock, then overlap it. Inside a transaction
-      // pg_stat_activity is a snapshot taken once, so each look clears it first.
+      // Wait until the first call really waits on the lock, then overlap it: PostgreSQL tells of
+      // a lock wait only in pg_stat_activity, so the test reads it (within vitest.config's poll
+      // bound). Inside a transaction pg_stat_activity is a snapshot taken once, so each look
+      // clears it first.
       await expect
         .poll(async () => {
           await locker.query('SELECT pg_stat_clear_snapshot()');
@@ -254,7 +259,7 @@ describe('local Data API endpoint behaves like AWS', () => {
 
   /** A second endpoint on the same database, with AWS's time limits shortened. */
   async function withLimits(
-    options: { statementTimeoutMs?: number; transactionIdleMs?: number },
+    options: Pick<DataApiServerOptions, 'statementTimeoutMs' | 'transactionIdleMs' | 'idleTimer'>,
     use: (send: RDSDataClient, limited: DataApiServer) => Promise<void>,
   ) {
     const limited = await startDataApiServer(url, options);
@@ -282,7 +287,17 @@ describe('local Data API endpoint behaves like AWS', () => {
   });
 
   it('rolls back a transaction left idle and forgets it', async () => {
-    await withLimits({ transactionIdleMs: 500 }, async (sdk, limited) => {
+    // The idle timers the endpoint arms, fired by the test: "idle past the limit" is a state the
+    // test reaches, not a time it waits through (a call on a busy machine may take the limit).
+    const timers: { fire: () => void; ms: number; armed: boolean }[] = [];
+    const idleTimer = (fire: () => void, ms: number) => {
+      const timer = { fire, ms, armed: true };
+      timers.push(timer);
+      return () => {
+        timer.armed = false;
+      };
+    };
+    await withLimits({ transactionIdleMs: 500, idleTimer }, async (sdk, limited) => {
       const { transactionId } = await sdk.send(new BeginTransactionCommand(limitedArns(limited)));
       await sdk.send(
         new ExecuteStatementCommand({
@@ -291,7 +306,10 @@ describe('local Data API endpoint behaves like AWS', () => {
           transactionId,
         }),
       );
-      await delay(1_500); // well past the 500 ms idle limit
+      // Each call re-armed the transaction's one timer at the idle limit; it runs out now.
+      const armed = timers.filter((t) => t.armed);
+      expect(armed.map((t) => t.ms)).toEqual([500]);
+      armed[0]?.fire();
       const err = await failure(
         sdk.send(new ExecuteStatementCommand({ ...limitedArns(limited), sql: 'SELECT 1', transactionId })),
       );

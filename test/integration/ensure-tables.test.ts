@@ -44,12 +44,14 @@ async function createOldTable(client: DynamoDBClient, table: string, withIndex =
       ...(withIndex ? { GlobalSecondaryIndexes: [consumerKeyedIndex] } : {}),
     }),
   );
+  // The engine turns a table ACTIVE on its own time and says so only through DescribeTable (as
+  // AWS's own waiter reads it): read until it does, within a bound on a table that never does.
   await waitFor(
     () => client.send(new DescribeTableCommand({ TableName: table })),
     ({ Table }) =>
       Table?.TableStatus === 'ACTIVE' &&
       (Table.GlobalSecondaryIndexes ?? []).every((i) => i.IndexStatus === 'ACTIVE'),
-    { timeoutMs: 10_000, intervalMs: 25, what: `table ${table} ACTIVE` },
+    { timeoutMs: 60_000, intervalMs: 25, what: `table ${table} ACTIVE` },
   );
 }
 

@@ -9,7 +9,6 @@ import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import { type ConsumerName, topology } from '../../shared/topology';
 import { anyCasing, anyJson, nastyString } from '../support/hostile-input';
 import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw-http';
-import { waitFor } from '../support/wait-for';
 
 // Property-based tests of the local bus's PutEvents endpoint over raw HTTP (the relay reaches it
 // through @aws-sdk/client-eventbridge; anything else on loopback may send anything). What AWS
@@ -265,15 +264,13 @@ async function expectStillDelivers(): Promise<void> {
     );
     const id = res.Entries?.[0]?.EventId;
     expect(res.FailedEntryCount).toBe(0);
-    await waitFor(
-      () =>
-        delivered
-          .filter((d) => d.event.id === id)
-          .map((d) => d.consumer)
-          .sort(),
-      (consumers) => expect(consumers).toEqual(approvedTargets),
-      { intervalMs: 10 },
-    );
+    await bus.idle();
+    expect(
+      delivered
+        .filter((d) => d.event.id === id)
+        .map((d) => d.consumer)
+        .sort(),
+    ).toEqual(approvedTargets);
   } finally {
     client.destroy();
   }

@@ -13,7 +13,7 @@ import { type BusEvent, LocalBus, type LocalBusOptions, type TargetRetry } from 
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
 import { type ConsumerName, type EventType, topology } from '../../shared/topology';
-import { waitFor } from '../support/wait-for';
+import { deferred } from '../support/gates';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const approvedTargets: ConsumerName[] = ['archive', 'index', 'notify'];
@@ -97,12 +97,8 @@ const eventIdOf = (result: PutEventsResultEntry | undefined): string => {
 };
 
 /** Waits until the bus has no delivery in flight or waiting for a retry. */
-async function settle(bus: LocalBus): Promise<void> {
-  await waitFor(
-    () => bus.pendingDeliveries,
-    (pending) => expect(pending).toBe(0),
-    { intervalMs: 5, what: 'no delivery in flight' },
-  );
+function settle(bus: LocalBus): Promise<void> {
+  return bus.idle();
 }
 
 const consumersOf = (delivered: readonly Delivered[], eventId?: string) =>
@@ -110,15 +106,6 @@ const consumersOf = (delivered: readonly Delivered[], eventId?: string) =>
     .filter((d) => eventId === undefined || d.event.id === eventId)
     .map((d) => d.consumer)
     .sort();
-
-/** A promise a target can wait on until the test lets it go. */
-function gate() {
-  let open: () => void = () => {};
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { opened, open };
-}
 
 describe('LocalBus PutEvents through the AWS SDK', () => {
   it('answers an accepted entry with an EventId and delivers the EventBridge event shape to each target', async () => {
@@ -406,21 +393,32 @@ describe('LocalBus delivery', () => {
   it('keeps at most `concurrency` invocations in flight per consumer', async () => {
     let inFlight = 0;
     let peak = 0;
+    // Each index invocation runs until the test lets it end.
+    const running: ReturnType<typeof deferred<() => void>>[] = Array.from({ length: 5 }, () => deferred());
+    let started = 0;
     const { bus, client, delivered } = await startBus({
       concurrency: 1,
       invoke: async (consumer) => {
         if (consumer !== 'index') return;
         inFlight++;
         peak = Math.max(peak, inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        const end = deferred();
+        running[started++]?.resolve(end.resolve);
+        await end.promise;
         inFlight--;
       },
     });
 
+    // Every delivery is scheduled before PutEvents answers: one over the limit would start now.
     await put(
       client,
       Array.from({ length: 5 }, () => entry({ DetailType: topology.eventTypes.withdrawn })),
     );
+    for (const invocation of running) {
+      const end = await invocation.promise;
+      expect(inFlight).toBe(1);
+      end();
+    }
     await settle(bus);
 
     expect(delivered).toHaveLength(5);
@@ -434,24 +432,22 @@ describe('LocalBus journal', () => {
    * done and notify is in flight, then stops the bus: notify is left pending in the journal.
    */
   async function stopWithNotifyPending(dir: string) {
-    const notify = gate();
-    cleanups.push(() => notify.open());
-    let notifyStarted = false;
+    const notify = deferred();
+    cleanups.push(() => notify.resolve());
+    const started = { index: deferred(), archive: deferred(), notify: deferred() };
     const { bus, client, delivered } = await startBus({
       dir,
       invoke: async (consumer) => {
-        if (consumer === 'notify') {
-          notifyStarted = true;
-          await notify.opened;
-        }
+        started[consumer].resolve();
+        if (consumer === 'notify') await notify.promise;
       },
     });
     const id = eventIdOf((await put(client, [entry()])).Entries?.[0]);
-    await waitFor(
-      () => ({ consumers: consumersOf(delivered), notifyStarted }),
-      (seen) => expect(seen).toEqual({ consumers: ['archive', 'index'], notifyStarted: true }),
-      { intervalMs: 5 },
-    );
+    await Promise.all(Object.values(started).map((s) => s.promise));
+    // Index and archive returned at once: once the microtasks after them have run, their
+    // deliveries are recorded and their `done` lines queued for the journal.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(consumersOf(delivered)).toEqual(['archive', 'index']);
     await bus.stop(20);
     return id;
   }

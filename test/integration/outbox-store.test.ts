@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { type ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
-import { claimRows, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
+import { claimRows, expireLeases, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, sqlAdapters } from '../support/sql-adapters';
 
 // The outbox repository contract, run once per SqlClient adapter on the same real PostgreSQL.
@@ -83,9 +83,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('an accepted publish is delivered even after another relay took the row over (only failures are fenced)', async () => {
     await seedPending(db, 1);
-    const [stale] = await claimRows(store, 'relay-a', 1, 0.2);
+    const [stale] = await claimRows(store, 'relay-a', 1, 30);
     if (!stale) throw new Error('expected a claim');
-    await new Promise((r) => setTimeout(r, 300));
+    await expireLeases(db);
     const [fresh] = await claimRows(store, 'relay-b', 1, 30);
     if (!fresh) throw new Error('expected a claim');
     // relay-a's publish was accepted: the event is on the bus, so the row is delivered.
@@ -101,9 +101,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('an expired lease: once taken over, the old owner cannot record a failure; the new owner can settle', async () => {
     await seedPending(db, 1);
-    const [stale] = await claimRows(store, 'relay-a', 1, 0.2);
+    const [stale] = await claimRows(store, 'relay-a', 1, 30);
     if (!stale) throw new Error('expected a claim');
-    await new Promise((r) => setTimeout(r, 300));
+    await expireLeases(db);
     const [fresh] = await claimRows(store, 'relay-b', 1, 30);
     expect(fresh?.leaseExpired).toBe(true);
     expect(fresh?.claimToken).toBe(stale.claimToken + 1);
@@ -119,9 +119,9 @@ describe.each(sqlAdapters)('outbox store on the $name adapter', (adapter) => {
 
   it('a lapsed lease nobody took over still lets its owner mark what it published (no needless republish)', async () => {
     await seedPending(db, 1);
-    const [slow] = await claimRows(store, 'relay-a', 1, 0.1);
+    const [slow] = await claimRows(store, 'relay-a', 1, 30);
     if (!slow) throw new Error('expected a claim');
-    await new Promise((r) => setTimeout(r, 200));
+    await expireLeases(db);
 
     expect(await store.markDelivered([{ eventId: slow.eventId, busEventId: 'slow' }])).toEqual([
       slow.eventId,

@@ -104,18 +104,18 @@ describe('relay claims through the RDS Data API', () => {
   });
 
   it('a row whose claims never settle goes dead after maxUnsettledClaims, with the reason, and stops holding the rest', async () => {
-    const { seedPending, makeAllDue } = await import('../support/outbox-fixtures');
+    const { seedPending, makeAllDue, expireLeases } = await import('../support/outbox-fixtures');
     await seedPending(owner, 2);
-    const limits = { rows: 1, leaseSeconds: 0.01, bytes: testSettings().claimBytes, maxUnsettledClaims: 3 };
+    const limits = { rows: 1, leaseSeconds: 30, bytes: testSettings().claimBytes, maxUnsettledClaims: 3 };
     const [first] = (await store.claim('crashing', limits)).claimed;
     if (!first) throw new Error('expected a claim');
-    // Every relay that claims the oldest row dies before marking it.
+    // Every relay that claims the oldest row dies before marking it: its lease runs out.
     for (let i = 2; i <= 3; i++) {
-      await new Promise((r) => setTimeout(r, 30));
+      await expireLeases(owner);
       const again = await store.claim('crashing', limits);
       expect(again.claimed.map((c) => [c.eventId, c.attempts])).toEqual([[first.eventId, i]]);
     }
-    await new Promise((r) => setTimeout(r, 30));
+    await expireLeases(owner);
     await makeAllDue(owner);
     const fourth = await store.claim('crashing', limits);
     expect(fourth).toEqual({

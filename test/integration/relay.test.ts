@@ -4,9 +4,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { relayOnce, runRelay } from '../../shared/outbox/relay';
+import { type RunReport, relayOnce, runRelay } from '../../shared/outbox/relay';
 import { topology } from '../../shared/topology';
+import { type HeldPublish, PublishGate } from '../support/gates';
 import {
+  expireLeases,
   makeAllDue,
   RecordingPublisher,
   seedPending,
@@ -84,38 +86,57 @@ describe('relay on real PostgreSQL', () => {
 
   it('rounds slower than the lease: the first accepted publish settles each event, attempts stay bounded', async () => {
     await seedPending(db, 5);
-    // Every publish takes 300 ms and succeeds; a claim is the owner's for 100 ms only, so other
-    // relays take the rows over while the first publish is still in flight.
-    const slow = new RecordingPublisher();
-    const publisher = {
-      publish: async (events: Parameters<RecordingPublisher['publish']>[0]) => {
-        await new Promise((r) => setTimeout(r, 300));
-        return slow.publish(events);
-      },
-    };
-    const settings = testSettings({ leaseSeconds: 0.1 });
-    const started = Date.now();
-    const reports = await Promise.all(
-      [1, 2, 3].map(async (n) => {
+    // Each relay's PutEvents stays in flight until the test lets it go; meanwhile the test lets
+    // the claim's lease lapse and the next relay takes the rows over: three claims of each row,
+    // three publishes in flight.
+    const gate = new PublishGate();
+    const accepted = new RecordingPublisher();
+    const publisher = gate.wrap(accepted);
+    const settings = testSettings({ roundsInFlight: 1 });
+    const connections: { close: () => Promise<void> }[] = [];
+    const runs: Promise<RunReport>[] = [];
+    const inFlight: HeldPublish[] = [];
+    try {
+      for (const n of [1, 2, 3]) {
+        if (n > 1) await expireLeases(db);
         const own = await pgAdapter.open(url);
-        // Each relay starts 150 ms after the one before: after the lease, before the publish ends.
-        await new Promise((r) => setTimeout(r, (n - 1) * 150));
-        try {
-          return await runRelay(
+        connections.push(own);
+        runs.push(
+          runRelay(
             { outbox: new OutboxStore(own.db), publisher, owner: `relay-${n}`, settings },
-            { remainingMs: () => 3_000 - (Date.now() - started) },
-          );
-        } finally {
-          await own.close();
-        }
-      }),
-    );
-    expect(await statusCounts(db)).toEqual({ delivered: 5 });
-    const { rows } = await db.query<{ attempts: number }>('SELECT attempts FROM outbox');
-    // At most one claim per relay before the first accepted publish is recorded.
-    expect(Math.max(...rows.map((r) => r.attempts))).toBeLessThanOrEqual(3);
-    expect(slow.published.length).toBeLessThanOrEqual(15);
-    expect(reports.reduce((n, r) => n + r.published, 0)).toBe(5);
+            { remainingMs: () => 60_000 },
+          ),
+        );
+        const held = await gate.next();
+        expect(held.events).toHaveLength(5);
+        inFlight.push(held);
+      }
+      const [first, second, third] = inFlight;
+      if (!first || !second || !third) throw new Error('expected three publishes in flight');
+      // The first relay's publish, whose claim was taken over twice, is the first accepted: it settles all five.
+      await first.release();
+      await runs[0];
+      expect(await statusCounts(db)).toEqual({ delivered: 5 });
+      // The later ones are accepted too (the bus has each event up to three times), and change nothing.
+      await third.release();
+      await second.release();
+      const reports = await Promise.all(runs);
+
+      expect(await statusCounts(db)).toEqual({ delivered: 5 });
+      const { rows } = await db.query<{ attempts: number }>('SELECT attempts FROM outbox');
+      // One claim per relay before the first accepted publish was recorded, and none after it.
+      expect(rows.map((r) => r.attempts)).toEqual([3, 3, 3, 3, 3]);
+      expect(accepted.published).toHaveLength(15);
+      expect(reports.map((r) => [r.published, r.expiredLeases, r.fencedOut])).toEqual([
+        [5, 0, 0],
+        [0, 5, 5],
+        [0, 5, 5],
+      ]);
+    } finally {
+      for (const held of inFlight) void held.release();
+      await Promise.allSettled(runs);
+      for (const own of connections) await own.close();
+    }
   });
 
   it('publishes CloudEvents and stores the bus EventId of each entry', async () => {
@@ -335,7 +356,8 @@ describe('relay on real PostgreSQL', () => {
 
   it('returns at once when the pending rows are backing off, saying when they are due (the caller wakes a run then)', async () => {
     await seedPending(db, 3);
-    await db.query("UPDATE outbox SET next_attempt_at = now() + interval '400 milliseconds'");
+    // Far enough out that the rows stay backing off however slow the machine is.
+    await db.query("UPDATE outbox SET next_attempt_at = now() + interval '30 seconds'");
     const slept: number[] = [];
     const report = await runRelay(
       {
@@ -350,7 +372,7 @@ describe('relay on real PostgreSQL', () => {
     expect(slept).toEqual([]);
     expect(report).toMatchObject({ published: 0, stats: { pending: 3 } });
     expect(report.stats.nextDueInMs).toBeGreaterThan(0);
-    expect(report.stats.nextDueInMs).toBeLessThanOrEqual(400);
+    expect(report.stats.nextDueInMs).toBeLessThanOrEqual(30_000);
   });
 
   it('rows due after an hour are no different: the run returns and says when', async () => {

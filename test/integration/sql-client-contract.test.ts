@@ -178,17 +178,22 @@ describe.each(sqlAdapters)('SqlClient contract: $name adapter', (adapter) => {
   });
 
   it('a statement queued behind a failing one never commits on its own after the rollback', async () => {
-    const attempt = db.transaction((tx) =>
-      Promise.all([
-        tx.query('SELECT 1 / 0 FROM pg_sleep(0.05)'),
-        tx.query('INSERT INTO items (id, name) VALUES (:id, :name)', {
-          id: sqlParam.uuid(randomUUID()),
-          name: 'orphan',
-        }),
-      ]),
-    );
+    // The queued INSERTs (one per try of the transaction), held to see what became of each.
+    const orphans: Promise<unknown>[] = [];
+    const attempt = db.transaction((tx) => {
+      // It fails after a while: an adapter that ran the INSERT beside it, or on the connection
+      // after the ROLLBACK, gets the time to (a wider window for the defect, not a wait for the test).
+      const failing = tx.query('SELECT 1 / 0 FROM pg_sleep(0.05)');
+      const orphan = tx.query('INSERT INTO items (id, name) VALUES (:id, :name)', {
+        id: sqlParam.uuid(randomUUID()),
+        name: 'orphan',
+      });
+      orphans.push(orphan);
+      return Promise.all([failing, orphan]);
+    });
     await expect(attempt).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 100));
+    // Once every queued INSERT has run or been refused, whatever it did is in the table.
+    await Promise.allSettled(orphans);
     const { rowCount } = await db.query('SELECT 1 FROM items');
     expect(rowCount).toBe(0);
   });

@@ -71,8 +71,9 @@ async function holdingApprovals(owner: string) {
               WHERE datname = current_database() AND wait_event_type = 'Lock'`,
           ),
         ({ rows }) => (rows[0]?.n ?? 0) >= n,
-        // Another session's lock wait can only be read, not awaited: ten times what it takes.
-        { timeoutMs: 20_000, intervalMs: 20, what: `${n} sessions waiting on a lock` },
+        // Another session's lock wait can only be read, not awaited: a bound on a session that
+        // never blocks (it blocks within milliseconds).
+        { timeoutMs: 60_000, intervalMs: 20, what: `${n} sessions waiting on a lock` },
       ),
     async release() {
       await holder.query("SELECT pg_advisory_unlock(hashtext('hold approvals'))");

@@ -83,8 +83,12 @@ function check(condition: unknown, what: string): asserts condition {
   if (!condition) throw new Error(what);
 }
 
-/** How the rehearsal waits on the stand-ins: half a minute, read every 100 ms. */
-const rehearsalWait = { timeoutMs: 30_000, intervalMs: 100 } as const;
+/**
+ * How the rehearsal waits on the stand-ins and the functions' processes (another process each:
+ * it can only read their state): a bound on a path that never completes, read every 100 ms.
+ * The path takes seconds; cold starts beside other suites take several each.
+ */
+const rehearsalWait = { timeoutMs: 180_000, intervalMs: 100 } as const;
 
 /** Runs the rehearsal; the report says what happened (it throws only when it could not start). */
 export async function runRehearsal(options: RehearsalOptions = {}): Promise<RehearsalReport> {

@@ -8,6 +8,8 @@ import type { InboxEvent } from '../../shared/inbox/process-once';
 import { type InboxSettings, inboxSettingsFor } from '../../shared/inbox/settings';
 import { eventTypes, topology } from '../../shared/topology';
 
+export { deferred } from './gates';
+
 /** The EventBridge event a consumer receives for one outbox row, as the relay and AWS would build it. */
 export function busEvent(row: OutboundEvent): EventBridgeEvent<string, Record<string, unknown>> {
   const detail = toCloudEvent(row) as unknown as Record<string, unknown>;
@@ -143,15 +145,6 @@ export class RecordingLogger implements ConsumerLogger {
 
 function merge(extra: unknown[]): Record<string, unknown> {
   return Object.assign({}, ...extra.filter((e) => typeof e === 'object' && e !== null));
-}
-
-/** A promise with its resolve handle, to hold work open while a test acts. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
 }
 
 /** What a consumer emitted since the last call: values by metric name (summed), dimensions; then cleared. */

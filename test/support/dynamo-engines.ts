@@ -1,10 +1,26 @@
 import { spawn } from 'node:child_process';
 import { createConnection, createServer, type Socket } from 'node:net';
-import { type LocalDynamo, startDynalite, startDynamoDbLocal } from '../../infra/local/dynamo';
+import {
+  type LocalDynamo,
+  startDynalite,
+  startDynamoDbLocal as startDynamoDbLocalEngine,
+} from '../../infra/local/dynamo';
 import { freePort } from './embedded-pg';
 
 // The engines the local runtime starts, in memory here: one implementation for both.
-export { dynamoDbLocalUnavailable, startDynalite, startDynamoDbLocal } from '../../infra/local/dynamo';
+export { dynamoDbLocalUnavailable, startDynalite } from '../../infra/local/dynamo';
+
+/**
+ * How long DynamoDB Local's JVM may take to answer in the tests: it took 75 and 107 s beside
+ * loaded suites (load average 25 to 32 on 2 cores), past the runtime's 60 s. The start is
+ * another process's, with no event to wait on but its port answering: the bound only ends a
+ * JVM that never answers.
+ */
+export const dynamoDbLocalStartTimeoutMs = 600_000;
+
+/** DynamoDB Local as the runtime starts it, with the tests' bound on its start. */
+export const startDynamoDbLocal = (dir?: string) =>
+  startDynamoDbLocalEngine(dir, { startTimeoutMs: dynamoDbLocalStartTimeoutMs });
 
 /** A running DynamoDB engine on loopback. */
 export interface RunningDynamo {

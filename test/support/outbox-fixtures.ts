@@ -37,6 +37,15 @@ export async function makeAllDue(db: SqlClient): Promise<void> {
   await db.query("UPDATE outbox SET next_attempt_at = now() WHERE status = 'pending'");
 }
 
+/**
+ * Lets every lease held now run out, as PostgreSQL judges time (the claim compares `lease_until`
+ * with `now()`): "the lease has lapsed" as a state the test sets, where sleeping past a short
+ * lease would bet on how long the machine takes between the claim and the next statement.
+ */
+export async function expireLeases(db: SqlClient): Promise<void> {
+  await db.query("UPDATE outbox SET lease_until = now() - interval '1 second' WHERE lease_until IS NOT NULL");
+}
+
 /** A publisher that accepts everything at once and records what it saw. */
 export class RecordingPublisher implements EventPublisher {
   readonly published: OutboundEvent[] = [];

@@ -2,6 +2,24 @@ import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OpsStatus } from '../../shared/ops/ops-api';
+import { topology } from '../../shared/topology';
+import { rawHttp } from './raw-http';
+
+/**
+ * How long an end-to-end test waits for the local pipeline to deliver what it was given: a
+ * bound on a pipeline that never converges, not a speed. Delivery is the runtime's work (relay
+ * runs, the bus, three consumers), in this process or another, that a test can only read
+ * through /ops/status. 100 approvals converged within 35 s beside other suites (load average 13
+ * to 21 on 2 cores); the bound is an order of magnitude above that.
+ */
+export const deliveryBoundMs = 300_000;
+
+/**
+ * What the pipeline's own timing adds after a crash: a killed relay's claims come back when
+ * their lease runs out, and the relay runner's next run is timed at that expiry (its stats count
+ * live leases in the next-due time).
+ */
+export const leaseExpiryMs = topology.relay.leaseSeconds * 1_000;
 
 /** A fresh data directory the embedded PostgreSQL (running as `postgres` when root) can use. */
 export function tempDataDir(prefix = 'pipeline-e2e-'): string {
@@ -17,13 +35,19 @@ export function pipelineClient(baseUrl: string) {
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${baseUrl}${path}`, {
+    // A connection of its own for each request (as `rawHttp` makes it), where fetch would keep
+    // connections alive and reuse them. The server closes one idle for its keep-alive timeout
+    // (5 s), and fetch stops reusing one a second before that by its own timer: a test process
+    // the machine stalls for longer (the runtime, in this process, shares its event loop) sent
+    // requests on connections the server was closing, and they failed (ECONNRESET).
+    const url = new URL(`${baseUrl}${path}`);
+    const res = await rawHttp(baseUrl, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      target: `${url.pathname}${url.search}`,
+      headers: body === undefined ? [] : [['content-type', 'application/json']],
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+    return { status: res.status, body: (res.body ? JSON.parse(res.body) : undefined) as T };
   };
   return {
     call,

@@ -1,6 +1,13 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 
+/**
+ * How long a socket may stay silent before a request counts as unanswered: a bound on a server
+ * that never answers, not a speed. The servers here answer in milliseconds; a machine busy with
+ * other work can hold a test process back for seconds.
+ */
+const noAnswerMs = 60_000;
+
 /** An HTTP answer as it came off the wire. */
 export interface RawAnswer {
   readonly status: number;
@@ -45,7 +52,7 @@ export function rawHttp(
         agent: false,
         // A flat [name, value, name, value, …] list keeps repeated names and the given casing.
         headers: headers.flat() as unknown as Record<string, string>,
-        timeout: 10_000,
+        timeout: noAnswerMs,
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -75,7 +82,7 @@ export function rawBytes(baseUrl: string, bytes: Uint8Array): Promise<number> {
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname);
     const chunks: Buffer[] = [];
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer to raw bytes')));
+    socket.setTimeout(noAnswerMs, () => socket.destroy(new Error('no answer to raw bytes')));
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', (err: NodeJS.ErrnoException) =>
       // A server may reset a connection it refused; that is an answer too.
@@ -99,7 +106,7 @@ export function sendPartially(port: number, head: string[], body: Buffer, end = 
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
-    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')));
+    socket.setTimeout(noAnswerMs, () => socket.destroy(new Error('no answer')));
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', (err: NodeJS.ErrnoException) =>
       err.code === 'ECONNRESET' || err.code === 'EPIPE'

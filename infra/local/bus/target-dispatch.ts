@@ -45,6 +45,14 @@ export class TargetDispatch {
     return this.inFlight.size;
   }
 
+  /**
+   * Resolves once no delivery is in flight or waiting for a retry: what a caller in this
+   * process waits on instead of reading {@link pending} until it is 0.
+   */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
   schedule(delivery: TargetDelivery): void {
     const task = this.deliver(delivery).finally(() => this.inFlight.delete(task));
     this.inFlight.add(task);

@@ -58,6 +58,11 @@ export interface SqsStandin extends LocalEndpoint {
   queueArn(name: string): string;
   /** The queue's messages not yet deleted, in send order. */
   messages(name: string): SqsMessageView[];
+  /**
+   * Resolves once a ReceiveMessage on the queue has found nothing to return and waits (a long
+   * poll): a test sends "while a long poll waits" at that point, not after a guessed delay.
+   */
+  nextLongPoll(name: string): Promise<void>;
 }
 
 interface StoredMessage {
@@ -219,6 +224,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
   const now = options.now ?? Date.now;
   const maxWaitMs = options.maxWaitMs ?? 1_000;
   const queues = new Map<string, Queue>();
+  const longPollWatchers = new Map<string, (() => void)[]>();
   let origin = '';
 
   const nameOf = (nameOrArn: string) =>
@@ -342,7 +348,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     ];
     const attributeNames = stringsField(body, 'MessageAttributeNames');
     const deadline = Date.now() + Math.min(waitSeconds * 1_000, maxWaitMs);
-    for (;;) {
+    for (let polls = 0; ; polls++) {
       const t = now();
       const ready = live(queue)
         .filter((m) => m.visibleAt <= t)
@@ -383,6 +389,9 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
         });
         return messages.length > 0 ? { Messages: messages } : {};
       }
+      if (polls === 0) for (const watcher of longPollWatchers.get(queue.name)?.splice(0) ?? []) watcher();
+      // A message turns visible on `now`, which may be a clock the test moves: the wait reads
+      // the queue again shortly rather than waiting for a send.
       await sleep(20);
     }
   }
@@ -596,6 +605,11 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
         inFlight: inFlight(m, now()),
       }));
     },
+    nextLongPoll: (name) =>
+      new Promise<void>((resolve) => {
+        const queueName = nameOf(name);
+        longPollWatchers.set(queueName, [...(longPollWatchers.get(queueName) ?? []), resolve]);
+      }),
     close: () => closeServer(server),
   };
 }

@@ -20,8 +20,15 @@ interface OpenTransaction {
   readonly client: pg.PoolClient;
   readonly database: string;
   busy: boolean;
-  idleTimer?: NodeJS.Timeout;
+  disarmIdle?: () => void;
 }
+
+/** A real timer that keeps no process alive. */
+const realIdleTimer = (fire: () => void, ms: number) => {
+  const timer = setTimeout(fire, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
 
 async function readJson(req: IncomingMessage): Promise<Body> {
   const chunks: Buffer[] = [];
@@ -73,6 +80,7 @@ export async function startDataApiServer(
   const secretArn = `arn:aws:secretsmanager:us-east-1:000000000000:secret:${cluster}-AbCdEf`;
   const statementTimeoutMs = options.statementTimeoutMs ?? 45_000;
   const transactionIdleMs = options.transactionIdleMs ?? 180_000;
+  const idleTimer = options.idleTimer ?? realIdleTimer;
 
   const ownLogin: SecretLogin = {
     username: decodeURIComponent(url.username),
@@ -145,20 +153,19 @@ export async function startDataApiServer(
     const tx = transactions.get(id);
     if (!tx) return undefined;
     transactions.delete(id);
-    clearTimeout(tx.idleTimer);
+    tx.disarmIdle?.();
     return tx;
   };
 
   const armIdleTimer = (id: string, tx: OpenTransaction) => {
-    clearTimeout(tx.idleTimer);
-    tx.idleTimer = setTimeout(() => {
+    tx.disarmIdle?.();
+    tx.disarmIdle = idleTimer(() => {
       if (tx.busy || !endTransaction(id)) return;
       tx.client.query('ROLLBACK').then(
         () => tx.client.release(),
         () => tx.client.release(true),
       );
     }, transactionIdleMs);
-    tx.idleTimer.unref();
   };
 
   /** Runs `fn` holding the transaction; a second call meanwhile is refused, as AWS does. */

@@ -55,6 +55,12 @@ export interface DataApiServerOptions {
   readonly statementTimeoutMs?: number;
   /** The Data API rolls a transaction back after 3 minutes without a call. */
   readonly transactionIdleMs?: number;
+  /**
+   * Arms the idle rollback of a transaction: calls `fire` after `ms` and returns what disarms
+   * it (a call on the transaction re-arms it). A test passes timers it fires itself, to reach
+   * "the transaction sat idle past the limit" without waiting for it. @default a real timer
+   */
+  readonly idleTimer?: (fire: () => void, ms: number) => () => void;
 }
 
 /** A running endpoint; point `RDSDataClient` at `endpoint` with any credentials. */
