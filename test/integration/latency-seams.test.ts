@@ -160,6 +160,14 @@ describe('the latency model at its seams', () => {
         },
       });
       const client = pipelineClient(runtime.url);
+      // The start's own sweep holds the relay's run lease while it runs; an approve that finds
+      // it held leaves the event to that run and nudges nothing (one nudge is counted below).
+      const started = runtime;
+      await waitFor(
+        () => Promise.resolve(started.relay.lastRunAt),
+        (at) => at !== undefined,
+        { timeoutMs: 300_000, what: "the start's sweep done" },
+      );
 
       const created = await client.call<{ taskId: string }>('POST', '/tasks', { title: 't', assignee: 'a' });
       const approved = await client.call<{ eventId: string }>(
