@@ -8,10 +8,14 @@
  * inbox records).
  *
  * At each size: one nudged approval to all three consumers' effects (request to the last
- * inbox record PROCESSED, median of 20 in a row), each relay statement (median of 20, each
- * sample the mean of 10 runs back to back), and `GET /ops/status` and `GET /ops/events?limit=20`
- * (median of 20). The JSON line has the figures by row count and `growthRatio`, the largest
- * ratio of a figure at the largest size to the same figure at 0 (goal: at most 1.5).
+ * inbox record PROCESSED, median of 20), each relay statement (median of 20, each sample the
+ * mean of 10 runs back to back), and `GET /ops/status` and `GET /ops/events?limit=20` (median of
+ * 20). Each size has a runtime (and a PostgreSQL) of its own, all seeded first and then measured
+ * in turns, five samples of each figure at a time in a rotating order: a load from elsewhere on
+ * the machine falls on every size alike, so the ratios hold on a busy machine where one size
+ * after the other would compare quiet minutes with busy ones. The JSON line has the figures by
+ * row count and `growthRatio`, the largest ratio of a figure at the largest size to the same
+ * figure at 0 (goal: at most 1.5).
  */
 import { rmSync } from 'node:fs';
 import { setTimeout as pause } from 'node:timers/promises';
@@ -27,6 +31,8 @@ import { median, round } from './support/stats';
 
 /** The figures at one size, in milliseconds. */
 export type GrowthFigures = Readonly<Record<string, number>>;
+/** Samples of each figure at one size, in milliseconds. */
+type GrowthSamples = Record<string, number[]>;
 
 export interface GrowthResult {
   readonly rows: Readonly<Record<string, GrowthFigures>>;
@@ -39,6 +45,8 @@ export interface GrowthResult {
 
 const samples = 20;
 const runsPerSample = 10;
+/** Samples of each figure a size gives in its turn; 20 / 5 = 4 turns per size. */
+const samplesPerTurn = 5;
 
 /** Seeds delivered rows by SQL up to `total`, in statements of a quarter million. */
 async function seedDelivered(runtime: Runtime, from: number, total: number): Promise<void> {
@@ -89,11 +97,11 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
   );
 }
 
-/** Request -> all three consumers PROCESSED, for `samples` approvals one after the other. */
-async function approvalToEffects(runtime: Runtime): Promise<number> {
+/** Request -> all three consumers PROCESSED, for `n` approvals one after the other. */
+async function approvalToEffects(runtime: Runtime, n: number): Promise<number[]> {
   const client = pipelineClient(runtime.url);
   const times: number[] = [];
-  for (let i = 0; i < samples; i++) {
+  for (let i = 0; i < n; i++) {
     const created = await client.call<{ taskId: string }>('POST', '/tasks', {
       title: `growth ${i}`,
       assignee: 'ana',
@@ -113,7 +121,7 @@ async function approvalToEffects(runtime: Runtime): Promise<number> {
     );
     times.push(Math.max(...records.map((r) => r?.updatedAt ?? Number.NaN)) - sent);
   }
-  return median(times);
+  return times;
 }
 
 /** Runs `fn` and returns how long it took, in ms. */
@@ -125,11 +133,11 @@ async function clocked(fn: () => Promise<unknown>): Promise<number> {
 
 /**
  * Each statement of the relay's path and of the ops status's outbox figures, on the outbox as
- * it is now: `samples` samples, each the mean of `runsPerSample` cycles of 50 rows committed,
+ * it is now: `n` samples, each the mean of `runsPerSample` cycles of 50 rows committed,
  * claimed, half marked delivered, a quarter failed, a quarter released, the rest delivered
  * (untimed), so every cycle starts from the same outbox.
  */
-async function relayStatements(runtime: Runtime): Promise<GrowthFigures> {
+async function relayStatements(runtime: Runtime, n: number): Promise<GrowthSamples> {
   // The runtime's relay is idle (only its hourly sweep would run): the statements run alone.
   const outbox = new OutboxStore(runtime.db);
   const lease = new RelayLeaseStore(runtime.db);
@@ -155,7 +163,7 @@ async function relayStatements(runtime: Runtime): Promise<GrowthFigures> {
     (typeof names)[number],
     number[]
   >;
-  for (let i = 0; i < samples; i++) {
+  for (let i = 0; i < n; i++) {
     const sum = Object.fromEntries(names.map((n) => [n, 0])) as Record<(typeof names)[number], number>;
     for (let r = 0; r < runsPerSample; r++) {
       await seedPending(runtime.db, 50);
@@ -188,27 +196,28 @@ async function relayStatements(runtime: Runtime): Promise<GrowthFigures> {
     }
     for (const n of names) sampled[n].push(sum[n] / runsPerSample);
   }
-  return Object.fromEntries(names.map((n) => [n, median(sampled[n])]));
+  return sampled;
 }
 
-async function opsReads(runtime: Runtime): Promise<GrowthFigures> {
+async function opsReads(runtime: Runtime, n: number): Promise<GrowthSamples> {
   const time = async (path: string) => {
     const sampled: number[] = [];
-    for (let i = 0; i < samples; i++) {
+    for (let i = 0; i < n; i++) {
       const started = performance.now();
       const res = await fetch(`${runtime.url}${path}`);
       await res.text();
       if (!res.ok) throw new Error(`${path} answered ${res.status}`);
       sampled.push(performance.now() - started);
     }
-    return median(sampled);
+    return sampled;
   };
   return { opsStatus: await time('/ops/status'), opsEvents: await time('/ops/events?limit=20') };
 }
 
-async function measureAt(runtime: Runtime, label: string): Promise<GrowthFigures> {
+/** One turn of a size: `n` samples of every figure. */
+async function measureAt(runtime: Runtime, label: string, n: number): Promise<GrowthSamples> {
   progress(`growth: ${label}: a nudged approval to every effect`);
-  const approval = await approvalToEffects(runtime);
+  const approval = await approvalToEffects(runtime, n);
   // Nothing left for the relay: the statements below run on an idle outbox.
   await waitFor(
     () => runtime.db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox WHERE status = 'pending'"),
@@ -217,12 +226,12 @@ async function measureAt(runtime: Runtime, label: string): Promise<GrowthFigures
   );
   await pause(100);
   progress(`growth: ${label}: relay statements`);
-  const statements = await relayStatements(runtime);
+  const statements = await relayStatements(runtime, n);
   progress(`growth: ${label}: ops reads`);
-  const ops = await opsReads(runtime);
+  const ops = await opsReads(runtime, n);
   const figures = { approvalToEffects: approval, ...statements, ...ops };
   progress(
-    `growth: ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, round(v, 2)])))}`,
+    `growth: ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, round(median(v), 2)])))}`,
   );
   return figures;
 }
@@ -231,28 +240,47 @@ export async function measureGrowth(options: {
   rows: readonly number[];
   effects: number;
 }): Promise<GrowthResult> {
-  const dir = tempDataDir('pipeline-growth-');
-  const runtime = await startRuntime({ dataDir: dir, port: 0, log: () => {} });
+  const sizes = [0, ...[...options.rows].sort((a, b) => a - b)];
+  const largestSize = sizes.at(-1) ?? 0;
+  const sites: { size: number; label: string; runtime: Runtime; dir: string }[] = [];
   try {
-    const rows: Record<string, GrowthFigures> = { 0: await measureAt(runtime, '0 rows') };
-    let seeded = 0;
-    const sizes = [...options.rows].sort((a, b) => a - b);
-    for (const [i, size] of sizes.entries()) {
-      const last = i === sizes.length - 1;
-      // The effects' approvals add delivered rows too: the last size counts them.
-      const target = last ? Math.max(seeded, size - options.effects) : size;
-      await seedDelivered(runtime, seeded, target);
-      seeded = target;
-      if (last && options.effects > 0) {
-        await runApprovals(runtime, options.effects);
-        seeded += options.effects;
-      }
-      rows[size] = await measureAt(
+    for (const size of sizes) {
+      const dir = tempDataDir('pipeline-growth-');
+      const runtime = await startRuntime({ dataDir: dir, port: 0, log: () => {} });
+      const last = size === largestSize && size > 0;
+      sites.push({
+        size,
+        label: `${size} rows${last && options.effects > 0 ? ` and ${options.effects} approvals' effects` : ''}`,
         runtime,
-        `${size} rows${last ? ` and ${options.effects} approvals' effects` : ''}`,
-      );
+        dir,
+      });
+      // The effects' approvals add delivered rows too: the largest size counts them.
+      const seeded = last ? Math.max(0, size - options.effects) : size;
+      if (seeded > 0) await seedDelivered(runtime, 0, seeded);
+      if (last && options.effects > 0) await runApprovals(runtime, options.effects);
     }
-    const largest = rows[sizes.at(-1) ?? 0] ?? {};
+    const collected = new Map<number, GrowthSamples>(sizes.map((size) => [size, {}]));
+    const turns = Math.ceil(samples / samplesPerTurn);
+    for (let turn = 0; turn < turns; turn++) {
+      // A rotating order: no size always goes first (or right after the effects' approvals).
+      for (let k = 0; k < sites.length; k++) {
+        const site = sites[(turn + k) % sites.length] as (typeof sites)[number];
+        const got = await measureAt(
+          site.runtime,
+          `${site.label}, turn ${turn + 1} of ${turns}`,
+          samplesPerTurn,
+        );
+        const into = collected.get(site.size) as GrowthSamples;
+        for (const [name, values] of Object.entries(got)) into[name] = [...(into[name] ?? []), ...values];
+      }
+    }
+    const rows: Record<string, GrowthFigures> = Object.fromEntries(
+      sizes.map((size) => [
+        size,
+        Object.fromEntries(Object.entries(collected.get(size) ?? {}).map(([k, v]) => [k, median(v)])),
+      ]),
+    );
+    const largest = rows[largestSize] ?? {};
     let growthRatio = 0;
     let growthRatioOf = '';
     for (const [name, value] of Object.entries(largest)) {
@@ -271,8 +299,10 @@ export async function measureGrowth(options: {
     );
     return { rows: rounded, effects: options.effects, growthRatio: round(growthRatio, 2), growthRatioOf };
   } finally {
-    await runtime.stop();
-    rmSync(dir, { recursive: true, force: true });
+    for (const site of sites) {
+      await site.runtime.stop();
+      rmSync(site.dir, { recursive: true, force: true });
+    }
   }
 }
 

@@ -26,6 +26,11 @@ export interface RelayRunnerOptions {
   readonly onError?: (err: unknown, kind: RelayRunKind) => void;
 }
 
+/** How long the runner waits to retry after `failures` failed invocations in a row: 1 s doubling to 60 s. */
+export function relayRetryDelayMs(failures: number): number {
+  return Math.min(60_000, 1_000 * 2 ** Math.max(0, failures - 1));
+}
+
 /**
  * Runs the relay locally the way AWS does: a sweep at start and then once per sweep period, a
  * nudge invocation when the tasks API asks for one, and the relay's own wake-ups (its
@@ -48,6 +53,8 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
   lastRunAt: Date | undefined;
   /** Failed invocations since start. */
   errors = 0;
+  /** Failed invocations in a row, for the retry's backoff; a run that succeeds resets it. */
+  private failuresInARow = 0;
 
   constructor(private readonly options: RelayRunnerOptions) {}
 
@@ -123,10 +130,18 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
         localLambdaContext('outbox-relay', this.options.timeoutMs),
       );
       this.lastRunAt = new Date();
+      this.failuresInARow = 0;
       this.options.onRun?.(summary, kind);
     } catch (err) {
       this.errors++;
+      this.failuresInARow++;
       this.options.onError?.(err, kind);
+      // A run that failed (its database login refused, the database restarting) left its rows
+      // due, and no run of its own will say when to look again: without a retry they would wait
+      // for the next sweep, an hour by default. On AWS the wake queue's message comes back after
+      // its visibility timeout and an async invocation is retried by Lambda; here the runner
+      // retries, 1 s after the first failure, doubling to a minute.
+      void this.wakeAfter(relayRetryDelayMs(this.failuresInARow), 'due');
     }
   }
 

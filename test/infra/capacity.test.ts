@@ -24,25 +24,6 @@ const report: CapacityReport = capacityModel(
 
 const component = (name: string) => report.components.find((c) => c.name === name);
 
-/**
- * The goals hold once issue 16's other changes are in the template; until then the prod
- * template still sets limits of its own far below them, and the goal tests say which.
- */
-const waitingFor = [
-  (component(approveThrottle)?.limit ?? Number.POSITIVE_INFINITY) < 1_000
-    ? `issue 16 item 5: the approve route's throttle sized for 1,000 approvals/s (the template sets ${component(approveThrottle)?.limit}/s)`
-    : undefined,
-  component('DynamoDB partition, inbox table (key consumer)')
-    ? 'issue 16 item 4: an inbox partition key per event (the template keys it by consumer)'
-    : undefined,
-  report.components.some((c) => c.name.startsWith('EventBridge control plane'))
-    ? "issue 16 item 3: no EnableRule/DisableRule on the relay's path (the relay may still toggle its busy sweep)"
-    : undefined,
-].filter((w): w is string => w !== undefined);
-
-if (waitingFor.length > 0)
-  console.warn(`[capacity] the prod goal tests are skipped, waiting for: ${waitingFor.join('; ')}`);
-
 describe('capacity of the prod stage (npm run capacity)', () => {
   it('holds every component the issue asks about against a limit with its source', () => {
     for (const name of [
@@ -75,24 +56,18 @@ describe('capacity of the prod stage (npm run capacity)', () => {
     );
   });
 
-  it.skipIf(waitingFor.length > 0)(
-    'goal: nothing of ours limits prod below 1,000 approvals/s with default quotas',
-    () => {
-      expect(
-        report.firstOwnLimit?.approvalsPerSec ?? Number.POSITIVE_INFINITY,
-        report.firstOwnLimit?.component,
-      ).toBeGreaterThanOrEqual(1_000);
-    },
-  );
+  it('goal: nothing of ours limits prod below 1,000 approvals/s with default quotas', () => {
+    expect(
+      report.firstOwnLimit?.approvalsPerSec ?? Number.POSITIVE_INFINITY,
+      report.firstOwnLimit?.component,
+    ).toBeGreaterThanOrEqual(1_000);
+  });
 
-  it.skipIf(waitingFor.length > 0)(
-    'goal: at 10,000 approvals/s only account quotas are at their limit, and the report names each',
-    () => {
-      const top = report.byRate.find((r) => r.approvalsPerSec === 10_000);
+  it('goal: at 10,000 approvals/s only account quotas are at their limit, and the report names each', () => {
+    const top = report.byRate.find((r) => r.approvalsPerSec === 10_000);
 
-      expect(top?.ownReached).toEqual([]);
-      expect(top?.quotaIncreases.length).toBeGreaterThan(0);
-      expect(top?.reached).toEqual(top?.quotaIncreases);
-    },
-  );
+    expect(top?.ownReached).toEqual([]);
+    expect(top?.quotaIncreases.length).toBeGreaterThan(0);
+    expect(top?.reached).toEqual(top?.quotaIncreases);
+  });
 });
