@@ -55,7 +55,7 @@ const redriveBody = {
  * The ops API on AWS: the same handler (`shared/ops/ops-api.ts`) and routes as the local
  * runtime's, on the tasks API's REST API with IAM authorization on every method. The function
  * reads the database as the ops role, the inbox through its sparse index, the rule DLQs and
- * on-failure queues, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
+ * the consumers' dead letters, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
  * relay) and deletes a queued message only once the invoke was accepted.
  */
 export class OpsApi extends Construct {

@@ -51,7 +51,8 @@ interface Received {
 }
 
 /**
- * The bus's dead letters on AWS: every rule target DLQ and every consumer's on-failure queue.
+ * The bus's dead letters on AWS: every rule target DLQ and the consumers' dead letters (the
+ * on-failure records the consumer retries gave up on).
  *
  * SQS cannot be read without receiving, so a list receives each queue's messages under a short
  * visibility timeout and releases them right after. A redrive receives until it finds the
