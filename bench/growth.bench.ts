@@ -89,7 +89,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
     while (next < ids.length) {
       const id = ids[next++] as string;
       if (next % 1_000 === 0) progress(`growth: approving ${next} of ${count} (effects)`);
-      const res = await client.call('POST', `/tasks/${id}/approve`, { approvedBy: 'rita' });
+      const res = await client.call('POST', `/tasks/${id}/approve`, {});
       if (res.status !== 200) throw new Error(`approve answered ${res.status}: ${JSON.stringify(res.body)}`);
     }
   };
@@ -115,9 +115,11 @@ async function approvalToEffects(runtime: Runtime, n: number): Promise<number[]>
       assignee: 'ana',
     });
     const sent = Date.now();
-    const approved = await client.call<{ eventId: string }>('POST', `/tasks/${created.body.taskId}/approve`, {
-      approvedBy: 'rita',
-    });
+    const approved = await client.call<{ eventId: string }>(
+      'POST',
+      `/tasks/${created.body.taskId}/approve`,
+      {},
+    );
     const eventId = approved.body.eventId;
     const records = await waitFor(
       () => Promise.all(consumerNames.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),

@@ -11,7 +11,7 @@ export const alarmIds = {
   relayErrors: 'relay-errors',
   inboxGaugesErrors: 'inbox-gauges-errors',
   inboxDead: (consumer: string) => `inbox-dead-${consumer}`,
-  /** AWS: one per rule DLQ and on-failure queue. */
+  /** AWS: one per rule DLQ, and one for the consumers' dead letters. */
   queueNotEmpty: (queue: string) => `queue-not-empty-${queue}`,
   /** Locally the bus keeps one dead-letter store, so one alarm stands for every queue. */
   deadLetters: 'dead-letters',

@@ -589,7 +589,7 @@ describe.skipIf(!haveChromium)(
       runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
       ownBrowser = await launchChromium();
       const created = await post('/tasks', { title, assignee: 'alice' });
-      approved = await post(`/tasks/${created.taskId}/approve`, { approvedBy: 'rita' });
+      approved = await post(`/tasks/${created.taskId}/approve`, {});
     });
 
     afterAll(async () => {
@@ -654,7 +654,7 @@ describe.skipIf(!haveChromium)(
       expect(await id('chart-approvals-total').textContent()).toBe('0');
 
       const created = await post('/tasks', { title: 'Chart this approval', assignee: 'alice' });
-      const second = await post(`/tasks/${created.taskId}/approve`, { approvedBy: 'rita' });
+      const second = await post(`/tasks/${created.taskId}/approve`, {});
 
       await expect.poll(() => id('chart-approvals-total').textContent()).toBe('1');
       await expect

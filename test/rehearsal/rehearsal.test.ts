@@ -4,20 +4,29 @@ import { type RehearsalReport, runRehearsal } from './rehearsal';
 describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, run as Lambda runs them', () => {
   let report: RehearsalReport;
 
-  it('walks the whole path: migrate, approve, relay, every consumer, the ops API and each redrive', {
+  it('walks the whole path: a first deploy, approve, relay, every consumer, their retries, the ops API and each redrive', {
     // A bound on a hang: the walk took 75 s beside other suites (load average 13 to 21 on 2 cores).
     timeout: 900_000,
   }, async () => {
     report = await runRehearsal();
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(10);
+    expect(report.steps.map((s) => s.step)).toHaveLength(13);
+    // A first deploy in CloudFormation's order raises no alarm; retries need no person.
+    expect(report.steps[0]?.step).toMatch(/^first deploy in CloudFormation's order/);
+    expect(report.steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/transient outage longer than Lambda's attempts/),
+        expect.stringMatching(/permanent failure ends DEAD after maxPermanentAttempts/),
+        expect.stringMatching(/past its consumer's maximum age/),
+      ]),
+    );
     // The relay wakes itself with SendMessage on its queue, never by switching a rule.
     const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
     expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');
     expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
-    expect(report.functions).toBe(8);
-    expect(Object.keys(report.functionsRun)).toHaveLength(8);
+    expect(report.functions).toBe(9);
+    expect(Object.keys(report.functionsRun)).toHaveLength(9);
   });
 
   it('makes no AWS call its role in the template would deny, and misses no environment variable', () => {
@@ -28,6 +37,6 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.conditionChecks).toBeGreaterThan(10);
     // Every function made calls, and the checks saw them all.
     expect(report.awsCalls).toBeGreaterThan(50);
-    expect(Object.keys(report.actionsByFunction)).toHaveLength(8);
+    expect(Object.keys(report.actionsByFunction)).toHaveLength(9);
   });
 });
