@@ -53,7 +53,7 @@ async function seedDelivered(runtime: Runtime, from: number, total: number): Pro
   const chunk = 250_000;
   for (let done = from; done < total; done += chunk) {
     const n = Math.min(chunk, total - done);
-    progress(`growth: seeding delivered rows ${done + n} of ${total}`);
+    progress(`growth: seeding delivered rows ${done + n} of ${total} (${new Date().toISOString()})`);
     await runtime.db.query(
       `WITH t AS (SELECT g, gen_random_uuid() AS id,
                          now() - interval '1 hour' - make_interval(secs => random() * 5 * 86400) AS at
@@ -82,12 +82,18 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
   );
   const ids = rows.map((r) => r.task_id);
   const before = await runtime.status();
-  for (let i = 0; i < ids.length; i += 200) {
-    progress(`growth: approving ${Math.min(i + 200, ids.length)} of ${count} (effects)`);
-    await Promise.all(
-      ids.slice(i, i + 200).map((id) => client.call('POST', `/tasks/${id}/approve`, { approvedBy: 'rita' })),
-    );
-  }
+  // Twenty approvals in flight at a time: two hundred at once left some unanswered for a minute
+  // on a busy machine, the runtime sharing this process's event loop.
+  let next = 0;
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next++] as string;
+      if (next % 1_000 === 0) progress(`growth: approving ${next} of ${count} (effects)`);
+      const res = await client.call('POST', `/tasks/${id}/approve`, {});
+      if (res.status !== 200) throw new Error(`approve answered ${res.status}: ${JSON.stringify(res.body)}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, worker));
   await waitFor(
     () => runtime.status(),
     (s) =>
@@ -109,9 +115,11 @@ async function approvalToEffects(runtime: Runtime, n: number): Promise<number[]>
       assignee: 'ana',
     });
     const sent = Date.now();
-    const approved = await client.call<{ eventId: string }>('POST', `/tasks/${created.body.taskId}/approve`, {
-      approvedBy: 'rita',
-    });
+    const approved = await client.call<{ eventId: string }>(
+      'POST',
+      `/tasks/${created.body.taskId}/approve`,
+      {},
+    );
     const eventId = approved.body.eventId;
     const records = await waitFor(
       () => Promise.all(consumerNames.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),
@@ -254,11 +262,22 @@ export async function measureGrowth(options: {
         runtime,
         dir,
       });
-      // The effects' approvals add delivered rows too: the largest size counts them.
-      const seeded = last ? Math.max(0, size - options.effects) : size;
-      if (seeded > 0) await seedDelivered(runtime, 0, seeded);
-      if (last && options.effects > 0) await runApprovals(runtime, options.effects);
     }
+    // Each size seeds its own database, side by side.
+    await Promise.all(
+      sites.map(async ({ size, runtime }) => {
+        const last = size === largestSize && size > 0;
+        // The effects' approvals add delivered rows too: the largest size counts them.
+        const seeded = last ? Math.max(0, size - options.effects) : size;
+        if (seeded > 0) await seedDelivered(runtime, 0, seeded);
+        if (last && options.effects > 0) {
+          await runApprovals(runtime, options.effects);
+          // Settled as the seeded sizes are (their seeding ends with the same): an autovacuum
+          // of the approvals' updates would otherwise fall into this size's turns only.
+          await runtime.db.query('VACUUM ANALYZE');
+        }
+      }),
+    );
     const collected = new Map<number, GrowthSamples>(sizes.map((size) => [size, {}]));
     const turns = Math.ceil(samples / samplesPerTurn);
     for (let turn = 0; turn < turns; turn++) {
@@ -318,12 +337,22 @@ if (isMain(import.meta.url)) {
   };
   const rows = listArg('--rows', [1_000_000, 5_000_000]);
   const effects = listArg('--effects', [100_000])[0] ?? 100_000;
+  let finished = false;
+  // A measurement whose event loop ran dry (every handle closed, a promise never settled) would
+  // end the process with 0 and print nothing: say so and fail instead.
+  process.on('exit', () => {
+    if (finished) return;
+    console.error('growth: the process ended before the measurement finished');
+    process.exitCode = 1;
+  });
   measureGrowth({ rows, effects })
     .then((result) => {
+      finished = true;
       if (args.includes('--json')) console.log(JSON.stringify(result));
       else console.log(JSON.stringify(result, null, 2));
     })
     .catch((err) => {
+      finished = true;
       console.error(err);
       process.exitCode = 1;
     });

@@ -30,7 +30,7 @@ export interface ConsumerPolicy {
   readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
   /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
   readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
-  /** How long the consumer's rule-target DLQs and its on-failure queue keep a message (SQS: at most 14 days). */
+  /** How long the consumer's rule-target DLQs and the consumers' dead letters keep a message (SQS: at most 14 days). */
   readonly deadLetterRetentionSeconds: number;
 }
 
@@ -55,8 +55,9 @@ const source = 'content.pipeline';
 const defaultConsumerPolicy = {
   // A day of transient failures, as long as EventBridge keeps retrying a target. On AWS one
   // delivery gets Lambda's async attempts (1 + 2 retries); a transient failure that outlasts
-  // them lands in the on-failure queue (alarmed) with its record FAILED, and the ops redrive of
-  // that message continues within the same age. Locally the bus retries until this age.
+  // them goes, its record FAILED, to the consumers' retry queue, whose function invokes the
+  // consumer again after a backoff until this age (shared/consumers/retries.ts). Locally the
+  // bus retries until this age.
   maxEventAgeSeconds: 24 * 3600,
   maxPermanentAttempts: 3,
   // Capped at Lambda's first async retry delay (one minute, then two), so those retries find

@@ -25,7 +25,9 @@ const redelivery = new LambdaRedelivery(lambda, ops.consumerFunctions);
 export const handler = createOpsApi({
   db: createSqlClient(config),
   inbox: new DynamoInboxStore(new DynamoDBClient({}), { tableName: ops.inboxTable }),
-  deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery),
+  deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery, {
+    consumerFunctions: ops.consumerFunctions,
+  }),
   redelivery,
   health: new CloudWatchHealth(new CloudWatchClient({}), {
     alarmPrefix: ops.alarmPrefix,

@@ -8,14 +8,19 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
 import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
+import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
+import { ApiAccess } from './constructs/api-access';
 import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
+import { ConsumerRetries } from './constructs/consumer-retries';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { DeliveryAudit } from './constructs/delivery-audit';
@@ -31,6 +36,9 @@ import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
 import { TasksApi } from './constructs/tasks-api';
 import { type PipelineSettings, resourcePrefix } from './settings';
+
+/** The consumers' dead-letter queue as its alarm names it (`queue-not-empty-consumer-dead-letters`). */
+export const consumerDeadLettersQueueName = 'consumer-dead-letters';
 
 export interface PipelineStackProps extends StackProps {
   readonly settings: PipelineSettings;
@@ -50,10 +58,14 @@ export class PipelineStack extends Stack {
   public readonly relay: OutboxRelay;
   public readonly tasksApi: TasksApi;
   public readonly opsApi: OpsApi;
+  /** The reviewer's and the operator's managed policies: who may call which routes. */
+  public readonly access: ApiAccess;
   public readonly inboxGauges: InboxGauges;
   public readonly audit: DeliveryAudit;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
+  /** The consumers' retry queue, the function that retries them, and their dead letters. */
+  public readonly retries: ConsumerRetries;
   public readonly inbox: InboxTable;
   public readonly contentIndex: ContentIndexTable;
   public readonly archive: ArchiveBucket;
@@ -100,7 +112,11 @@ export class PipelineStack extends Stack {
       removalPolicy,
       deletionProtection: prod,
     });
-    this.archive = new ArchiveBucket(this, 'Archive', { removalPolicy, autoDeleteObjects: !prod });
+    this.archive = new ArchiveBucket(this, 'Archive', {
+      removalPolicy,
+      autoDeleteObjects: !prod,
+      logRetention,
+    });
     this.notifications = new NotificationTopic(this, 'Notifications');
 
     // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
@@ -126,6 +142,14 @@ export class PipelineStack extends Stack {
       },
     };
     const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    for (const name of consumerNames) assertRetryDelayFitsSqs(name, topology.consumers[name]);
+    this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
+      // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
+      deadLetterRetention: Duration.seconds(
+        Math.max(...consumerNames.map((n) => topology.consumers[n].deadLetterRetentionSeconds)),
+      ),
+      ...common,
+    });
     const consumers = new Map<ConsumerName, Consumer>();
     for (const name of consumerNames) {
       consumers.set(
@@ -135,11 +159,18 @@ export class PipelineStack extends Stack {
           policy: topology.consumers[name],
           inbox: this.inbox,
           effect: effects[name],
+          onFailure: this.retries.queue,
           ...common,
         }),
       );
     }
     this.consumers = consumers;
+    this.retries.retry(
+      Object.fromEntries([...consumers].map(([n, c]) => [n, c.function])) as Record<
+        ConsumerName,
+        Consumer['function']
+      >,
+    );
     const consumerFunction = (name: ConsumerName) => {
       const consumer = consumers.get(name);
       if (!consumer) throw new Error(`rule targets consumer "${name}", which the topology does not define`);
@@ -169,8 +200,11 @@ export class PipelineStack extends Stack {
       namePrefix: names,
       ...common,
     });
-    // The relay must not publish into a schema that does not exist yet.
+    this.fanout.acceptPipelineEventsOnlyFrom(this.relay.function);
+    // The relay must not run before the schema exists: not from a sweep, nor from a wake-up (a
+    // fresh stack's wake queue is empty, but nothing should depend on that).
     this.relay.schedule.node.addDependency(this.migration.resource);
+    this.relay.wakeMapping.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {
@@ -184,14 +218,11 @@ export class PipelineStack extends Stack {
 
     const opsQueues: OpsQueue[] = [
       ...this.fanout.targets.map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
-      ...[...consumers.values()].map((c) => ({
-        queue: c.onFailureQueue,
-        consumer: c.name,
-        rule: onFailureRule,
-      })),
+      // Every consumer's: each message names the function it failed in.
+      { queue: this.retries.deadLetters, rule: onFailureRule },
     ];
     const queues: WatchedQueue[] = opsQueues.map((q) => ({
-      name: q.rule === onFailureRule ? `on-failure-${q.consumer}` : `dlq-${q.rule}-${q.consumer}`,
+      name: q.rule === onFailureRule ? consumerDeadLettersQueueName : `dlq-${q.rule}-${q.consumer}`,
       queue: q.queue,
     }));
     const alarmPrefix = alarmName(this.stackName, '');
@@ -257,6 +288,12 @@ export class PipelineStack extends Stack {
       alarmPrefix,
       ...common,
     });
+    this.access = new ApiAccess(this, 'ApiAccess', {
+      api: this.tasksApi.api,
+      reviewerRoutes: tasksApiRoutes,
+      operatorRoutes: opsApiRoutes,
+      namePrefix: names,
+    });
     this.dashboard = settings.dashboard
       ? new PipelineDashboard(this, 'Dashboard', {
           metrics: this.alarms.metrics,
@@ -294,6 +331,16 @@ export class PipelineStack extends Stack {
     out('NotifyTopicArn', this.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
     out('AlarmTopicArn', this.alarms.topic.topicArn, 'Alarm topic');
     out('AlarmNamePrefix', alarmPrefix, 'Every alarm of this stack starts with this');
+    out(
+      'ReviewerPolicyArn',
+      this.access.reviewer.managedPolicyArn,
+      'Attach to whoever reviews: the tasks routes only (create, read, approve, withdraw)',
+    );
+    out(
+      'OperatorPolicyArn',
+      this.access.operator.managedPolicyArn,
+      'Attach to whoever operates: the ops routes only (status, traces, dead lists, redrives)',
+    );
     if (this.dashboard) out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
 
     this.acknowledgeStackWide();

@@ -84,7 +84,6 @@ const optionSpec = {
   title: { type: 'string' },
   body: { type: 'string' },
   assignee: { type: 'string' },
-  by: { type: 'string' },
   reason: { type: 'string' },
   consumer: { type: 'string' },
   redrive: { type: 'string' },
@@ -107,7 +106,6 @@ const optionHelp: Record<OptionName, { readonly arg?: string; readonly help?: st
   title: { arg: 't' },
   body: { arg: 'b' },
   assignee: { arg: 'a' },
-  by: { arg: 'name' },
   reason: { arg: 'r' },
   consumer: { arg: consumerNames.join('|') },
   redrive: { arg: 'eventId' },
@@ -183,31 +181,30 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'approve'],
-    summary: 'approve a task; its event commits with it',
+    summary: 'approve a task as yourself; its event commits with it',
     positionals: ['taskId'],
-    options: ['by'],
-    required: ['by'],
+    options: [],
     async run(ctx) {
       const id = taskIdArg(ctx);
+      // The reviewer is who signs the request (the IAM principal; locally PIPELINE_CALLER).
       const changed = await ctx.client.post<{ status: string; version: number; eventId: string }>(
         `/tasks/${id}/approve`,
-        { approvedBy: ctx.values.by },
+        {},
       );
       print(ctx, `approved task ${id} (version ${changed.version}, event ${changed.eventId})`, changed);
     },
   },
   {
     words: ['tasks', 'withdraw'],
-    summary: 'withdraw an approved task',
+    summary: 'withdraw an approved task as yourself',
     positionals: ['taskId'],
-    options: ['by', 'reason'],
-    required: ['by'],
+    options: ['reason'],
     async run(ctx) {
       const id = taskIdArg(ctx);
-      const { by, reason } = ctx.values;
+      const { reason } = ctx.values;
       const changed = await ctx.client.post<{ status: string; version: number; eventId: string }>(
         `/tasks/${id}/withdraw`,
-        { withdrawnBy: by, ...(reason === undefined ? {} : { reason }) },
+        reason === undefined ? {} : { reason },
       );
       print(ctx, `withdrew task ${id} (version ${changed.version}, event ${changed.eventId})`, changed);
     },

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { localCallerHeader } from '../../shared/http/caller';
 import { maxJsonBodyBytes } from '../../shared/http/json-body';
 import { localLambdaContext, parseRequestTarget, toProxyEvent } from '../../shared/http/proxy-event';
 import {
@@ -25,6 +26,12 @@ export interface HttpServerOptions {
   readonly tasksApi: ProxyHandler;
   readonly opsApi: ProxyHandler;
   readonly dashboardHtml: () => string;
+  /**
+   * Who every request comes from (`PIPELINE_CALLER`): put in `x-pipeline-caller` over whatever
+   * a client sent there, as API Gateway puts the IAM principal in the request context. Locally
+   * the server's user is the one caller, as the IAM principal is on AWS.
+   */
+  readonly caller: string;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -147,7 +154,13 @@ async function handle(
       {
         method: method === 'HEAD' ? 'GET' : method,
         url: target,
-        headers: req.headers,
+        // Any header of that name the client sent is replaced, never passed on.
+        headers: {
+          ...Object.fromEntries(
+            Object.entries(req.headers).filter(([name]) => name.toLowerCase() !== localCallerHeader),
+          ),
+          [localCallerHeader]: options.caller,
+        },
         body: raw.length > 0 ? raw : null,
       },
       api.routes,

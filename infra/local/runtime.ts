@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
@@ -20,6 +21,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import type { SnapshotArchive } from '../../shared/effects/archive';
 import type { Notifier } from '../../shared/effects/notify';
 import { localBusIdentity } from '../../shared/events/bus-event';
+import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
@@ -39,6 +41,11 @@ import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 
+/** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
+export function defaultLocalCaller(): string {
+  return `local:${userInfo().username}`;
+}
+
 export interface RuntimeOptions {
   /** Where PostgreSQL, DynamoDB, the bus journal and the local effects keep their data. */
   readonly dataDir: string;
@@ -52,6 +59,12 @@ export interface RuntimeOptions {
   readonly sweepMs?: number;
   /** Nudge the relay after each approve/withdraw (default true); false leaves only the schedule. */
   readonly nudge?: boolean;
+  /**
+   * Who the local server says every request comes from (`PIPELINE_CALLER`): the reviewer of an
+   * approval and the withdrawer of a withdrawal, as the IAM principal is on AWS.
+   * @default `local:<the OS user's name>`
+   */
+  readonly caller?: string;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Where a benchmark puts the cloud's latencies in (bench/support/latency-seams.ts); none by default. */
   readonly seams?: RuntimeSeams;
@@ -311,6 +324,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         db: dbAs('tasksApi'),
         nudger: seams.nudger?.(nudger) ?? nudger,
         logger: new Logger({ serviceName: 'tasks-api', logLevel: 'WARN' }),
+        caller: localHeaderCaller,
       }),
     );
     // The delivery audit as its own role, over the consumers' inbox, on its period.
@@ -350,6 +364,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       tasksApi,
       opsApi,
       dashboardHtml,
+      caller: options.caller ?? defaultLocalCaller(),
       log,
     });
     stack.push(

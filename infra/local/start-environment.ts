@@ -16,6 +16,8 @@ export interface StartEnvironment {
   readonly PIPELINE_FAULTS: string | undefined;
   /** PIPELINE_FAULT_SEED: the faults' seed, for a repeatable run. */
   readonly PIPELINE_FAULT_SEED: number | undefined;
+  /** PIPELINE_CALLER: who the local server says every request comes from (the reviewer recorded); unset: `local:<OS user>`. */
+  readonly PIPELINE_CALLER: string | undefined;
 }
 
 const startEnvironment = z.object({
@@ -24,6 +26,7 @@ const startEnvironment = z.object({
   PIPELINE_DYNAMO: blankIsUnset(z.enum(['dynalite', 'dynamodb-local'])),
   PIPELINE_FAULTS: blankIsUnset(z.string()),
   PIPELINE_FAULT_SEED: blankIsUnset(z.coerce.number().int()),
+  PIPELINE_CALLER: blankIsUnset(z.string().trim().min(1).max(200)),
 });
 
 /**
@@ -38,5 +41,6 @@ export function parseStartEnvironment(env: Readonly<Record<string, string | unde
     PIPELINE_DYNAMO: e.PIPELINE_DYNAMO ?? 'dynalite',
     PIPELINE_FAULTS: e.PIPELINE_FAULTS,
     PIPELINE_FAULT_SEED: e.PIPELINE_FAULT_SEED,
+    PIPELINE_CALLER: e.PIPELINE_CALLER,
   };
 }

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
     dynamo: config.PIPELINE_DYNAMO,
     faults,
     faultSeed: seed,
+    ...(config.PIPELINE_CALLER ? { caller: config.PIPELINE_CALLER } : {}),
     log,
   });
   log(`data in ${runtime.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);

@@ -59,3 +59,16 @@ export const deliveryAuditServiceName = 'delivery-audit';
 export const auditMetricNames = {
   undelivered: 'UndeliveredToConsumer',
 } as const;
+
+/** Powertools service name of the consumer retries function (`shared/consumers/retries.ts`). */
+export const consumerRetriesServiceName = 'consumer-retries';
+
+/** Environment variables of the consumer retries function. */
+export const consumerRetriesEnv = {
+  /** The retry queue: Lambda's on-failure records of every consumer, and the delayed retries. */
+  retryQueueUrl: 'RETRY_QUEUE_URL',
+  /** The consumers' dead letters: what the retries gave up on (a person is needed). */
+  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
+  /** JSON `{ "<consumer>": "<its function name>" }`. */
+  consumerFunctions: 'CONSUMER_FUNCTIONS',
+} as const;

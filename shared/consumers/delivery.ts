@@ -104,7 +104,9 @@ export function readDelivery(
   }
   // zod drops unknown keys from `data`; an event id the producer put there must still agree.
   if (data.eventId !== undefined && data.eventId !== cloudEvent.id) {
-    return poison(`id ${cloudEvent.id} disagrees with data.eventId ${String(data.eventId)}`);
+    // JSON, not String(): an object whose toString is no function makes String() throw, and a
+    // throw here would be retried as transient instead of recorded as poison.
+    return poison(`id ${cloudEvent.id} disagrees with data.eventId ${JSON.stringify(data.eventId)}`);
   }
   const routed = t.rules.some(
     (r) => r.targets.includes(consumer) && patternTypes(r.pattern).includes(cloudEvent.type),

@@ -76,8 +76,10 @@ const daySeconds = 24 * 3600;
  *   age, one more backoff, and a lease for each claim that never settled;
  * - EventBridge retries the target invoke up to its maximum event age, then puts the event in
  *   the rule's DLQ, which an ops redrive can take from while the queue keeps it;
- * - Lambda retries the function's own errors up to the async maximum event age, then puts the
- *   invocation in the on-failure queue, redrivable while the queue keeps it;
+ * - Lambda retries the function's own errors, then the consumer retries re-invoke it with
+ *   backoff until the event is the consumer's maximum age (plus a backoff) old, the last
+ *   re-invoke waiting up to Lambda's async maximum age; what they give up on goes to the
+ *   consumers' dead letters, redrivable while the queue keeps it;
  * - the bus archive keeps every event (each re-publish too) for replay, and a replayed delivery
  *   can take every path above once more.
  * Completion comes after the first publish, so a record kept the longest of these from its
@@ -90,13 +92,16 @@ export function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology = t
     relay.maxEventAgeSeconds + relay.backoff.maxMs / 1000 + relay.maxUnsettledClaims * relay.leaseSeconds;
   const target = c.targetRetry.maximumEventAgeSeconds;
   const lambda = c.asyncInvoke.maximumEventAgeSeconds;
+  // The consumer retries re-invoke until the event is its maximum age plus a backoff old; the
+  // last re-invoke may wait in Lambda's queue up to the async maximum age before it fails over.
+  const retries = c.maxEventAgeSeconds + c.backoff.maxMs / 1000 + lambda;
   const queue = c.deadLetterRetentionSeconds;
   const archive = t.archiveRetentionDays * daySeconds;
   return [
     { path: 'relay re-publish', seconds: republish },
     { path: 'rule DLQ redrive', seconds: republish + target + queue },
-    { path: 'on-failure queue redrive', seconds: republish + target + lambda + queue },
-    { path: 'archive replay', seconds: republish + archive + target + lambda + queue },
+    { path: 'consumer retries, then a dead-letter redrive', seconds: republish + target + retries + queue },
+    { path: 'archive replay', seconds: republish + archive + target + retries + queue },
   ];
 }
 

@@ -22,7 +22,7 @@ export const alarmIds = {
   undelivered: 'undelivered',
   /** AWS: the delivery audit function failed (locally its runner's errors). */
   auditErrors: 'delivery-audit-errors',
-  /** AWS: one per rule DLQ and on-failure queue. */
+  /** AWS: one per rule DLQ, and one for the consumers' dead letters. */
   queueNotEmpty: (queue: string) => `queue-not-empty-${queue}`,
   /** Locally the bus keeps one dead-letter store, so one alarm stands for every queue. */
   deadLetters: 'dead-letters',

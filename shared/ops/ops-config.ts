@@ -15,7 +15,7 @@ export const opsEnv = {
   relayFunction: 'RELAY_FUNCTION_NAME',
   /** JSON `{ "<consumer>": "<function name>" }`: who an inbox or dead-letter redrive re-invokes. */
   consumerFunctions: 'CONSUMER_FUNCTIONS',
-  /** JSON `[{ "url", "consumer", "rule" }]`: every rule DLQ and on-failure queue. */
+  /** JSON `[{ "url", "consumer"?, "rule" }]`: every rule DLQ, and the consumers' dead letters (no consumer: each message names its function). */
   deadLetterQueues: 'DEAD_LETTER_QUEUES',
 } as const;
 
@@ -44,7 +44,9 @@ const schema = z.object({
   ),
   [opsEnv.deadLetterQueues]: blankIsUnset(
     jsonVariable(
-      z.array(z.strictObject({ url: z.url(), consumer: consumerName, rule: z.string().min(1).max(128) })),
+      z.array(
+        z.strictObject({ url: z.url(), consumer: consumerName.optional(), rule: z.string().min(1).max(128) }),
+      ),
     ),
   ),
 });

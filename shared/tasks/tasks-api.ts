@@ -2,7 +2,8 @@ import middy, { type MiddyfiedHandler } from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
-import { toFieldErrors, validationError } from '../http/http-error';
+import { type CallerIdentity, iamCaller } from '../http/caller';
+import { HttpError, toFieldErrors, validationError } from '../http/http-error';
 import { type ErrorLogger, httpErrors } from '../http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
@@ -35,6 +36,12 @@ export interface TasksApiDeps {
   readonly clock?: Clock;
   /** Request body limit in bytes; defaults to 64 KB. */
   readonly maxBodyBytes?: number;
+  /**
+   * Who is calling, recorded as the reviewer of an approval and the withdrawer of a withdrawal.
+   * Defaults to the IAM principal API Gateway authenticated; the local runtime passes the
+   * header its server sets from its configuration.
+   */
+  readonly caller?: CallerIdentity;
 }
 
 /** The tasks API as one callable: an API Gateway REST proxy event in, a proxy result out. */
@@ -81,9 +88,20 @@ const createTaskBody = z.strictObject({
   body: storableString().nullable().optional(),
   assignee: optionalText(200),
 });
-const approveBody = z.strictObject({ approvedBy: text(200) });
-const withdrawBody = z.strictObject({ withdrawnBy: text(200), reason: optionalText(2000) });
+// No `approvedBy` or `withdrawnBy`: who approves or withdraws is the caller the platform
+// authenticated, never a name in the body (which any caller could set to anyone's). A body that
+// still names one is refused with a 400 saying so, and changes nothing.
+const notInBody = (field: string) =>
+  z
+    .never({
+      error: `not accepted: the ${field} recorded is the caller's identity (the IAM principal on AWS)`,
+    })
+    .optional();
+const approveBody = z.strictObject({ approvedBy: notInBody('reviewer') });
+const withdrawBody = z.strictObject({ withdrawnBy: notInBody('withdrawer'), reason: optionalText(2000) });
 const taskIdParam = z.uuid({ error: 'must be a UUID' });
+// An IAM ARN is at most 2,048 characters: https://docs.aws.amazon.com/IAM/latest/APIReference/API_User.html
+const callerIdentity = storableString().max(2048);
 
 // An absent body counts as an empty object, so a 400 names the missing fields rather than "body".
 const bodyOf = (event: JsonBodyEvent): unknown => (event.jsonBody === undefined ? {} : event.jsonBody);
@@ -98,6 +116,19 @@ const fieldsOf = (result: z.ZodSafeParseResult<unknown>, prefix: readonly Proper
  */
 export function createTasksApi(deps: TasksApiDeps): TasksApi {
   const { db, nudger, logger, ids, clock } = deps;
+  const callerOf = deps.caller ?? iamCaller;
+
+  /**
+   * The caller to record. A request no one vouches for changes nothing (403), nor does an
+   * identity PostgreSQL could not store as sent (NUL, a lone surrogate) or longer than an IAM
+   * ARN may be (2,048): no platform sends one, so it is nobody's.
+   */
+  function caller(event: JsonBodyEvent): string {
+    const who = callerOf(event)?.trim();
+    if (!who) throw new HttpError(403, 'no caller identity: the request was not authenticated');
+    if (!callerIdentity.safeParse(who).success) throw new HttpError(403, 'the caller identity is not usable');
+    return who;
+  }
 
   // Called only after the change committed: the relay must find the row when it wakes. A change
   // that found a relay run draining leaves it to that run: at a thousand approvals a second a
@@ -145,10 +176,7 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
         if (!id.success || !body.success) {
           throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
         }
-        const change = await approveTask(
-          { taskId: id.data, approvedBy: body.data.approvedBy },
-          { db, ids, clock },
-        );
+        const change = await approveTask({ taskId: id.data, approvedBy: caller(event) }, { db, ids, clock });
         await nudgeRelay(change);
         return changed(change);
       }
@@ -158,7 +186,10 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
         if (!id.success || !body.success) {
           throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
         }
-        const change = await withdrawTask({ taskId: id.data, ...body.data }, { db, ids, clock });
+        const change = await withdrawTask(
+          { taskId: id.data, withdrawnBy: caller(event), reason: body.data.reason },
+          { db, ids, clock },
+        );
         await nudgeRelay(change);
         return changed(change);
       }

@@ -58,7 +58,8 @@ describe('bin/pipeline.mjs against the local runtime', () => {
 
   beforeAll(async () => {
     dir = tempDataDir('pipeline-cli-');
-    runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
+    // Who the local server says every request comes from (PIPELINE_CALLER for `npm start`).
+    runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000, caller: 'local:cli-tester' });
   });
 
   afterAll(async () => {
@@ -82,14 +83,14 @@ describe('bin/pipeline.mjs against the local runtime', () => {
       expect(created.code).toBe(0);
       const { taskId } = JSON.parse(created.stdout) as { taskId: string };
 
-      const approved = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+      const approved = await pipeline([...at(), 'tasks', 'approve', taskId]);
       expect(approved).toMatchObject({ code: 0, stderr: '' });
       expect(approved.stdout).toMatch(
         new RegExp(`^approved task ${taskId} \\(version 2, event [0-9a-f-]{36}\\)\\n$`),
       );
 
       type Shown = {
-        task: { status: string };
+        task: { status: string; reviewer: string };
         trace: { events: { consumers: Record<string, { status: string } | null> }[] };
       };
       const shown = await waitFor(
@@ -99,6 +100,8 @@ describe('bin/pipeline.mjs against the local runtime', () => {
         { timeoutMs: deliveryBoundMs, intervalMs: 250 },
       );
       expect(shown.task.status).toBe('approved');
+      // The reviewer is the caller the server vouches for: the CLI sends no name.
+      expect(shown.task.reviewer).toBe('local:cli-tester');
       expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
 
       const human = await pipeline([...at(), 'tasks', 'show', taskId]);
@@ -118,19 +121,10 @@ describe('bin/pipeline.mjs against the local runtime', () => {
     const { taskId } = JSON.parse(
       (await pipeline([...at(), 'tasks', 'create', '--title', 'to withdraw', '--json'])).stdout,
     ) as { taskId: string };
-    const withdrawn = await pipeline([
-      ...at(),
-      'tasks',
-      'withdraw',
-      taskId,
-      '--by',
-      'rita',
-      '--reason',
-      'dup',
-    ]);
+    const withdrawn = await pipeline([...at(), 'tasks', 'withdraw', taskId, '--reason', 'dup']);
     expect(withdrawn.code).toBe(0);
 
-    const again = await pipeline([...at(), 'tasks', 'approve', taskId, '--by', 'rita']);
+    const again = await pipeline([...at(), 'tasks', 'approve', taskId]);
     const missing = '99999999-9999-4999-8999-999999999999';
     const redrive = await pipeline([...at(), 'outbox', 'dead', '--redrive', missing]);
 

@@ -81,9 +81,11 @@ async function approve(n: number, title = 'audited'): Promise<{ taskId: string; 
   const out: { taskId: string; eventId: string }[] = [];
   for (let i = 0; i < n; i++) {
     const created = await client.call<{ taskId: string }>('POST', '/tasks', { title, assignee: 'ana' });
-    const approved = await client.call<{ eventId: string }>('POST', `/tasks/${created.body.taskId}/approve`, {
-      approvedBy: 'rita',
-    });
+    const approved = await client.call<{ eventId: string }>(
+      'POST',
+      `/tasks/${created.body.taskId}/approve`,
+      {},
+    );
     expect(approved.status).toBe(200);
     out.push({ taskId: created.body.taskId, eventId: approved.body.eventId });
   }
@@ -152,9 +154,7 @@ describe('the delivery audit on the local runtime', () => {
     const tasks = await approve(3);
     const withdrawn: string[] = [];
     for (const t of tasks.slice(0, 2)) {
-      const res = await client.call<{ eventId: string }>('POST', `/tasks/${t.taskId}/withdraw`, {
-        withdrawnBy: 'wes',
-      });
+      const res = await client.call<{ eventId: string }>('POST', `/tasks/${t.taskId}/withdraw`, {});
       withdrawn.push(res.body.eventId);
     }
     await settle();

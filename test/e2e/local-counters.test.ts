@@ -43,11 +43,17 @@ describe('the local counters', () => {
   it('count each effect once, are recounted from the stores after an unclean stop, and only then', async () => {
     runtime = await startRuntime({ dataDir: dir, port: 0 });
     await pipelineClient(runtime.url).createAndApprove(6);
-    const first = await waitFor(pipelineClient(runtime.url).status, (s) => converged(s, 6), {
-      // The pipeline's own pace: a bound, ten times what it takes here.
-      timeoutMs: 120_000,
-      intervalMs: 100,
-    });
+    // A consumer's processed count is added once its invocation returned, after its effect's
+    // count: converged (by the effects) can be seen before the last processed counts land.
+    const first = await waitFor(
+      pipelineClient(runtime.url).status,
+      (s) => converged(s, 6) && Object.values(s.consumers).every((c) => (c.processed ?? 0) >= 6),
+      {
+        // The pipeline's own pace: a bound, ten times what it takes here.
+        timeoutMs: 120_000,
+        intervalMs: 100,
+      },
+    );
     expect(first.effects).toEqual({ indexDocuments: 6, notificationsSent: 6, archivedObjects: 6 });
     expect(first.consumers.archive.processed).toBe(6);
 

@@ -18,7 +18,7 @@ function realizedPaths(consumer: ConsumerName) {
   const c = s.stack.consumers.get(consumer);
   if (!c) throw new Error(`no ${consumer} consumer`);
   const queueSeconds = [
-    logicalId(c.onFailureQueue),
+    logicalId(s.stack.retries.deadLetters),
     ...s.stack.fanout.targets.filter((t) => t.consumer === consumer).map((t) => logicalId(t.deadLetterQueue)),
   ].map((id) => propertiesOf(s, id).MessageRetentionPeriod as number);
   const invokeConfig = resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig').find(
@@ -65,6 +65,9 @@ describe('the inbox retention covers what the stack deploys', () => {
         topology.relay.maxEventAgeSeconds +
         p.archiveSeconds +
         p.targetAge +
+        // the consumer retries' day (plus a backoff), their last re-invoke's wait in Lambda's queue
+        topology.consumers[consumer].maxEventAgeSeconds +
+        topology.consumers[consumer].backoff.maxMs / 1000 +
         p.lambdaAge +
         Math.max(...p.queueSeconds);
       expect(inboxSettingsFor(consumer).retentionSeconds, consumer).toBeGreaterThanOrEqual(longest);

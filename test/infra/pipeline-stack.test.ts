@@ -494,7 +494,7 @@ describe('event fan-out', () => {
 });
 
 describe('consumers', () => {
-  it('retry their own errors through async invoke and then fail over to their own SQS destination', () => {
+  it('retry their own errors through async invoke and then fail over to the consumers’ retry queue', () => {
     for (const name of consumerNames) {
       const consumer = s.stack.consumers.get(name);
       if (!consumer) throw new Error(`no ${name} consumer`);
@@ -502,7 +502,7 @@ describe('consumers', () => {
         FunctionName: ref(consumer.function),
         MaximumRetryAttempts: topology.consumers[name].asyncInvoke.retryAttempts,
         MaximumEventAgeInSeconds: topology.consumers[name].asyncInvoke.maximumEventAgeSeconds,
-        DestinationConfig: { OnFailure: { Destination: arnOf(consumer.onFailureQueue) } },
+        DestinationConfig: { OnFailure: { Destination: arnOf(s.stack.retries.queue) } },
       });
       expect(envOf(consumer.function)).toMatchObject({
         [consumerEnv.consumerName]: name,

@@ -8,9 +8,9 @@ describe('the prod stage (-c stage=prod)', () => {
     s = synthPipeline({ stage: 'prod', dbMinCapacity: '0.5', relayReservedConcurrency: 'none' });
   });
 
-  it('retains the data stores and turns deletion protection on', () => {
+  it('keeps the data stores (the database as a final snapshot) and turns deletion protection on', () => {
     s.template.hasResource('AWS::RDS::DBCluster', {
-      DeletionPolicy: 'Retain',
+      DeletionPolicy: 'Snapshot',
       Properties: { DeletionProtection: true },
     });
     for (const [id, table] of resourcesOfType(s, 'AWS::DynamoDB::Table')) {

@@ -56,15 +56,21 @@ describe('the AWS stack realizes shared/topology', () => {
     expect([...targeted].sort()).toEqual(Object.keys(topology.consumers).sort());
   });
 
-  it('has one dead-letter queue per rule target and one on-failure queue per consumer, all alarmed', () => {
+  it('has one dead-letter queue per rule target and one for every consumer’s given-up retries, all alarmed', () => {
     const targets = topology.rules.reduce((n, r) => n + r.targets.length, 0);
-    const consumers = Object.keys(topology.consumers).length;
-    // ...and the relay's wake queue, which holds no event (only "run now" or "run then").
-    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + consumers + 1);
+    // ...the consumers' retry queue (routine: Lambda's on-failure records on their way back) and
+    // the relay's wake queue, which holds no event (only "run now" or "run then").
+    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + 1 + 2);
     const queueAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').filter(
       ([, a]) => a.Properties?.MetricName === 'ApproximateNumberOfMessagesVisible',
     );
-    expect(queueAlarms).toHaveLength(targets + consumers);
+    expect(queueAlarms).toHaveLength(targets + 1);
+    // Every consumer fails over to the one retry queue, which the retry function reads.
+    const destinations = resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig')
+      .map(([, c]) => JSON.stringify(c.Properties?.DestinationConfig))
+      .filter((d) => d !== undefined && d !== 'undefined');
+    expect(destinations).toHaveLength(Object.keys(topology.consumers).length);
+    expect(new Set(destinations).size).toBe(1);
   });
 
   it('alarms on each rule failing invocations, by the rule name EventBridge reports', () => {

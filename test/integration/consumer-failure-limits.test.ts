@@ -2,6 +2,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
 import { InjectedFaultError } from '../../infra/local/faults';
 import { createConsumer } from '../../shared/consumers/consumer';
+import { retryDelaySeconds } from '../../shared/consumers/retries';
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
@@ -119,14 +120,14 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
     expect(budget).toBeLessThanOrEqual(1 + topology.consumers.notify.asyncInvoke.retryAttempts);
   });
 
-  it('on AWS: a transient failure outlasting the async retries waits FAILED in the on-failure queue, and its redrive continues', async () => {
+  it('on AWS: a transient failure outlasting the async retries waits FAILED, and each re-invoke of the consumer retries continues it', async () => {
     // Down for three whole deliveries (9 attempts, each one a real try of the effect).
     const run = build((call) =>
       call <= 9 ? transientFailures[call % transientFailures.length]?.() : undefined,
     );
     const row = approvedRow();
     const event = busEvent(row);
-    /** One async invocation by Lambda: the attempts, then what the on-failure queue would get. */
+    /** One async invocation by Lambda: the attempts, then its on-failure record for the retry queue. */
     const lambdaDelivery = async () => {
       for (const delay of [0, ...lambdaRetryDelaysMs]) {
         clock.advance(delay);
@@ -136,19 +137,20 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
         );
         if ('result' in outcome) return outcome.result;
       }
-      return 'on-failure queue';
+      return 'on-failure record';
     };
 
     for (let delivery = 1; delivery <= 3; delivery++) {
-      expect(await lambdaDelivery()).toBe('on-failure queue');
+      expect(await lambdaDelivery()).toBe('on-failure record');
       expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
         status: 'FAILED',
         attempts: delivery * (1 + lambdaRetryDelaysMs.length),
       });
       // Every retry Lambda made ran the effect: the inbox backoff never outlasts Lambda's wait.
       expect(calls).toBe(delivery * (1 + lambdaRetryDelaysMs.length));
-      // An operator redrives the on-failure message some hours later (a new async invoke).
-      clock.advance(3 * 3600_000);
+      // The consumer retries invoke it again after their delay (shared/consumers/retries.ts):
+      // never before the inbox's backoff is over, so the next attempt runs the effect too.
+      clock.advance(retryDelaySeconds(topology.consumers.notify, () => 0) * 1_000);
     }
     expect(await lambdaDelivery()).toMatchObject({ status: 'processed', attempt: 10 });
     expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({

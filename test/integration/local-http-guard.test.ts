@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../infra/local/http-server';
+import { localHeaderCaller } from '../../shared/http/caller';
 import { jsonResponse } from '../../shared/http/responses';
 import { rawHttp, sendPartially } from '../support/raw-http';
 
@@ -25,6 +26,7 @@ describe('the local HTTP server refuses what a browser attack or a bad client se
       tasksApi: record,
       opsApi: record,
       dashboardHtml: () => '<!doctype html><title>dashboard</title>',
+      caller: 'local:configured',
     });
     base = server.url;
     port = Number(new URL(base).port);
@@ -85,7 +87,7 @@ describe('the local HTTP server refuses what a browser attack or a bad client se
   });
 
   it('serves a write from its own origin, or from no browser at all (no Origin)', async () => {
-    const { headers, body } = json({ approvedBy: 'rita' });
+    const { headers, body } = json({});
     for (const origin of [`http://localhost:${port}`, `http://127.0.0.1:${port}`, undefined]) {
       const r = await rawHttp(base, {
         method: 'POST',
@@ -96,6 +98,22 @@ describe('the local HTTP server refuses what a browser attack or a bad client se
       expect(r.status).toBe(200);
     }
     expect(calls).toHaveLength(3);
+  });
+
+  it('tells the API the configured caller, whatever a client writes in that header', async () => {
+    // Before, the reviewer was whatever the body said; now only the server names the caller.
+    const { headers, body } = json({});
+    const r = await rawHttp(base, {
+      method: 'POST',
+      target: '/tasks/x/approve',
+      headers: [...headers, ['x-pipeline-caller', 'mallory'], ['X-Pipeline-Caller', 'mallory']],
+      body,
+    });
+    expect(r.status).toBe(200);
+    expect(calls).toHaveLength(1);
+    expect(localHeaderCaller(calls[0] as APIGatewayProxyEvent)).toBe('local:configured');
+    expect(JSON.stringify(calls[0]?.headers)).not.toContain('mallory');
+    expect(JSON.stringify(calls[0]?.multiValueHeaders)).not.toContain('mallory');
   });
 
   it.each([

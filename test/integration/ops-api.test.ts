@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from 'vitest';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
@@ -142,8 +143,10 @@ describeEachEngine('ops API', (fixture) => {
     // The fixture's table is shared by this file's tests: count this test's consumer deltas.
     const before = (await call('GET', '/ops/status')).body;
     await deadRecord('notify');
-    const { status, body } = await call('GET', '/ops/status');
-    expect(status).toBe(200);
+    const logger = { error: vi.fn(), warn: vi.fn() };
+    const { status, body } = await call('GET', '/ops/status', undefined, { logger });
+    // A 500 says only "internal error": the logged cause goes with the failure.
+    expect(status, inspect(logger.error.mock.calls, { depth: 5 })).toBe(200);
     expect(body.consumers.notify.dead).toBe(before.consumers.notify.dead + 1);
     expect(body.consumers.notify.processed).toBeNull();
     expect(body).toMatchObject({ effects: null, deadLetters: 0, alarms: { 'oldest-pending-age': 'OK' } });

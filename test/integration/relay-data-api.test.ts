@@ -7,7 +7,7 @@ import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { RecordingPublisher, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { dataApiAdapter } from '../support/sql-adapters';
-import { callApi, jsonRequest } from './tasks-api-harness';
+import { asCaller, callApi, jsonRequest } from './tasks-api-harness';
 
 // The relay's claim through the RDS Data API adapter and the Data API-compatible endpoint, which
 // refuses a response over 1 MiB or a row over 64 KB as the Data API does: what the claim returns
@@ -52,7 +52,7 @@ describe('relay claims through the RDS Data API', () => {
         const id = created.body.taskId as string;
         ids.push(id);
         expect(
-          (await callApi(api, jsonRequest('POST', `/tasks/${id}/approve`, { approvedBy: hostile(200) })))
+          (await callApi(api, asCaller(jsonRequest('POST', `/tasks/${id}/approve`, {}), hostile(200))))
             .status,
         ).toBe(200);
       }
@@ -60,7 +60,7 @@ describe('relay claims through the RDS Data API', () => {
       for (const id of ids) {
         const withdrawn = await callApi(
           api,
-          jsonRequest('POST', `/tasks/${id}/withdraw`, { withdrawnBy: hostile(200), reason: hostile(2000) }),
+          asCaller(jsonRequest('POST', `/tasks/${id}/withdraw`, { reason: hostile(2000) }), hostile(200)),
         );
         expect(withdrawn.status).toBe(200);
       }

@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { toProxyEvent } from '../../shared/http/proxy-event';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { callApi, jsonRequest, openTasksApi, outboxRows, taskState } from './tasks-api-harness';
+import {
+  asCaller,
+  callApi,
+  jsonRequest,
+  openTasksApi,
+  outboxRows,
+  taskState,
+  testCaller,
+} from './tasks-api-harness';
 
 describe('tasks API refuses bad input with a clear JSON error and changes nothing', () => {
   let h: Awaited<ReturnType<typeof openTasksApi>>;
@@ -45,7 +53,7 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
   it('answers 400 naming taskId for a non-UUID id', async () => {
     const before = await outboxRows(h.truth);
 
-    const res = await h.call(jsonRequest('POST', '/tasks/not-a-uuid/approve', { approvedBy: 'rita' }));
+    const res = await h.call(jsonRequest('POST', '/tasks/not-a-uuid/approve', {}));
 
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -62,32 +70,49 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
     expect(res.body.fields).toEqual([{ path: 'taskId', message: 'must be a UUID' }]);
   });
 
-  it('answers 400 naming approvedBy when it is missing', async () => {
+  it('answers 400 naming approvedBy when a body still names a reviewer: the caller is the reviewer', async () => {
     const id = await freshTask();
     const before = await outboxRows(h.truth);
 
-    const res = await h.call(jsonRequest('POST', `/tasks/${id}/approve`, {}));
+    // Before, any caller could approve in anyone's name; rita may not approve as sam.
+    const res = await h.call(jsonRequest('POST', `/tasks/${id}/approve`, { approvedBy: 'sam' }));
 
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       error: 'invalid request',
-      fields: [{ path: 'approvedBy', message: 'required' }],
+      fields: [{ path: 'approvedBy', message: expect.stringContaining("the caller's identity") }],
     });
     await expectUnchanged(id, before);
   });
 
-  it('answers 400 naming approvedBy when no body is sent at all', async () => {
+  it('records the caller as the reviewer, with or without a body', async () => {
+    const [withBody, without] = [await freshTask(), await freshTask()];
+
+    const a = await h.call(
+      asCaller(jsonRequest('POST', `/tasks/${withBody}/approve`, {}), 'arn:aws:iam::123456789012:user/sam'),
+    );
+    const b = await h.call(jsonRequest('POST', `/tasks/${without}/approve`, undefined, {}));
+
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(await taskState(h.truth, withBody)).toMatchObject({
+      reviewer: 'arn:aws:iam::123456789012:user/sam',
+    });
+    expect(await taskState(h.truth, without)).toMatchObject({ reviewer: testCaller });
+  });
+
+  it('answers 403 and changes nothing when no identity vouches for the caller', async () => {
     const id = await freshTask();
     const before = await outboxRows(h.truth);
 
-    const res = await h.call(jsonRequest('POST', `/tasks/${id}/approve`, undefined, {}));
+    const approve = await h.call(asCaller(jsonRequest('POST', `/tasks/${id}/approve`, {}), null));
+    const withdraw = await h.call(asCaller(jsonRequest('POST', `/tasks/${id}/withdraw`, {}), '  '));
 
-    expect(res.status).toBe(400);
-    expect(res.body.fields).toEqual([{ path: 'approvedBy', message: 'required' }]);
+    expect([approve.status, withdraw.status]).toEqual([403, 403]);
+    expect(approve.body).toEqual({ error: expect.stringContaining('no caller identity') });
     await expectUnchanged(id, before);
   });
 
-  it('lists every bad field at once: the id, a blank approver and an unknown field', async () => {
+  it('lists every bad field at once: the id, a named approver and an unknown field', async () => {
     const res = await h.call(
       jsonRequest('POST', '/tasks/xyz/approve', { approvedBy: '   ', approvedAt: 'now' }),
     );
@@ -96,7 +121,7 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
     expect(res.body.fields).toEqual(
       expect.arrayContaining([
         { path: 'taskId', message: 'must be a UUID' },
-        { path: 'approvedBy', message: 'must not be empty' },
+        { path: 'approvedBy', message: expect.stringContaining("the caller's identity") },
         { path: 'approvedAt', message: 'unknown field' },
       ]),
     );
@@ -120,14 +145,18 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
     expect(res.body.fields).toEqual([{ path: 'title', message: expect.any(String) }]);
   });
 
-  it('answers 400 naming withdrawnBy when a withdraw lacks it', async () => {
+  it('answers 400 naming withdrawnBy when a withdraw names a withdrawer: the caller is the withdrawer', async () => {
     const id = await freshTask();
     const before = await outboxRows(h.truth);
 
-    const res = await h.call(jsonRequest('POST', `/tasks/${id}/withdraw`, { reason: 'no longer needed' }));
+    const res = await h.call(
+      jsonRequest('POST', `/tasks/${id}/withdraw`, { withdrawnBy: 'sam', reason: 'no longer needed' }),
+    );
 
     expect(res.status).toBe(400);
-    expect(res.body.fields).toEqual([{ path: 'withdrawnBy', message: 'required' }]);
+    expect(res.body.fields).toEqual([
+      { path: 'withdrawnBy', message: expect.stringContaining("the caller's identity") },
+    ]);
     await expectUnchanged(id, before);
   });
 
@@ -187,7 +216,7 @@ describe('tasks API refuses bad input with a clear JSON error and changes nothin
     const before = await outboxRows(h.truth);
 
     const res = await h.call(
-      jsonRequest('POST', `/tasks/${id}/approve`, JSON.stringify({ approvedBy: 'rita' }), {
+      jsonRequest('POST', `/tasks/${id}/approve`, JSON.stringify({}), {
         'Content-Type': 'text/plain',
       }),
     );

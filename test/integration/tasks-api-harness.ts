@@ -21,14 +21,31 @@ export async function callApi(api: TasksApi, event: APIGatewayProxyEvent): Promi
   return { status: result.statusCode, headers: result.headers ?? {}, body: JSON.parse(result.body) };
 }
 
-/** A JSON request through `toProxyEvent`, its resource filled from the API's route table as the local server fills it. */
+/** The caller a test request comes from unless it says otherwise (what API Gateway puts in `userArn`). */
+export const testCaller = 'rita';
+
+/** `event` as sent by `caller` (the IAM principal API Gateway vouches for); `null`: nobody vouches. */
+export function asCaller(event: APIGatewayProxyEvent, caller: string | null): APIGatewayProxyEvent {
+  return {
+    ...event,
+    requestContext: {
+      ...event.requestContext,
+      identity: { ...event.requestContext.identity, userArn: caller },
+    },
+  };
+}
+
+/**
+ * A JSON request through `toProxyEvent`, its resource filled from the API's route table as the
+ * local server fills it, sent by {@link testCaller}.
+ */
 export function jsonRequest(
   method: string,
   url: string,
   body?: unknown,
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
 ): APIGatewayProxyEvent {
-  return toProxyEvent(
+  const event = toProxyEvent(
     {
       method,
       url,
@@ -37,6 +54,7 @@ export function jsonRequest(
     },
     tasksApiRoutes,
   );
+  return asCaller(event, testCaller);
 }
 
 /**

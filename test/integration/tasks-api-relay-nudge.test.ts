@@ -29,7 +29,7 @@ describe('tasks API nudges the relay after a committed change, and a failed nudg
     const taskId = await newTask();
     const before = (await outboxRows(h.truth)).length;
 
-    const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+    const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
     expect(res.status).toBe(200);
     expect(nudge).toHaveBeenCalledOnce();
@@ -39,7 +39,7 @@ describe('tasks API nudges the relay after a committed change, and a failed nudg
   it('nudges once after a withdraw', async () => {
     const taskId = await newTask();
 
-    const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/withdraw`, { withdrawnBy: 'rita' }));
+    const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/withdraw`, {}));
 
     expect(res.status).toBe(200);
     expect(nudge).toHaveBeenCalledOnce();
@@ -51,17 +51,17 @@ describe('tasks API nudges the relay after a committed change, and a failed nudg
       "UPDATE relay_lease SET owner = 'relay-draining', lease_until = now() + interval '1 minute' WHERE slot = 0",
     );
     try {
-      const held = await h.call(jsonRequest('POST', `/tasks/${first}/approve`, { approvedBy: 'rita' }));
+      const held = await h.call(jsonRequest('POST', `/tasks/${first}/approve`, {}));
       expect(held.status).toBe(200);
       expect(nudge).not.toHaveBeenCalled();
 
       // A run that died keeps the slot only until its lease runs out.
       await h.truth.query("UPDATE relay_lease SET lease_until = now() - interval '1 second' WHERE slot = 0");
-      await h.call(jsonRequest('POST', `/tasks/${second}/approve`, { approvedBy: 'rita' }));
+      await h.call(jsonRequest('POST', `/tasks/${second}/approve`, {}));
       expect(nudge).toHaveBeenCalledOnce();
 
       await h.truth.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE slot = 0');
-      await h.call(jsonRequest('POST', `/tasks/${third}/withdraw`, { withdrawnBy: 'rita' }));
+      await h.call(jsonRequest('POST', `/tasks/${third}/withdraw`, {}));
       expect(nudge).toHaveBeenCalledTimes(2);
     } finally {
       await h.truth.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL WHERE slot = 0');
@@ -70,11 +70,12 @@ describe('tasks API nudges the relay after a committed change, and a failed nudg
 
   it('does not nudge on a create, a 409 or a 400', async () => {
     const taskId = await newTask();
-    await h.call(jsonRequest('POST', `/tasks/${taskId}/withdraw`, { withdrawnBy: 'rita' }));
+    await h.call(jsonRequest('POST', `/tasks/${taskId}/withdraw`, {}));
     nudge.mockClear();
 
-    const conflict = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
-    const invalid = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
+    const conflict = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
+    // A body naming a reviewer is refused: the caller is the reviewer.
+    const invalid = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'sam' }));
 
     expect([conflict.status, invalid.status]).toEqual([409, 400]);
     expect(nudge).not.toHaveBeenCalled();
@@ -88,7 +89,7 @@ describe('tasks API with a failing nudger', () => {
     try {
       const taskId = (await h.call(jsonRequest('POST', '/tasks', { title: 'Nudge fails' }))).body.taskId;
 
-      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ taskId, status: 'approved', version: 2 });
@@ -121,7 +122,7 @@ describe('tasks API with the Lambda relay nudger', () => {
     try {
       const taskId = (await h.call(jsonRequest('POST', '/tasks', { title: 'Via Lambda' }))).body.taskId;
 
-      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
       expect(res.status).toBe(200);
       const calls = lambda.commandCalls(InvokeCommand);
@@ -144,7 +145,7 @@ describe('tasks API with the Lambda relay nudger', () => {
     try {
       const taskId = (await h.call(jsonRequest('POST', '/tasks', { title: 'Via Lambda' }))).body.taskId;
 
-      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+      const res = await h.call(jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
       expect(res.status).toBe(200);
       expect(h.logger.warn).toHaveBeenCalledOnce();

@@ -19,7 +19,7 @@ describe('tasks API routes on resource + method, which API Gateway and the local
     const taskId = await createTask();
     // Behind a custom domain base path, `path` carries a prefix the resource does not.
     const event = {
-      ...jsonRequest('POST', `/v1/tasks/${taskId}/approve`, { approvedBy: 'rita' }),
+      ...jsonRequest('POST', `/v1/tasks/${taskId}/approve`, {}),
       resource: '/tasks/{taskId}/approve',
       pathParameters: { taskId },
     };

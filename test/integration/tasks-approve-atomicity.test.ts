@@ -9,7 +9,7 @@ import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { createTestDatabase } from '../support/database';
 import { sqlAdapters } from '../support/sql-adapters';
 import { waitFor } from '../support/wait-for';
-import { callApi, jsonRequest, outboxRows, taskState } from './tasks-api-harness';
+import { asCaller, callApi, jsonRequest, outboxRows, taskState } from './tasks-api-harness';
 
 /**
  * Wraps `db` so that the change statement (the one that appends to the outbox) fails as the
@@ -174,7 +174,7 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     const api = createTasksApi({ db, nudger, logger });
 
     const res = await refusingOutboxInserts(truth, () =>
-      callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' })),
+      callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, {})),
     );
 
     expect(res.status).toBe(500);
@@ -194,7 +194,7 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     const logger = quietLogger();
     const api = createTasksApi({ db: losingChange(db, 'before'), nudger: { nudge: async () => {} }, logger });
 
-    const res = await callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: 'rita' }));
+    const res = await callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
     expect(res.status).toBe(500);
     expect(await taskState(truth, taskId)).toEqual({ status: 'pending_review', version: 1, reviewer: null });
@@ -246,7 +246,7 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     try {
       const api = createTasksApi({ db, nudger: { nudge: async () => {} }, logger: quietLogger() });
       const approve = (by: string) =>
-        callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, { approvedBy: by }));
+        callApi(api, asCaller(jsonRequest('POST', `/tasks/${taskId}/approve`, {}), by));
 
       const answers = Promise.all([approve('rita'), approve('sam')]);
       // One approver holds the row and waits at its event; the other waits for the row.

@@ -4,14 +4,23 @@ import { type RehearsalReport, runRehearsal } from './rehearsal';
 describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, run as Lambda runs them', () => {
   let report: RehearsalReport;
 
-  it('walks the whole path: migrate, approve, relay, every consumer, the ops API, each redrive and the delivery audit', {
+  it('walks the whole path: a first deploy, approve, relay, every consumer, their retries, the ops API, each redrive and the delivery audit', {
     // A bound on a hang: the walk took 75 s beside other suites (load average 13 to 21 on 2 cores).
     timeout: 900_000,
   }, async () => {
     report = await runRehearsal();
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(11);
+    expect(report.steps.map((s) => s.step)).toHaveLength(14);
+    // A first deploy in CloudFormation's order raises no alarm; retries need no person.
+    expect(report.steps[0]?.step).toMatch(/^first deploy in CloudFormation's order/);
+    expect(report.steps.map((s) => s.step)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/transient outage longer than Lambda's attempts/),
+        expect.stringMatching(/permanent failure ends DEAD after maxPermanentAttempts/),
+        expect.stringMatching(/past its consumer's maximum age/),
+      ]),
+    );
     // The relay wakes itself with SendMessage on its queue, never by switching a rule.
     const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
     expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');

@@ -23,7 +23,7 @@ import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import { toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import type { ConsumerName, RuleSpec } from '../../shared/topology';
+import { type ConsumerName, type RuleSpec, topology } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 import { startAwsStandins } from '../support/aws';
 import { CallRecorder } from '../support/aws/calls';
@@ -33,18 +33,24 @@ import { startS3rver } from '../support/aws/s3rver';
 import { startDataApiServer } from '../support/data-api-server';
 import { startEmbeddedPostgres } from '../support/embedded-pg';
 import { waitFor } from '../support/wait-for';
+import { AsyncLambda, asyncInvokeConfigs, pumpQueue, type QueueMapping, queueMappings } from './async-lambda';
+import { playFirstDeploy } from './first-deploy';
 import { FunctionProcess, type FunctionSpec, type InitError } from './functions';
 import {
   allows,
   type CfnTemplate,
   conditioned,
   type RequestContext,
+  resourcePolicyStatements,
   roleStatements,
   TemplateResolver,
   unresolved,
 } from './template';
 
 const deployment = { region: 'us-east-1', account: '123456789012' };
+
+/** Stands for the caller's own Allow when only a resource policy's Deny is judged. */
+const allowAll = { effect: 'Allow', actions: ['*'], resources: ['*'] } as const;
 
 /** What the rehearsal found; `deniedCalls` and `missingEnv` must be 0 and every step ok. */
 export interface RehearsalReport {
@@ -229,13 +235,32 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
           return consumer;
         }),
       }));
+    // Every run of every function, however started: Lambda's Errors metric, for the alarms' judge.
+    const functionRuns = new Map<string, { count: number; errors: number }>();
+    const runFunction = async (name: string, event: unknown): Promise<unknown> => {
+      const proc = byName(name);
+      const seen = functionRuns.get(proc.spec.name) ?? { count: 0, errors: 0 };
+      functionRuns.set(proc.spec.name, seen);
+      seen.count++;
+      try {
+        return await proc.invoke(event);
+      } catch (err) {
+        seen.errors++;
+        throw err;
+      }
+    };
+    // EventBridge invokes a Lambda target asynchronously: accepted at once, then Lambda's attempts.
+    let asyncLambda: AsyncLambda | undefined;
     const bus = new LocalBus({
       busName: resolver.physicalName(busId),
       rules,
       dir: join(dataDir, 'bus'),
       maxRequestBytes: 256 * 1024,
       faults: new FaultInjector(noFaults),
-      invoke: (consumer, event: BusEvent) => consumerProcess(consumer).invoke(event),
+      invoke: async (consumer, event: BusEvent) => {
+        if (!asyncLambda) throw new Error('Lambda is not up yet');
+        asyncLambda.invoke(consumerProcess(consumer).spec.name, event);
+      },
       retry: () => ({ maxAttempts: 3, baseMs: 50, maxMs: 200, maxAgeMs: 60_000 }),
     });
     await bus.start();
@@ -253,11 +278,13 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     });
     cleanups.push(() => events.close());
     const queueNames = resolver.resourcesOfType('AWS::SQS::Queue').map(([id]) => resolver.physicalName(id));
+    let sqsClockOffsetMs = 0;
     const standins = await startAwsStandins({
       recorder,
       backends: { dynamodb: dynamo.endpoint, s3: s3.endpoint, rdsData: dataApi.endpoint },
       sns: { topics: resolver.resourcesOfType('AWS::SNS::Topic').map(([id]) => resolver.ref(id)) },
-      sqs: { queues: queueNames },
+      // A clock the rehearsal moves: a delayed message (DelaySeconds) is due without waiting for it.
+      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs },
       lambda: { functions: specs.map((s) => s.name) },
       secretsManager: {
         secrets: [...secretValues].map(([arn, login]) => ({
@@ -274,7 +301,50 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     });
     cleanups.push(() => standins.close());
     queueUrl = (name) => standins.sqs.queueUrl(name);
-    standins.lambda.setDispatcher((name, payload) => byName(name).invoke(payload));
+    const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
+    const inboxStore = new DynamoInboxStore(direct, { tableName: inboxTable });
+    const lambdaAsync = new AsyncLambda({
+      specs,
+      configs: asyncInvokeConfigs(resolver, specs),
+      run: runFunction,
+      // Lambda waits a minute, then two, before a retry: longer than a consumer's backoff cap.
+      // Compressed: until the consumer's record says it may be tried again.
+      retryWait: async (name, event) => {
+        const consumer = consumerOf(byName(name).spec);
+        const eventId = (event as { detail?: { id?: unknown } } | null)?.detail?.id;
+        if (!consumer || typeof eventId !== 'string') return;
+        const record = await inboxStore.get({ consumer, eventId });
+        const until =
+          record?.status === 'FAILED'
+            ? record.nextAttemptAt
+            : record?.status === 'PROCESSING'
+              ? record.leaseUntil
+              : 0;
+        const wait = Math.min(5_000, Math.max(0, (until ?? 0) - Date.now() + 5));
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      },
+      sqsEndpoint: standins.env.AWS_ENDPOINT_URL_SQS as string,
+      queueUrl: (name) => standins.sqs.queueUrl(name),
+      region: deployment.region,
+    });
+    asyncLambda = lambdaAsync;
+    standins.lambda.setDispatcher((name, payload, type) =>
+      type === 'Event' ? lambdaAsync.run(name, payload) : runFunction(name, payload),
+    );
+    const mappings = queueMappings(resolver, template);
+    const mappingSqs = lambdaAsync.sqsAs('rehearsal-event-source-mapping');
+    cleanups.push(() => mappingSqs.destroy());
+    const pump = (queue: string) => {
+      const mapping = mappings.find((m) => m.queue === queue);
+      if (!mapping) throw new Error(`no event source mapping reads ${queue}`);
+      return pumpQueue(mapping, {
+        sqs: mappingSqs,
+        queueUrl: standins.sqs.queueUrl(queue),
+        queueArn: standins.sqs.queueArn(queue),
+        region: deployment.region,
+        invoke: runFunction,
+      });
+    };
 
     // --- every function in its own process, as Lambda would start it ---
     log(`starting ${specs.length} functions`);
@@ -320,9 +390,19 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         specs,
         bus,
         rules,
+        template,
+        runFunction,
+        functionRuns,
+        asyncLambda: lambdaAsync,
+        pump,
+        mappings,
+        advanceSqsClock: (ms) => {
+          sqsClockOffsetMs += ms;
+        },
       });
     }
     await standins.lambda.settled();
+    await lambdaAsync.settled();
 
     // --- every call against the caller's role ---
     const callers = new Map(specs.map((s) => [s.logicalId, s]));
@@ -355,7 +435,13 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       const statements = roleStatements(resolver, spec.roleId);
       for (const resource of call.resources) {
         const context = contextOf(call, resource);
-        if (!allows(statements, call.action, resource, context))
+        // A resource's own policy (the bus's) may deny what the role allows: judged with the
+        // request's keys (PutEvents' sources) and the caller's role as aws:PrincipalArn.
+        const onResource = resourcePolicyStatements(resolver, resource);
+        const principal = { ...call.context, 'aws:PrincipalArn': [resolver.getAtt(spec.roleId, 'Arn')] };
+        if (onResource.length > 0 && !allows([...onResource, allowAll], call.action, resource, principal))
+          denied.push({ caller: call.caller, action: call.action, resource, context: principal });
+        else if (!allows(statements, call.action, resource, context))
           denied.push({ caller: call.caller, action: call.action, resource, context });
         else if (Object.keys(context).length > 0 && conditioned(statements, call.action, resource))
           conditionChecks++;
@@ -407,11 +493,27 @@ interface PathContext {
   /** The bus the template's rules run on, and those rules (by their physical names). */
   readonly bus: LocalBus;
   readonly rules: readonly RuleSpec[];
+  readonly template: CfnTemplate;
+  /** Runs a function by physical name, counted (Lambda's Errors). */
+  readonly runFunction: (name: string, event: unknown) => Promise<unknown>;
+  readonly functionRuns: ReadonlyMap<string, { readonly count: number; readonly errors: number }>;
+  readonly asyncLambda: AsyncLambda;
+  /** What an event source mapping does with its queue's visible messages now. */
+  readonly pump: (queue: string) => Promise<number>;
+  readonly mappings: readonly QueueMapping[];
+  /** Moves the SQS stand-in's clock: delayed messages become visible. */
+  readonly advanceSqsClock: (ms: number) => void;
 }
 
-/** An API Gateway REST proxy event for `resource` (the stage's, so `resource` and `pathParameters` are set as API Gateway sets them). */
+/** The IAM principal the rehearsal's API calls come from (API Gateway's `requestContext.identity.userArn`). */
+const reviewerArn = 'arn:aws:sts::123456789012:assumed-role/content-reviewer/rita';
+
+/**
+ * An API Gateway REST proxy event for `resource` (the stage's, so `resource` and
+ * `pathParameters` are set as API Gateway sets them), from an IAM-authenticated caller.
+ */
 function apiEvent(method: string, path: string, resource: string, body?: unknown) {
-  const event = toProxyEvent(
+  const plain = toProxyEvent(
     {
       method,
       url: path,
@@ -420,8 +522,14 @@ function apiEvent(method: string, path: string, resource: string, body?: unknown
     },
     [{ resource, method }],
   );
-  if (event.resource !== resource) throw new Error(`${path} is not a path of ${resource}`);
-  return event;
+  if (plain.resource !== resource) throw new Error(`${path} is not a path of ${resource}`);
+  return {
+    ...plain,
+    requestContext: {
+      ...plain.requestContext,
+      identity: { ...plain.requestContext.identity, userArn: reviewerArn },
+    },
+  };
 }
 
 type ApiAnswer = { statusCode: number; body: string };
@@ -430,8 +538,7 @@ const bodyOf = (answer: unknown) =>
 
 async function walkThePath(ctx: PathContext): Promise<void> {
   const { step, byService, processes, direct, resolver, standins } = ctx;
-  const run = (service: string, event: unknown) =>
-    (processes.get(byService(service).logicalId) as FunctionProcess).invoke(event);
+  const run = (service: string, event: unknown) => ctx.runFunction(byService(service).name, event);
   const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
   const inbox = new DynamoInboxStore(direct, { tableName: inboxTable });
   const consumers: ConsumerName[] = ctx.specs
@@ -440,13 +547,44 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   let taskId = '';
   let eventId = '';
 
-  await step('migrate (custom resource Create)', async () => {
-    const out = (await run('migrate', { RequestType: 'Create', ResourceProperties: {} })) as {
-      Data?: { SchemaVersion?: string };
-    };
-    check(Number(out.Data?.SchemaVersion) >= 2, `schema version ${out.Data?.SchemaVersion}`);
-    return `schema version ${out.Data?.SchemaVersion}`;
-  });
+  await step(
+    "first deploy in CloudFormation's order (migrate, schedules firing at once, mappings): no alarm raised",
+    async () => {
+      const deploy = await playFirstDeploy({
+        template: ctx.template,
+        resolver,
+        processes,
+        invoke: ctx.runFunction,
+        pumpMapping: (mappingId) => {
+          const queueArn = resolver.resolveString(
+            ctx.template.Resources[mappingId]?.Properties?.EventSourceArn,
+          );
+          return ctx.pump(queueArn.split(':').pop() ?? '');
+        },
+        runs: () => ctx.functionRuns,
+        queueDepth: (queue) => ctx.standins.sqs.messages(queue).length,
+        schemaReaders: ['outbox-relay', 'consumer-archive', 'tasks-api', 'ops-api'],
+      });
+      const version = await ownerQuery(ctx, 'SELECT max(version) AS v FROM schema_migrations');
+      check(Number(version[0]?.v) >= 7, `schema version ${String(version[0]?.v)}`);
+      check(
+        deploy.unordered.length === 0,
+        `may start before the schema exists: ${deploy.unordered.join(', ')}`,
+      );
+      const migrateAt = deploy.runs.findIndex((r) => r.startsWith('migrate'));
+      // Nothing that reads the schema may start before it exists: the relay (a sweep, a wake-up)
+      // would fail (relay-errors), and so would a consumer reading a task.
+      const beforeSchema = deploy.runs
+        .slice(0, migrateAt)
+        .filter((r) => /-> (outbox-relay|consumer-archive)\b/.test(r));
+      check(beforeSchema.length === 0, `ran before the schema existed: ${beforeSchema.join('; ')}`);
+      check(
+        deploy.raised.length === 0,
+        `alarms raised: ${deploy.raised.map((a) => `${a.alarm} (${a.why})`).join('; ')}`,
+      );
+      return `${deploy.order.length} resources; ran ${deploy.runs.join(', ')}; 0 alarms raised`;
+    },
+  );
 
   await step('tasks API: create and approve (the approve nudges the relay)', async () => {
     const created = (await run(
@@ -457,11 +595,16 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     taskId = String(bodyOf(created).taskId);
     const approved = (await run(
       'tasks-api',
-      apiEvent('POST', `/tasks/${taskId}/approve`, '/tasks/{taskId}/approve', { approvedBy: 'rita' }),
+      apiEvent('POST', `/tasks/${taskId}/approve`, '/tasks/{taskId}/approve', {}),
     )) as ApiAnswer;
     check(approved.statusCode === 200, `approve answered ${approved.statusCode} ${approved.body}`);
     eventId = String(bodyOf(approved).eventId);
-    return `task ${taskId}, event ${eventId}`;
+    const task = (await run(
+      'tasks-api',
+      apiEvent('GET', `/tasks/${taskId}`, '/tasks/{taskId}'),
+    )) as ApiAnswer;
+    check(bodyOf(task).reviewer === reviewerArn, `reviewer ${String(bodyOf(task).reviewer)}`);
+    return `task ${taskId}, event ${eventId}, reviewer the caller's ARN`;
   });
 
   await step('relay publishes, the bus fans out, every consumer processes the event', async () => {
@@ -556,6 +699,159 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     return JSON.stringify(out);
   });
 
+  /** Creates and approves a task; the approve nudges the relay, which publishes its event. */
+  const approveNew = async (title: string) => {
+    const created = (await run('tasks-api', apiEvent('POST', '/tasks', '/tasks', { title }))) as ApiAnswer;
+    const id = String(bodyOf(created).taskId);
+    const approved = (await run(
+      'tasks-api',
+      apiEvent('POST', `/tasks/${id}/approve`, '/tasks/{taskId}/approve', {}),
+    )) as ApiAnswer;
+    check(approved.statusCode === 200, `approve answered ${approved.statusCode} ${approved.body}`);
+    return String(bodyOf(approved).eventId);
+  };
+  const retryQueue = queueOf(ctx, 'ConsumerRetriesQueue');
+  const consumerDeadLetters = queueOf(ctx, 'ConsumerRetriesDeadLetters');
+
+  await step(
+    "a transient outage longer than Lambda's attempts: the consumer retries recover by themselves, nobody paged",
+    async () => {
+      // SNS down (503s, which the SDK and then the inbox treat as transient) for as long as
+      // Lambda's attempts last, then back.
+      standins.sns.failNext(1_000_000, {
+        code: 'ServiceUnavailable',
+        message: 'Service unavailable',
+        status: 503,
+      });
+      const failedBefore = standins.sns.failed;
+      const outageEvent = await approveNew('Rehearsal: SNS outage');
+      const onFailure = await waitFor(
+        async () => standins.sqs.messages(retryQueue),
+        (ms) => ms.length > 0,
+        { ...rehearsalWait, what: "notify's on-failure record in the retry queue" },
+      );
+      const during = await inbox.get({ consumer: 'notify', eventId: outageEvent });
+      check(during?.status === 'FAILED', `notify record ${during?.status} during the outage`);
+      const lambdaAttempts = ctx.asyncLambda.outcomes
+        .filter((o) => o.onFailureSent === retryQueue)
+        .at(-1)?.attempts;
+      standins.sns.failNext(0);
+      const failedCalls = standins.sns.failed - failedBefore;
+
+      // The mapping hands the record to the retry function: back on the queue, delayed.
+      await ctx.pump(retryQueue);
+      const delayed = standins.sqs.messages(retryQueue);
+      check(delayed.length === 1, `retry queue after the first pass: ${delayed.length} messages`);
+      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'a dead letter already');
+      // Nothing visible before its delay: a pass now hands nothing over.
+      check((await ctx.pump(retryQueue)) === 0, 'the delayed retry was handed over early');
+      const delaySeconds = topology.consumers.notify.backoff.maxMs / 1000 + 1;
+      ctx.advanceSqsClock(delaySeconds * 1_000);
+      await ctx.pump(retryQueue);
+      // The retry function's invoke is Lambda's (the stand-in's), and then Lambda's attempts.
+      await standins.lambda.settled();
+      await ctx.asyncLambda.settled();
+      const after = await inbox.get({ consumer: 'notify', eventId: outageEvent });
+      check(after?.status === 'PROCESSED', `notify record ${after?.status} after the retry`);
+      const sent = standins.sns.published.filter((m) => m.message.includes(outageEvent));
+      check(sent.length === 1, `${sent.length} notifications`);
+      check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
+      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
+      return `${onFailure.length} on-failure record after ${lambdaAttempts} Lambda attempts (${failedCalls} SNS calls failed), delayed ${delaySeconds} s, then PROCESSED on attempt ${after?.attempts}; 0 dead letters`;
+    },
+  );
+
+  await step(
+    `a permanent failure ends DEAD after maxPermanentAttempts (${topology.consumers.notify.maxPermanentAttempts}), and reaches no queue`,
+    async () => {
+      standins.sns.failNext(1_000_000, {
+        code: 'AuthorizationError',
+        message: 'not authorized to publish',
+        status: 403,
+      });
+      const poisoned = await approveNew('Rehearsal: SNS refuses');
+      const record = await waitFor(
+        async () => inbox.get({ consumer: 'notify', eventId: poisoned }),
+        (r) => r?.status === 'DEAD',
+        { ...rehearsalWait, what: 'the notify record DEAD' },
+      );
+      await ctx.asyncLambda.settled();
+      standins.sns.failNext(0);
+      // The third permanent failure goes straight to DEAD (its count is in the reason).
+      const budget = topology.consumers.notify.maxPermanentAttempts;
+      check(
+        record?.lastError?.includes(`permanent failure ${budget} of at most ${budget}`),
+        `DEAD for ${record?.lastError}`,
+      );
+      check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
+      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
+      // The DEAD record is what pages someone (inbox-dead-notify); redrive it so later steps start clean.
+      const redrive = (await run(
+        'ops-api',
+        apiEvent('POST', '/ops/inbox/notify/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', {
+          eventId: poisoned,
+        }),
+      )) as ApiAnswer;
+      check(redrive.statusCode === 200, `inbox redrive answered ${redrive.statusCode} ${redrive.body}`);
+      await standins.lambda.settled();
+      await ctx.asyncLambda.settled();
+      const redriven = await inbox.get({ consumer: 'notify', eventId: poisoned });
+      return `DEAD at attempt ${record?.attempts} (${budget} permanent failures: ${record?.lastError?.slice(0, 40)}…), retry queue and dead letters empty; redriven: ${redriven?.status}`;
+    },
+  );
+
+  await step(
+    "an event past its consumer's maximum age: the retries give up to the consumers' dead letters, which the ops API lists and redrives",
+    async () => {
+      const event = (await inbox.get({ consumer: 'archive', eventId }))?.event as Record<string, unknown>;
+      check(event, 'no stored archive event');
+      const stale = { ...event, time: new Date(Date.now() - 25 * 3600_000).toISOString() };
+      const spec = ctx.specs.find((x) => x.environment.CONSUMER_NAME === 'archive');
+      // Lambda's on-failure record of the archive consumer, sent as Lambda sends it (as the function).
+      const sqs = ctx.asyncLambda.sqsAs(spec?.logicalId ?? '');
+      try {
+        await sqs.send(
+          new SendMessageCommand({
+            QueueUrl: standins.sqs.queueUrl(retryQueue),
+            MessageBody: JSON.stringify({
+              version: '1.0',
+              timestamp: new Date().toISOString(),
+              requestContext: {
+                requestId: crypto.randomUUID(),
+                functionArn: `${spec?.arn}:$LATEST`,
+                condition: 'RetriesExhausted',
+                approximateInvokeCount: 3,
+              },
+              requestPayload: stale,
+              responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+              responsePayload: { errorType: 'TimeoutError', errorMessage: 'DynamoDB timed out' },
+            }),
+          }),
+        );
+      } finally {
+        sqs.destroy();
+      }
+      await ctx.pump(retryQueue);
+      check(standins.sqs.messages(consumerDeadLetters).length === 1, 'no dead letter');
+      const listed = (await run(
+        'ops-api',
+        apiEvent('GET', '/ops/dead-letters', '/ops/dead-letters'),
+      )) as ApiAnswer;
+      const letters = bodyOf(listed) as unknown as { consumer: string; error: string }[];
+      const letter = letters.find((l) => l.consumer === 'archive');
+      check(letter && /retried for 1500 min/.test(letter.error), `dead letters ${listed.body}`);
+      const redrive = (await run(
+        'ops-api',
+        apiEvent('POST', '/ops/dead-letters/redrive', '/ops/dead-letters/redrive', { all: true }),
+      )) as ApiAnswer;
+      check(redrive.statusCode === 200 && bodyOf(redrive).redriven === 1, `redrive ${redrive.body}`);
+      await standins.lambda.settled();
+      await ctx.asyncLambda.settled();
+      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'dead letter left');
+      return `listed for archive (${letter?.error.slice(0, 60)}…), redriven, queue empty`;
+    },
+  );
+
   await step('redrive a dead outbox event: back to pending, the relay nudged, delivered again', async () => {
     const dead = await run('ops-api', apiEvent('GET', '/ops/outbox/dead', '/ops/outbox/dead'));
     check((dead as ApiAnswer).statusCode === 200, `dead list ${(dead as ApiAnswer).body}`);
@@ -638,10 +934,11 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         const id = String(bodyOf(created).taskId);
         const approved = (await run(
           'tasks-api',
-          apiEvent('POST', `/tasks/${id}/approve`, '/tasks/{taskId}/approve', { approvedBy: 'rita' }),
+          apiEvent('POST', `/tasks/${id}/approve`, '/tasks/{taskId}/approve', {}),
         )) as ApiAnswer;
         missing = String(bodyOf(approved).eventId);
         await standins.lambda.settled();
+        await ctx.asyncLambda.settled();
         await waitFor(
           () => ownerQuery(ctx, `SELECT status FROM outbox WHERE event_id = '${missing}'`),
           (r) => r[0]?.status === 'delivered',
@@ -681,6 +978,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         `redrive ${redrive.statusCode} ${redrive.body}`,
       );
       await standins.lambda.settled();
+      await ctx.asyncLambda.settled();
       await waitFor(
         async () =>
           Promise.all(
@@ -726,7 +1024,15 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   });
 }
 
-/** A statement as the schema owner (the rehearsal's own checks and fixtures, not a function's call). */
+/** A queue of the template by the start of its logical id, as the stand-in names it. */
+function queueOf(ctx: PathContext, logicalIdPrefix: string): string {
+  const found = ctx.resolver
+    .resourcesOfType('AWS::SQS::Queue')
+    .find(([id]) => id.startsWith(logicalIdPrefix));
+  if (!found) throw new Error(`the template has no queue ${logicalIdPrefix}*`);
+  return ctx.resolver.physicalName(found[0]);
+}
+
 /** The relay's wake queue, by its logical id (the template names it, the stand-in serves it). */
 function wakeQueueOf(ctx: PathContext): string {
   const found = ctx.resolver

@@ -256,15 +256,64 @@ const setOperators: Record<string, (pattern: string, value: string) => boolean> 
   'ForAllValues:StringLike': (pattern, value) => globMatch(pattern, value, false),
 };
 
+/**
+ * The single-value operators: the key's value matches one of the policy's. A key the request
+ * does not carry matches nothing, so a negated operator (`...Not...`) then holds
+ * (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html).
+ * A key with several values in the context (one PutEvents call's sources) holds when any does:
+ * each entry is judged on its own.
+ */
+const singleOperators: Record<
+  string,
+  { match: (pattern: string, value: string) => boolean; negated: boolean }
+> = {
+  StringEquals: { match: (p, v) => p === v, negated: false },
+  StringNotEquals: { match: (p, v) => p === v, negated: true },
+  StringLike: { match: (p, v) => globMatch(p, v, false), negated: false },
+  StringNotLike: { match: (p, v) => globMatch(p, v, false), negated: true },
+  ArnEquals: { match: (p, v) => globMatch(p, v, false), negated: false },
+  ArnLike: { match: (p, v) => globMatch(p, v, false), negated: false },
+  ArnNotEquals: { match: (p, v) => globMatch(p, v, false), negated: true },
+  ArnNotLike: { match: (p, v) => globMatch(p, v, false), negated: true },
+};
+
 /** Whether `conditions` hold for a request with `context`. */
 export function conditionsHold(conditions: Conditions, context: RequestContext): boolean {
   return Object.entries(conditions).every(([operator, keys]) => {
-    const match = setOperators[operator];
-    if (!match) throw new Error(`the rehearsal cannot evaluate the condition operator ${operator}`);
-    return Object.entries(keys).every(([key, patterns]) =>
-      (context[key] ?? []).every((value) => patterns.some((pattern) => match(pattern, value))),
-    );
+    const set = setOperators[operator];
+    const single = singleOperators[operator];
+    if (!set && !single) throw new Error(`the rehearsal cannot evaluate the condition operator ${operator}`);
+    return Object.entries(keys).every(([key, patterns]) => {
+      const values = context[key] ?? [];
+      if (set) return values.every((value) => patterns.some((pattern) => set(pattern, value)));
+      const { match, negated } = single as (typeof singleOperators)[string];
+      return (
+        values.some((value) => patterns.some((pattern) => match(pattern, value)) !== negated) ||
+        (values.length === 0 && negated)
+      );
+    });
   });
+}
+
+/**
+ * The statements of the resource policies the template puts on `resourceArn` (an event bus's
+ * AWS::Events::EventBusPolicy), resolved: they are judged with the caller's own.
+ */
+export function resourcePolicyStatements(
+  resolver: TemplateResolver,
+  resourceArn: string,
+): ResolvedStatement[] {
+  return resolver
+    .resourcesOfType('AWS::Events::EventBusPolicy')
+    .map(([, p]) => p.Properties?.Statement as Record<string, unknown> | undefined)
+    .filter((st): st is Record<string, unknown> => st !== undefined)
+    .map((st) => ({
+      effect: String(st.Effect),
+      actions: [st.Action].flat().map(String),
+      resources: [resolver.resolve(st.Resource)].flat().map(String),
+      ...(st.Condition === undefined ? {} : { conditions: resolveConditions(resolver, st.Condition) }),
+    }))
+    .filter((st) => st.resources.some((r) => globMatch(r, resourceArn, false)));
 }
 
 /** The statements about `action` on `resource` (their conditions not yet judged). */

@@ -179,29 +179,27 @@ describe('tasks', () => {
     expect(JSON.parse(r.stdout)).toEqual(created);
   });
 
-  it('approve POSTs approvedBy to the task', async () => {
+  it('approve POSTs an empty body: the reviewer is whoever signs the request', async () => {
     const api = fakeApi(() => ({ body: { taskId, status: 'approved', version: 2, eventId: eventA } }));
 
-    const r = await run(['tasks', 'approve', taskId, '--by', 'rita'], api.fetch);
+    const r = await run(['tasks', 'approve', taskId], api.fetch);
 
     expect(r.code).toBe(0);
-    expect(api.calls).toMatchObject([
-      { method: 'POST', path: `/tasks/${taskId}/approve`, body: { approvedBy: 'rita' } },
-    ]);
+    expect(api.calls).toMatchObject([{ method: 'POST', path: `/tasks/${taskId}/approve`, body: {} }]);
     expect(r.stdout).toBe(`approved task ${taskId} (version 2, event ${eventA})\n`);
   });
 
-  it('withdraw POSTs withdrawnBy and the reason', async () => {
+  it('withdraw POSTs the reason only: the withdrawer is whoever signs the request', async () => {
     const api = fakeApi(() => ({ body: { taskId, status: 'withdrawn', version: 3, eventId: eventW } }));
 
-    const r = await run(['tasks', 'withdraw', taskId, '--by', 'rita', '--reason', 'legal hold'], api.fetch);
+    const r = await run(['tasks', 'withdraw', taskId, '--reason', 'legal hold'], api.fetch);
 
     expect(r.code).toBe(0);
     expect(api.calls).toMatchObject([
       {
         method: 'POST',
         path: `/tasks/${taskId}/withdraw`,
-        body: { withdrawnBy: 'rita', reason: 'legal hold' },
+        body: { reason: 'legal hold' },
       },
     ]);
     expect(r.stdout).toContain('withdrew task');

@@ -43,8 +43,8 @@ describe('bad arguments', () => {
     [['status', '--title', 'x'], 'status does not take --title'],
     [['tasks', 'create'], 'tasks create needs --title'],
     [['tasks', 'create', '--title'], "Option '--title <value>' argument missing"],
-    [['tasks', 'approve', taskId], 'tasks approve needs --by'],
-    [['tasks', 'approve', '--by', 'rita'], 'tasks approve: missing <taskId>'],
+    [['tasks', 'approve', taskId, '--by', 'rita'], "Unknown option '--by'"],
+    [['tasks', 'approve'], 'tasks approve: missing <taskId>'],
     [['tasks', 'show', taskId, 'extra'], 'tasks show: unexpected argument "extra"'],
     [['tasks', 'show', '../ops/status'], 'task id "../ops/status" is not a UUID'],
     [['inbox', 'dead'], 'inbox dead needs --consumer'],
@@ -89,7 +89,7 @@ describe('bad arguments', () => {
 describe('failed requests', () => {
   it('a 409 prints the error and the current status, exit 1', async () => {
     const r = await run(
-      ['tasks', 'approve', taskId, '--by', 'rita'],
+      ['tasks', 'approve', taskId],
       answer(409, JSON.stringify({ error: 'task is not pending review', currentStatus: 'approved' })),
     );
 
@@ -144,10 +144,7 @@ describe('failed requests', () => {
         status: 200,
       }),
     ];
-    const r = await run(
-      ['tasks', 'approve', taskId, '--by', 'rita'],
-      async () => answers.shift() as Response,
-    );
+    const r = await run(['tasks', 'approve', taskId], async () => answers.shift() as Response);
 
     expect(r.code).toBe(0);
     expect(r.requests).toHaveLength(3);

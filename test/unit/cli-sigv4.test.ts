@@ -87,7 +87,7 @@ describe('the ops CLI against a deployed tasks API', () => {
   it('signs tasks requests with SigV4 for execute-api in the URL’s region, under the stage path', async () => {
     const { fetch, seen } = recordingFetch({ taskId, status: 'approved', version: 2, eventId: taskId });
 
-    const { code } = await cli(['--url', apiUrl, 'tasks', 'approve', taskId, '--by', 'rita'], fetch, {
+    const { code } = await cli(['--url', apiUrl, 'tasks', 'approve', taskId], fetch, {
       ...keys,
       AWS_SESSION_TOKEN: 'session-token',
     });
@@ -141,7 +141,7 @@ describe('the ops CLI against a deployed tasks API', () => {
   it('leaves requests to a local pipeline unsigned', async () => {
     const { fetch, seen } = recordingFetch({ taskId, status: 'approved', version: 2, eventId: taskId });
 
-    await cli(['--url', 'http://127.0.0.1:3000', 'tasks', 'approve', taskId, '--by', 'rita'], fetch, keys);
+    await cli(['--url', 'http://127.0.0.1:3000', 'tasks', 'approve', taskId], fetch, keys);
 
     expect(seen[0]?.headers.authorization).toBeUndefined();
   });

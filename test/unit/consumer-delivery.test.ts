@@ -69,6 +69,17 @@ describe('reading a delivery', () => {
       'index',
       'disagrees with data.taskId',
     ],
+    [
+      // fast-check's counterexample: String() of this throws (its toString is no function).
+      'a data.eventId no string can name',
+      () => {
+        const e = busEvent(approvedRow());
+        (e.detail.data as Record<string, unknown>).eventId = { toString: 0 };
+        return e;
+      },
+      'index',
+      'disagrees with data.eventId {"toString":0}',
+    ],
   ];
 
   it.each(cases)('rejects %s as poison with the reason', (_name, make, consumer, reason) => {

@@ -181,6 +181,31 @@ describe('cost model: what the template holds', () => {
     );
   });
 
+  it('an SQS event source mapping costs its idle long polls, each one alike; a queue alone costs nothing', () => {
+    const queue = { Type: 'AWS::SQS::Queue' };
+    const mapping = (q: string): CfnResource => ({
+      Type: 'AWS::Lambda::EventSourceMapping',
+      Properties: { EventSourceArn: { 'Fn::GetAtt': [q, 'Arn'] }, FunctionName: { Ref: 'Relay' } },
+    });
+    const none = idleMonthlyCost(template({ extra: { Q1: queue, Q2: queue } }), topology, priceBook);
+    const two = idleMonthlyCost(
+      template({ extra: { Q1: queue, Q2: queue, M1: mapping('Q1'), M2: mapping('Q2') } }),
+      topology,
+      priceBook,
+    );
+
+    const polls =
+      assumptions.sqsMappingIdlePollers.value * (3600 / assumptions.sqsLongPollSeconds.value) * hours;
+    expect(part(none.parts, 'SQS (event source mappings polling)').usd).toBe(0);
+    expect(part(two.parts, 'SQS (event source mappings polling)').usd).toBeCloseTo(
+      (2 * polls * prices.sqsRequestMillion.usd) / 1e6,
+      10,
+    );
+    // 2 pollers, 3 long polls a minute: 262,800 requests a month per mapping, about $0.11.
+    expect(polls).toBe(262_800);
+    expect(two.totalUsd - none.totalUsd).toBeCloseTo((2 * polls * prices.sqsRequestMillion.usd) / 1e6, 10);
+  });
+
   it('a disabled schedule costs nothing', () => {
     const without = idleMonthlyCost(template(), topology, priceBook);
     const withDisabledBusySweep = idleMonthlyCost(template({ busySweep: true }), topology, priceBook);

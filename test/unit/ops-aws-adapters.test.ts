@@ -11,7 +11,11 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
 import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
-import { onFailureRule, SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import {
+  onFailureRule,
+  retryGaveUpAttribute,
+  SqsDeadLetters,
+} from '../../shared/ops/adapters/aws/sqs-dead-letters';
 
 const sqs = mockClient(SQSClient);
 const lambda = mockClient(LambdaClient);
@@ -118,6 +122,65 @@ describe('SqsDeadLetters', () => {
       ['a', 0],
       ['b', 0],
     ]);
+  });
+
+  it('reads the consumers’ shared dead letters: each message’s consumer from its function, the retries’ reason first', async () => {
+    const shared = {
+      url: 'https://sqs.us-east-1.amazonaws.com/123/consumer-dead-letters',
+      rule: onFailureRule,
+    };
+    const fromFunction = (id: string, receipt: string, fn: string) => {
+      const m = onFailureMessage(id, receipt);
+      const body = JSON.parse(m.Body);
+      body.requestContext.functionArn = `arn:aws:lambda:us-east-1:123:function:${fn}:$LATEST`;
+      return {
+        ...m,
+        Body: JSON.stringify(body),
+        MessageAttributes: {
+          [retryGaveUpAttribute]: { DataType: 'String', StringValue: 'retried for 1441 min' },
+        },
+      };
+    };
+    const page = {
+      Messages: [
+        fromFunction('e1', 'a', 'fn-notify'),
+        fromFunction('e1', 'b', 'fn-archive'),
+        fromFunction('e2', 'c', 'fn-unknown'),
+      ],
+    };
+    // Read twice: once by the list, once by the redrive.
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: shared.url })
+      .resolvesOnce(page)
+      .resolvesOnce({})
+      .resolvesOnce(page)
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const store = new SqsDeadLetters(new SQSClient({}), [shared], redelivery, {
+      consumerFunctions: { index: 'fn-index', notify: 'fn-notify', archive: 'fn-archive' },
+    });
+
+    const letters = await store.list(10);
+    expect(letters.map((l) => [l.id, l.consumer, l.error])).toEqual([
+      [
+        'e1',
+        'notify',
+        'retried for 1441 min; last error InboxInProgressError: another attempt holds the lease',
+      ],
+      [
+        'e1',
+        'archive',
+        'retried for 1441 min; last error InboxInProgressError: another attempt holds the lease',
+      ],
+    ]);
+    // A redrive of one consumer's copy re-invokes that consumer and deletes only its message.
+    expect(await store.redrive({ id: 'e1', consumer: 'archive' })).toBe(1);
+    expect(lambda.commandCalls(InvokeCommand).map((c) => c.args[0].input.FunctionName)).toEqual([
+      'fn-archive',
+    ]);
+    expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['b']);
   });
 
   it('redrives a letter by re-invoking its consumer, and deletes it only after Lambda accepted', async () => {

@@ -97,9 +97,32 @@ describe('the rehearsal’s template reading', () => {
   });
 
   it('refuses to judge a condition operator it does not know, rather than pass it', () => {
-    expect(() => conditionsHold({ StringEquals: { 'aws:SourceAccount': ['1'] } }, {})).toThrow(
-      /cannot evaluate the condition operator StringEquals/,
+    expect(() => conditionsHold({ NumericLessThan: { 'aws:MultiFactorAuthAge': ['3600'] } }, {})).toThrow(
+      /cannot evaluate the condition operator NumericLessThan/,
     );
+  });
+
+  it('judges the single-valued operators a bus policy uses, the negated ones holding for an absent key', () => {
+    const relay = 'arn:aws:iam::123456789012:role/RelayRole';
+    const onlyOthers = {
+      StringLike: { 'events:source': ['content.*'] },
+      ArnNotEquals: { 'aws:PrincipalArn': [relay] },
+    };
+
+    expect(
+      conditionsHold(onlyOthers, {
+        'events:source': ['content.pipeline'],
+        'aws:PrincipalArn': ['arn:aws:iam::123456789012:role/admin'],
+      }),
+    ).toBe(true);
+    expect(
+      conditionsHold(onlyOthers, { 'events:source': ['content.pipeline'], 'aws:PrincipalArn': [relay] }),
+    ).toBe(false);
+    expect(
+      conditionsHold(onlyOthers, { 'events:source': ['billing.invoices'], 'aws:PrincipalArn': ['x'] }),
+    ).toBe(false);
+    expect(conditionsHold({ StringNotEquals: { 'aws:SourceAccount': ['1'] } }, {})).toBe(true);
+    expect(conditionsHold({ StringEquals: { 'aws:SourceAccount': ['1'] } }, {})).toBe(false);
   });
 
   it('never counts a statement whose resource it cannot resolve as a match', () => {

@@ -20,9 +20,16 @@ describe("npm start's environment", () => {
       PIPELINE_DYNAMO: '',
       PIPELINE_FAULTS: '',
       PIPELINE_FAULT_SEED: '',
+      PIPELINE_CALLER: '  ',
     };
 
     expect(parseStartEnvironment(blank)).toEqual(parseStartEnvironment({}));
+  });
+
+  it('reads PIPELINE_CALLER, the identity the local server records as reviewer, trimmed', () => {
+    expect(parseStartEnvironment({ PIPELINE_CALLER: ' rita ' }).PIPELINE_CALLER).toBe('rita');
+    expect(parseStartEnvironment({}).PIPELINE_CALLER).toBeUndefined();
+    expect(() => parseStartEnvironment({ PIPELINE_CALLER: 'x'.repeat(201) })).toThrow(PipelineError);
   });
 
   it('refuses a bad value with a CONFIG error naming each variable', () => {

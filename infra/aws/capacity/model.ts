@@ -675,13 +675,18 @@ function components(inputs: CapacityInputs): {
     else contentIndexWru += tableWru;
   }
 
-  // SQS: the dead-letter and on-failure queues take nothing while deliveries succeed; a queue
-  // a function consumes (a wake-up) takes at most a message per nudge.
+  // SQS: the dead-letter queues and the consumers' retry queue take nothing while deliveries
+  // succeed; a queue the relay consumes (its wake-ups) takes at most a message per run start.
   const queues = ofType(template, 'AWS::SQS::Queue').map(([id]) => id);
+  const relayIds = new Set(
+    lambdaFunctions(template)
+      .filter((f) => f.service === relayServiceName)
+      .map((f) => f.id),
+  );
   const consumed = new Set(
-    ofType(template, 'AWS::Lambda::EventSourceMapping').flatMap(([, m]) => [
-      ...referencesIn(m.EventSourceArn),
-    ]),
+    ofType(template, 'AWS::Lambda::EventSourceMapping')
+      .filter(([, m]) => [...referencesIn(m.FunctionName)].some((id) => relayIds.has(id)))
+      .flatMap(([, m]) => [...referencesIn(m.EventSourceArn)]),
   );
   const wakeUpQueues = queues.filter((id) => consumed.has(id)).length;
   list.push({
@@ -692,7 +697,7 @@ function components(inputs: CapacityInputs): {
     perApproval: 0,
     fixed: wakeUpQueues * runStartsPerSec * 2,
     limitFrom: quota('sqsStandardApiRps'),
-    detail: `${queues.length - wakeUpQueues} dead-letter/on-failure queue(s): nothing while deliveries succeed; ${wakeUpQueues} consumed by a function: a wake-up or a helper request per run at most`,
+    detail: `${queues.length - wakeUpQueues} dead-letter and retry queue(s): nothing while deliveries succeed; ${wakeUpQueues} the relay consumes: a wake-up or a helper request per run at most`,
   });
 
   // CloudWatch

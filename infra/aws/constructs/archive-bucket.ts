@@ -1,5 +1,6 @@
-import { type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnResource, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import {
   BlockPublicAccess,
   Bucket,
@@ -13,6 +14,8 @@ export interface ArchiveBucketProps {
   readonly removalPolicy: RemovalPolicy;
   /** Empty the bucket on stack deletion (sandbox), so `cdk destroy` does not stop at a versioned bucket. */
   readonly autoDeleteObjects: boolean;
+  /** Retention of the log group of CDK's auto-delete handler (when `autoDeleteObjects`). */
+  readonly logRetention: RetentionDays;
 }
 
 /**
@@ -36,8 +39,25 @@ export class ArchiveBucket extends Construct {
     Validations.of(this.bucket).acknowledge({
       id: 'AwsSolutions-S1',
       reason:
-        'Only the archive consumer writes here, under its own role; CloudTrail records the API calls. A separate access-log bucket would need its own retention for no extra insight.',
+        'Only the archive consumer writes here (PutObject with If-None-Match, under its own role). CloudTrail records bucket-level calls by default; object-level calls (PutObject, GetObject) need CloudTrail data events, which are off by default and billed per event: turn them on for this bucket if object access must be audited. A separate access-log bucket would need a retention and a lifecycle of its own.',
     });
+    if (props.autoDeleteObjects) this.logAutoDeletes(props.logRetention, props.removalPolicy);
+  }
+
+  /**
+   * CDK's auto-delete handler (one provider function per stack) would log to a group Lambda
+   * creates on its first run, kept for ever: point it at a group of ours with the stack's
+   * retention instead (`LoggingConfig.LogGroup`, so no race with Lambda creating its own).
+   */
+  private logAutoDeletes(retention: RetentionDays, removalPolicy: RemovalPolicy): void {
+    const stack = Stack.of(this);
+    const provider = stack.node.tryFindChild('Custom::S3AutoDeleteObjectsCustomResourceProvider');
+    const handler = provider?.node.tryFindChild('Handler');
+    if (!(handler instanceof CfnResource)) {
+      throw new Error('CDK no longer creates its auto-delete handler where this expects it');
+    }
+    const logs = new LogGroup(this, 'AutoDeleteLogs', { retention, removalPolicy });
+    handler.addPropertyOverride('LoggingConfig', { LogGroup: logs.logGroupName });
   }
 
   /**

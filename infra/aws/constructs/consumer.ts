@@ -2,10 +2,10 @@ import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerEnv, consumerServiceName } from '../../../shared/consumers/contract';
 import type { ConsumerName, ConsumerPolicy } from '../../../shared/topology';
-import { DeadLetterQueue } from './dead-letter-queue';
 import type { InboxTable } from './inbox-table';
 import { PipelineFunction } from './pipeline-function';
 
@@ -21,6 +21,8 @@ export interface ConsumerProps {
   readonly policy: ConsumerPolicy;
   readonly inbox: InboxTable;
   readonly effect: ConsumerEffectResources;
+  /** Where Lambda sends the on-failure record once its attempts are spent: the consumers' retry queue. */
+  readonly onFailure: IQueue;
   /** @default 60 seconds (the archive consumer may wait on an auto-paused Aurora resuming) */
   readonly timeout?: Duration;
   readonly logRetention: RetentionDays;
@@ -30,21 +32,17 @@ export interface ConsumerProps {
 /**
  * One consumer: `functions/consumers/{name}` with the inbox, its effect's resources, and
  * Lambda's asynchronous-invocation settings from the topology. The function's own errors are
- * retried by Lambda (`asyncInvoke.retryAttempts`) and then land in `onFailureQueue` with the
- * error and the original event; EventBridge's target DLQ never sees them.
+ * retried by Lambda (`asyncInvoke.retryAttempts`), then its on-failure record (the error and
+ * the original event) goes to the consumers' retry queue (`ConsumerRetries`), which retries it
+ * with backoff until the event's maximum age; EventBridge's target DLQ never sees them.
  */
 export class Consumer extends Construct {
   public readonly name: ConsumerName;
   public readonly function: PipelineFunction;
-  public readonly onFailureQueue: DeadLetterQueue;
 
   constructor(scope: Construct, id: string, props: ConsumerProps) {
     super(scope, id);
     this.name = props.name;
-    this.onFailureQueue = new DeadLetterQueue(this, 'OnFailure', {
-      purpose: `events the ${props.name} consumer failed after Lambda's async retries`,
-      retention: Duration.seconds(props.policy.deadLetterRetentionSeconds),
-    });
     this.function = new PipelineFunction(this, 'Function', {
       entry: `functions/consumers/${props.name}/handler.ts`,
       serviceName: consumerServiceName(props.name),
@@ -62,14 +60,14 @@ export class Consumer extends Construct {
     this.function.configureAsyncInvoke({
       retryAttempts: props.policy.asyncInvoke.retryAttempts,
       maxEventAge: Duration.seconds(props.policy.asyncInvoke.maximumEventAgeSeconds),
-      onFailure: new SqsDestination(this.onFailureQueue),
+      onFailure: new SqsDestination(props.onFailure),
     });
     props.inbox.grantConsumer(this.function, props.name);
     props.effect.grant(this.function);
     Validations.of(this.function).acknowledge({
       id: 'Serverless-LambdaDLQ',
       reason:
-        'An on-failure destination (onFailureQueue) replaces the legacy DLQ: it records the error and the request context, not just the event.',
+        'An on-failure destination (the consumers’ retry queue) replaces the legacy DLQ: it records the error and the request context, not just the event, and the retries act on it.',
     });
   }
 }

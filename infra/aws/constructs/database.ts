@@ -33,9 +33,12 @@ export interface PipelineDatabase {
   readonly owner: DatabaseAccess;
 }
 
-/** The rds-data actions a Data API client calls (docs.aws.amazon.com/rdsdataservice/latest/APIReference). */
-const dataApiActions = [
-  'rds-data:BatchExecuteStatement',
+/**
+ * The rds-data actions our Data API client calls (`shared/db/data-api-client.ts`: one statement
+ * per call, in or out of a transaction): not BatchExecuteStatement, which nothing sends.
+ * docs.aws.amazon.com/rdsdataservice/latest/APIReference
+ */
+export const dataApiActions = [
   'rds-data:BeginTransaction',
   'rds-data:CommitTransaction',
   'rds-data:ExecuteStatement',
@@ -53,7 +56,8 @@ function grantDataApi(grantee: IGrantable, cluster: DatabaseCluster, secrets: re
   );
   grantee.grantPrincipal.addToPrincipalPolicy(
     new PolicyStatement({
-      actions: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      // The Data API and the migrate function read the value; nothing describes a secret.
+      actions: ['secretsmanager:GetSecretValue'],
       resources: secrets.map((s) => s.secretArn),
     }),
   );
@@ -63,7 +67,11 @@ export interface AuroraDatabaseProps {
   /** Aurora Serverless v2 minimum ACUs; 0 enables auto-pause after `autoPauseAfter`. */
   readonly minCapacity: number;
   readonly maxCapacity: number;
-  /** Prod: retain on stack deletion and turn deletion protection on; sandbox: destroy. */
+  /**
+   * Prod: deletion protection on, and a final snapshot when the stack is deleted (the cluster,
+   * its writer, network and secrets then go, so `cdk destroy` finishes and nothing is left
+   * referring to what it deleted); sandbox: destroyed with the stack, no snapshot.
+   */
   readonly retain: boolean;
   readonly backupRetention: Duration;
   readonly logRetention: RetentionDays;
@@ -95,7 +103,13 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
   constructor(scope: Construct, id: string, props: AuroraDatabaseProps) {
     super(scope, id);
     this.databaseName = props.databaseName ?? 'pipeline';
-    const removalPolicy = props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // Prod keeps its data as a final snapshot rather than a retained cluster: a retained cluster
+    // keeps needing its VPC, subnets, security group, subnet group and master secret, which a
+    // stack deletion would otherwise delete under it (DELETE_FAILED on the network, orphaned
+    // credentials). A snapshot needs none of them; restore it into a new stack
+    // (README "Destroy"). Everything else of the database goes with the stack.
+    const removalPolicy = RemovalPolicy.DESTROY;
+    const clusterRemovalPolicy = props.retain ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY;
 
     this.vpc = new Vpc(this, 'Vpc', {
       maxAzs: 2,
@@ -107,7 +121,11 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
     });
     this.vpc.addFlowLog('FlowLog', {
       destination: FlowLogDestination.toCloudWatchLogs(
-        new LogGroup(this, 'FlowLogs', { retention: props.logRetention, removalPolicy }),
+        // Logs follow the stage's log policy (prod keeps them); a log group refers to nothing.
+        new LogGroup(this, 'FlowLogs', {
+          retention: props.logRetention,
+          removalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+        }),
       ),
     });
 
@@ -127,7 +145,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
       storageEncrypted: true,
       backup: { retention: props.backupRetention },
       deletionProtection: props.retain,
-      removalPolicy,
+      removalPolicy: clusterRemovalPolicy,
     });
 
     const secret = this.cluster.secret;

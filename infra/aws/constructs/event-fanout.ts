@@ -1,6 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
-import { type Archive, EventBus, type EventPattern, Rule } from 'aws-cdk-lib/aws-events';
+import { type Archive, type CfnArchive, EventBus, type EventPattern, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import type { ConsumerName, ConsumerPolicy, RulePattern, RuleSpec } from '../../../shared/topology';
@@ -78,6 +79,9 @@ export class EventFanout extends Construct {
       eventPattern: { source: [props.source] },
       retention: props.archiveRetention,
     });
+    // CDK writes `KmsKeyIdentifier: ""` when no key is given, which some Regions refuse
+    // (https://github.com/aws/aws-cdk/issues/37847); absent, the archive uses an AWS owned key.
+    (this.archive.node.defaultChild as CfnArchive).addPropertyDeletionOverride('KmsKeyIdentifier');
 
     const rules = new Map<string, Rule>();
     const targets: FanoutTarget[] = [];
@@ -107,5 +111,41 @@ export class EventFanout extends Construct {
     }
     this.rules = rules;
     this.targets = targets;
+    this.source = props.source;
   }
+
+  private readonly source: string;
+
+  /**
+   * Lets only `publisher`'s role put the pipeline's events on the bus: a resource policy that
+   * denies `events:PutEvents` of any event whose source is the pipeline's family (`content.*`)
+   * to every other principal, so no one else in the account (whatever their IAM policies say)
+   * can forge an approval our consumers would act on. An explicit Deny wins over any Allow.
+   * `events:source` is PutEvents' condition key for each entry's Source, `aws:PrincipalArn` the
+   * role's ARN for its sessions:
+   * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-conditions.html,
+   * https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
+   */
+  acceptPipelineEventsOnlyFrom(publisher: IFunction): void {
+    const role = publisher.role;
+    if (!role) throw new Error('the publisher has no role to name in the bus policy');
+    this.bus.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'OnlyTheRelayPublishesPipelineEvents',
+        effect: Effect.DENY,
+        principals: [new AnyPrincipal()],
+        actions: ['events:PutEvents'],
+        resources: [this.bus.eventBusArn],
+        conditions: {
+          StringLike: { 'events:source': [pipelineSourceFamily(this.source)] },
+          ArnNotEquals: { 'aws:PrincipalArn': role.roleArn },
+        },
+      }),
+    );
+  }
+}
+
+/** `content.pipeline` -> `content.*`: every source of the pipeline's family, ours and any later one. */
+export function pipelineSourceFamily(source: string): string {
+  return `${source.split('.')[0]}.*`;
 }

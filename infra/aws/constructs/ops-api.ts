@@ -17,7 +17,8 @@ import type { TasksApi } from './tasks-api';
 /** A queue the ops API reads and redrives, with whom its messages are for. */
 export interface OpsQueue {
   readonly queue: DeadLetterQueue;
-  readonly consumer: ConsumerName;
+  /** Whose events it holds; absent for the consumers' dead letters, whose messages each name their function. */
+  readonly consumer?: ConsumerName;
   /** The rule whose target DLQ it is, or `on-failure`. */
   readonly rule: string;
 }
@@ -54,7 +55,7 @@ const redriveBody = {
  * The ops API on AWS: the same handler (`shared/ops/ops-api.ts`) and routes as the local
  * runtime's, on the tasks API's REST API with IAM authorization on every method. The function
  * reads the database as the ops role, the inbox through its sparse index, the rule DLQs and
- * on-failure queues, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
+ * the consumers' dead letters, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
  * relay) and deletes a queued message only once the invoke was accepted.
  */
 export class OpsApi extends Construct {
@@ -64,7 +65,7 @@ export class OpsApi extends Construct {
     super(scope, id);
     const queues: DeadLetterQueueRef[] = props.queues.map((q) => ({
       url: q.queue.queueUrl,
-      consumer: q.consumer,
+      ...(q.consumer ? { consumer: q.consumer } : {}),
       rule: q.rule,
     }));
     const stack = Stack.of(this);

@@ -1,6 +1,7 @@
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { type IEventBus, Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -47,6 +48,8 @@ export class OutboxRelay extends Construct {
   public readonly schedule: Rule;
   /** The relay's wake-ups: delayed messages the function receives through an event source mapping. */
   public readonly wakeQueue: Queue;
+  /** The wake queue's event source mapping: what starts the relay from a wake-up. */
+  public readonly wakeMapping: EventSourceMapping;
 
   constructor(scope: Construct, id: string, props: OutboxRelayProps) {
     super(scope, id);
@@ -80,6 +83,10 @@ export class OutboxRelay extends Construct {
     this.wakeQueue.grantSendMessages(this.function);
     // One wake-up per invocation: each asks for one run, and the run lease makes extra ones cheap.
     this.function.addEventSource(new SqsEventSource(this.wakeQueue, { batchSize: 1 }));
+    const mapping = this.function.node.children.find((c) => c instanceof EventSourceMapping);
+    if (!(mapping instanceof EventSourceMapping))
+      throw new Error('the wake queue has no event source mapping');
+    this.wakeMapping = mapping;
 
     // A run that failed (a crash, a timeout, a database that would not resume) is retried by
     // Lambda after about one and two minutes: with an hour between safety sweeps, a lost nudge

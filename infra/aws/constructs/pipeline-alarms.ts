@@ -152,7 +152,7 @@ export class PipelineMetrics {
 /**
  * Every way an event can be late or lost, alarmed to one SNS topic: the oldest pending outbox
  * event, a relay that stopped reporting (missing data breaches), dead outbox events, relay
- * errors, each consumer's dead inbox records, every DLQ and on-failure queue that is not empty,
+ * errors, each consumer's dead inbox records, every rule DLQ and the consumers' dead letters when not empty,
  * and each rule's failed invocations. Thresholds come from the topology.
  *
  * Gauges that are sent only now and then (the relay reports after each run, an idle pipeline is

@@ -199,7 +199,7 @@ export class PipelineDashboard extends Construct {
     );
     this.dashboard.addWidgets(
       new SingleValueWidget({
-        title: 'Undelivered messages (DLQs and on-failure queues)',
+        title: 'Undelivered messages (rule DLQs and the consumers’ dead letters)',
         width: 16,
         height,
         metrics: props.queues.map((q) => m.queueDepth(q.queue).with({ label: q.name })),

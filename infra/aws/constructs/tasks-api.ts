@@ -58,15 +58,18 @@ const bodySchemas: Readonly<Record<'create' | 'approve' | 'withdraw', JsonSchema
       assignee: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
     },
   },
-  approve: { required: ['approvedBy'], properties: { approvedBy: { type: JsonSchemaType.STRING } } },
+  // Who approves or withdraws is the IAM caller (`requestContext.identity.userArn`), not a field.
+  approve: { properties: {} },
   withdraw: {
-    required: ['withdrawnBy'],
     properties: {
-      withdrawnBy: { type: JsonSchemaType.STRING },
       reason: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
     },
   },
 };
+
+/** The API's one stage (part of its URL, its execute-api ARNs and its execution-log group's name). */
+export const apiStageName = 'v1';
+const stageName = apiStageName;
 
 /** Which body model each POST route takes, keyed by the API's own route table. */
 const bodyModelOf: Readonly<Record<string, keyof typeof bodySchemas>> = {
@@ -97,6 +100,8 @@ export class TasksApi extends Construct {
   public readonly function: PipelineFunction;
   public readonly api: RestApi;
   public readonly accessLogs: LogGroup;
+  /** The stage's execution-log group (API Gateway's own name for it), with the stack's retention. */
+  public readonly executionLogs: LogGroup;
 
   constructor(scope: Construct, id: string, props: TasksApiProps) {
     super(scope, id);
@@ -136,7 +141,7 @@ export class TasksApi extends Construct {
       cloudWatchRole: true,
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
-        stageName: 'v1',
+        stageName,
         // Every method not given its own limit (addRoutes' `ratePerSecond`).
         throttlingRateLimit: this.defaultRate,
         throttlingBurstLimit: this.defaultRate * 2,
@@ -170,6 +175,15 @@ export class TasksApi extends Construct {
     });
     // Per-route limits join the stage's own method settings once every route is known.
     const stage = this.api.deploymentStage.node.defaultChild as CfnStage;
+    // API Gateway writes execution logs to a group it names and creates itself, kept for ever:
+    // create that group first, with the stack's retention, before the stage turns logging on.
+    // https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html
+    this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `API-Gateway-Execution-Logs_${this.api.restApiId}/${stageName}`,
+      retention: props.logRetention,
+      removalPolicy: props.removalPolicy,
+    });
+    stage.node.addDependency(this.executionLogs);
     const stageWide = stage.methodSettings;
     stage.methodSettings = Lazy.any({
       produce: () => [...(Array.isArray(stageWide) ? stageWide : []), ...this.routeThrottles],

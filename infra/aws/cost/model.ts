@@ -405,6 +405,12 @@ export function idleMonthlyCost(
         runs.auditRunsPerMonth * a.auditIdleDataApiCalls.value
       : 0;
   const gaugeQueries = a.gaugeQueriesPerShard.value * topology.inbox.openIndexShards;
+  // Each SQS event source mapping long-polls its queue all month, messages or not.
+  const mappings = ofType(template, 'AWS::Lambda::EventSourceMapping').filter(
+    ([, p]) => template.Resources[referencedId(p.EventSourceArn) ?? '']?.Type === 'AWS::SQS::Queue',
+  ).length;
+  const pollsPerMonth =
+    mappings * a.sqsMappingIdlePollers.value * (3600 / a.sqsLongPollSeconds.value) * a.hoursPerMonth.value;
   const gaugeReadUnits = runs.gaugeRunsPerMonth * consumers * gaugeQueries * a.gaugeQueryReadUnits.value;
   const traces =
     (runs.relay.traced ? runs.relayRunsPerMonth : 0) +
@@ -471,6 +477,11 @@ export function idleMonthlyCost(
         `audit ${fmt(runs.auditRunsPerMonth)} x ${a.auditIdleSeconds.value} s${runs.audit ? ` at ${memory(runs.audit)}` : ''} (${runs.describe})`,
     },
     {
+      name: 'SQS (event source mappings polling)',
+      usd: usdPer(pollsPerMonth, p.sqsRequestMillion, million),
+      detail: `${plural(mappings, 'SQS event source mapping')} x ${a.sqsMappingIdlePollers.value} pollers (the fewest Lambda keeps) x one ${a.sqsLongPollSeconds.value} s long poll = ${fmt(pollsPerMonth)} ReceiveMessage requests`,
+    },
+    {
       name: 'DynamoDB reads (gauge queries)',
       usd: usdPer(gaugeReadUnits, p.dynamoReadRequestMillion, million),
       detail: `${fmt(runs.gaugeRunsPerMonth)} runs x ${consumers} consumers x ${gaugeQueries} Queries x ${a.gaugeQueryReadUnits.value} RRU`,
@@ -495,7 +506,7 @@ export function idleMonthlyCost(
       name: 'No idle charge',
       usd: 0,
       detail:
-        `${plural(countOf(template, 'AWS::SQS::Queue'), 'SQS queue')} (nothing polls them), ` +
+        `${plural(countOf(template, 'AWS::SQS::Queue'), 'SQS queue')} (requests: above), ` +
         `${plural(countOf(template, 'AWS::SNS::Topic'), 'SNS topic')}, ` +
         `${plural(countOf(template, 'AWS::S3::Bucket'), 'S3 bucket')} (~empty), ` +
         `${plural(countOf(template, 'AWS::ApiGateway::RestApi'), 'REST API')}, ` +

@@ -39,6 +39,7 @@ const page = {
   dynamodb: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
   s3: 'https://aws.amazon.com/s3/pricing/',
   sns: 'https://aws.amazon.com/sns/pricing/',
+  sqs: 'https://aws.amazon.com/sqs/pricing/',
   xray: 'https://aws.amazon.com/xray/pricing/',
   vpc: 'https://aws.amazon.com/vpc/pricing/',
   privateLink: 'https://aws.amazon.com/privatelink/pricing/',
@@ -213,6 +214,13 @@ const prices = {
     confirmed: false,
     note: 'unconfirmed: factualminds.com (2026-06)',
   },
+  sqsRequestMillion: {
+    usd: 0.4,
+    unit: 'million requests to a standard queue (64 KB chunks; first million a month free, not applied)',
+    source: page.sqs,
+    confirmed: false,
+    note: 'unconfirmed: recalled; the stored AWS page shows the units and the free tier, not the rate',
+  },
   xrayTraceMillion: {
     usd: 5,
     unit: 'million traces recorded (first 100,000 a month free, not applied)',
@@ -271,6 +279,16 @@ const assumptions = {
     why: 'one claim (a run widens to `topology.relay.roundsInFlight` rounds only while claims come back full), stats, purge, stats (shared/outbox/relay.ts runRelay)',
   },
   relayIdleLogBytes: { value: 1024, unit: 'bytes', why: 'START/END/REPORT lines plus one EMF document' },
+  sqsMappingIdlePollers: {
+    value: 2,
+    unit: 'pollers',
+    why: 'an SQS event source mapping long-polls its queue even when it is empty; with traffic low Lambda "can optimize to as few as 2 concurrent batches" (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html), the fewest it documents',
+  },
+  sqsLongPollSeconds: {
+    value: 20,
+    unit: 's',
+    why: "the longest ReceiveMessage wait (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/best-practices-setting-up-long-polling.html): an empty queue's poller asks at most this often",
+  },
   gaugeRunSeconds: {
     value: 0.5,
     unit: 's',

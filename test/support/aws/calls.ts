@@ -18,6 +18,11 @@ export interface DescribedCall {
    * the caller's conditions.
    */
   readonly keyedItems?: readonly KeyedItem[];
+  /**
+   * Condition keys the request sets itself, with their values (PutEvents: `events:source`, each
+   * entry's Source), for a rehearsal to judge policies' conditions on.
+   */
+  readonly context?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** One item a DynamoDB request names: its table and its scalar key (or item) attributes. */

@@ -54,7 +54,15 @@ export function describeEventBridgeRequest(request: ProxiedRequest, recorder: Ca
     const buses = asArray(body.Entries).map((e) =>
       eventBusArn(recorder, stringField(asObject(e), 'EventBusName')),
     );
-    return [{ action, resources: [...new Set(buses)], operation }];
+    const sources = asArray(body.Entries).flatMap((e) => stringField(asObject(e), 'Source') ?? []);
+    return [
+      {
+        action,
+        resources: [...new Set(buses)],
+        operation,
+        context: { 'events:source': [...new Set(sources)] },
+      },
+    ];
   }
   const member = ruleOperations[operation];
   const rule = member ? stringField(body, member) : undefined;

@@ -40,6 +40,16 @@ export interface SnsStandin extends LocalEndpoint {
   /** Every accepted message, in order (a FIFO duplicate within 5 minutes is not added again). */
   readonly published: readonly PublishedMessage[];
   addTopic(topicArn: string): void;
+  /**
+   * Answers the next `count` Publish calls with `fault` instead (an outage: `ServiceUnavailable`
+   * 503 passes, `AuthorizationError` 403 does not), after recording them; 0 ends it.
+   */
+  failNext(
+    count: number,
+    fault?: { readonly code: string; readonly message: string; readonly status: number },
+  ): void;
+  /** Publish calls answered with a fault so far. */
+  readonly failed: number;
 }
 
 // "Constraints: Subjects must be UTF-8 text with no line breaks or control characters, and less
@@ -118,6 +128,11 @@ export async function startSnsStandin(options: SnsStandinOptions): Promise<SnsSt
   const published: PublishedMessage[] = [];
   // FIFO topics: deduplication id -> message id and when it was first accepted.
   const deduplication = new Map<string, { messageId: string; at: number }>();
+  let failing = {
+    count: 0,
+    fault: { code: 'ServiceUnavailable', message: 'Service unavailable', status: 503 },
+  };
+  let failed = 0;
 
   function publish(form: URLSearchParams, caller: string): string {
     const topicArn = form.get('TopicArn') ?? '';
@@ -197,6 +212,11 @@ export async function startSnsStandin(options: SnsStandinOptions): Promise<SnsSt
           `The action ${action || '(none)'} is not valid for this web service.`,
         );
       }
+      if (failing.count > 0) {
+        failing.count--;
+        failed++;
+        throw new AwsFault(failing.fault.code, failing.fault.message, failing.fault.status);
+      }
       const messageId = publish(form, caller);
       sendQueryResult(res, xmlns, 'Publish', [xml('MessageId', messageId)]);
     } catch (err) {
@@ -209,6 +229,12 @@ export async function startSnsStandin(options: SnsStandinOptions): Promise<SnsSt
     published,
     addTopic: (topicArn) => {
       topics.add(topicArn);
+    },
+    failNext: (count, fault) => {
+      failing = { count, fault: fault ?? failing.fault };
+    },
+    get failed() {
+      return failed;
     },
     close: () => closeServer(server),
   };

@@ -5,7 +5,7 @@ import type { ConsumerRedelivery } from '../../ops-ports';
 
 /**
  * Re-sends a stored event to a consumer function as EventBridge would: one asynchronous
- * invoke, so Lambda's retries and the consumer's on-failure queue apply as to any delivery.
+ * invoke, so Lambda's retries and the consumer retries apply as to any delivery.
  */
 export class LambdaRedelivery implements ConsumerRedelivery {
   constructor(

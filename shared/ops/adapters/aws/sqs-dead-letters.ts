@@ -9,13 +9,26 @@ import {
 import type { ConsumerName } from '../../../topology';
 import type { ConsumerRedelivery, DeadLetter, DeadLetterStore } from '../../ops-ports';
 
-/** The kind of queue an on-failure destination is, as `DeadLetterQueueRef.rule` names it. */
+/**
+ * The message attribute the consumer retries put on an on-failure record they gave up on
+ * (`shared/consumers/retries.ts`): why, for the dead list.
+ */
+export const retryGaveUpAttribute = 'RETRY_GAVE_UP';
+
+/**
+ * The kind of queue the consumers' dead letters are, as `DeadLetterQueueRef.rule` names it:
+ * Lambda's on-failure records of every consumer whose retries gave up (a person is needed).
+ */
 export const onFailureRule = 'on-failure';
 
-/** A queue that holds undeliverable events for one consumer: a rule target's DLQ or the consumer's on-failure destination. */
+/**
+ * A queue that holds undeliverable events: a rule target's DLQ (one consumer's), or the
+ * consumers' dead letters (every consumer's: each message names its function).
+ */
 export interface DeadLetterQueueRef {
   readonly url: string;
-  readonly consumer: ConsumerName;
+  /** Whose events the queue holds; absent: each message's on-failure record says (its function). */
+  readonly consumer?: ConsumerName;
   /** The rule whose target DLQ this is, or `on-failure`. */
   readonly rule: string;
 }
@@ -27,6 +40,8 @@ export interface SqsDeadLettersOptions {
   readonly redriveVisibilitySeconds?: number;
   /** Receives per queue per list or redrive, 10 messages each. @default 100 */
   readonly maxReceivesPerQueue?: number;
+  /** Each consumer's function name: an on-failure record names the function it failed in. */
+  readonly consumerFunctions?: Readonly<Record<ConsumerName, string>>;
 }
 
 interface Received {
@@ -36,7 +51,8 @@ interface Received {
 }
 
 /**
- * The bus's dead letters on AWS: every rule target DLQ and every consumer's on-failure queue.
+ * The bus's dead letters on AWS: every rule target DLQ and the consumers' dead letters (the
+ * on-failure records the consumer retries gave up on).
  *
  * SQS cannot be read without receiving, so a list receives each queue's messages under a short
  * visibility timeout and releases them right after. A redrive receives until it finds the
@@ -53,6 +69,7 @@ export class SqsDeadLetters implements DeadLetterStore {
   private readonly listVisibility: number;
   private readonly redriveVisibility: number;
   private readonly maxReceives: number;
+  private readonly consumerOf: (functionArn: string) => ConsumerName | undefined;
 
   constructor(
     private readonly sqs: SQSClient,
@@ -63,6 +80,7 @@ export class SqsDeadLetters implements DeadLetterStore {
     this.listVisibility = options.listVisibilitySeconds ?? 2;
     this.redriveVisibility = options.redriveVisibilitySeconds ?? 30;
     this.maxReceives = options.maxReceivesPerQueue ?? 100;
+    this.consumerOf = consumerOfFunction(options.consumerFunctions ?? {});
   }
 
   async count(): Promise<number> {
@@ -101,10 +119,16 @@ export class SqsDeadLetters implements DeadLetterStore {
   ): Promise<number> {
     let redriven = 0;
     for (const queue of this.queues) {
-      if (target !== 'all' && target.consumer && queue.consumer !== target.consumer) continue;
+      if (target !== 'all' && target.consumer && queue.consumer && queue.consumer !== target.consumer)
+        continue;
       if (Date.now() >= stopBy) break;
       const received = await this.receiveAll(queue, this.redriveVisibility, Number.POSITIVE_INFINITY);
-      const matching = received.filter((r) => r.letter && (target === 'all' || r.letter.id === target.id));
+      const matching = received.filter(
+        (r) =>
+          r.letter &&
+          (target === 'all' ||
+            (r.letter.id === target.id && (!target.consumer || r.letter.consumer === target.consumer))),
+      );
       await this.release(
         queue,
         received.filter((r) => !matching.includes(r)),
@@ -113,7 +137,8 @@ export class SqsDeadLetters implements DeadLetterStore {
       try {
         for (const r of matching) {
           if (Date.now() >= stopBy) break;
-          await this.redelivery.redeliver(queue.consumer, r.letter?.event);
+          const letter = r.letter as DeadLetter;
+          await this.redelivery.redeliver(letter.consumer, letter.event);
           await this.sqs.send(
             new DeleteMessageCommand({ QueueUrl: queue.url, ReceiptHandle: r.message.ReceiptHandle }),
           );
@@ -151,7 +176,7 @@ export class SqsDeadLetters implements DeadLetterStore {
       if (messages.length === 0) break;
       for (const message of messages) {
         seen.add(message.MessageId as string);
-        out.push({ queue, message, letter: toDeadLetter(queue, message) });
+        out.push({ queue, message, letter: toDeadLetter(queue, message, this.consumerOf) });
       }
     }
     return out;
@@ -178,8 +203,33 @@ export class SqsDeadLetters implements DeadLetterStore {
   }
 }
 
-/** Reads one DLQ or on-failure message; undefined when its body is no event we know. */
-export function toDeadLetter(queue: DeadLetterQueueRef, message: Message): DeadLetter | undefined {
+/**
+ * Which consumer a function ARN (or name) is, from each consumer's function name: an on-failure
+ * record's `requestContext.functionArn` may carry a version qualifier (`:$LATEST`).
+ */
+export function consumerOfFunction(
+  functions: Readonly<Partial<Record<ConsumerName, string>>>,
+): (functionArn: string) => ConsumerName | undefined {
+  const byName = new Map(
+    Object.entries(functions).map(([consumer, name]) => [name, consumer as ConsumerName]),
+  );
+  return (functionArn) => {
+    const parts = functionArn.split(':');
+    const at = parts.indexOf('function');
+    const name = at >= 0 ? parts[at + 1] : parts[0];
+    return name === undefined ? undefined : byName.get(name);
+  };
+}
+
+/**
+ * Reads one DLQ or on-failure message; undefined when its body is no event we know, or when it
+ * is in the consumers' shared queue and names no consumer's function.
+ */
+export function toDeadLetter(
+  queue: DeadLetterQueueRef,
+  message: Message,
+  consumerOf: (functionArn: string) => ConsumerName | undefined = () => undefined,
+): DeadLetter | undefined {
   let body: unknown;
   try {
     body = JSON.parse(message.Body ?? '');
@@ -191,28 +241,36 @@ export function toDeadLetter(queue: DeadLetterQueueRef, message: Message): DeadL
   const deadAt = Number.isFinite(sentAt) ? new Date(sentAt).toISOString() : new Date(0).toISOString();
   const record = body as {
     requestPayload?: unknown;
-    requestContext?: { condition?: string; approximateInvokeCount?: number };
+    requestContext?: { condition?: string; approximateInvokeCount?: number; functionArn?: string };
     responsePayload?: { errorMessage?: string; errorType?: string } | null;
     timestamp?: string;
   };
   if (record.requestContext && 'requestPayload' in record) {
     const event = record.requestPayload as { id?: unknown } | null;
     if (typeof event?.id !== 'string') return undefined;
+    const consumer = queue.consumer ?? consumerOf(record.requestContext.functionArn ?? '');
+    if (!consumer) return undefined;
     const response = record.responsePayload;
+    const gaveUp = message.MessageAttributes?.[retryGaveUpAttribute]?.StringValue;
     return {
       id: event.id,
-      consumer: queue.consumer,
+      consumer,
       rule: queue.rule,
       attempts: record.requestContext.approximateInvokeCount ?? 0,
-      error: response?.errorMessage
-        ? `${response.errorType ?? 'Error'}: ${response.errorMessage}`
-        : (record.requestContext.condition ?? 'unknown'),
+      error: [
+        gaveUp,
+        response?.errorMessage
+          ? `${response.errorType ?? 'Error'}: ${response.errorMessage}`
+          : (record.requestContext.condition ?? 'unknown'),
+      ]
+        .filter(Boolean)
+        .join('; last error '),
       deadAt: record.timestamp ?? deadAt,
       event,
     };
   }
   const event = body as { id?: unknown };
-  if (typeof event.id !== 'string') return undefined;
+  if (typeof event.id !== 'string' || !queue.consumer) return undefined;
   const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
   return {
     id: event.id,
