@@ -366,12 +366,10 @@ describe('delivery audit', () => {
       [
         'cloudwatch:DescribeAlarms',
         'dynamodb:BatchGetItem',
-        'rds-data:BatchExecuteStatement',
         'rds-data:BeginTransaction',
         'rds-data:CommitTransaction',
         'rds-data:ExecuteStatement',
         'rds-data:RollbackTransaction',
-        'secretsmanager:DescribeSecret',
         'secretsmanager:GetSecretValue',
       ].sort(),
     );

@@ -25,8 +25,8 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
     expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');
     expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
-    expect(report.functions).toBe(9);
-    expect(Object.keys(report.functionsRun)).toHaveLength(9);
+    expect(report.functions).toBe(10);
+    expect(Object.keys(report.functionsRun)).toHaveLength(10);
   });
 
   it('makes no AWS call its role in the template would deny, and misses no environment variable', () => {
@@ -37,6 +37,6 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.conditionChecks).toBeGreaterThan(10);
     // Every function made calls, and the checks saw them all.
     expect(report.awsCalls).toBeGreaterThan(50);
-    expect(Object.keys(report.actionsByFunction)).toHaveLength(9);
+    expect(Object.keys(report.actionsByFunction)).toHaveLength(10);
   });
 });

@@ -687,13 +687,13 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     },
   );
 
-  await step('inbox gauges count DEAD records from the sparse index', async () => {
+  await step('inbox gauges read every consumer’s figures from the sparse index', async () => {
     const out = (await run('inbox-gauges', {
       source: 'aws.events',
       'detail-type': 'Scheduled Event',
-    })) as Record<string, { dead: number }>;
+    })) as { consumers: Record<string, { dead: number; oldestLeaseSeconds: number | null }> };
     check(
-      consumers.every((c) => out[c]?.dead === 0),
+      consumers.every((c) => out.consumers[c]?.dead === 0 && out.consumers[c]?.oldestLeaseSeconds === null),
       `gauges ${JSON.stringify(out)}`,
     );
     return JSON.stringify(out);
