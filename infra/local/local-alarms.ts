@@ -46,10 +46,9 @@ export function evaluateAlarms(
   };
   const figures = Object.values(input.consumers);
   const limits = inboxHealthThresholds({ alarms: thresholds, consumers: topology.consumers });
-  for (const [name, counts] of Object.entries(input.consumers)) {
-    alarms[alarmIds.inboxDead(name)] = state(counts.dead >= thresholds.consumerDeadRecords);
-  }
-  // One alarm each for every consumer, as on AWS (the largest figure against the threshold).
+  // One alarm each for every consumer, as on AWS (the sum of DEAD records, the largest age
+  // against the threshold); the status's per-consumer figures say whose.
+  alarms[alarmIds.inboxDead] = state(figures.reduce((n, c) => n + c.dead, 0) >= thresholds.inboxDeadRecords);
   alarms[alarmIds.inboxOldestLease] = state(
     figures.some((c) => (c.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds),
   );

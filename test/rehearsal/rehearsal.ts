@@ -785,7 +785,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       );
       check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
       check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
-      // The DEAD record is what pages someone (inbox-dead-notify); redrive it so later steps start clean.
+      // The DEAD record is what pages someone (inbox-dead; the status says notify); redrive it so later steps start clean.
       const redrive = (await run(
         'ops-api',
         apiEvent('POST', '/ops/inbox/notify/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', {

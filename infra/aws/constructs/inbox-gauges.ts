@@ -12,7 +12,7 @@ import { PipelineFunction } from './pipeline-function';
 export interface InboxGaugesProps {
   readonly inbox: InboxTable;
   /**
-   * The alarms the gauges feed, by alarm id (`inboxGaugeAlarmIds`: each consumer's inbox-dead,
+   * The alarms the gauges feed, by alarm id (`inboxGaugeAlarmIds`: inbox-dead,
    * inbox-oldest-lease and inbox-retry-age): a zero is sent only while its alarm is not OK.
    */
   readonly alarmNames: Readonly<Record<string, string>>;
