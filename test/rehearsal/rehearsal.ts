@@ -320,6 +320,9 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
             : record?.status === 'PROCESSING'
               ? record.leaseUntil
               : 0;
+        // A real wait, and the only one: the consumer is the real bundle in a process of its own,
+        // reading the real clock, and refuses a retry before its record's time (its backoff or
+        // lease), so no clock of ours can move it; the record says exactly how long, at most 5 s.
         const wait = Math.min(5_000, Math.max(0, (until ?? 0) - Date.now() + 5));
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       },
