@@ -235,14 +235,70 @@ const inbox: InboxConfig = {
   localOpenIndexShards: 4,
 };
 
+/**
+ * The delivery audit (`shared/audit/`): checks that every event the relay delivered has a
+ * record in the inbox of every consumer the rules route it to, walking the delivered outbox rows
+ * by `delivered_at` behind a cursor it keeps, a bounded number of pages per run.
+ */
+export interface AuditConfig {
+  /**
+   * Events delivered less than this long ago are not audited yet: the bus, a consumer's retries
+   * and a mark's commit all take a moment, and an event still on its way is not missing.
+   */
+  readonly graceSeconds: number;
+  /** Delivered events read per page: one outbox read and a BatchGetItem per 100 (event, consumer) keys. */
+  readonly pageSize: number;
+  /** Pages a run reads at most: a run's reads are bounded whatever the backlog (the next run goes on). */
+  readonly maxPagesPerRun: number;
+  /** Open findings a run checks again (checked longest ago first); those whose record has arrived are cleared. */
+  readonly recheckPerRun: number;
+  /**
+   * How long a run holds the audit's lease, renewed with every page: one run at a time whatever
+   * overlaps (a slow run and the next tick, Lambda's retry), and a run that dies blocks the
+   * next for at most this long.
+   */
+  readonly leaseSeconds: number;
+  /** Lambda timeout of the audit function: a run stops paging with a page's time to spare. */
+  readonly timeoutSeconds: number;
+  /** The local runtime only: how often it audits (on AWS the audit runs with the relay's safety sweep). */
+  readonly localPeriodSeconds: number;
+}
+
+const audit: AuditConfig = {
+  // A delivery reaches a consumer in well under a second, and Lambda's own retries of a failed
+  // invoke take a minute or two; five minutes is past both.
+  graceSeconds: 300,
+  pageSize: 1_000,
+  // 100,000 events a run at most: with prod's sweep every minute the audit keeps pace with
+  // about 1,600 approvals a second; a longer backlog (a sandbox, swept hourly, under load) is
+  // worked off by the following runs, and `GET /ops/audit` says how far behind it is.
+  maxPagesPerRun: 100,
+  recheckPerRun: 1_000,
+  leaseSeconds: 60,
+  timeoutSeconds: 300,
+  localPeriodSeconds: 60,
+};
+
 /** Alarm thresholds; both the CDK alarms and the local status page evaluate these. */
 export interface AlarmThresholds {
   readonly oldestPendingAgeSeconds: number;
   readonly deadEvents: number;
   readonly relayErrors: number;
-  readonly consumerDeadRecords: number;
+  /** DEAD inbox records, all consumers' together, from which `inbox-dead` alarms. */
+  readonly inboxDeadRecords: number;
+  /**
+   * `inbox-oldest-lease` alarms when some consumer's oldest `PROCESSING` attempt has held its
+   * record longer than this many inbox lease periods (`inboxHealthThresholds` turns it into seconds).
+   */
+  readonly oldestLeasePeriods: number;
+  /**
+   * `inbox-retry-age` alarms when some consumer's oldest `FAILED` record was first attempted
+   * longer ago than this share of `maxEventAgeSeconds` (the least of the consumers', for one alarm).
+   */
+  readonly retryAgeShare: number;
+  /** Delivered events the audit found missing from the consumers' inboxes, all together, from which `undelivered` alarms. */
+  readonly undeliveredEvents: number;
   readonly dlqMessages: number;
-  readonly failedInvocations: number;
   readonly periodSeconds: number;
   readonly evaluationPeriods: number;
   /** Of `evaluationPeriods`, how many must breach: a minute without a relay run is no evidence either way. */
@@ -264,12 +320,26 @@ const alarms: AlarmThresholds = {
   deadEvents: 1,
   /** Relay errors in one period. */
   relayErrors: 1,
-  /** Any dead inbox record of a consumer alarms, until it is redriven or expires. */
-  consumerDeadRecords: 1,
+  /** Any dead inbox record of any consumer alarms, until it is redriven or expires. */
+  inboxDeadRecords: 1,
+  /**
+   * A healthy attempt holds its record at most the consumer function's timeout (heartbeats
+   * renew a lease past one period); a killed one until Lambda's retry, a minute or two after it,
+   * takes the record over. Five lease periods is past both: a record held that long is stuck
+   * (a consumer killed on its last retry, or hung mid-effect), and nothing will take it over.
+   */
+  oldestLeasePeriods: 5,
+  /**
+   * A quarter of the day transient failures are retried for: a failure that outlasts the
+   * consumer's async retries on AWS already shows in its on-failure queue's alarm, so this is
+   * the backstop for a FAILED record nothing is retrying any more (its queued message deleted
+   * or expired), raised while three quarters of the budget are left to fix the cause.
+   */
+  retryAgeShare: 0.25,
+  /** Any delivered event missing from a consumer's inbox alarms, until it is redriven. */
+  undeliveredEvents: 1,
   /** Any message in a DLQ or on-failure destination alarms. */
   dlqMessages: 1,
-  /** Rule FailedInvocations in one period. */
-  failedInvocations: 1,
   periodSeconds: 60,
   evaluationPeriods: 5,
   datapointsToAlarm: 3,
@@ -304,6 +374,7 @@ export const topology = {
   ] as readonly RuleSpec[],
   relay,
   inbox,
+  audit,
   alarms,
 } as const;
 

@@ -4,6 +4,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { functionIdentity } from '../../shared/aws/function-identity';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
@@ -34,5 +35,7 @@ export const handler = createOpsApi({
     relayFunctionName: ops.relayFunctionName,
   }),
   nudger: new LambdaRelayNudger({ client: lambda, functionName: ops.relayFunctionName }),
+  // The stack's bus is in this function's account and Region.
+  bus: functionIdentity,
   logger,
 }).use(injectLambdaContext(logger, { resetKeys: true }));

@@ -5,9 +5,12 @@ import {
   consumerDimension,
   consumerEnv,
   consumerServiceName,
+  deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
 import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
+import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
@@ -20,6 +23,7 @@ import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
 import { ConsumerRetries } from './constructs/consumer-retries';
 import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
+import { DeliveryAudit } from './constructs/delivery-audit';
 import { EventFanout } from './constructs/event-fanout';
 import { InboxGauges } from './constructs/inbox-gauges';
 import { InboxTable } from './constructs/inbox-table';
@@ -57,6 +61,7 @@ export class PipelineStack extends Stack {
   /** The reviewer's and the operator's managed policies: who may call which routes. */
   public readonly access: ApiAccess;
   public readonly inboxGauges: InboxGauges;
+  public readonly audit: DeliveryAudit;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
   /** The consumers' retry queue, the function that retries them, and their dead letters. */
@@ -223,10 +228,18 @@ export class PipelineStack extends Stack {
     const alarmPrefix = alarmName(this.stackName, '');
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
-      alarmNames: Object.fromEntries(
-        consumerNames.map((c) => [c, alarmName(this.stackName, alarmIds.inboxDead(c))]),
-      ) as Record<ConsumerName, string>,
+      alarmNames: Object.fromEntries(inboxGaugeAlarmIds().map((id) => [id, alarmName(this.stackName, id)])),
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
+      ...common,
+    });
+
+    // On the relay's sweep schedule: one wake of an idle Aurora per period for both.
+    this.audit = new DeliveryAudit(this, 'DeliveryAudit', {
+      database: this.database.access('audit'),
+      inbox: this.inbox,
+      audit: topology.audit,
+      schedule: this.relay.schedule,
+      alarmNames: { [alarmIds.undelivered]: alarmName(this.stackName, alarmIds.undelivered) },
       ...common,
     });
 
@@ -236,15 +249,21 @@ export class PipelineStack extends Stack {
       dimensions: {
         relay: { service: relayServiceName },
         consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
-        inboxGauge: (name) => ({ service: inboxGaugesServiceName, [consumerDimension]: name }),
+        inboxGauge: (name) => ({
+          service: inboxGaugesServiceName,
+          ...(name === undefined ? {} : { [consumerDimension]: name }),
+        }),
+        audit: (name) => ({
+          service: deliveryAuditServiceName,
+          ...(name === undefined ? {} : { [consumerDimension]: name }),
+        }),
       },
       relayFunction: this.relay.function,
       gaugesFunction: this.inboxGauges.function,
+      inboxThresholds: inboxHealthThresholds(topology),
+      auditFunction: this.audit.function,
       relaySweep,
-      consumers: consumerNames,
       queues,
-      bus: this.fanout.bus,
-      rules,
       email: settings.alarmEmail,
       removalPolicy,
     });
@@ -281,6 +300,8 @@ export class PipelineStack extends Stack {
           rules,
           api: this.tasksApi.api,
           alarms: this.alarms.all,
+          inboxThresholds: inboxHealthThresholds(topology),
+          auditFunction: this.audit.function,
         })
       : undefined;
 

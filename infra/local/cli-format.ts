@@ -44,7 +44,8 @@ export function duration(seconds: number): string {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A finite number from a JSON value, 0 for anything else. */
+export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const record = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
 
@@ -63,6 +64,8 @@ export function formatStatus(raw: unknown, p: Paint): string {
   const consumers = record(s.consumers);
   const effects = record(s.effects);
   const alarms = record(s.alarms);
+  const audit = record(s.audit);
+  const undelivered = record(audit.undelivered);
   const out: string[] = [];
   out.push(
     `tasks         ${Object.entries(tasks)
@@ -76,19 +79,34 @@ export function formatStatus(raw: unknown, p: Paint): string {
     `relay         last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
   );
   out.push(`dead letters  ${num(s.deadLetters)}`);
+  out.push(
+    `audit         last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
+  );
   out.push('');
+  // One alarm watches each age for every consumer: the consumer whose age sets it off is painted.
+  const largest = (key: string) => Math.max(0, ...Object.values(consumers).map((c) => num(record(c)[key])));
+  const flagged = (value: unknown, key: string, alarm: string) => {
+    const text = typeof value === 'number' ? duration(value) : '-';
+    return alarms[alarm] === 'ALARM' && typeof value === 'number' && value >= largest(key)
+      ? p.alarm(text)
+      : text;
+  };
   out.push(
     table(
-      ['inbox', 'processed', 'in progress', 'failed', 'dead'],
+      ['inbox', 'processed', 'in progress', 'failed', 'dead', 'oldest lease', 'retry age', 'undelivered'],
       Object.entries(consumers).map(([name, c]) => {
         const r = record(c);
         const dead = num(r.dead);
+        const missing = num(undelivered[name]);
         return [
           name,
           String(num(r.processed)),
           String(num(r.inProgress)),
           String(num(r.failed)),
           dead > 0 ? p.alarm(String(dead)) : String(dead),
+          flagged(r.oldestLeaseSeconds, 'oldestLeaseSeconds', 'inbox-oldest-lease'),
+          flagged(r.oldestRetryAgeSeconds, 'oldestRetryAgeSeconds', 'inbox-retry-age'),
+          missing > 0 ? p.alarm(String(missing)) : String(missing),
         ];
       }),
     ),
@@ -212,6 +230,44 @@ export function formatInboxDead(consumer: string, list: readonly unknown[]): str
       ];
     }),
   );
+}
+
+/** `GET /ops/audit` as the `audit` command prints it: where the walk is, then what is missing. */
+export function formatAudit(raw: unknown): string {
+  const a = record(raw);
+  const cursor = record(a.cursor);
+  const undelivered = record(a.undelivered);
+  const findings = Array.isArray(a.findings) ? (a.findings as unknown[]) : [];
+  const total = Object.values(undelivered).reduce<number>((n, v) => n + num(v), 0);
+  const out = [
+    `last run      ${typeof a.lastRunAt === 'string' ? `${a.lastRunAt} (${num(a.lastRunAudited)} events)` : 'never'}`,
+    `audited       ${num(a.audited)} events, up to ${typeof cursor.deliveredAt === 'string' ? `delivered ${cursor.deliveredAt}` : 'none yet'}   behind ${duration(num(a.behindSeconds))}`,
+    `undelivered   ${Object.entries(undelivered)
+      .map(([c, n]) => `${c} ${num(n)}`)
+      .join('   ')}`,
+    '',
+  ];
+  if (total === 0) {
+    out.push('every audited event reached every consumer its rules route it to');
+    return out.join('\n');
+  }
+  out.push(
+    table(
+      ['event', 'consumer', 'delivered at', 'found at', 're-sent'],
+      findings.map((raw) => {
+        const f = record(raw);
+        return [
+          cell(f.eventId),
+          cell(f.consumer),
+          cell(f.deliveredAt),
+          cell(f.foundAt),
+          f.redrivenAt ? `${cell(f.redrivenAt)} (${num(f.redrives)}x)` : '-',
+        ];
+      }),
+    ),
+  );
+  if (findings.length < total) out.push(`(the first ${findings.length} of ${total})`);
+  return out.join('\n');
 }
 
 /** Bus dead letters as `dead-letters` lists them. */

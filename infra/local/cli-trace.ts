@@ -1,5 +1,5 @@
+import { matchesPattern } from '../../shared/events/event-pattern';
 import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
-import { matchesPattern } from './event-pattern';
 
 /** Every consumer of the topology, in its declared order (the column order of traces and tables). */
 export { consumerNames };

@@ -9,12 +9,14 @@ import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@
 import { uuidPattern } from '../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
 import {
+  formatAudit,
   formatDeadLetters,
   formatInboxDead,
   formatOutboxDead,
   formatStatus,
   formatTaskTrace,
   inboxEventId,
+  num,
   type Paint,
   paint,
 } from './cli-format';
@@ -128,6 +130,8 @@ interface Command {
   readonly summary: string;
   /** Options of which at most one may be given, shown as `[--a <x> | --b]`. */
   readonly oneOf?: readonly OptionName[];
+  /** String options whose value may be left out (`--redrive` alone), shown as `--a [<x>]`: the value is then ''. */
+  readonly valueOptional?: readonly OptionName[];
   /** Needs a deployed stack (`--stack`) rather than any pipeline URL. */
   readonly needsStack?: boolean;
   /** Names of the positional arguments after the command words. */
@@ -257,6 +261,63 @@ const commands: readonly Command[] = [
     },
   },
   {
+    words: ['audit'],
+    summary:
+      "delivered events missing from a consumer's inbox\n(the delivery audit's findings); --redrive\nre-sends them all, --redrive <eventId> one event's",
+    positionals: [],
+    options: ['consumer', 'redrive'],
+    valueOptional: ['redrive'],
+    async run(ctx) {
+      const { consumer, redrive } = ctx.values;
+      if (consumer !== undefined && !(consumerNames as string[]).includes(consumer)) {
+        throw new CliError('usage', `unknown consumer "${consumer}"; one of ${consumerNames.join(', ')}`);
+      }
+      if (redrive === undefined) {
+        const query = consumer === undefined ? '' : `?consumer=${encodeURIComponent(consumer)}`;
+        const listing = await ctx.client.get(`/ops/audit${query}`);
+        print(ctx, formatAudit(listing), listing);
+        return;
+      }
+      const later = 'they stay listed until the next audit run finds their records';
+      if (redrive !== '') {
+        if (!uuidPattern.test(redrive)) throw new CliError('usage', `event id "${redrive}" is not a UUID`);
+        const result = await ctx.client.post<{ redriven: number }>('/ops/audit/redrive', {
+          eventId: redrive,
+          ...(consumer === undefined ? {} : { consumer }),
+        });
+        print(ctx, `re-sent ${redrive} to ${result.redriven} consumer(s); ${later}`, {
+          id: redrive,
+          ...result,
+        });
+        return;
+      }
+      if (consumer !== undefined) {
+        throw new CliError(
+          'usage',
+          'audit --redrive re-sends every finding; --consumer goes with --redrive <eventId>',
+        );
+      }
+      // A long redrive answers `complete: false` before its deadline: ask again until it is done.
+      let redriven = 0;
+      let skipped = 0;
+      for (;;) {
+        const pass = await ctx.client.post<{ redriven?: number; skipped?: number; complete?: boolean }>(
+          '/ops/audit/redrive',
+          { all: true },
+        );
+        redriven += num(pass.redriven);
+        skipped += num(pass.skipped);
+        if (pass.complete !== false) break;
+        ctx.io.stderr.write(`re-sent ${redriven} so far\n`);
+      }
+      const human =
+        redriven + skipped === 0
+          ? 'nothing to re-send (or all re-sent within the grace period and still on their way)'
+          : `re-sent ${redriven} missing deliveries${skipped > 0 ? ` (${skipped} skipped: their events are no longer in the outbox)` : ''}; ${later}`;
+      print(ctx, human, { redriven, skipped });
+    },
+  },
+  {
     words: ['alarms', 'test'],
     summary:
       'with --stack: set one alarm to ALARM\n(default relay-errors) to check that its\nnotification reaches you',
@@ -348,25 +409,27 @@ const commands: readonly Command[] = [
   },
 ];
 
-/** One option as a command line shows it: `--title <t>`, or `--all` for a flag. */
-function optionUsage(option: OptionName): string {
+/** One option as a command line shows it: `--title <t>`, `--redrive [<id>]` when the value may be left out, or `--all` for a flag. */
+function optionUsage(option: OptionName, valueOptional = false): string {
   const arg = optionHelp[option].arg;
-  return arg === undefined ? `--${option}` : `--${option} <${arg}>`;
+  if (arg === undefined) return `--${option}`;
+  return valueOptional ? `--${option} [<${arg}>]` : `--${option} <${arg}>`;
 }
 
 /** A command's line in `--help`: its words, positionals, required options, then the optional ones. */
 export function commandUsage(command: Command): string {
   const required = command.required ?? [];
   const oneOf = command.oneOf ?? [];
+  const usageOf = (o: OptionName) => optionUsage(o, command.valueOptional?.includes(o) ?? false);
   const parts = [
     ...command.words,
     ...command.positionals.map((p) => `<${p}>`),
-    ...required.map(optionUsage),
+    ...required.map(usageOf),
     ...command.options
       .filter((o) => !required.includes(o) && !oneOf.includes(o))
-      .map((o) => `[${optionUsage(o)}]`),
+      .map((o) => `[${usageOf(o)}]`),
   ];
-  if (oneOf.length > 0) parts.push(`[${oneOf.map(optionUsage).join(' | ')}]`);
+  if (oneOf.length > 0) parts.push(`[${oneOf.map(usageOf).join(' | ')}]`);
   return parts.join(' ');
 }
 
@@ -523,10 +586,19 @@ function baseUrl(values: Values, env: CliIo['env']): string {
   return url.href.replace(/\/+$/, '');
 }
 
+/** Options that may stand alone (`audit --redrive`): given so, their value is ''. */
+const valueOptional: ReadonlySet<string> = new Set(
+  commands.flatMap((c) => (c.valueOptional ?? []).map((o) => `--${o}`)),
+);
+
 function parse(argv: readonly string[]): { values: Values; positionals: string[] } {
+  // `--redrive` last or before another option: parseArgs would call its value missing.
+  const args = argv.map((a, i) =>
+    valueOptional.has(a) && (i === argv.length - 1 || argv[i + 1]?.startsWith('-')) ? `${a}=` : a,
+  );
   try {
     const { values, positionals } = parseArgs({
-      args: [...argv],
+      args,
       options: optionSpec,
       allowPositionals: true,
       strict: true,

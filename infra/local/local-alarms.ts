@@ -1,3 +1,4 @@
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
@@ -8,6 +9,10 @@ export interface AlarmInputs {
   readonly outbox: OutboxStats;
   readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
   readonly deadLetters: number;
+  /** Delivered events the audit found missing, per consumer. */
+  readonly undelivered: Readonly<Record<ConsumerName, number>>;
+  /** Failed runs of the local delivery audit since start. */
+  readonly auditErrors: number;
   readonly relayErrors: number;
   readonly relayLastRunAt: Date | undefined;
   readonly now: Date;
@@ -37,9 +42,20 @@ export function evaluateAlarms(
     [alarmIds.relayErrors]: state(input.relayErrors >= thresholds.relayErrors),
     [alarmIds.relaySilent]: state(input.now.getTime() - lastSign.getTime() > silentAfterMs),
     [alarmIds.deadLetters]: state(input.deadLetters >= thresholds.dlqMessages),
+    [alarmIds.auditErrors]: state(input.auditErrors >= 1),
   };
-  for (const [name, counts] of Object.entries(input.consumers)) {
-    alarms[alarmIds.inboxDead(name)] = state(counts.dead >= thresholds.consumerDeadRecords);
-  }
+  const figures = Object.values(input.consumers);
+  const limits = inboxHealthThresholds({ alarms: thresholds, consumers: topology.consumers });
+  // One alarm each for every consumer, as on AWS (the sum of DEAD records, the largest age
+  // against the threshold); the status's per-consumer figures say whose.
+  alarms[alarmIds.inboxDead] = state(figures.reduce((n, c) => n + c.dead, 0) >= thresholds.inboxDeadRecords);
+  alarms[alarmIds.inboxOldestLease] = state(
+    figures.some((c) => (c.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds),
+  );
+  alarms[alarmIds.inboxRetryAge] = state(
+    figures.some((c) => (c.oldestRetryAgeSeconds ?? 0) > limits.retryAgeSeconds),
+  );
+  const undelivered = Object.values(input.undelivered).reduce((n, v) => n + v, 0);
+  alarms[alarmIds.undelivered] = state(undelivered >= thresholds.undeliveredEvents);
   return alarms;
 }

@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { assertValidRules } from '../../shared/events/event-pattern';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import type { BusCounters, BusDeadLetter, BusEvent } from './bus/bus-types';
 import { DeadLetterFile } from './bus/dead-letters';
 import { BusJournal } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
-import { assertValidRules } from './event-pattern';
 import type { FaultInjector } from './faults';
 
 export type { BusDeadLetter, BusEvent } from './bus/bus-types';
@@ -28,6 +28,13 @@ export interface LocalBusOptions {
   readonly deliveryDelayMs?: (consumer: ConsumerName) => number;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
   readonly random?: () => number;
+  /**
+   * How long a dead letter of `consumer` is kept before it expires, as an SQS queue drops a
+   * message after its retention period (`deadLetterRetentionSeconds`); kept for ever by default.
+   */
+  readonly deadLetterRetentionMs?: (consumer: ConsumerName) => number;
+  /** Epoch ms of the bus's own bookkeeping (delivery ages, dead-letter times); `Date.now` by default. */
+  readonly clock?: () => number;
 }
 
 /**
@@ -44,6 +51,9 @@ export interface LocalBusOptions {
 export class LocalBus {
   readonly counters: BusCounters = { accepted: 0, rejected: 0, delivered: 0, retried: 0, deadLettered: 0 };
   endpoint = '';
+  /** The rules as deployed, each enabled or not: the topology's at start, then as changed by hand. */
+  private rules: { spec: RuleSpec; enabled: boolean }[];
+  private readonly clock: () => number;
   private readonly journal: BusJournal;
   private readonly dead: DeadLetterFile;
   private readonly dispatch: TargetDispatch;
@@ -51,6 +61,8 @@ export class LocalBus {
   private redriving: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: LocalBusOptions) {
+    this.rules = options.rules.map((spec) => ({ spec, enabled: true }));
+    this.clock = options.clock ?? Date.now;
     const log = (message: string, extra?: Record<string, unknown>) => options.log?.(message, extra);
     this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), (err) =>
       log('a journal line was not written: its target is delivered again after a restart', {
@@ -64,6 +76,7 @@ export class LocalBus {
       concurrency: options.concurrency,
       deliveryDelayMs: options.deliveryDelayMs,
       random: options.random,
+      clock: this.clock,
       journal: this.journal,
       deadLetters: this.dead,
       counters: this.counters,
@@ -71,7 +84,8 @@ export class LocalBus {
     });
     this.putEvents = new PutEventsEndpoint({
       busName: options.busName,
-      rules: options.rules,
+      rules: () => this.rules.filter((r) => r.enabled).map((r) => r.spec),
+      clock: this.clock,
       maxRequestBytes: options.maxRequestBytes,
       faults: options.faults,
       counters: this.counters,
@@ -103,9 +117,56 @@ export class LocalBus {
     await this.journal.close();
   }
 
-  /** Dead letters, oldest first (this run's and earlier runs'). */
+  /**
+   * Dead letters, oldest first (this run's and earlier runs'), but those past their queue's
+   * retention: those are gone, as SQS deletes a message once its retention period is over.
+   */
   deadLetters(): readonly BusDeadLetter[] {
+    const retention = this.options.deadLetterRetentionMs;
+    if (retention) {
+      const expired = this.dead.expire((d) => Date.parse(d.deadAt) + retention(d.consumer) <= this.clock());
+      for (const d of expired) {
+        this.options.log?.('a dead letter expired (its queue kept it as long as SQS keeps a message)', {
+          consumer: d.consumer,
+          eventId: d.id,
+          deadAt: d.deadAt,
+        });
+      }
+    }
     return this.dead.all;
+  }
+
+  /**
+   * EventBridge's DisableRule, as a person may run it in the console: the rule routes nothing
+   * until enabled again. What the delivery audit exists to notice. False when there is no such rule.
+   */
+  disableRule(name: string): boolean {
+    return this.setEnabled(name, false);
+  }
+
+  /** EventBridge's EnableRule: the rule routes again (what it missed meanwhile stays missed). */
+  enableRule(name: string): boolean {
+    return this.setEnabled(name, true);
+  }
+
+  /**
+   * EventBridge's PutRule and PutTargets together, as a hand edit: the rule of this name gets
+   * this pattern and these targets (added when there is none), enabled. Refused like PutRule
+   * refuses a pattern EventBridge would not take.
+   */
+  putRule(spec: RuleSpec): void {
+    assertValidRules([spec]);
+    const existing = this.rules.find((r) => r.spec.name === spec.name);
+    if (existing) {
+      existing.spec = spec;
+      existing.enabled = true;
+    } else this.rules.push({ spec, enabled: true });
+  }
+
+  private setEnabled(name: string, enabled: boolean): boolean {
+    const rule = this.rules.find((r) => r.spec.name === name);
+    if (rule) rule.enabled = enabled;
+    return rule !== undefined;
   }
 
   /** Deliveries not yet finished (in flight or waiting for a retry). */
@@ -129,7 +190,7 @@ export class LocalBus {
       // writes then leaves a duplicate, never a loss.
       await this.journal.recordEvents([{ event: letter.event, targets: [target] }]);
       this.dead.remove(letter);
-      this.dispatch.schedule({ event: letter.event, ...target, firstAttemptAt: Date.now() });
+      this.dispatch.schedule({ event: letter.event, ...target, firstAttemptAt: this.clock() });
       return true;
     });
     this.redriving = redriven.catch(() => false);
@@ -140,7 +201,7 @@ export class LocalBus {
   async redeliver(consumer: ConsumerName, event: BusEvent): Promise<void> {
     const target = { rule: 'redrive', consumer };
     await this.journal.recordEvents([{ event, targets: [target] }]);
-    this.dispatch.schedule({ event, ...target, firstAttemptAt: Date.now() });
+    this.dispatch.schedule({ event, ...target, firstAttemptAt: this.clock() });
   }
 
   // What PutEvents accepted: durable first, then on its way.

@@ -13,7 +13,7 @@ import type { ConsumerEffect } from '../../shared/effects/effect';
 import { FileNotifier, type Notifier, notifyEffect } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import type { InboxStore } from '../../shared/inbox/inbox-store';
+import type { InboxPresence, InboxStore } from '../../shared/inbox/inbox-store';
 import type { EffectCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
@@ -32,8 +32,8 @@ const invocationTimeoutMs = 10_000;
 /** The consumer side of the local runtime, as the bus and the ops API use it. */
 export interface LocalConsumers {
   readonly dynamo: LocalDynamo;
-  /** The consumers' inbox table, for the ops API (the same table every consumer writes). */
-  readonly inbox: InboxStore;
+  /** The consumers' inbox table, for the ops API and the delivery audit (the same table every consumer writes). */
+  readonly inbox: InboxStore & InboxPresence;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
   /** What the effects did: maintained counters (LocalCounters), never a scan or a listing. */
   effectCounts(): Promise<EffectCounts>;

@@ -1,7 +1,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SqlClient } from '../../shared/db/sql-client';
+import { localBusIdentity } from '../../shared/events/bus-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
+import type { AuditRunner } from './audit-runner';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
 import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
@@ -14,6 +16,9 @@ export interface LocalOpsApiDeps {
   readonly consumers: LocalConsumers;
   readonly bus: LocalBus;
   readonly relay: RelayRunner;
+  readonly audit: AuditRunner;
+  /** The audit's grace period here (the topology's, or a test's). */
+  readonly auditGraceSeconds: number;
   /** When the runtime started: the relay-silence alarm waits one sweep from here. */
   readonly startedAt: Date;
   readonly sweepMs: number;
@@ -21,7 +26,7 @@ export interface LocalOpsApiDeps {
 
 /**
  * The shared ops API (the same routes and JSON as on AWS) over the local runtime: the bus's dead
- * letters and re-delivery, the consumers' inbox and effect counts, the relay runner's health.
+ * letters and re-delivery, the consumers' inbox and effect counts, the relay's and the audit's health.
  */
 export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
   const { db, consumers, bus, relay } = deps;
@@ -30,10 +35,12 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     inbox: consumers.inbox,
     deadLetters: new BusDeadLetters(bus),
     redelivery: new BusRedelivery(bus),
-    health: new LocalHealth(relay, deps.startedAt, deps.sweepMs),
+    health: new LocalHealth(relay, deps.audit, deps.startedAt, deps.sweepMs),
     nudger: relay,
     effects: () => consumers.effectCounts(),
     processedCount: (consumer) => consumers.processedCount(consumer),
+    bus: () => localBusIdentity,
+    auditGraceSeconds: deps.auditGraceSeconds,
     logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
   });
 }

@@ -13,6 +13,7 @@ import type {
   StatusFigures,
 } from '../../shared/ops/ops-ports';
 import type { ConsumerName } from '../../shared/topology';
+import type { AuditRunner } from './audit-runner';
 import { evaluateAlarms } from './local-alarms';
 import type { BusEvent, LocalBus } from './local-bus';
 import type { RelayRunner } from './relay-runner';
@@ -49,10 +50,11 @@ export class BusRedelivery implements ConsumerRedelivery {
   }
 }
 
-/** The topology's alarms evaluated on the figures the status page just read, and the relay runner's record. */
+/** The topology's alarms evaluated on the figures the status page just read, and the relay's and the audit's runners' records. */
 export class LocalHealth implements PipelineHealth {
   constructor(
     private readonly runner: RelayRunner,
+    private readonly audit: Pick<AuditRunner, 'errors'>,
     private readonly startedAt: Date,
     private readonly sweepMs: number,
   ) {}
@@ -61,6 +63,7 @@ export class LocalHealth implements PipelineHealth {
     return evaluateAlarms({
       ...figures,
       relayErrors: this.runner.errors,
+      auditErrors: this.audit.errors,
       relayLastRunAt: this.runner.lastRunAt,
       now: new Date(),
       startedAt: this.startedAt,

@@ -4,6 +4,8 @@ import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { DeliveryAuditStore } from '../../shared/audit/audit-store';
+import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { consumerServiceName } from '../../shared/consumers/contract';
 import { migrate } from '../../shared/db/migrate';
 import { PgSqlClient } from '../../shared/db/pg-client';
@@ -18,6 +20,7 @@ import {
 import type { SqlClient } from '../../shared/db/sql-client';
 import type { SnapshotArchive } from '../../shared/effects/archive';
 import type { Notifier } from '../../shared/effects/notify';
+import { localBusIdentity } from '../../shared/events/bus-event';
 import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
@@ -27,7 +30,8 @@ import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
-import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import { type AuditConfig, type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import { AuditRunner } from './audit-runner';
 import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
@@ -64,6 +68,16 @@ export interface RuntimeOptions {
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
   /** Where a benchmark puts the cloud's latencies in (bench/support/latency-seams.ts); none by default. */
   readonly seams?: RuntimeSeams;
+  /**
+   * The delivery audit: how often it runs (`topology.audit.localPeriodSeconds` by default) and
+   * settings over the topology's (a test shortens the grace period and runs it itself).
+   */
+  readonly audit?: { readonly periodMs?: number; readonly settings?: Partial<AuditConfig> };
+  /**
+   * The bus's clock for its own bookkeeping (delivery ages, dead-letter expiry): `Date.now` by
+   * default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
+   */
+  readonly busClock?: () => number;
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -116,6 +130,8 @@ export interface Runtime {
   readonly bus: LocalBus;
   readonly consumers: LocalConsumers;
   readonly relay: RelayRunner;
+  /** The delivery audit, run on its period; `audit.run()` runs it now. */
+  readonly audit: AuditRunner;
   status(): Promise<OpsStatus>;
   /** Graceful stop: stop claiming, settle what is in flight, stop services. Committed data stays. */
   stop(): Promise<void>;
@@ -191,7 +207,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await setRolePasswords(db, logins);
     const roleClients = new Map<FunctionRole, SqlClient>();
     const connections: Record<FunctionRole, number> = {
-      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4 },
+      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4, audit: 2 },
       ...seams.connections,
     };
     for (const login of logins) {
@@ -234,6 +250,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       invoke: (consumer: ConsumerName, event) => consumerInvoke[consumer](event),
       deliveryDelayMs: seams.deliveryDelayMs,
       concurrency: seams.consumerConcurrency,
+      // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
+      deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
+      clock: options.busClock,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -308,7 +327,37 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         caller: localHeaderCaller,
       }),
     );
-    const opsApi = createLocalOpsApi({ db: dbAs('ops'), consumers, bus, relay, startedAt, sweepMs });
+    // The delivery audit as its own role, over the consumers' inbox, on its period.
+    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
+    const auditStore = new DeliveryAuditStore(dbAs('audit'));
+    const audit = new AuditRunner({
+      run: () => {
+        // Bounded as the Lambda is, by its timeout.
+        const deadline = Date.now() + auditSettings.timeoutSeconds * 1_000;
+        return runDeliveryAudit({
+          store: auditStore,
+          inbox: consumers.inbox,
+          bus: localBusIdentity,
+          settings: auditSettings,
+          remainingMs: () => deadline - Date.now(),
+        });
+      },
+      periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
+      onError: (err) => log('delivery audit run failed', { error: String(err) }),
+    });
+    audit.start();
+    stack.push(() => audit.stop());
+
+    const opsApi = createLocalOpsApi({
+      db: dbAs('ops'),
+      consumers,
+      bus,
+      relay,
+      audit,
+      auditGraceSeconds: auditSettings.graceSeconds,
+      startedAt,
+      sweepMs,
+    });
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
       port: options.port,
@@ -333,6 +382,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       bus,
       consumers,
       relay,
+      audit,
       status: () => readOpsStatus(opsApi),
       stop: teardown,
     };

@@ -38,11 +38,26 @@ export const inboxGaugesServiceName = 'inbox-gauges';
 
 /**
  * The gauges the inbox-gauges function emits on its schedule, per consumer (dimension
- * `Consumer`): how many DEAD records are there now. Its alarm stays in ALARM until the records
- * are redriven or expire, unlike the per-invocation `InboxDeadRecords` count.
+ * `Consumer`): DEAD and FAILED records now, and the age in seconds of the oldest `PROCESSING`
+ * lease and of the oldest `FAILED` record's first attempt (0 when there is none). A gauge stays
+ * at its value until the next one, unlike the per-invocation `InboxDeadRecords` count.
  */
 export const inboxGaugeMetricNames = {
   dead: 'DeadRecordsInInbox',
+  failed: 'FailedRecordsInInbox',
+  oldestLease: 'OldestLeaseSeconds',
+  retryAge: 'OldestRetryAgeSeconds',
+} as const;
+
+/** Powertools service name of the delivery audit function. */
+export const deliveryAuditServiceName = 'delivery-audit';
+
+/**
+ * What the delivery audit emits after each run, per consumer (dimension `Consumer`): delivered
+ * events it found missing from the consumer's inbox and not found since (a gauge).
+ */
+export const auditMetricNames = {
+  undelivered: 'UndeliveredToConsumer',
 } as const;
 
 /** Powertools service name of the consumer retries function (`shared/consumers/retries.ts`). */

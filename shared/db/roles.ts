@@ -1,10 +1,12 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { functionRoles } from './migrations/0002-function-roles';
+import { functionRoles as firstRoles } from './migrations/0002-function-roles';
+import { auditRole } from './migrations/0008-delivery-audit';
 import type { SqlClient } from './sql-client';
 
-export { functionRoles };
+/** The database role of each function, as the append-only migrations created them (0002, 0008). */
+export const functionRoles = { ...firstRoles, ...auditRole } as const;
 
-/** Which function a database role belongs to (`relay`, `tasksApi`, `archive`, `ops`). */
+/** Which function a database role belongs to (`relay`, `tasksApi`, `archive`, `ops`, `audit`). */
 export type FunctionRole = keyof typeof functionRoles;
 
 /** The PostgreSQL role name of each function (the names migration 0002 creates). */

@@ -28,11 +28,13 @@ import type {
   InboxFailure,
   InboxKey,
   InboxPage,
+  InboxPresence,
   InboxRecord,
   InboxStatus,
   InboxStore,
   NewInboxRecord,
-  OpenCounts,
+  OpenFigure,
+  OpenFigures,
   PoisonRecord,
 } from './inbox-store';
 import { inboxDefaults } from './settings';
@@ -225,7 +227,7 @@ export interface DynamoInboxStoreOptions {
  * for ReturnValuesOnConditionCheckFailure, which dynalite ignores, so it falls back to a
  * GetItem when a failed condition comes back without the item.
  */
-export class DynamoInboxStore implements InboxStore {
+export class DynamoInboxStore implements InboxStore, InboxPresence {
   private readonly doc: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly maxEventBytes: number;
@@ -476,24 +478,54 @@ export class DynamoInboxStore implements InboxStore {
   }
 
   /**
-   * One Query per shard and status, in parallel, each counting (`Select: COUNT`) its key value's
-   * entries page by page: the cost is the open records' number, never the history's.
+   * Per status and shard, in parallel: one Query with `Limit: 1` reads the shard's oldest entry
+   * (the index sorts by the time each figure ages from), and only a shard that has more goes on
+   * counting (`Select: COUNT`) from there, page by page. An empty shard costs one Query, as a
+   * count alone would: the cost is the open records' number, never the history's.
    */
-  async openCounts(consumer: string): Promise<OpenCounts> {
-    const countKey = async (value: string) => {
-      let n = 0;
-      let start: Record<string, unknown> | undefined;
-      do {
+  async openFigures(consumer: string): Promise<OpenFigures> {
+    const sortKey = inboxTableSchema.openIndex.sortKey;
+    const shard = async (value: string): Promise<OpenFigure> => {
+      const first = await this.queryOpen(consumer, value, { limit: 1 });
+      const oldest = (first.Items?.[0] as Item | undefined)?.[sortKey];
+      let count = first.Items?.length ?? 0;
+      let start = first.LastEvaluatedKey;
+      while (start) {
         const page = await this.queryOpen(consumer, value, { start, count: true });
-        n += page.Count ?? 0;
+        count += page.Count ?? 0;
         start = page.LastEvaluatedKey;
-      } while (start);
-      return n;
+      }
+      return { count, oldestSince: oldest === undefined ? null : openSinceTime(oldest) };
     };
-    const count = async (status: OpenStatus) =>
-      (await Promise.all(openKeys(consumer, status, this.shards).map(countKey))).reduce((a, b) => a + b, 0);
-    const [processing, failed, dead] = await Promise.all(openStatuses.map(count));
-    return { PROCESSING: processing ?? 0, FAILED: failed ?? 0, DEAD: dead ?? 0 };
+    const status = async (s: OpenStatus): Promise<OpenFigure> =>
+      mergeFigures(await Promise.all(openKeys(consumer, s, this.shards).map(shard)));
+    const [processing, failed, dead] = await Promise.all(openStatuses.map(status));
+    return { PROCESSING: processing as OpenFigure, FAILED: failed as OpenFigure, DEAD: dead as OpenFigure };
+  }
+
+  /**
+   * BatchGetItem of the keys, 100 a request and a few requests at once, eventually consistent
+   * (half the read units of a consistent read; the audit looks at events delivered minutes
+   * ago), projecting the key only. Keys left unprocessed are asked again.
+   */
+  async present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>> {
+    const wanted = [...new Set(keys.map(recordKey))];
+    const found = new Set<string>();
+    const batches: string[][] = [];
+    for (let i = 0; i < wanted.length; i += batchGetLimit) batches.push(wanted.slice(i, i + batchGetLimit));
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length) {
+        const batch = batches[next++] as string[];
+        const items = await this.batchGet(
+          batch.map((pk) => ({ [inboxTableSchema.partitionKey]: pk })),
+          { consistent: false, keysOnly: true },
+        );
+        for (const pk of items.keys()) found.add(pk);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(presenceConcurrency, batches.length) }, worker));
+    return found;
   }
 
   /**
@@ -560,25 +592,48 @@ export class DynamoInboxStore implements InboxStore {
   private async getMany(keys: readonly Pick<Item, 'pk'>[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
     for (let i = 0; i < keys.length; i += batchGetLimit) {
-      let pending: Record<string, unknown>[] = keys.slice(i, i + batchGetLimit);
-      for (let round = 0; pending.length > 0; round++) {
-        if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
-        if (round >= batchGetRounds) {
-          throw storeError('batchGet', { consumer: '*', eventId: '*' }, new Error('keys left unprocessed'));
-        }
-        const request = pending;
-        const output = await this.call('batchGet', { consumer: '*', eventId: '*' }, () =>
-          this.doc.send(
-            new BatchGetCommand({
-              RequestItems: { [this.table]: { Keys: request, ConsistentRead: true } },
-            }),
-          ),
-        );
-        for (const item of (output.Responses?.[this.table] ?? []) as Item[]) {
-          found.set(item[inboxTableSchema.partitionKey], item);
-        }
-        pending = output.UnprocessedKeys?.[this.table]?.Keys ?? [];
+      for (const [pk, item] of await this.batchGet(keys.slice(i, i + batchGetLimit), { consistent: true })) {
+        found.set(pk, item);
       }
+    }
+    return found;
+  }
+
+  /** One BatchGetItem of at most 100 keys, asked again for what comes back unprocessed. */
+  private async batchGet(
+    keys: readonly Record<string, unknown>[],
+    options: { readonly consistent: boolean; readonly keysOnly?: boolean },
+  ): Promise<Map<string, Item>> {
+    const found = new Map<string, Item>();
+    let pending: Record<string, unknown>[] = [...keys];
+    for (let round = 0; pending.length > 0; round++) {
+      if (round > 0) await sleep(Math.min(1_000, 25 * 2 ** round));
+      if (round >= batchGetRounds) {
+        throw storeError('batchGet', { consumer: '*', eventId: '*' }, new Error('keys left unprocessed'));
+      }
+      const request = pending;
+      const output = await this.call('batchGet', { consumer: '*', eventId: '*' }, () =>
+        this.doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [this.table]: {
+                Keys: request,
+                ConsistentRead: options.consistent,
+                ...(options.keysOnly
+                  ? {
+                      ProjectionExpression: '#pk',
+                      ExpressionAttributeNames: { '#pk': inboxTableSchema.partitionKey },
+                    }
+                  : {}),
+              },
+            },
+          }),
+        ),
+      );
+      for (const item of (output.Responses?.[this.table] ?? []) as Item[]) {
+        found.set(item[inboxTableSchema.partitionKey], item);
+      }
+      pending = output.UnprocessedKeys?.[this.table]?.Keys ?? [];
     }
     return found;
   }
@@ -766,6 +821,20 @@ function indexValues(k: InboxKey, status: OpenStatus, at: number, shards: number
 
 /** Keys per BatchGetItem request: DynamoDB takes at most 100. */
 const batchGetLimit = 100;
+/** BatchGetItem requests of one presence check in flight at once. */
+const presenceConcurrency = 8;
+
+/** The figure of one status over all its shards: the counts added, the oldest of the oldest. */
+export function mergeFigures(shards: readonly OpenFigure[]): OpenFigure {
+  let count = 0;
+  let oldestSince: number | null = null;
+  for (const s of shards) {
+    count += s.count;
+    if (s.oldestSince !== null && (oldestSince === null || s.oldestSince < oldestSince))
+      oldestSince = s.oldestSince;
+  }
+  return { count, oldestSince };
+}
 /** Requests for one batch before its unprocessed keys count as a failure (each after a longer pause). */
 const batchGetRounds = 8;
 

@@ -91,8 +91,23 @@ export interface PoisonRecord extends InboxKey {
   readonly expiresAt: number;
 }
 
-/** Counts of one consumer's records in the states an operator watches (all but `PROCESSED`). */
-export type OpenCounts = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, number>>;
+/** One status of a consumer's open records, as the operator's index tells it. */
+export interface OpenFigure {
+  readonly count: number;
+  /**
+   * Epoch ms the oldest record of the status ages from (null when there is none): the start of
+   * its current lease (`PROCESSING`), its first attempt (`FAILED`: the retry age), its death (`DEAD`).
+   */
+  readonly oldestSince: number | null;
+}
+
+/** One consumer's records in the states an operator watches (all but `PROCESSED`). */
+export type OpenFigures = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, OpenFigure>>;
+
+/** The counts of {@link OpenFigures}, status by status. */
+export function openCounts(figures: OpenFigures): Readonly<Record<keyof OpenFigures, number>> {
+  return { PROCESSING: figures.PROCESSING.count, FAILED: figures.FAILED.count, DEAD: figures.DEAD.count };
+}
 
 /** One page of records; pass `cursor` back to get the next page. */
 export interface InboxPage {
@@ -170,10 +185,11 @@ export interface InboxStore {
   /** A strongly consistent read of one record. */
   get(key: InboxKey): Promise<InboxRecord | undefined>;
   /**
-   * Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the operator's index:
-   * its cost follows the open records, never the history (`PROCESSED` records are not counted).
+   * Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the operator's index,
+   * with the time the oldest of each ages from: its cost follows the open records, never the
+   * history (`PROCESSED` records are not in the index).
    */
-  openCounts(consumer: string): Promise<OpenCounts>;
+  openFigures(consumer: string): Promise<OpenFigures>;
   /**
    * Lists one consumer's `DEAD` records, oldest death first (ties by event id), with their
    * stored events: found through the operator's index, read from the table.
@@ -188,4 +204,14 @@ export interface InboxStore {
    * runs the effect again. Throws NOT_FOUND or NOT_DEAD.
    */
   redrive(key: InboxKey, now: number): Promise<InboxRecord>;
+}
+
+/**
+ * Which records exist, whatever their state: what the delivery audit asks of the inbox for each
+ * event it checks. Apart from {@link InboxStore}: only the audit needs it, and it reads many
+ * keys of every consumer at once (eventually consistent: it looks at events delivered minutes ago).
+ */
+export interface InboxPresence {
+  /** The table keys (`recordKey`, `<consumer>#<eventId>`) of those of `keys` that have a record. */
+  present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>>;
 }

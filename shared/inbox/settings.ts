@@ -115,3 +115,27 @@ export function inboxRetentionSeconds(consumer: ConsumerName, t: RetentionTopolo
   const longest = Math.max(...redeliveryPaths(consumer, t).map((p) => p.seconds));
   return Math.ceil(longest / daySeconds) * daySeconds;
 }
+
+/** The inbox figures' alarm thresholds in seconds, from the topology's `alarms`, its consumers and the inbox lease. */
+export interface InboxHealthThresholds {
+  /** `inbox-oldest-lease`: some consumer's oldest `PROCESSING` attempt has held its record longer than this. */
+  readonly oldestLeaseSeconds: number;
+  /** `inbox-retry-age`: some consumer's oldest `FAILED` record was first attempted longer ago than this. */
+  readonly retryAgeSeconds: number;
+}
+
+/**
+ * The thresholds both realizations alarm at (the CloudWatch alarms and the local evaluation),
+ * above the threshold, not at it: `oldestLeasePeriods` inbox lease periods, and `retryAgeShare`
+ * of the shortest `maxEventAgeSeconds` of any consumer (one alarm watches them all, so the
+ * strictest budget sets it).
+ */
+export function inboxHealthThresholds(
+  t: Pick<Topology, 'alarms' | 'consumers'> = topology,
+): InboxHealthThresholds {
+  const maxAge = Math.min(...Object.values(t.consumers).map((c) => c.maxEventAgeSeconds));
+  return {
+    oldestLeaseSeconds: (t.alarms.oldestLeasePeriods * inboxDefaults.leaseMs) / 1000,
+    retryAgeSeconds: Math.round(t.alarms.retryAgeShare * maxAge),
+  };
+}

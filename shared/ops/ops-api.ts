@@ -1,13 +1,16 @@
 import middy, { type MiddyfiedHandler } from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
+import { type AuditState, DeliveryAuditStore, type ListedFinding } from '../audit/audit-store';
 import type { SqlClient } from '../db/sql-client';
+import { type BusIdentity, deliveredBusEvent, localBusIdentity } from '../events/bus-event';
 import { HttpError, toFieldErrors, validationError } from '../http/http-error';
 import { type ErrorLogger, httpErrors } from '../http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type RouteSpec } from '../http/router';
 import { isInboxError } from '../inbox/errors';
+import { inboxHealth } from '../inbox/inbox-health';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
@@ -33,8 +36,25 @@ export interface OpsStatus {
   /** What the effects did; null where the realization cannot count it cheaply (AWS). */
   readonly effects: EffectCounts | null;
   readonly deadLetters: number;
+  /** The delivery audit: delivered events missing from each consumer's inbox, and its last run. */
+  readonly audit: AuditStatus;
   readonly alarms: Record<string, AlarmState>;
   readonly relay: RelayHealth;
+}
+
+/** The delivery audit as `GET /ops/status` shows it. */
+export interface AuditStatus {
+  /** Open findings per consumer: delivered events with no record in that consumer's inbox. */
+  readonly undelivered: Record<ConsumerName, number>;
+  readonly lastRunAt: string | null;
+  /** How far behind the audit's walk is, in seconds past the grace period (0: caught up). */
+  readonly behindSeconds: number;
+}
+
+/** `GET /ops/audit`: the audit's state and its open findings, oldest delivery first. */
+export interface AuditListing extends AuditState {
+  readonly undelivered: Record<ConsumerName, number>;
+  readonly findings: readonly ListedFinding[];
 }
 
 /** One consumer's inbox state for an event, as a task's trace shows it. */
@@ -66,6 +86,13 @@ export interface OpsApiDeps {
   readonly effects?: () => Promise<EffectCounts>;
   /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
+  /**
+   * The bus's account and Region, written into an event an audit redrive re-sends, told by the
+   * invocation (on AWS its function's ARN). @default the local bus's
+   */
+  readonly bus?: (context: Context) => BusIdentity;
+  /** The delivery audit's grace period, from which its lag is told. @default `topology.audit.graceSeconds` */
+  readonly auditGraceSeconds?: number;
   readonly clock?: () => number;
 }
 
@@ -81,6 +108,8 @@ type RouteName =
   | 'inboxRedrive'
   | 'deadLetters'
   | 'deadLettersRedrive'
+  | 'audit'
+  | 'auditRedrive'
   | 'trace';
 
 const routes: readonly RouteSpec<RouteName>[] = [
@@ -92,6 +121,8 @@ const routes: readonly RouteSpec<RouteName>[] = [
   { resource: '/ops/inbox/{consumer}/dead/redrive', method: 'POST', name: 'inboxRedrive' },
   { resource: '/ops/dead-letters', method: 'GET', name: 'deadLetters' },
   { resource: '/ops/dead-letters/redrive', method: 'POST', name: 'deadLettersRedrive' },
+  { resource: '/ops/audit', method: 'GET', name: 'audit' },
+  { resource: '/ops/audit/redrive', method: 'POST', name: 'auditRedrive' },
   { resource: '/ops/tasks/{taskId}/trace', method: 'GET', name: 'trace' },
 ];
 
@@ -99,7 +130,7 @@ const routes: readonly RouteSpec<RouteName>[] = [
 export const opsApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
 
 /** The largest lists the API returns in one answer (a Lambda response holds 6 MB; stored events go along). */
-export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50 } as const;
+export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50, audit: 500 } as const;
 
 const resolveRoute = createRouter(routes);
 
@@ -122,6 +153,12 @@ const deadLetterRedriveBody = z.union([
   z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
   redriveAll,
 ]);
+const auditRedriveBody = z.union([
+  z.strictObject({ eventId: z.uuid('must be a UUID'), consumer: consumerField.optional() }),
+  redriveAll,
+]);
+/** Findings an audit redrive of everything reads and re-sends per round. */
+const auditRedriveBatch = 100;
 const eventsLimit = z
   .string()
   .regex(/^\d+$/, `must be an integer from 1 to ${maxEventsLimit}`)
@@ -156,36 +193,48 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const { db, inbox, deadLetters, redelivery, health, nudger, logger } = deps;
   const clock = deps.clock ?? Date.now;
   const outbox = new OutboxStore(db);
+  const audits = new DeliveryAuditStore(db);
+  const auditGraceSeconds = deps.auditGraceSeconds ?? topology.audit.graceSeconds;
+  const busOf = deps.bus ?? (() => localBusIdentity);
 
   async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
     const [open, processed] = await Promise.all([
-      inbox.openCounts(consumer),
+      inbox.openFigures(consumer),
       deps.processedCount ? deps.processedCount(consumer) : Promise.resolve(null),
     ]);
-    return { processed, inProgress: open.PROCESSING, failed: open.FAILED, dead: open.DEAD };
+    return { processed, ...inboxHealth(open, clock()) };
   }
 
   async function status(): Promise<OpsStatus> {
-    const [tasks, outboxStats, delivered, counts, effects, deadLetterCount, relay] = await Promise.all([
-      taskCounts(db),
-      outbox.stats(),
-      outbox.deliveredCount(),
-      Promise.all(consumerNames.map(consumerCounts)),
-      deps.effects ? deps.effects() : Promise.resolve(null),
-      deadLetters.count(),
-      health.relay(),
-    ]);
+    const [tasks, outboxStats, delivered, counts, effects, deadLetterCount, relay, undelivered, auditState] =
+      await Promise.all([
+        taskCounts(db),
+        outbox.stats(),
+        outbox.deliveredCount(),
+        Promise.all(consumerNames.map(consumerCounts)),
+        deps.effects ? deps.effects() : Promise.resolve(null),
+        deadLetters.count(),
+        health.relay(),
+        audits.undeliveredCounts(),
+        audits.state(auditGraceSeconds),
+      ]);
     const consumers = Object.fromEntries(consumerNames.map((c, i) => [c, counts[i]])) as Record<
       ConsumerName,
       InboxStatusCounts
     >;
-    const alarms = await health.alarms({ outbox: outboxStats, consumers, deadLetters: deadLetterCount });
+    const alarms = await health.alarms({
+      outbox: outboxStats,
+      consumers,
+      deadLetters: deadLetterCount,
+      undelivered,
+    });
     return {
       tasks,
       outbox: { ...outboxStats, delivered },
       consumers,
       effects,
       deadLetters: deadLetterCount,
+      audit: { undelivered, lastRunAt: auditState.lastRunAt, behindSeconds: auditState.behindSeconds },
       alarms,
       relay,
     };
@@ -318,6 +367,70 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     }
   }
 
+  async function auditListing(consumer: ConsumerName | undefined): Promise<AuditListing> {
+    const [state, undelivered, findings] = await Promise.all([
+      audits.state(auditGraceSeconds),
+      audits.undeliveredCounts(),
+      audits.list(opsListLimits.audit, { consumer }),
+    ]);
+    return { ...state, undelivered, findings };
+  }
+
+  /**
+   * Re-sends what the audit found missing: each finding's event, rebuilt from its outbox row as
+   * the bus delivered it, handed to its consumer the way an inbox redrive hands a stored event
+   * (an async invoke on AWS, the bus locally), so the inbox keeps it once whatever else arrives.
+   * A finding stays open, noted as re-sent, until an audit run finds the record. An event the
+   * outbox no longer keeps (purged after its retention) cannot be rebuilt: 409 for one, skipped in all.
+   */
+  async function redriveAudit(
+    target: { eventId: string; consumer?: ConsumerName } | { all: true },
+    stopBy: number,
+    bus: BusIdentity,
+  ): Promise<Redriven & { readonly skipped: number }> {
+    let redriven = 0;
+    let skipped = 0;
+    const resend = async (findings: readonly { eventId: string; consumer: ConsumerName }[]) => {
+      const events = await audits.deliveredEvents(findings.map((f) => f.eventId));
+      for (const f of findings) {
+        const row = events.get(f.eventId);
+        if (!row) {
+          skipped++;
+          continue;
+        }
+        await redelivery.redeliver(f.consumer, deliveredBusEvent(row, row.busEventId, bus));
+        await audits.noteRedrive(f.eventId, f.consumer);
+        redriven++;
+      }
+    };
+    if ('eventId' in target) {
+      const findings = await audits.toRedrive(consumerNames.length, target);
+      if (findings.length === 0) {
+        throw new HttpError(
+          404,
+          `no audit finding for event ${target.eventId}${target.consumer ? ` and consumer ${target.consumer}` : ''}`,
+        );
+      }
+      await resend(findings);
+      if (redriven === 0) {
+        throw new HttpError(409, `event ${target.eventId} is no longer in the outbox; it cannot be re-sent`);
+      }
+      return { redriven, skipped, complete: true };
+    }
+    // Those re-sent within the grace period are on their way; a second pass (or a repeated
+    // request after `complete: false`) leaves them, so it always moves on. `attempted` keeps one
+    // that cannot be re-sent (left un-noted) from being read again in this request.
+    const attempted = new Set<string>();
+    for (;;) {
+      const batch = await audits.toRedrive(auditRedriveBatch, { quietSeconds: auditGraceSeconds });
+      const fresh = batch.filter((f) => !attempted.has(`${f.eventId}#${f.consumer}`));
+      for (const f of fresh) attempted.add(`${f.eventId}#${f.consumer}`);
+      if (fresh.length === 0) return { redriven, skipped, complete: true };
+      await resend(fresh);
+      if (clock() >= stopBy) return { redriven, skipped, complete: false };
+    }
+  }
+
   async function trace(taskId: string) {
     if (!(await taskExists(db, taskId))) throw new HttpError(404, `no task ${taskId}`);
     const events = await taskEvents(db, taskId);
@@ -377,6 +490,17 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         return ok(await deadLetters.list(opsListLimits.deadLetters));
       case 'deadLettersRedrive':
         return ok(await redriveDeadLetters(parseBody(deadLetterRedriveBody, event), stopBy));
+      case 'audit': {
+        const raw = event.queryStringParameters?.consumer;
+        const consumer =
+          raw === undefined ? { success: true as const, data: undefined } : consumerField.safeParse(raw);
+        if (!consumer.success) {
+          throw validationError('invalid request', toFieldErrors(consumer.error, ['consumer']));
+        }
+        return ok(await auditListing(consumer.data));
+      }
+      case 'auditRedrive':
+        return ok(await redriveAudit(parseBody(auditRedriveBody, event), stopBy, busOf(context)));
       case 'trace': {
         const id = taskIdParam.safeParse(route.pathParameters.taskId);
         if (!id.success) throw validationError('invalid request', toFieldErrors(id.error, ['taskId']));

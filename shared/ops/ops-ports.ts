@@ -4,6 +4,7 @@
  * only) what the effects did. One adapter per realization: `adapters/aws/` (SQS, Lambda,
  * CloudWatch) and `infra/local/local-ops.ts` (the local bus, the relay runner, local alarms).
  */
+import type { InboxHealth } from '../inbox/inbox-health';
 import type { OutboxStats } from '../outbox/outbox-store';
 import type { ConsumerName } from '../topology';
 
@@ -46,14 +47,11 @@ export type AlarmState = 'OK' | 'ALARM' | 'INSUFFICIENT_DATA';
 
 /**
  * One consumer's inbox by state. `processed` is a maintained count of events processed, null
- * where none is kept (AWS: the consumers' `processed` metric is that figure); the others are
- * the open records counted from the operator's index.
+ * where none is kept (AWS: the consumers' `processed` metric is that figure); the others (the
+ * open records' counts, the oldest lease and the oldest retry age) are read from the operator's index.
  */
-export interface InboxStatusCounts {
+export interface InboxStatusCounts extends InboxHealth {
   readonly processed: number | null;
-  readonly inProgress: number;
-  readonly failed: number;
-  readonly dead: number;
 }
 
 /** The figures the alarms watch, for a realization that evaluates them itself (locally). */
@@ -61,6 +59,8 @@ export interface StatusFigures {
   readonly outbox: OutboxStats;
   readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
   readonly deadLetters: number;
+  /** Delivered events the audit found missing, per consumer (its open findings). */
+  readonly undelivered: Readonly<Record<ConsumerName, number>>;
 }
 
 /** When the relay last ran and how many of its runs failed. */

@@ -37,6 +37,7 @@ interface Fake {
   outboxDead: Entry[];
   inboxDead: Record<string, Entry[]>;
   deadLetters: Entry[];
+  audit: Entry & { findings: Entry[] };
   tasks: Record<string, unknown>;
   traces: Record<string, unknown>;
   failStatus: boolean;
@@ -50,21 +51,42 @@ function freshFake(): Fake {
       tasks: { pending_review: 4, approved: 7, rejected: 0, withdrawn: 1 },
       outbox: { pending: 3, delivered: 8, dead: 1, oldestPendingAgeSeconds: 400 },
       consumers: {
-        index: { processed: 8, inProgress: 0, failed: 0, dead: 0 },
-        notify: { processed: 6, inProgress: 1, failed: 0, dead: 1 },
-        archive: { processed: 7, inProgress: 0, failed: 1, dead: 0 },
+        index: {
+          processed: 8,
+          inProgress: 0,
+          failed: 0,
+          dead: 0,
+          oldestLeaseSeconds: null,
+          oldestRetryAgeSeconds: null,
+        },
+        notify: {
+          processed: 6,
+          inProgress: 1,
+          failed: 0,
+          dead: 1,
+          oldestLeaseSeconds: 200,
+          oldestRetryAgeSeconds: null,
+        },
+        archive: {
+          processed: 7,
+          inProgress: 0,
+          failed: 1,
+          dead: 0,
+          oldestLeaseSeconds: null,
+          oldestRetryAgeSeconds: 90,
+        },
       },
       effects: { indexDocuments: 7, notificationsSent: 6, archivedObjects: 7 },
       deadLetters: 1,
+      audit: { undelivered: { index: 0, notify: 0, archive: 1 }, lastRunAt: now, behindSeconds: 0 },
       alarms: {
         oldestPendingAge: 'ALARM',
         outboxDead: 'ALARM',
         relayErrors: 'OK',
         relaySilent: 'OK',
         deadLetters: 'ALARM',
-        indexInboxDead: 'OK',
-        notifyInboxDead: 'ALARM',
-        archiveInboxDead: 'OK',
+        'inbox-dead': 'ALARM',
+        'inbox-oldest-lease': 'ALARM',
       },
       relay: { lastRunAt: now, errors: 0 },
     },
@@ -129,6 +151,24 @@ function freshFake(): Fake {
         deadAt: now,
       },
     ],
+    audit: {
+      cursor: null,
+      lastRunAt: now,
+      lastRunAudited: 8,
+      audited: 8,
+      behindSeconds: 0,
+      undelivered: { index: 0, notify: 0, archive: 1 },
+      findings: [
+        {
+          eventId: approvedEvent,
+          consumer: 'archive',
+          deliveredAt: now,
+          foundAt: now,
+          redrivenAt: null,
+          redrives: 0,
+        },
+      ],
+    },
     tasks: {
       [taskId]: {
         taskId,
@@ -226,6 +266,14 @@ function route(method: string, path: string, body: unknown): [number, unknown] {
     const [rest, answer] = redrive(fake.deadLetters, 'id');
     fake.deadLetters = rest;
     return answer;
+  }
+  if (method === 'GET' && path === '/ops/audit') return [200, fake.audit];
+  if (method === 'POST' && path === '/ops/audit/redrive') {
+    const hit = fake.audit.findings.filter((f) => all || f.eventId === id);
+    for (const f of hit) Object.assign(f, { redrivenAt: now, redrives: 1 });
+    return hit.length === 0
+      ? [404, { error: `no finding ${id}` }]
+      : [200, { redriven: hit.length, complete: true }];
   }
   if (trace) {
     const found = fake.traces[trace[1] ?? ''];
@@ -345,18 +393,33 @@ describe.skipIf(!haveChromium)(
       expect(await testid('effects-archivedObjects').textContent()).toBe('7');
       expect(await testid('dead-letters-count').textContent()).toBe('1');
       expect(await testid('alarm-oldestPendingAge').textContent()).toContain('oldestPendingAge');
-      expect(await testid('alarm-summary').textContent()).toBe('4 in ALARM');
+      expect(await testid('alarm-summary').textContent()).toBe('5 in ALARM');
       const [ar, ag] = await background('alarm-oldestPendingAge');
       const [or, og] = await background('alarm-relayErrors');
       expect(ar).toBeGreaterThan(150); // red
       expect(ag).toBeLessThan(80);
       expect(og).toBeGreaterThan(100); // green
       expect(or).toBeLessThan(80);
-      expect(await testid('alarm-notifyInboxDead').getAttribute('data-state')).toBe('ALARM');
+      // One inbox-dead alarm for every consumer; the inbox table says whose (notify's count in red).
+      expect(await testid('alarm-inbox-dead').getAttribute('data-state')).toBe('ALARM');
+      expect(await testid('inbox-notify-dead').getAttribute('class')).toContain('bad');
+      expect(await testid('inbox-index-dead').getAttribute('class')).not.toContain('bad');
       expect(await testid('outbox-dead-list').textContent()).toContain('ThrottlingException');
       expect(await testid('inbox-dead-notify-list').textContent()).toContain('SNS publish failed');
       expect(await testid('dead-letters-list').textContent()).toContain('injected invoke failure');
       expect(await testid('events-table').textContent()).toContain('content.withdrawn');
+      // The design's three inbox figures and the audit's, per consumer: red where an alarm fires.
+      expect(await testid('inbox-notify-oldestLease').textContent()).toBe('3m 20s');
+      expect(await testid('inbox-notify-oldestLease').getAttribute('class')).toContain('bad');
+      expect(await testid('inbox-archive-retryAge').textContent()).toBe('1m 30s');
+      expect(await testid('inbox-archive-retryAge').getAttribute('class')).not.toContain('bad');
+      expect(await testid('inbox-index-oldestLease').textContent()).toBe('-');
+      expect(await testid('inbox-archive-undelivered').textContent()).toBe('1');
+      expect(await testid('inbox-archive-undelivered').getAttribute('class')).toContain('bad');
+      expect(await testid('audit-list').textContent()).toContain(approvedEvent);
+      // Every read answered (the audit's too): the page says when, and shows no error.
+      await expect.poll(() => testid('last-updated').textContent()).toMatch(/^updated /);
+      expect(await testid('error-banner').isHidden()).toBe(true);
 
       const screenshot = process.env.DASHBOARD_SCREENSHOT;
       if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
@@ -483,6 +546,20 @@ describe.skipIf(!haveChromium)(
       await expect.poll(() => testid(c.rows).count()).toBe(0);
       const posts = requests.filter((r) => r.method === 'POST');
       expect(posts).toEqual([{ method: 'POST', path: c.path, body: c.body }]);
+      expect(await testid('notice').textContent()).toContain('1 redriven');
+    });
+
+    it('the re-send button of an audit finding POSTs its event and consumer, and the finding shows it was re-sent', async () => {
+      await open();
+      await expect.poll(() => testid('audit-row').count()).toBe(1);
+
+      await testid(`redrive-audit-archive-${approvedEvent}`).click();
+
+      // A finding stays listed until an audit run finds its record: it is now noted as re-sent.
+      await expect.poll(() => testid('audit-list').textContent()).toContain('(1x)');
+      expect(requests.filter((r) => r.method === 'POST')).toEqual([
+        { method: 'POST', path: '/ops/audit/redrive', body: { eventId: approvedEvent, consumer: 'archive' } },
+      ]);
       expect(await testid('notice').textContent()).toContain('1 redriven');
     });
 

@@ -7,10 +7,10 @@ import {
   paginateScan,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { matchesPattern } from '../../infra/local/event-pattern';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { archiveKey } from '../../shared/effects/archive';
 import { contentIndexTableSchema } from '../../shared/effects/content-index';
+import { matchesPattern } from '../../shared/events/event-pattern';
 import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStatus } from '../../shared/inbox/inbox-store';
 import type { TaskStatus } from '../../shared/tasks/task-store';

@@ -8,10 +8,18 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { inboxActions } from '../../infra/aws/constructs/inbox-table';
 import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
-import { consumerEnv, inboxGaugeMetricNames, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { emitAuditGauges } from '../../shared/audit/audit-gauges';
+import {
+  auditMetricNames,
+  consumerEnv,
+  deliveryAuditServiceName,
+  inboxGaugeMetricNames,
+  inboxGaugesServiceName,
+} from '../../shared/consumers/contract';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
 import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-store';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
@@ -45,6 +53,7 @@ const pipelineFunctions = () => [
   s.stack.relay.function,
   s.stack.migration.function,
   s.stack.inboxGauges.function,
+  s.stack.audit.function,
   ...[...s.stack.consumers.values()].map((c) => c.function),
 ];
 const aurora = () => s.stack.database as AuroraDatabase;
@@ -65,6 +74,15 @@ const statementsOf = (fn: IConstruct) => {
         [],
     );
 };
+
+/** The dimensions of every alarm of ours on `metricName`. */
+const alarmsOn = (metricName: string) =>
+  resourcesOfType(s, 'AWS::CloudWatch::Alarm')
+    .map(([, a]) => a.Properties ?? {})
+    .filter((p) => p.Namespace === metricsNamespace && p.MetricName === metricName)
+    .map((p) =>
+      Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
+    );
 
 describe('database', () => {
   it('is Aurora PostgreSQL 17 Serverless v2 with the Data API, IAM auth, encryption and backups', () => {
@@ -94,6 +112,7 @@ describe('database', () => {
       [s.stack.opsApi.function, 'ops'],
       [s.stack.relay.function, 'relay'],
       [s.stack.consumers.get('archive')?.function as IConstruct, 'archive'],
+      [s.stack.audit.function, 'audit'],
     ];
     for (const [fn, role] of owned) {
       const secret = ref(aurora().roleSecrets.get(role) as unknown as IConstruct);
@@ -271,7 +290,9 @@ describe('outbox relay', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(1 hour)',
       State: 'ENABLED',
-      Targets: [Match.objectLike({ Arn: arnOf(s.stack.relay.function) })],
+      Targets: Match.arrayWith([
+        Match.objectLike({ Arn: arnOf(s.stack.relay.function), RetryPolicy: { MaximumRetryAttempts: 2 } }),
+      ]),
     });
     expect(topology.relay.sweepSeconds).toBe(3600); // the literal above is this value, spelt as EventBridge does
     const props = s.json.Resources[logicalId(s.stack.relay.function)]?.Properties;
@@ -311,6 +332,109 @@ describe('outbox relay', () => {
           { Action: 'events:PutEvents', Effect: 'Allow', Resource: arnOf(s.stack.fanout.bus) },
         ]),
       },
+    });
+  });
+});
+
+describe('delivery audit', () => {
+  it('runs on the relay’s sweep rule, so an idle Aurora wakes once per period for both; a failed run waits for the next tick', () => {
+    const sweeps = resourcesOfType(s, 'AWS::Events::Rule').filter(
+      ([, r]) => r.Properties?.ScheduleExpression === 'rate(1 hour)',
+    );
+    expect(sweeps).toHaveLength(1);
+    const targets = (sweeps[0]?.[1].Properties?.Targets ?? []) as Record<string, unknown>[];
+    expect(targets.map((t) => t.Arn)).toEqual([arnOf(s.stack.relay.function), arnOf(s.stack.audit.function)]);
+    expect(targets[1]).toMatchObject({ RetryPolicy: { MaximumRetryAttempts: 0 } });
+    // No schedule of its own: every rule that targets the audit is the sweep.
+    const targeting = resourcesOfType(s, 'AWS::Events::Rule').filter(([, r]) =>
+      JSON.stringify(r.Properties?.Targets ?? []).includes(logicalId(s.stack.audit.function)),
+    );
+    expect(targeting.map(([id]) => id)).toEqual([sweeps[0]?.[0]]);
+    expect(propertiesOf(s, logicalId(s.stack.audit.function))?.Timeout).toBe(topology.audit.timeoutSeconds);
+    s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(s.stack.audit.function),
+      MaximumRetryAttempts: 0,
+    });
+  });
+
+  it('may read which inbox records exist by key (BatchGetItem), its own database role and its own alarms, nothing more', () => {
+    const statements = statementsOf(s.stack.audit.function).filter(
+      (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
+    );
+    const actions = statements.flatMap((st) => [st.Action].flat()).sort();
+    expect(actions).toEqual(
+      [
+        'cloudwatch:DescribeAlarms',
+        'dynamodb:BatchGetItem',
+        'rds-data:BeginTransaction',
+        'rds-data:CommitTransaction',
+        'rds-data:ExecuteStatement',
+        'rds-data:RollbackTransaction',
+        'secretsmanager:GetSecretValue',
+      ].sort(),
+    );
+    expect(statements.find((st) => st.Action === 'dynamodb:BatchGetItem')).toEqual({
+      Action: 'dynamodb:BatchGetItem',
+      Effect: 'Allow',
+      Resource: arnOf(s.stack.inbox.table),
+    });
+    const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
+    expect(JSON.stringify(alarms?.Resource)).toMatch(/:alarm:ContentPipeline-sandbox-undelivered"\]\]\}$/);
+    expect(JSON.parse(String(envOf(s.stack.audit.function).GAUGE_ALARMS))).toEqual({
+      undelivered: 'ContentPipeline-sandbox-undelivered',
+    });
+    expect(envOf(s.stack.audit.function)[consumerEnv.inboxTable]).toEqual(ref(s.stack.inbox.table));
+  });
+
+  it('alarms on UndeliveredToConsumer of all consumers with the dimensions the audit writes, and on its own errors', async () => {
+    const handler = readFileSync(join(projectRoot, 'functions/delivery-audit/handler.ts'), 'utf8');
+    expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: deliveryAuditServiceName/);
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await emitAuditGauges({
+        undelivered: { index: 2, notify: 1, archive: 4 },
+        metrics: new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName }),
+      });
+    } finally {
+      write.mockRestore();
+    }
+    const docs = lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.includes('_aws'))
+      .map((l) => JSON.parse(l) as EmfDocument);
+    // Each consumer's for the dashboard, then all of them together for the alarm.
+    expect(docs.map((d) => [d.Consumer ?? 'all', d[auditMetricNames.undelivered]])).toEqual([
+      ['index', 2],
+      ['notify', 1],
+      ['archive', 4],
+      ['all', 7],
+    ]);
+    const all = docs.at(-1) as EmfDocument;
+    const emitted = Object.fromEntries(
+      (all._aws.CloudWatchMetrics[0]?.Dimensions[0] ?? []).map((k) => [k, all[k]]),
+    );
+    expect(alarmsOn(auditMetricNames.undelivered)).toEqual([emitted]);
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-undelivered',
+      Namespace: metricsNamespace,
+      MetricName: auditMetricNames.undelivered,
+      Dimensions: [{ Name: 'service', Value: deliveryAuditServiceName }],
+      Statistic: 'Maximum',
+      Threshold: topology.alarms.undeliveredEvents,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'ignore',
+      AlarmActions: [ref(s.stack.alarms.topic)],
+    });
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-delivery-audit-errors',
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.audit.function) }],
+      AlarmActions: [ref(s.stack.alarms.topic)],
     });
   });
 });
@@ -593,27 +717,27 @@ describe('functions', () => {
 // An alarm whose dimensions differ from what the code emits watches nothing: it never fires
 // (or, missing data breaching, always fires). These compare the alarms with what is emitted.
 describe('alarm dimensions match what the functions emit', () => {
-  const alarmsOn = (metricName: string) =>
-    resourcesOfType(s, 'AWS::CloudWatch::Alarm')
-      .map(([, a]) => a.Properties ?? {})
-      .filter((p) => p.Namespace === metricsNamespace && p.MetricName === metricName)
-      .map((p) =>
-        Object.fromEntries((p.Dimensions as { Name: string; Value: string }[]).map((d) => [d.Name, d.Value])),
-      );
-
-  it('inbox gauges: each inbox-dead alarm has the dimensions the gauge function writes for its consumer', async () => {
+  it('inbox gauges: each inbox alarm has the dimensions and metric the gauge function writes for its consumer', async () => {
     const handler = readFileSync(join(projectRoot, 'functions/inbox-gauges/handler.ts'), 'utf8');
     expect(handler).toMatch(/new Metrics\(\{[^}]*serviceName: inboxGaugesServiceName/);
     const lines: string[] = [];
+    const now = Date.parse('2026-11-30T12:00:00Z');
     const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
       lines.push(String(chunk));
       return true;
     });
     try {
       await emitInboxGauges({
-        inbox: { openCounts: async () => ({ PROCESSING: 0, FAILED: 0, DEAD: 2 }) },
+        inbox: {
+          openFigures: async () => ({
+            PROCESSING: { count: 1, oldestSince: now - 400_000 },
+            FAILED: { count: 1, oldestSince: now - 30_000_000 },
+            DEAD: { count: 2, oldestSince: now - 1_000 },
+          }),
+        },
         metrics: new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName }),
         consumers: consumerNames,
+        clock: () => now,
       });
     } finally {
       write.mockRestore();
@@ -622,15 +746,30 @@ describe('alarm dimensions match what the functions emit', () => {
       .flatMap((l) => l.split('\n'))
       .filter((l) => l.includes('_aws'))
       .map((l) => JSON.parse(l) as EmfDocument);
-    expect(docs).toHaveLength(consumerNames.length);
-    for (const emf of docs) {
-      const declared = emf._aws.CloudWatchMetrics[0];
-      const emitted = Object.fromEntries((declared?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
-      expect(declared?.Namespace).toBe(metricsNamespace);
+    // One document per consumer, then one for all of them (no Consumer dimension).
+    expect(docs).toHaveLength(consumerNames.length + 1);
+    const dimensionsOf = (emf: EmfDocument) =>
+      Object.fromEntries((emf._aws.CloudWatchMetrics[0]?.Dimensions[0] ?? []).map((k) => [k, emf[k]]));
+    for (const emf of docs.slice(0, consumerNames.length)) {
+      expect(emf._aws.CloudWatchMetrics[0]?.Namespace).toBe(metricsNamespace);
       expect(emf[inboxGaugeMetricNames.dead]).toBe(2);
-      expect(alarmsOn(inboxGaugeMetricNames.dead)).toContainEqual(emitted);
+      expect(emf[inboxGaugeMetricNames.oldestLease]).toBe(400);
+      // Each consumer's figure is for the dashboard: no alarm watches a Consumer dimension.
+      expect(alarmsOn(inboxGaugeMetricNames.dead)).not.toContainEqual(dimensionsOf(emf));
     }
-    expect(alarmsOn(inboxGaugeMetricNames.dead)).toHaveLength(consumerNames.length);
+    const all = docs.at(-1) as EmfDocument;
+    expect(all[inboxGaugeMetricNames.dead]).toBe(2 * consumerNames.length);
+    expect(all[inboxGaugeMetricNames.oldestLease]).toBe(400);
+    expect(all[inboxGaugeMetricNames.retryAge]).toBe(30_000);
+    // One alarm each for every consumer, on the document without the Consumer dimension.
+    for (const metric of [
+      inboxGaugeMetricNames.dead,
+      inboxGaugeMetricNames.oldestLease,
+      inboxGaugeMetricNames.retryAge,
+    ]) {
+      expect(alarmsOn(metric), metric).toEqual([dimensionsOf(all)]);
+    }
+    expect(dimensionsOf(all)).toEqual({ service: inboxGaugesServiceName });
   });
 
   it('relay: the age and dead alarms use the service name the relay handler gives Powertools', () => {
@@ -694,6 +833,70 @@ describe('alarms', () => {
     for (const a of on(inboxGaugeMetricNames.dead)) expect(a.Period).toBe(topology.alarms.gaugePeriodSeconds);
   });
 
+  it('alarm once for every consumer on the oldest PROCESSING lease and the oldest retry age, at the topology’s thresholds', () => {
+    const limits = inboxHealthThresholds();
+    expect(limits).toEqual({
+      oldestLeaseSeconds: topology.alarms.oldestLeasePeriods * 30,
+      retryAgeSeconds: 6 * 3600,
+    });
+    for (const [id, metric, threshold] of [
+      ['inbox-oldest-lease', inboxGaugeMetricNames.oldestLease, limits.oldestLeaseSeconds],
+      ['inbox-retry-age', inboxGaugeMetricNames.retryAge, limits.retryAgeSeconds],
+    ] as const) {
+      s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `ContentPipeline-sandbox-${id}`,
+        Namespace: metricsNamespace,
+        MetricName: metric,
+        Dimensions: [{ Name: 'service', Value: inboxGaugesServiceName }],
+        Statistic: 'Maximum',
+        Period: topology.alarms.gaugePeriodSeconds,
+        Threshold: threshold,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'ignore',
+        AlarmActions: [ref(s.stack.alarms.topic)],
+      });
+    }
+  });
+
+  it('alarm once for every consumer on DEAD inbox records, watching the sum the gauges send without the Consumer dimension', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-inbox-dead',
+      Namespace: metricsNamespace,
+      MetricName: inboxGaugeMetricNames.dead,
+      Dimensions: [{ Name: 'service', Value: inboxGaugesServiceName }],
+      Statistic: 'Maximum',
+      Period: topology.alarms.gaugePeriodSeconds,
+      Threshold: topology.alarms.inboxDeadRecords,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'ignore',
+      AlarmActions: [ref(s.stack.alarms.topic)],
+      OKActions: [ref(s.stack.alarms.topic)],
+    });
+    const names = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) =>
+      String(a.Properties?.AlarmName),
+    );
+    expect(names.filter((n) => n.includes('inbox-dead'))).toEqual(['ContentPipeline-sandbox-inbox-dead']);
+  });
+
+  it('set no alarm on a rule’s FailedInvocations: its rule DLQ’s alarm and the delivery audit’s page for it', () => {
+    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties ?? {});
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const a of alarms) {
+      expect(a.Namespace, String(a.AlarmName)).not.toBe('AWS/Events');
+      expect(a.MetricName, String(a.AlarmName)).not.toBe('FailedInvocations');
+      expect(String(a.AlarmName)).not.toContain('failed-invocations');
+    }
+    // What pages instead: every rule target's DLQ has its not-empty alarm, and `undelivered`.
+    for (const rule of topology.rules) {
+      for (const target of rule.targets) {
+        expect(alarms.map((a) => a.AlarmName)).toContain(
+          `ContentPipeline-sandbox-queue-not-empty-dlq-${rule.name}-${target}`,
+        );
+      }
+    }
+    expect(alarms.map((a) => a.AlarmName)).toContain('ContentPipeline-sandbox-undelivered');
+  });
+
   it('count DEAD inbox records on a schedule from the operator’s index, never the database', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
@@ -712,10 +915,11 @@ describe('alarms', () => {
     // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
     expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
     const alarmArns = JSON.stringify(statements[1]?.Resource);
-    for (const c of consumerNames)
-      expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-inbox-dead-${c}`);
-    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).INBOX_DEAD_ALARMS))).toEqual(
-      Object.fromEntries(consumerNames.map((c) => [c, `ContentPipeline-sandbox-inbox-dead-${c}`])),
+    const fed = ['inbox-dead', 'inbox-oldest-lease', 'inbox-retry-age'];
+    expect(statements[1]?.Resource).toHaveLength(fed.length);
+    for (const id of fed) expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-${id}"`);
+    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).GAUGE_ALARMS))).toEqual(
+      Object.fromEntries(fed.map((id) => [id, `ContentPipeline-sandbox-${id}`])),
     );
     expect(Object.keys(envOf(s.stack.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
   });

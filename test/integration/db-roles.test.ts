@@ -25,6 +25,14 @@ const statements = {
   purgeOutbox: "DELETE FROM outbox WHERE status = 'delivered' AND delivered_at < now() - interval '1 year'",
   dropTable: 'DROP TABLE outbox',
   readMigrations: 'SELECT count(*) FROM schema_migrations',
+  // The delivery audit's own tables: its cursor and lease, its findings.
+  advanceAudit: 'UPDATE delivery_audit SET last_run_at = now()',
+  readAudit: 'SELECT cursor_delivered_at, last_run_at FROM delivery_audit',
+  recordFinding: `INSERT INTO delivery_audit_findings (event_id, consumer, delivered_at)
+                  VALUES ('${randomUUID()}', 'index', now())`,
+  clearFinding: 'DELETE FROM delivery_audit_findings WHERE false',
+  noteRedrive: 'UPDATE delivery_audit_findings SET redriven_at = now(), redrives = redrives + 1 WHERE false',
+  readCounters: 'SELECT sum(n) FROM pipeline_counters',
 } as const;
 type Statement = keyof typeof statements;
 
@@ -33,7 +41,27 @@ const allowed: Record<FunctionRole, readonly Statement[]> = {
   tasksApi: ['readTasks', 'writeTasks', 'insertTask', 'appendOutbox', 'findEvent'],
   archive: ['readTasks'],
   // UPDATE (redrive) is what FOR UPDATE needs too: a claim-shaped read follows from it.
-  ops: ['readTasks', 'readOutbox', 'findEvent', 'updateOutbox', 'claimOutbox'],
+  ops: [
+    'readTasks',
+    'readOutbox',
+    'findEvent',
+    'updateOutbox',
+    'claimOutbox',
+    'readAudit',
+    'noteRedrive',
+    'readCounters',
+  ],
+  // Reads what was delivered; writes only its own cursor and findings.
+  audit: [
+    'readOutbox',
+    'findEvent',
+    'advanceAudit',
+    'readAudit',
+    'recordFinding',
+    'clearFinding',
+    'noteRedrive',
+    'readCounters',
+  ],
 };
 
 describe('each function reaches PostgreSQL as its own role, with only the grants its statements need', () => {

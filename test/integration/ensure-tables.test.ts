@@ -10,6 +10,7 @@ import {
 import { expect, it } from 'vitest';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxStore, inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
+import { openCounts } from '../../shared/inbox/inbox-store';
 import { describeEachEngine } from '../support/dynamo';
 import { waitFor } from '../support/wait-for';
 
@@ -101,7 +102,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
         const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
         expect(Table?.KeySchema).toEqual([{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }]);
         const store = new DynamoInboxStore(client, { tableName: table });
-        expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+        expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
         // Nothing is lost on the way, the processed record included, each under its new key.
         for (const [eventId, status] of [
           ['a', 'PROCESSED'],
@@ -118,7 +119,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
         expect((await store.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
         // A second start finds the current shape and changes nothing.
         await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-        expect(await store.openCounts('index')).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+        expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       } finally {
         await dropAll(client, [table, `${table}-index`]);
       }
@@ -145,7 +146,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       const store = new DynamoInboxStore(client, { tableName: table });
       for (const id of ['a', 'b', 'c'])
         expect(await store.get({ consumer: 'index', eventId: id })).toBeDefined();
-      expect(await store.openCounts('index')).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
+      expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
     } finally {
       await dropAll(client, [table, backup, `${table}-index`]);
@@ -170,7 +171,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
       const store = new DynamoInboxStore(client, { tableName: table });
       expect(await store.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
-      expect(await store.openCounts('index')).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
+      expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
     } finally {
       await dropAll(client, [table, backup, `${table}-index`]);

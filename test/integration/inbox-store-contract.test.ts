@@ -18,9 +18,16 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
-import type { InboxKey, InboxStore, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
+import {
+  type InboxKey,
+  type InboxPresence,
+  type InboxStore,
+  type NewInboxRecord,
+  openCounts,
+  type PoisonRecord,
+} from '../../shared/inbox/inbox-store';
 import { topology } from '../../shared/topology';
-import { describeEachEngine } from '../support/dynamo';
+import { describeEachEngine, dynamoClient } from '../support/dynamo';
 import { type IndexEntry, MemoryInboxStore } from '../support/memory-inbox-store';
 
 const t0 = Date.parse('2026-11-30T12:00:00.000Z');
@@ -39,7 +46,7 @@ function idsOnOneShard(n: number, shard = 0): string[] {
 /** One implementation of the inbox port under the contract, and what the contract reads beside it. */
 interface ContractSubject {
   /** A store over the suite's one table; `options` as the DynamoDB adapter takes them. */
-  store(options?: { readonly maxStoredEventBytes?: number }): InboxStore;
+  store(options?: { readonly maxStoredEventBytes?: number }): InboxStore & InboxPresence;
   /**
    * The index entries of `consumer`'s `status` records, read from the index itself (every
    * shard), in sort-key order.
@@ -91,6 +98,43 @@ describeEachEngine('inbox store contract', (fixture) => {
     },
   }));
 
+  it("reads a consumer's figures with one Limit 1 Query per shard and status, however many records it processed", async () => {
+    const client = dynamoClient(fixture().endpoint);
+    const queries: { limit?: number; count: boolean }[] = [];
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'QueryCommand') {
+          const input = args.input as { Limit?: number; Select?: string };
+          queries.push({ limit: input.Limit, count: input.Select === 'COUNT' });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'countQueries' },
+    );
+    const store = new DynamoInboxStore(client, { tableName: fixture().inboxTable, pageSize: 3 });
+    const consumer = `c-${randomUUID().slice(0, 8)}`;
+    const done = Array.from({ length: 40 }, () => randomUUID());
+    for (const eventId of done) {
+      await store.begin({
+        consumer,
+        eventId,
+        owner: 'o',
+        leaseUntil: t0 + 1,
+        payloadHash: 'h',
+        eventType: 't',
+        taskId: null,
+        event: {},
+        now: t0,
+      });
+      await store.complete({ consumer, eventId }, 'o', { now: t0, expiresAt: 1 });
+    }
+    queries.length = 0;
+    expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 0 });
+    // 3 statuses x every shard, each one Query of one entry: the processed history is not read.
+    expect(queries).toEqual(Array.from({ length: 3 * shards }, () => ({ limit: 1, count: false })));
+    client.destroy();
+  });
+
   it('turns other SDK errors into STORE_ERROR carrying the cause', async () => {
     const missing = new DynamoInboxStore(fixture().client, { tableName: 'no-such-table' });
     const err = await missing
@@ -129,7 +173,7 @@ describe('inbox store contract [memory]', () => {
  * the DynamoDB adapter on each engine and by the in-memory store the timing tests run on.
  */
 function inboxStoreContract(subject: () => ContractSubject): void {
-  let store: InboxStore;
+  let store: InboxStore & InboxPresence;
   let consumer: string;
 
   beforeEach(() => {
@@ -560,7 +604,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.complete(keyOf(doneOne), 'owner-a', { now: t0, expiresAt: 1 });
       await store.recordPoison(poison());
       await store.begin(fresh({ consumer: `${consumer}-other` }));
-      expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 8, FAILED: 1, DEAD: 2 });
+      expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 8, FAILED: 1, DEAD: 2 });
     });
 
     it('counts open records from the sparse index: a processed record leaves it, a duplicate begin does not bring it back', async () => {
@@ -578,10 +622,80 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.begin(fresh({ consumer: `${consumer}-other` }));
       // The duplicate delivery of the processed record finds it and changes nothing.
       expect((await store.begin({ ...done, owner: 'owner-b' })).created).toBe(false);
-      expect(await store.openCounts(consumer)).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+      expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       expect((await subject().indexed(consumer, 'PROCESSING')).map((e) => e.eventId)).toEqual([
         records[3]?.eventId,
       ]);
+    });
+
+    it('reads the time the oldest record of each status ages from, across shards and pages: lease start, first attempt, death', async () => {
+      expect(await store.openFigures(consumer)).toEqual({
+        PROCESSING: { count: 0, oldestSince: null },
+        FAILED: { count: 0, oldestSince: null },
+        DEAD: { count: 0, oldestSince: null },
+      });
+      // Five on one shard (more than a page of the suite's adapter), the oldest of them not first
+      // written; others on other shards, younger.
+      const crowded = idsOnOneShard(5).map((eventId, i) =>
+        fresh({ eventId, now: t0 + ([40, 30, 10, 50, 20][i] ?? 0) }),
+      );
+      const spread = Array.from({ length: 6 }, (_, i) => fresh({ now: t0 + 100 + i }));
+      for (const r of [...crowded, ...spread]) await store.begin(r);
+      const [failA, failB, dies] = spread as [NewInboxRecord, NewInboxRecord, NewInboxRecord];
+      // FAILED ages from the first attempt, however late the failure.
+      await store.fail(keyOf(failA), 'owner-a', {
+        ...transient,
+        firstAttemptAt: failA.now,
+        now: t0 + 9_000,
+        error: 'e',
+        nextAttemptAt: t0 + 9_500,
+      });
+      await store.fail(keyOf(failB), 'owner-a', {
+        ...transient,
+        firstAttemptAt: failB.now,
+        now: t0 + 8_000,
+        error: 'e',
+        nextAttemptAt: t0 + 8_500,
+      });
+      await store.markDead(
+        keyOf(dies),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0 + 7_000, reason: 'r', expiresAt: 1 },
+      );
+      await store.begin(fresh({ consumer: `${consumer}-other`, now: t0 }));
+      expect(await store.openFigures(consumer)).toEqual({
+        PROCESSING: { count: 8, oldestSince: t0 + 10 },
+        FAILED: { count: 2, oldestSince: failA.now },
+        DEAD: { count: 1, oldestSince: t0 + 7_000 },
+      });
+      // A take-over starts the lease again: the oldest lease is now the next one.
+      const oldest = crowded[2] as NewInboxRecord;
+      await store.takeOver(
+        keyOf(oldest),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { owner: 'owner-b', leaseUntil: t0 + 99_000, now: oldest.leaseUntil + 1 },
+      );
+      expect((await store.openFigures(consumer)).PROCESSING).toEqual({ count: 8, oldestSince: t0 + 20 });
+    });
+
+    it('tells which records exist, of any consumer and in any state, and nothing of those that do not', async () => {
+      const [open, done, dead] = [fresh(), fresh(), fresh()];
+      for (const r of [open, done, dead]) await store.begin(r);
+      await store.complete(keyOf(done), 'owner-a', { now: t0, expiresAt: 1 });
+      await store.markDead(
+        keyOf(dead),
+        { status: 'PROCESSING', leaseOwner: 'owner-a' },
+        { now: t0, reason: 'r', expiresAt: 1 },
+      );
+      const other = fresh({ consumer: `${consumer}-other`, eventId: open.eventId });
+      await store.begin(other);
+      // More keys than one request takes (100), most of them absent, one asked twice.
+      const absent = Array.from({ length: 230 }, () => ({ consumer, eventId: randomUUID() }));
+      const asked = [keyOf(open), ...absent, keyOf(done), keyOf(dead), keyOf(other), keyOf(open)];
+      expect([...(await store.present(asked))].sort()).toEqual(
+        [open, done, dead, other].map((r) => `${r.consumer}#${r.eventId}`).sort(),
+      );
+      expect((await store.present([])).size).toBe(0);
     });
 
     it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {

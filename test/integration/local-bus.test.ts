@@ -354,6 +354,56 @@ describe('LocalBus delivery', () => {
     expect(bus.deadLetters().map((d) => [d.consumer, d.attempts])).toEqual([['index', 1]]);
   });
 
+  it('drops a dead letter once its queue’s retention has passed on the bus’s clock, as SQS does, and keeps it before', async () => {
+    let now = Date.parse('2026-11-30T12:00:00Z');
+    const retentionMs = 14 * 24 * 3600_000;
+    const { bus, client } = await startBus({
+      clock: () => now,
+      deadLetterRetentionMs: () => retentionMs,
+      invoke: async (consumer) => {
+        if (consumer === 'notify') throw new Error('notify is down');
+      },
+    });
+    await put(client, [entry()]);
+    await settle(bus);
+    expect(bus.deadLetters().map((d) => [d.consumer, d.deadAt])).toEqual([
+      ['notify', new Date(now).toISOString()],
+    ]);
+
+    now += retentionMs - 1;
+    expect(bus.deadLetters()).toHaveLength(1);
+    now += 1;
+    expect(bus.deadLetters()).toEqual([]);
+  });
+
+  it('routes nothing by a disabled rule until it is enabled, and by a rule changed by hand as changed', async () => {
+    const { bus, client, delivered } = await startBus();
+    expect(bus.disableRule('content-approved')).toBe(true);
+    expect(bus.disableRule('no-such-rule')).toBe(false);
+    const unrouted = eventIdOf((await put(client, [entry()])).Entries?.[0]);
+    await settle(bus);
+    expect(consumersOf(delivered, unrouted)).toEqual([]);
+
+    bus.enableRule('content-approved');
+    const routed = eventIdOf((await put(client, [entry()])).Entries?.[0]);
+    // A rule edited to one target, and withdrawals routed nowhere by a pattern that no longer matches.
+    bus.putRule({ ...(topology.rules[0] as (typeof topology.rules)[number]), targets: ['notify'] });
+    bus.putRule({
+      ...(topology.rules[1] as (typeof topology.rules)[number]),
+      pattern: { source: [topology.source], 'detail-type': ['content.gone'] },
+    });
+    const edited = eventIdOf((await put(client, [entry()])).Entries?.[0]);
+    await put(client, [entry({ DetailType: topology.eventTypes.withdrawn })]);
+    await settle(bus);
+    expect(consumersOf(delivered, routed)).toEqual(approvedTargets);
+    expect(consumersOf(delivered, edited)).toEqual(['notify']);
+    expect(delivered).toHaveLength(4);
+    // A pattern EventBridge would refuse is refused, and changes nothing.
+    expect(() =>
+      bus.putRule({ ...(topology.rules[0] as (typeof topology.rules)[number]), pattern: { source: 'x' } }),
+    ).toThrow(/Event pattern is not valid/);
+  });
+
   it('redrive puts a dead letter back for its consumer and delivers it', async () => {
     let notifyDown = true;
     const { bus, client, delivered } = await startBus({

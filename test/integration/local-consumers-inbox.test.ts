@@ -5,6 +5,7 @@ import type { BusEvent } from '../../infra/local/local-bus';
 import { type LocalConsumers, startLocalConsumers } from '../../infra/local/local-consumers';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { openShard } from '../../shared/inbox/dynamo-inbox-store';
+import { openCounts } from '../../shared/inbox/inbox-store';
 import { topology } from '../../shared/topology';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 import { tempDataDir } from '../support/pipeline-client';
@@ -47,7 +48,11 @@ describe('the local runtime’s consumers and its ops reads share one inbox shap
 
     const poison = events.map((e) => ({ ...e, detail: { ...e.detail, subject: 'not-the-task' } }));
     for (const event of poison) await consumers.invoke('notify', event as unknown as BusEvent);
-    expect(await consumers.inbox.openCounts('notify')).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 12 });
+    expect(openCounts(await consumers.inbox.openFigures('notify'))).toEqual({
+      PROCESSING: 0,
+      FAILED: 0,
+      DEAD: 12,
+    });
     const listed = await consumers.inbox.listDead('notify', { limit: 100 });
     expect(listed.records).toHaveLength(12);
     expect(await consumers.processedCount('notify')).toBe(12);

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { DeliveryAuditStore } from '../../shared/audit/audit-store';
+import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
+import { readDelivery } from '../../shared/consumers/delivery';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import type { SqlClient } from '../../shared/db/sql-client';
+import { type SqlClient, sqlParam } from '../../shared/db/sql-client';
+import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
@@ -147,8 +151,121 @@ describeEachEngine('ops API', (fixture) => {
     expect(body.consumers.notify.processed).toBeNull();
     expect(body).toMatchObject({ effects: null, deadLetters: 0, alarms: { 'oldest-pending-age': 'OK' } });
     expect(Object.keys(body).sort()).toEqual(
-      ['alarms', 'consumers', 'deadLetters', 'effects', 'outbox', 'relay', 'tasks'].sort(),
+      ['alarms', 'audit', 'consumers', 'deadLetters', 'effects', 'outbox', 'relay', 'tasks'].sort(),
     );
+  });
+
+  /** A delivered outbox row of `row`, delivered an hour ago, as the relay leaves it. */
+  async function delivered(row: OutboundEvent, busEventId = randomUUID()) {
+    await owner.query(
+      `INSERT INTO outbox (event_id, event_type, aggregate_id, aggregate_version, payload, created_at,
+                           status, delivered_at, bus_event_id)
+       VALUES (:eventId, :eventType, :aggregateId, :version, :payload, :createdAt, 'delivered',
+               now() - interval '1 hour', :busEventId)`,
+      {
+        eventId: sqlParam.uuid(row.eventId),
+        eventType: row.eventType,
+        aggregateId: sqlParam.uuid(row.aggregateId),
+        version: row.aggregateVersion,
+        payload: sqlParam.json(row.payload),
+        createdAt: sqlParam.timestamp(row.createdAt),
+        busEventId,
+      },
+    );
+    return busEventId;
+  }
+
+  /** One run of the delivery audit as its own role, over this file's inbox. */
+  async function audit() {
+    const asAudit = new PgSqlClient({ connectionString: database.urlAs('audit') });
+    try {
+      return await runDeliveryAudit({
+        store: new DeliveryAuditStore(asAudit),
+        inbox,
+        bus: { account: '123456789012', region: 'us-east-1' },
+      });
+    } finally {
+      await asAudit.close();
+    }
+  }
+
+  it('lists what the audit found missing, and re-sends each as the bus delivered it, which the consumer accepts', async () => {
+    await owner.query('DELETE FROM delivery_audit_findings');
+    const row = approvedRow();
+    const busEventId = await delivered(row);
+    // index has its record; notify and archive never got the event.
+    await inbox.begin({
+      consumer: 'index',
+      eventId: row.eventId,
+      owner: 'o',
+      leaseUntil: 5,
+      payloadHash: 'h',
+      eventType: row.eventType,
+      taskId: row.aggregateId,
+      event: {},
+      now: 1,
+    });
+    expect((await audit()).found).toEqual({ index: 0, notify: 1, archive: 1 });
+
+    const listing = await call('GET', '/ops/audit');
+    expect(listing.status).toBe(200);
+    expect(listing.body.undelivered).toEqual({ index: 0, notify: 1, archive: 1 });
+    expect(listing.body.findings.map((f: { consumer: string }) => f.consumer).sort()).toEqual([
+      'archive',
+      'notify',
+    ]);
+    expect(listing.body.findings[0]).toMatchObject({ eventId: row.eventId, redrivenAt: null, redrives: 0 });
+    expect((await call('GET', '/ops/audit?consumer=notify')).body.findings).toHaveLength(1);
+    expect((await call('GET', '/ops/audit?consumer=nope')).status).toBe(400);
+    expect((await call('GET', '/ops/status')).body.audit.undelivered).toEqual({
+      index: 0,
+      notify: 1,
+      archive: 1,
+    });
+
+    const one = await call('POST', '/ops/audit/redrive', { eventId: row.eventId, consumer: 'notify' });
+    expect(one).toMatchObject({ status: 200, body: { redriven: 1, skipped: 0, complete: true } });
+    expect(redelivered).toHaveLength(1);
+    const sent = redelivered[0] as { consumer: ConsumerName; event: unknown };
+    expect(sent.consumer).toBe('notify');
+    // The event as the bus delivered it: the relay's bus event id, the same CloudEvent (so the
+    // same payload hash), and a delivery the consumer takes as valid.
+    expect(sent.event).toMatchObject({
+      id: busEventId,
+      'detail-type': row.eventType,
+      detail: toCloudEvent(row),
+    });
+    const read = readDelivery(sent.event, 'notify');
+    expect(read).toMatchObject({ valid: true, eventId: row.eventId });
+    expect(read.payloadHash).toBe(readDelivery(busEvent(row), 'notify').payloadHash);
+
+    // All: only what was not re-sent within the grace period (notify's is on its way).
+    expect(await call('POST', '/ops/audit/redrive', { all: true })).toMatchObject({
+      body: { redriven: 1, complete: true },
+    });
+    expect(redelivered.map((r) => r.consumer)).toEqual(['notify', 'archive']);
+    // Still listed, noted as re-sent, until an audit run finds the records.
+    expect(
+      (await call('GET', '/ops/audit')).body.findings.every((f: { redrives: number }) => f.redrives === 1),
+    ).toBe(true);
+  });
+
+  it('answers 404 for an audit redrive of an event it found nothing missing for, 400 for a bad body, 409 once the outbox purged it', async () => {
+    await owner.query('DELETE FROM delivery_audit_findings');
+    expect((await call('POST', '/ops/audit/redrive', { eventId: randomUUID() })).status).toBe(404);
+    expect((await call('POST', '/ops/audit/redrive', { eventId: 'x' })).status).toBe(400);
+    expect(
+      (await call('POST', '/ops/audit/redrive', { eventId: randomUUID(), consumer: 'nope' })).status,
+    ).toBe(400);
+    const row = approvedRow();
+    await delivered(row);
+    expect((await audit()).found.index).toBe(1);
+    await owner.query('DELETE FROM outbox WHERE event_id = :id', { id: sqlParam.uuid(row.eventId) });
+    expect((await call('POST', '/ops/audit/redrive', { eventId: row.eventId })).status).toBe(409);
+    expect(await call('POST', '/ops/audit/redrive', { all: true })).toMatchObject({
+      body: { redriven: 0, skipped: 3, complete: true },
+    });
+    expect(redelivered).toEqual([]);
   });
 
   it.each(['2.5', '0', '501', 'abc', '-1', ''])(

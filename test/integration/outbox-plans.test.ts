@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import type { QueryResult, Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
 import { latestEvents, taskCounts } from '../../shared/ops/ops-queries';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { topology } from '../../shared/topology';
 import { seedPending, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
 
@@ -28,6 +30,8 @@ function recording(db: SqlClient) {
 interface PlanNode {
   readonly 'Node Type': string;
   readonly 'Relation Name'?: string;
+  readonly 'Index Name'?: string;
+  readonly 'Index Cond'?: string;
   readonly Plans?: readonly PlanNode[];
 }
 
@@ -101,6 +105,21 @@ describe('the relay and ops statements on an outbox with a long delivered histor
     await named('redriveDeadBatch', () => store.redriveDeadBatch(10))();
     await named('latestEvents', () => latestEvents(client, 20))();
     await named('taskCounts', () => taskCounts(client))();
+    // The delivery audit's walk: from the start, and from a cursor deep into the history (the
+    // rows before it must not be read again), and its lag.
+    const audit = new DeliveryAuditStore(client);
+    await named('auditFirstPage', () =>
+      audit.nextPage(null, 1_000, 300, topology.relay.claimBytes.perClaim),
+    )();
+    const { rows: deep } = await db.query<{ at: string; id: string }>(
+      `SELECT delivered_at::text AS at, event_id AS id FROM outbox WHERE status = 'delivered'
+        ORDER BY delivered_at DESC, event_id DESC OFFSET 1000 LIMIT 1`,
+    );
+    const cursor = { deliveredAt: deep[0]?.at as string, eventId: deep[0]?.id as string };
+    await named('auditPageAfterCursor', () =>
+      audit.nextPage(cursor, 1_000, 300, topology.relay.claimBytes.perClaim),
+    )();
+    await named('auditState', () => audit.state(300))();
   }, 600_000);
   afterAll(() => close());
 
@@ -117,6 +136,10 @@ describe('the relay and ops statements on an outbox with a long delivered histor
       'redriveDeadBatch',
       'latestEvents',
       'taskCounts',
+      'auditFirstPage',
+      'auditPageAfterCursor',
+      'auditState',
+      'auditState',
     ]);
   });
 
@@ -125,6 +148,14 @@ describe('the relay and ops statements on an outbox with a long delivered histor
       nodes.filter(readsOutboxSequentially).map(() => name),
     );
     expect(scans).toEqual([]);
+  });
+
+  it('the audit reads a page after its cursor as a range of the delivered rows’ index, not from the start', () => {
+    const page = plans.get('auditPageAfterCursor#0') ?? [];
+    const scans = page.filter((n) => n['Relation Name'] === 'outbox');
+    expect(scans.map((n) => n['Node Type'])).toEqual(['Index Scan']);
+    expect(scans[0]?.['Index Name']).toBe('outbox_delivered_walk_idx');
+    expect(String(scans[0]?.['Index Cond'])).toContain('ROW(');
   });
 
   it('the test would see one: a count of every row is planned as a sequential scan', async () => {

@@ -4,14 +4,14 @@ import { type RehearsalReport, runRehearsal } from './rehearsal';
 describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, run as Lambda runs them', () => {
   let report: RehearsalReport;
 
-  it('walks the whole path: a first deploy, approve, relay, every consumer, their retries, the ops API and each redrive', {
+  it('walks the whole path: a first deploy, approve, relay, every consumer, their retries, the ops API, each redrive and the delivery audit', {
     // A bound on a hang: the walk took 75 s beside other suites (load average 13 to 21 on 2 cores).
     timeout: 900_000,
   }, async () => {
     report = await runRehearsal();
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(13);
+    expect(report.steps.map((s) => s.step)).toHaveLength(14);
     // A first deploy in CloudFormation's order raises no alarm; retries need no person.
     expect(report.steps[0]?.step).toMatch(/^first deploy in CloudFormation's order/);
     expect(report.steps.map((s) => s.step)).toEqual(
@@ -25,8 +25,8 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
     expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');
     expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
-    expect(report.functions).toBe(9);
-    expect(Object.keys(report.functionsRun)).toHaveLength(9);
+    expect(report.functions).toBe(10);
+    expect(Object.keys(report.functionsRun)).toHaveLength(10);
   });
 
   it('makes no AWS call its role in the template would deny, and misses no environment variable', () => {
@@ -37,6 +37,6 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.conditionChecks).toBeGreaterThan(10);
     // Every function made calls, and the checks saw them all.
     expect(report.awsCalls).toBeGreaterThan(50);
-    expect(Object.keys(report.actionsByFunction)).toHaveLength(9);
+    expect(Object.keys(report.actionsByFunction)).toHaveLength(10);
   });
 });

@@ -5,8 +5,9 @@
  * through `AWS_ENDPOINT_URL_*`: the Data API endpoint over embedded PostgreSQL (each function
  * logging in with its own role's secret), the local bus, dynalite, s3rver, and in-memory SNS,
  * SQS, Lambda, Secrets Manager and CloudWatch. It walks the whole path (migrate, create and
- * approve a task, the nudged relay, the bus, every consumer, a sweep, the gauges, the ops API
- * and three kinds of redrive), records every AWS call each function made, and checks each
+ * approve a task, the nudged relay, the bus, every consumer, a sweep, the gauges, the ops API,
+ * three kinds of redrive and the delivery audit finding and re-sending what a disabled rule
+ * did not deliver), records every AWS call each function made, and checks each
  * against that function's role in the template: action, resource where the ARN resolves, and
  * the statement's conditions (the DynamoDB leading keys: the partition key values it names).
  */
@@ -390,6 +391,8 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         standins,
         dataApi,
         specs,
+        bus,
+        rules,
         template,
         runFunction,
         functionRuns,
@@ -490,6 +493,9 @@ interface PathContext {
   readonly standins: Awaited<ReturnType<typeof startAwsStandins>>;
   readonly dataApi: Awaited<ReturnType<typeof startDataApiServer>>;
   readonly specs: readonly FunctionSpec[];
+  /** The bus the template's rules run on, and those rules (by their physical names). */
+  readonly bus: LocalBus;
+  readonly rules: readonly RuleSpec[];
   readonly template: CfnTemplate;
   /** Runs a function by physical name, counted (Lambda's Errors). */
   readonly runFunction: (name: string, event: unknown) => Promise<unknown>;
@@ -684,13 +690,13 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     },
   );
 
-  await step('inbox gauges count DEAD records from the sparse index', async () => {
+  await step('inbox gauges read every consumer’s figures from the sparse index', async () => {
     const out = (await run('inbox-gauges', {
       source: 'aws.events',
       'detail-type': 'Scheduled Event',
-    })) as Record<string, { dead: number }>;
+    })) as { consumers: Record<string, { dead: number; oldestLeaseSeconds: number | null }> };
     check(
-      consumers.every((c) => out[c]?.dead === 0),
+      consumers.every((c) => out.consumers[c]?.dead === 0 && out.consumers[c]?.oldestLeaseSeconds === null),
       `gauges ${JSON.stringify(out)}`,
     );
     return JSON.stringify(out);
@@ -782,7 +788,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       );
       check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
       check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
-      // The DEAD record is what pages someone (inbox-dead-notify); redrive it so later steps start clean.
+      // The DEAD record is what pages someone (inbox-dead; the status says notify); redrive it so later steps start clean.
       const redrive = (await run(
         'ops-api',
         apiEvent('POST', '/ops/inbox/notify/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', {
@@ -911,6 +917,90 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       await standins.lambda.settled();
       check(standins.sqs.messages(dlq).length === 0, `${standins.sqs.messages(dlq).length} messages left`);
       return 'redriven 1, queue empty';
+    },
+  );
+
+  await step(
+    'delivery audit: a rule disabled by hand; the audit reports its event for every consumer, the ops API re-sends it, the next run finds nothing missing',
+    async () => {
+      const approvedRule = ctx.rules.find((r) =>
+        JSON.stringify(r.pattern['detail-type'] ?? []).includes('content.approved'),
+      );
+      check(approvedRule, 'no rule of the template routes content.approved');
+      check(ctx.bus.disableRule(approvedRule.name), `cannot disable ${approvedRule.name}`);
+      let missing = '';
+      try {
+        const created = (await run(
+          'tasks-api',
+          apiEvent('POST', '/tasks', '/tasks', { title: 'Unrouted', assignee: 'ana' }),
+        )) as ApiAnswer;
+        const id = String(bodyOf(created).taskId);
+        const approved = (await run(
+          'tasks-api',
+          apiEvent('POST', `/tasks/${id}/approve`, '/tasks/{taskId}/approve', {}),
+        )) as ApiAnswer;
+        missing = String(bodyOf(approved).eventId);
+        await standins.lambda.settled();
+        await ctx.asyncLambda.settled();
+        await waitFor(
+          () => ownerQuery(ctx, `SELECT status FROM outbox WHERE event_id = '${missing}'`),
+          (r) => r[0]?.status === 'delivered',
+          { ...rehearsalWait, what: 'the unrouted event delivered to the bus' },
+        );
+      } finally {
+        ctx.bus.enableRule(approvedRule.name);
+      }
+      // Past the grace period, as the database tells it: every delivered row an hour older.
+      await ownerQuery(
+        ctx,
+        "UPDATE outbox SET delivered_at = delivered_at - interval '1 hour' WHERE status = 'delivered'",
+      );
+      const tick = { source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} };
+      const first = (await run('delivery-audit', tick)) as {
+        found: Record<string, number>;
+        undelivered: Record<string, number>;
+      };
+      check(
+        consumers.every((c) => first.found[c] === 1 && first.undelivered[c] === 1),
+        `first audit run ${JSON.stringify(first)}`,
+      );
+      const listing = (await run('ops-api', apiEvent('GET', '/ops/audit', '/ops/audit'))) as ApiAnswer;
+      const findings = bodyOf(listing).findings as unknown as { eventId: string; consumer: string }[];
+      check(
+        listing.statusCode === 200 &&
+          findings.length === consumers.length &&
+          findings.every((f) => f.eventId === missing),
+        `GET /ops/audit ${listing.statusCode} ${listing.body}`,
+      );
+      const redrive = (await run(
+        'ops-api',
+        apiEvent('POST', '/ops/audit/redrive', '/ops/audit/redrive', { all: true }),
+      )) as ApiAnswer;
+      check(
+        redrive.statusCode === 200 && bodyOf(redrive).redriven === consumers.length,
+        `redrive ${redrive.statusCode} ${redrive.body}`,
+      );
+      await standins.lambda.settled();
+      await ctx.asyncLambda.settled();
+      await waitFor(
+        async () =>
+          Promise.all(
+            consumers.map(
+              async (c) => (await inbox.get({ consumer: c, eventId: missing }))?.status ?? 'none',
+            ),
+          ),
+        (states) => states.every((st) => st === 'PROCESSED'),
+        { ...rehearsalWait, what: 'the re-sent event in every inbox' },
+      );
+      const second = (await run('delivery-audit', tick)) as {
+        cleared: number;
+        undelivered: Record<string, number>;
+      };
+      check(
+        second.cleared === consumers.length && consumers.every((c) => second.undelivered[c] === 0),
+        `second audit run ${JSON.stringify(second)}`,
+      );
+      return `${missing}: found for ${consumers.join(', ')}, re-sent, cleared`;
     },
   );
 

@@ -5,6 +5,7 @@ import {
   openKey,
   openShard,
   openSince,
+  openSinceTime,
   recordKey,
 } from '../../shared/inbox/dynamo-inbox-store';
 import {
@@ -21,11 +22,13 @@ import type {
   InboxFailure,
   InboxKey,
   InboxPage,
+  InboxPresence,
   InboxRecord,
   InboxStatus,
   InboxStore,
   NewInboxRecord,
-  OpenCounts,
+  OpenFigure,
+  OpenFigures,
   PoisonRecord,
 } from '../../shared/inbox/inbox-store';
 import { inboxDefaults } from '../../shared/inbox/settings';
@@ -78,7 +81,7 @@ export interface MemoryInboxStoreOptions {
  * every time comes from the caller. TTL deletion itself is not simulated (nor is it on the
  * local engines): records past `expiresAt` stay.
  */
-export class MemoryInboxStore implements InboxStore {
+export class MemoryInboxStore implements InboxStore, InboxPresence {
   /** By the adapter's partition key, `<consumer>#<eventId>`. */
   private readonly items: Map<string, Item>;
   private readonly maxEventBytes: number;
@@ -247,12 +250,22 @@ export class MemoryInboxStore implements InboxStore {
     return item ? decode(item) : undefined;
   }
 
-  async openCounts(consumer: string): Promise<OpenCounts> {
-    return {
-      PROCESSING: this.indexed(consumer, 'PROCESSING').length,
-      FAILED: this.indexed(consumer, 'FAILED').length,
-      DEAD: this.indexed(consumer, 'DEAD').length,
+  async openFigures(consumer: string): Promise<OpenFigures> {
+    const figure = (status: OpenStatus): OpenFigure => {
+      const entries = this.indexed(consumer, status);
+      const oldest = entries[0]?.index?.openSince;
+      return { count: entries.length, oldestSince: oldest === undefined ? null : openSinceTime(oldest) };
     };
+    return { PROCESSING: figure('PROCESSING'), FAILED: figure('FAILED'), DEAD: figure('DEAD') };
+  }
+
+  async present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>> {
+    return new Set(keys.filter((k) => this.items.has(recordKey(k))).map(recordKey));
+  }
+
+  /** Removes a record, as a person deleting the item by hand (or TTL) would. */
+  delete(k: InboxKey): void {
+    this.items.delete(recordKey(k));
   }
 
   async listDead(consumer: string, page: { limit?: number; cursor?: string } = {}): Promise<InboxPage> {

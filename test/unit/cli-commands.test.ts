@@ -57,13 +57,39 @@ const status = {
   tasks: { pending_review: 2, approved: 5, rejected: 0, withdrawn: 1 },
   outbox: { pending: 1, delivered: 6, dead: 1, oldestPendingAgeSeconds: 125 },
   consumers: {
-    index: { processed: 6, inProgress: 0, failed: 0, dead: 0 },
-    notify: { processed: 4, inProgress: 0, failed: 0, dead: 1 },
-    archive: { processed: 5, inProgress: 0, failed: 0, dead: 0 },
+    index: {
+      processed: 6,
+      inProgress: 0,
+      failed: 0,
+      dead: 0,
+      oldestLeaseSeconds: null,
+      oldestRetryAgeSeconds: null,
+    },
+    notify: {
+      processed: 4,
+      inProgress: 0,
+      failed: 0,
+      dead: 1,
+      oldestLeaseSeconds: null,
+      oldestRetryAgeSeconds: null,
+    },
+    archive: {
+      processed: 5,
+      inProgress: 2,
+      failed: 1,
+      dead: 0,
+      oldestLeaseSeconds: 190,
+      oldestRetryAgeSeconds: 7500,
+    },
   },
   effects: { indexDocuments: 5, notificationsSent: 4, archivedObjects: 5 },
   deadLetters: 0,
-  alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', notifyInboxDead: 'ALARM', deadLetters: 'OK' },
+  audit: {
+    undelivered: { index: 0, notify: 0, archive: 3 },
+    lastRunAt: '2026-05-04T10:01:00.000Z',
+    behindSeconds: 0,
+  },
+  alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', 'inbox-dead': 'ALARM', deadLetters: 'OK' },
   relay: { lastRunAt: '2026-05-04T10:00:00.000Z', errors: 0 },
 };
 
@@ -90,7 +116,13 @@ describe('status', () => {
     ]);
     expect(r.stdout).toContain('tasks         pending_review 2   approved 5   rejected 0   withdrawn 1');
     expect(r.stdout).toContain('outbox        pending 1   delivered 6   dead 1   oldest pending 2m 05s');
-    expect(r.stdout).toMatch(/notify\s+4\s+0\s+0\s+1/);
+    expect(r.stdout).toMatch(/notify\s+4\s+0\s+0\s+1\s+-\s+-\s+0/);
+    // The design's three inbox figures per consumer, and what the audit found missing.
+    expect(r.stdout).toMatch(
+      /inbox\s+processed\s+in progress\s+failed\s+dead\s+oldest lease\s+retry age\s+undelivered/,
+    );
+    expect(r.stdout).toMatch(/archive\s+5\s+2\s+1\s+0\s+3m 10s\s+2h 05m\s+3/);
+    expect(r.stdout).toContain('audit         last run 2026-05-04T10:01:00.000Z   behind 0s');
     expect(r.stdout).toMatch(/archived objects\s+5/);
     expect(r.stdout).toContain('alarms        2 in ALARM');
     expect(r.stdout).toContain('  ALARM  outboxDead');
@@ -423,5 +455,99 @@ describe('--all', () => {
     expect(r.code).toBe(0);
     expect(api.calls).toHaveLength(1);
     expect(r.stdout).toBe('no dead outbox events to redrive\n');
+  });
+});
+
+describe('audit', () => {
+  const listing = {
+    cursor: { deliveredAt: '2026-05-04 10:00:00.123456+00', eventId: eventW },
+    lastRunAt: '2026-05-04T10:06:00.000Z',
+    lastRunAudited: 12,
+    audited: 40,
+    behindSeconds: 0,
+    undelivered: { index: 0, notify: 1, archive: 1 },
+    findings: [
+      {
+        eventId: eventA,
+        consumer: 'notify',
+        deliveredAt: '2026-05-04T09:58:00.000Z',
+        foundAt: '2026-05-04T10:06:00.000Z',
+        redrivenAt: null,
+        redrives: 0,
+      },
+      {
+        eventId: eventA,
+        consumer: 'archive',
+        deliveredAt: '2026-05-04T09:58:00.000Z',
+        foundAt: '2026-05-04T10:06:00.000Z',
+        redrivenAt: '2026-05-04T10:07:00.000Z',
+        redrives: 1,
+      },
+    ],
+  };
+
+  it('lists what the audit found missing: event id, consumer, delivered at', async () => {
+    const api = fakeApi(() => ({ body: listing }));
+
+    const r = await run(['audit'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /ops/audit']);
+    expect(r.stdout).toContain('undelivered   index 0   notify 1   archive 1');
+    expect(r.stdout).toMatch(/event\s+consumer\s+delivered at\s+found at\s+re-sent/);
+    expect(r.stdout).toMatch(new RegExp(`${eventA}\\s+notify\\s+2026-05-04T09:58:00.000Z`));
+    expect(r.stdout).toContain('2026-05-04T10:07:00.000Z (1x)');
+  });
+
+  it('says so when nothing is missing, and filters by --consumer', async () => {
+    const api = fakeApi(() => ({
+      body: { ...listing, undelivered: { index: 0, notify: 0, archive: 0 }, findings: [] },
+    }));
+
+    const r = await run(['audit', '--consumer', 'index'], api.fetch);
+
+    expect(api.calls.map((c) => c.path)).toEqual(['/ops/audit?consumer=index']);
+    expect(r.stdout).toContain('every audited event reached every consumer its rules route it to');
+    expect((await run(['audit', '--consumer', 'nope'], api.fetch)).code).toBe(2);
+  });
+
+  it('--redrive alone re-sends every finding, asking again while the server answers complete: false', async () => {
+    const replies = [
+      { redriven: 100, skipped: 0, complete: false },
+      { redriven: 20, skipped: 1, complete: true },
+    ];
+    const api = fakeApi(() => ({ body: replies.shift() }));
+
+    const r = await run(['audit', '--redrive'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toMatchObject([
+      { method: 'POST', path: '/ops/audit/redrive', body: { all: true } },
+      { method: 'POST', path: '/ops/audit/redrive', body: { all: true } },
+    ]);
+    expect(r.stdout).toContain('re-sent 120 missing deliveries (1 skipped');
+    expect(r.stderr).toBe('re-sent 100 so far\n');
+    // Before another option it stands alone too.
+    const json = await run(
+      ['audit', '--redrive', '--json'],
+      fakeApi(() => ({ body: { redriven: 0, skipped: 0 } })).fetch,
+    );
+    expect(JSON.parse(json.stdout)).toEqual({ redriven: 0, skipped: 0 });
+  });
+
+  it('--redrive <eventId> re-sends that event (to one --consumer when given); a bad id is refused before any request', async () => {
+    const api = fakeApi(() => ({ body: { redriven: 1, skipped: 0, complete: true } }));
+
+    const r = await run(['audit', '--redrive', eventA, '--consumer', 'archive'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(api.calls).toMatchObject([
+      { method: 'POST', path: '/ops/audit/redrive', body: { eventId: eventA, consumer: 'archive' } },
+    ]);
+    expect(r.stdout).toContain(`re-sent ${eventA} to 1 consumer(s)`);
+    const bad = await run(['audit', '--redrive', 'nope'], api.fetch);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('event id "nope" is not a UUID');
+    expect(api.calls).toHaveLength(1);
   });
 });

@@ -6,10 +6,15 @@ import {
   idleMonthlyCost,
   perMillionApprovals,
   ratePeriodSeconds,
+  sandboxGoal,
 } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
-import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consumers/contract';
-import { relayServiceName } from '../../shared/outbox/relay-metrics';
+import {
+  consumerServiceName,
+  deliveryAuditServiceName,
+  inboxGaugesServiceName,
+} from '../../shared/consumers/contract';
+import { relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { topology } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 
@@ -39,12 +44,14 @@ const fn = (service: string, memorySize = 256): CfnResource => ({
   },
 });
 
-const rule = (expression: string, target: string, state = 'ENABLED'): CfnResource => ({
+const rule = (expression: string, target: string | readonly string[], state = 'ENABLED'): CfnResource => ({
   Type: 'AWS::Events::Rule',
   Properties: {
     ScheduleExpression: expression,
     State: state,
-    Targets: [{ Arn: { 'Fn::GetAtt': [target, 'Arn'] } }],
+    Targets: (typeof target === 'string' ? [target] : target).map((t) => ({
+      Arn: { 'Fn::GetAtt': [t, 'Arn'] },
+    })),
   },
 });
 
@@ -59,11 +66,13 @@ function template(shape: Shape = {}): CfnTemplate {
     Resources: {
       Relay: fn(relayServiceName),
       Gauges: fn(inboxGaugesServiceName),
+      Audit: fn(deliveryAuditServiceName),
       TasksApi: fn('tasks-api', 512),
       ...Object.fromEntries(
         Object.keys(topology.consumers).map((c) => [`Consumer${c}`, fn(consumerServiceName(c))]),
       ),
-      RelaySweep: rule(shape.sweep ?? 'rate(1 hour)', 'Relay', shape.sweepState),
+      // The delivery audit rides the sweep's rule, as the stack wires it.
+      RelaySweep: rule(shape.sweep ?? 'rate(1 hour)', ['Relay', 'Audit'], shape.sweepState),
       ...(shape.busySweep ? { BusySweep: rule('rate(1 minute)', 'Relay', 'DISABLED') } : {}),
       GaugeSchedule: rule('rate(5 minutes)', 'Gauges'),
       Cluster: { Type: 'AWS::RDS::DBCluster', Properties: { ServerlessV2ScalingConfiguration: scaling } },
@@ -217,6 +226,36 @@ describe('cost model: what the template holds', () => {
     expect(() => idleMonthlyCost(unknown, topology, priceBook)).toThrow(/OtherSchedule targets Other/);
   });
 
+  it('the delivery audit rides the sweep: its runs are priced, and on a schedule of its own it fails the model', () => {
+    const cost = idleMonthlyCost(template({ sweep: 'rate(1 hour)' }), topology, priceBook);
+    expect(part(cost.parts, 'Lambda (scheduled runs)').detail).toContain('audit 730 x');
+    expect(part(cost.parts, 'RDS Data API (sweeps)').detail).toContain(
+      `730 audit runs x ${assumptions.auditIdleDataApiCalls.value}`,
+    );
+    const own = template({
+      extra: { AuditSchedule: rule('rate(10 minutes)', 'Audit') },
+    });
+    const separate = { Resources: { ...own.Resources, RelaySweep: rule('rate(1 hour)', 'Relay') } };
+    expect(() => idleMonthlyCost(separate, topology, priceBook)).toThrow(/schedule of its own/);
+  });
+
+  it('an idle month bills the two relay gauges an alarm needs, every hour; PendingEvents and the inbox gauges, sent only while above zero, not at all', () => {
+    const hourly = idleMonthlyCost(template({ sweep: 'rate(1 hour)' }), topology, priceBook);
+    const everyTwoHours = idleMonthlyCost(template({ sweep: 'rate(2 hours)' }), topology, priceBook);
+
+    const metrics = part(hourly.parts, 'CloudWatch custom metrics');
+    expect(metrics.usd).toBeCloseTo(2 * prices.customMetricMonth.usd, 10);
+    expect(metrics.detail).toMatch(
+      new RegExp(`^relay ${relayMetricNames.oldestPendingAge}/${relayMetricNames.dead} \\(100% of hours\\)`),
+    );
+    expect(metrics.detail).toContain(`relay ${relayMetricNames.pending}, `);
+    // A point every two hours leaves every other hour without data, which is not billed.
+    expect(part(everyTwoHours.parts, 'CloudWatch custom metrics').usd).toBeCloseTo(
+      prices.customMetricMonth.usd,
+      10,
+    );
+  });
+
   it('reads rate expressions and refuses cron ones', () => {
     expect(ratePeriodSeconds('rate(1 minute)')).toBe(60);
     expect(ratePeriodSeconds('rate(5 minutes)')).toBe(300);
@@ -254,6 +293,7 @@ describe('cost model: per million approvals', () => {
       'EventBridge PutEvents',
       'EventBridge archive',
       'DynamoDB writes and reads',
+      'Delivery audit',
       'S3 PUT (archive)',
       'SNS publish (notify)',
       'CloudWatch Logs ingestion',
@@ -262,6 +302,8 @@ describe('cost model: per million approvals', () => {
     ]);
     for (const p of cost.parts) expect(p.usd, p.name).toBeGreaterThan(0);
     expect(cost.totalUsd).toBeCloseTo(sumOf(cost.parts), 10);
+    // The audit reads each approval's key in every consumer's inbox once, eventually consistent.
+    expect(part(cost.parts, 'Delivery audit').detail).toMatch(/^1\.5 RRU per approval/);
     expect(part(cost.parts, 'API Gateway REST requests').usd).toBeCloseTo(
       prices.apiGatewayRestMillion.usd,
       10,
@@ -306,5 +348,8 @@ describe('cost model on the synthesized sandbox stack', () => {
     expect(idle.auroraPausedFraction).toBeLessThan(1);
     expect(idle.totalUsd).toBeCloseTo(sumOf(idle.parts), 10);
     expect(perMillion.totalUsd).toBeCloseTo(sumOf(perMillion.parts), 10);
+    // Issue 8's goal, which the report prints: an idle sandbox under $10 a month, Aurora asleep.
+    expect(idle.totalUsd).toBeLessThanOrEqual(sandboxGoal.idleMonthlyUsd);
+    expect(idle.auroraPausedFraction).toBeGreaterThanOrEqual(sandboxGoal.auroraPausedFraction);
   });
 });

@@ -3,7 +3,7 @@ import {
   compileEventPattern,
   InvalidEventPatternError,
   matchesPattern,
-} from '../../infra/local/event-pattern';
+} from '../../shared/events/event-pattern';
 import type { RulePattern } from '../../shared/topology';
 import cidrTest from '../fixtures/event-ruler/cidr-test.json';
 import docs from '../fixtures/event-ruler/eventbridge-docs.json';

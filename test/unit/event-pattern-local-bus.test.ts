@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { assertValidRules, InvalidEventPatternError } from '../../infra/local/event-pattern';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { LocalBus } from '../../infra/local/local-bus';
+import { assertValidRules, InvalidEventPatternError } from '../../shared/events/event-pattern';
 import { type RuleSpec, topology } from '../../shared/topology';
 
 // EventBridge refuses a rule whose pattern it does not accept (PutRule answers

@@ -3,7 +3,7 @@ import {
   compileEventPattern,
   InvalidEventPatternError,
   matchesPattern,
-} from '../../infra/local/event-pattern';
+} from '../../shared/events/event-pattern';
 import type { RulePattern } from '../../shared/topology';
 
 // One describe per behaviour the local matcher used to get wrong. Each case names where it

@@ -1,13 +1,13 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import type { OutboundEvent } from '../../shared/events/cloud-event';
 import {
   InvalidEventPatternError,
   matchesPattern,
   operatorsOf,
   supportedOperators,
-} from '../../infra/local/event-pattern';
-import type { OutboundEvent } from '../../shared/events/cloud-event';
+} from '../../shared/events/event-pattern';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import type { RulePattern } from '../../shared/topology';
 import { type EventType, topology } from '../../shared/topology';

@@ -1,66 +1,130 @@
 import { describe, expect, it } from 'vitest';
-import { inboxGaugeMetricNames } from '../../shared/consumers/contract';
-import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
-import type { OpenCounts } from '../../shared/inbox/inbox-store';
+import { consumerDimension, inboxGaugeMetricNames } from '../../shared/consumers/contract';
+import { emitInboxGauges, inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
+import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-store';
+import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { ConsumerName } from '../../shared/topology';
 
 const consumers: ConsumerName[] = ['index', 'notify', 'archive'];
+const now = Date.parse('2026-11-30T12:00:00.000Z');
+const { dead, failed, oldestLease, retryAge } = inboxGaugeMetricNames;
 
-/** A Metrics stand-in that keeps each published document's dimension and value. */
+/** A Metrics stand-in that keeps each published document: its consumer (or `all`) and its metrics. */
 function recordingMetrics() {
-  const sent: { consumer: string; value: number }[] = [];
-  let consumer = '';
-  let value = Number.NaN;
+  const sent: { consumer: string; metrics: Record<string, number> }[] = [];
+  let consumer = 'all';
+  let metrics: Record<string, number> = {};
   return {
     sent,
     metrics: {
-      addDimension: (_name: string, v: string) => {
-        consumer = v;
+      addDimension: (name: string, v: string) => {
+        if (name === consumerDimension) consumer = v;
       },
       addMetric: (name: string, _unit: unknown, v: number) => {
-        if (name === inboxGaugeMetricNames.dead) value = v;
+        metrics[name] = v;
       },
-      publishStoredMetrics: () => void sent.push({ consumer, value }),
+      // Powertools clears the dimensions added since the last publish.
+      publishStoredMetrics: () => {
+        sent.push({ consumer, metrics });
+        metrics = {};
+        consumer = 'all';
+      },
     },
   };
 }
 
-const counts = (dead: Partial<Record<ConsumerName, number>>) => ({
-  openCounts: async (c: string): Promise<OpenCounts> => ({
-    PROCESSING: 0,
-    FAILED: 0,
-    DEAD: dead[c as ConsumerName] ?? 0,
+const none: OpenFigure = { count: 0, oldestSince: null };
+const figures = (open: Partial<Record<ConsumerName, Partial<OpenFigures>>>) => ({
+  openFigures: async (c: string): Promise<OpenFigures> => ({
+    PROCESSING: none,
+    FAILED: none,
+    DEAD: none,
+    ...open[c as ConsumerName],
   }),
 });
+const everyAlarmOk = new Set(inboxGaugeAlarmIds());
+const allOkBut = (...ids: string[]) => new Set([...everyAlarmOk].filter((id) => !ids.includes(id)));
 
 describe('inbox gauges', () => {
-  it('send a count for every consumer with DEAD records, and a zero only where the alarm is not OK yet', async () => {
+  it('send every consumer’s figures and, for the alarms, the DEAD sum and the largest ages of all of them, when one is above zero', async () => {
     const m = recordingMetrics();
     const report = await emitInboxGauges({
-      inbox: counts({ notify: 2 }),
+      inbox: figures({
+        notify: { DEAD: { count: 2, oldestSince: now - 50_000 } },
+        archive: {
+          PROCESSING: { count: 3, oldestSince: now - 200_500 },
+          FAILED: { count: 4, oldestSince: now - 7_200_000 },
+          DEAD: { count: 1, oldestSince: now - 10_000 },
+        },
+        index: { FAILED: { count: 1, oldestSince: now - 60_000 } },
+      }),
       metrics: m.metrics as never,
       consumers,
-      // index's alarm is OK, archive's still ALARM (its records were just redriven).
-      okAlarms: async () => new Set<ConsumerName>(['index', 'notify']),
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'notify', value: 2 },
-      { consumer: 'archive', value: 0 },
+      { consumer: 'index', metrics: { [dead]: 0, [oldestLease]: 0, [retryAge]: 60, [failed]: 1 } },
+      { consumer: 'notify', metrics: { [dead]: 2, [oldestLease]: 0, [retryAge]: 0, [failed]: 0 } },
+      { consumer: 'archive', metrics: { [dead]: 1, [oldestLease]: 200, [retryAge]: 7_200, [failed]: 4 } },
+      // What the inbox-dead, inbox-oldest-lease and inbox-retry-age alarms watch: the DEAD sum,
+      // the largest ages (the FAILED sum rides along).
+      { consumer: 'all', metrics: { [dead]: 3, [oldestLease]: 200, [retryAge]: 7_200, [failed]: 5 } },
     ]);
-    expect(report).toEqual({
-      index: { dead: 0, sent: false },
-      notify: { dead: 2, sent: true },
-      archive: { dead: 0, sent: true },
+    expect(report.sent).toEqual(['dead', 'lease', 'retry']);
+    expect(report.consumers.archive).toEqual({
+      inProgress: 3,
+      failed: 4,
+      dead: 1,
+      oldestLeaseSeconds: 200,
+      oldestRetryAgeSeconds: 7_200,
     });
+    expect(report.consumers.index.oldestLeaseSeconds).toBeNull();
   });
 
-  it('send nothing for an idle, healthy pipeline', async () => {
+  it('send one consumer’s DEAD records as that consumer’s count and, for the one inbox-dead alarm, the sum without the Consumer dimension', async () => {
     const m = recordingMetrics();
-    await emitInboxGauges({
-      inbox: counts({}),
+    const report = await emitInboxGauges({
+      inbox: figures({ notify: { DEAD: { count: 2, oldestSince: now - 50_000 } } }),
       metrics: m.metrics as never,
       consumers,
-      okAlarms: async () => new Set(consumers),
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
+    });
+    expect(m.sent).toEqual([
+      { consumer: 'index', metrics: { [dead]: 0 } },
+      { consumer: 'notify', metrics: { [dead]: 2 } },
+      { consumer: 'archive', metrics: { [dead]: 0 } },
+      { consumer: 'all', metrics: { [dead]: 2 } },
+    ]);
+    expect(report.sent).toEqual(['dead']);
+  });
+
+  it('send a zero only for a figure whose alarm is not OK yet (its records were just redriven or taken over)', async () => {
+    const m = recordingMetrics();
+    await emitInboxGauges({
+      inbox: figures({}),
+      metrics: m.metrics as never,
+      consumers,
+      okAlarms: async () => allOkBut(alarmIds.inboxDead, alarmIds.inboxOldestLease),
+      clock: () => now,
+    });
+    expect(m.sent).toEqual([
+      { consumer: 'index', metrics: { [dead]: 0, [oldestLease]: 0 } },
+      { consumer: 'notify', metrics: { [dead]: 0, [oldestLease]: 0 } },
+      { consumer: 'archive', metrics: { [dead]: 0, [oldestLease]: 0 } },
+      { consumer: 'all', metrics: { [dead]: 0, [oldestLease]: 0 } },
+    ]);
+  });
+
+  it('send nothing for an idle, healthy pipeline, nor for an attempt in flight less than a second', async () => {
+    const m = recordingMetrics();
+    await emitInboxGauges({
+      inbox: figures({ index: { PROCESSING: { count: 1, oldestSince: now - 400 } } }),
+      metrics: m.metrics as never,
+      consumers,
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
     });
     expect(m.sent).toEqual([]);
   });
@@ -68,13 +132,17 @@ describe('inbox gauges', () => {
   it('send every gauge when the alarm states cannot be read', async () => {
     const m = recordingMetrics();
     await emitInboxGauges({
-      inbox: counts({}),
+      inbox: figures({}),
       metrics: m.metrics as never,
       consumers,
       okAlarms: async () => {
         throw new Error('ThrottlingException');
       },
+      clock: () => now,
     });
-    expect(m.sent.map((d) => d.consumer)).toEqual(consumers);
+    expect(m.sent.map((d) => d.consumer)).toEqual([...consumers, 'all']);
+    for (const d of m.sent) {
+      expect(Object.keys(d.metrics).sort()).toEqual(Object.values(inboxGaugeMetricNames).sort());
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
+import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
 import { type ConsumerName, topology } from '../../shared/topology';
@@ -10,7 +11,14 @@ const periodMs = topology.relay.sweepSeconds * 1_000;
 const silentSweeps = t.relaySilentSweeps;
 const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
 
-const healthyInbox: InboxStatusCounts = { processed: 10, inProgress: 0, failed: 0, dead: 0 };
+const healthyInbox: InboxStatusCounts = {
+  processed: 10,
+  inProgress: 0,
+  failed: 0,
+  dead: 0,
+  oldestLeaseSeconds: null,
+  oldestRetryAgeSeconds: null,
+};
 
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
 function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
@@ -21,6 +29,8 @@ function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
       InboxStatusCounts
     >,
     deadLetters: 0,
+    undelivered: { index: 0, notify: 0, archive: 0 },
+    auditErrors: 0,
     relayErrors: 0,
     relayLastRunAt: new Date(now.getTime() - 1_000),
     now,
@@ -36,7 +46,7 @@ const alarmsIn = (state: Record<string, string>) =>
     .map(([name]) => name);
 
 describe('evaluateAlarms', () => {
-  it('reports every alarm OK for a healthy pipeline, one inbox alarm per consumer', () => {
+  it('reports every alarm OK for a healthy pipeline, each inbox alarm one for every consumer (as on AWS)', () => {
     const state = evaluateAlarms(healthy());
     expect(alarmsIn(state)).toEqual([]);
     expect(Object.keys(state).sort()).toEqual(
@@ -46,7 +56,11 @@ describe('evaluateAlarms', () => {
         alarmIds.relayErrors,
         alarmIds.relaySilent,
         alarmIds.deadLetters,
-        ...consumerNames.map(alarmIds.inboxDead),
+        alarmIds.auditErrors,
+        alarmIds.inboxDead,
+        alarmIds.undelivered,
+        alarmIds.inboxOldestLease,
+        alarmIds.inboxRetryAge,
       ].sort(),
     );
   });
@@ -81,22 +95,95 @@ describe('evaluateAlarms', () => {
   });
 
   it.each(consumerNames)(
-    'inbox-dead-%s alarms for that consumer only, from the dead-record threshold on',
+    'inbox-dead alarms once %s has DEAD records, from the dead-record threshold on',
     (name) => {
       const withDead = (dead: number) =>
         evaluateAlarms(healthy({ consumers: { ...healthy().consumers, [name]: { ...healthyInbox, dead } } }));
-      expect(withDead(t.consumerDeadRecords - 1)[alarmIds.inboxDead(name)]).toBe('OK');
-      expect(alarmsIn(withDead(t.consumerDeadRecords))).toEqual([alarmIds.inboxDead(name)]);
+      expect(withDead(t.inboxDeadRecords - 1)[alarmIds.inboxDead]).toBe('OK');
+      expect(alarmsIn(withDead(t.inboxDeadRecords))).toEqual([alarmIds.inboxDead]);
     },
   );
 
-  it('an inbox with failed or in-progress records but none dead does not alarm', () => {
-    const busy = { processed: 0, inProgress: 5, failed: 5, dead: 0 };
+  it('inbox-dead counts the DEAD records of every consumer together, as the AWS alarm watches their sum', () => {
+    const [first, second] = consumerNames as [ConsumerName, ConsumerName];
+    const oneEach = healthy({
+      consumers: {
+        ...healthy().consumers,
+        [first]: { ...healthyInbox, dead: 1 },
+        [second]: { ...healthyInbox, dead: 1 },
+      },
+    });
+    expect(evaluateAlarms(oneEach, { ...t, inboxDeadRecords: 2 })[alarmIds.inboxDead]).toBe('ALARM');
+    expect(evaluateAlarms(oneEach, { ...t, inboxDeadRecords: 3 })[alarmIds.inboxDead]).toBe('OK');
+  });
+
+  it.each(consumerNames)(
+    'inbox-oldest-lease alarms once the oldest lease of %s is past five lease periods',
+    (name) => {
+      const held = (seconds: number) =>
+        evaluateAlarms(
+          healthy({
+            consumers: {
+              ...healthy().consumers,
+              [name]: { ...healthyInbox, inProgress: 1, oldestLeaseSeconds: seconds },
+            },
+          }),
+        );
+      const limit = inboxHealthThresholds().oldestLeaseSeconds;
+      expect(limit).toBe(t.oldestLeasePeriods * 30);
+      expect(held(limit)[alarmIds.inboxOldestLease]).toBe('OK');
+      expect(alarmsIn(held(limit + 1))).toEqual([alarmIds.inboxOldestLease]);
+    },
+  );
+
+  it.each(consumerNames)(
+    'inbox-retry-age alarms once the oldest FAILED record of %s is past a quarter of its event age',
+    (name) => {
+      const waited = (seconds: number) =>
+        evaluateAlarms(
+          healthy({
+            consumers: {
+              ...healthy().consumers,
+              [name]: { ...healthyInbox, failed: 1, oldestRetryAgeSeconds: seconds },
+            },
+          }),
+        );
+      const limit = inboxHealthThresholds().retryAgeSeconds;
+      expect(limit).toBe(topology.consumers[name].maxEventAgeSeconds * t.retryAgeShare);
+      expect(waited(limit)[alarmIds.inboxRetryAge]).toBe('OK');
+      expect(alarmsIn(waited(limit + 1))).toEqual([alarmIds.inboxRetryAge]);
+    },
+  );
+
+  it('an inbox with failed or in-progress records but none dead, none stuck, does not alarm', () => {
+    const busy = {
+      processed: 0,
+      inProgress: 5,
+      failed: 5,
+      dead: 0,
+      oldestLeaseSeconds: 3,
+      oldestRetryAgeSeconds: 60,
+    };
     const consumers = Object.fromEntries(consumerNames.map((c) => [c, busy])) as Record<
       ConsumerName,
       InboxStatusCounts
     >;
     expect(alarmsIn(evaluateAlarms(healthy({ consumers })))).toEqual([]);
+  });
+
+  it.each(consumerNames)(
+    'undelivered alarms from the first delivered event the audit found missing from %s',
+    (name) => {
+      const missing = (n: number) =>
+        evaluateAlarms(healthy({ undelivered: { ...healthy().undelivered, [name]: n } }));
+      expect(t.undeliveredEvents).toBe(1);
+      expect(missing(0)[alarmIds.undelivered]).toBe('OK');
+      expect(alarmsIn(missing(1))).toEqual([alarmIds.undelivered]);
+    },
+  );
+
+  it('delivery-audit-errors alarms once an audit run failed', () => {
+    expect(alarmsIn(evaluateAlarms(healthy({ auditErrors: 1 })))).toEqual([alarmIds.auditErrors]);
   });
 
   it('relaySilent alarms after relaySilentSweeps sweep periods without a run, not at exactly that', () => {

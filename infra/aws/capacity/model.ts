@@ -94,7 +94,7 @@ export interface CapacityReport {
 }
 
 /** What of the topology the model reads. */
-export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox'> & {
+export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'> & {
   readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> & {
     /**
      * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a

@@ -5,26 +5,29 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { consumerEnv, inboxGaugesServiceName } from '../../../shared/consumers/contract';
-import type { ConsumerName } from '../../../shared/topology';
+import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
 import type { InboxTable } from './inbox-table';
 import { PipelineFunction } from './pipeline-function';
 
 export interface InboxGaugesProps {
   readonly inbox: InboxTable;
-  /** Each consumer's inbox-dead alarm: a gauge of zero is sent only while that alarm is not OK. */
-  readonly alarmNames: Readonly<Record<ConsumerName, string>>;
-  /** How often the gauges are counted: the period of the inbox-dead alarms. */
+  /**
+   * The alarms the gauges feed, by alarm id (`inboxGaugeAlarmIds`: inbox-dead,
+   * inbox-oldest-lease and inbox-retry-age): a zero is sent only while its alarm is not OK.
+   */
+  readonly alarmNames: Readonly<Record<string, string>>;
+  /** How often the gauges are read: the period of their alarms. */
   readonly period: Duration;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
 
 /**
- * Counts each consumer's DEAD inbox records every `period` from the inbox's sparse index (a
- * few small Queries, never the database, so an idle Aurora stays paused) and emits them as
- * gauges, so an inbox-dead alarm stays in ALARM until the records are redriven or expire. A
- * zero is sent only while that alarm is not OK (it reads their states), so an idle, healthy
- * pipeline pays for no gauge metric.
+ * Reads each consumer's inbox figures every `period` from the inbox's sparse index (a few small
+ * Queries, never the database, so an idle Aurora stays paused): DEAD and FAILED counts, the
+ * oldest `PROCESSING` lease and the oldest retry age, emitted as gauges, so their alarms stay in
+ * ALARM until the records are redriven, taken over or expire. A zero is sent only while its
+ * alarm is not OK (it reads their states), so an idle, healthy pipeline pays for no gauge metric.
  */
 export class InboxGauges extends Construct {
   public readonly function: PipelineFunction;
@@ -35,10 +38,10 @@ export class InboxGauges extends Construct {
     this.function = new PipelineFunction(this, 'Function', {
       entry: 'functions/inbox-gauges/handler.ts',
       serviceName: inboxGaugesServiceName,
-      description: 'Counts DEAD inbox records per consumer for their alarms',
+      description: 'Inbox figures per consumer (DEAD, FAILED, oldest lease, retry age) for their alarms',
       environment: {
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
-        INBOX_DEAD_ALARMS: Stack.of(this).toJsonString(props.alarmNames),
+        [gaugeAlarmsEnv]: Stack.of(this).toJsonString(props.alarmNames),
       },
       memorySize: 256,
       timeout: props.period,
@@ -62,12 +65,12 @@ export class InboxGauges extends Construct {
     );
     this.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: props.period });
     this.schedule = new Rule(this, 'Schedule', {
-      description: 'Counts DEAD inbox records for the inbox-dead alarms',
+      description: 'Reads the inbox figures for their alarms',
       schedule: Schedule.rate(props.period),
       targets: [new LambdaFunction(this.function, { retryAttempts: 0 })],
     });
     const why =
-      'A gauge run carries no payload: a failed run is redone by the next one, and the inbox-dead alarms keep their state meanwhile.';
+      'A gauge run carries no payload: a failed run is redone by the next one, and the inbox alarms keep their state meanwhile.';
     Validations.of(this.function).acknowledge(
       { id: 'Serverless-LambdaAsyncFailureDestination', reason: why },
       { id: 'Serverless-LambdaDLQ', reason: why },

@@ -89,6 +89,16 @@ export class InboxTable extends Construct {
   }
 
   /**
+   * The delivery audit: which records exist, asked by exact key (BatchGetItem) for every
+   * consumer's events, so no leading-keys condition narrows it; no write, no index, no scan.
+   */
+  grantPresence(grantee: IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['dynamodb:BatchGetItem'], resources: [this.table.tableArn] }),
+    );
+  }
+
+  /**
    * The ops API: lists and counts through the index, reads the records it lists (BatchGetItem)
    * or one record, redrives it (an update).
    */

@@ -16,7 +16,12 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { consumerMetricNames, inboxGaugeMetricNames } from '../../../shared/consumers/contract';
+import {
+  auditMetricNames,
+  consumerMetricNames,
+  inboxGaugeMetricNames,
+} from '../../../shared/consumers/contract';
+import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
 import { alarmIds } from '../../../shared/ops/alarm-ids';
 import { metricsNamespace, relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
@@ -25,8 +30,10 @@ import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 export interface PipelineMetricDimensions {
   readonly relay: Readonly<Record<string, string>>;
   readonly consumer: (name: ConsumerName) => Readonly<Record<string, string>>;
-  /** The inbox gauges' dimensions for one consumer. */
-  readonly inboxGauge: (name: ConsumerName) => Readonly<Record<string, string>>;
+  /** The inbox gauges' dimensions for one consumer, or (undefined) for all of them together. */
+  readonly inboxGauge: (name?: ConsumerName) => Readonly<Record<string, string>>;
+  /** The delivery audit's dimensions for one consumer, or (undefined) for all of them together. */
+  readonly audit: (name?: ConsumerName) => Readonly<Record<string, string>>;
 }
 
 /** A queue that must stay empty, with a short name for its alarm. */
@@ -40,16 +47,16 @@ export interface PipelineAlarmsProps {
   readonly thresholds: AlarmThresholds;
   readonly dimensions: PipelineMetricDimensions;
   readonly relayFunction: IFunction;
-  /** The inbox gauges: if they stop, the inbox-dead alarms (missing data ignored) would go quiet. */
+  /** The inbox gauges: if they stop, the inbox alarms (missing data ignored) would go quiet. */
   readonly gaugesFunction: IFunction;
+  /** The oldest-lease and retry-age thresholds (`inboxHealthThresholds`). */
+  readonly inboxThresholds: InboxHealthThresholds;
+  /** The delivery audit: its errors alarm, and while it fails the undelivered alarms get no data. */
+  readonly auditFunction: IFunction;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
   readonly relaySweep: Duration;
-  readonly consumers: readonly ConsumerName[];
-  /** Every rule-target DLQ and every on-failure destination. */
+  /** Every rule-target DLQ and the consumers' dead letters. */
   readonly queues: readonly WatchedQueue[];
-  readonly bus: IEventBus;
-  /** The bus's rules: the topology's name (the alarm's) and the physical name EventBridge reports. */
-  readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   /** Subscribed by email when given (the owner confirms the subscription). */
   readonly email?: string;
   /** Of the topic's KMS key: a retained key goes on costing $1/month after `cdk destroy`. */
@@ -80,12 +87,30 @@ export class PipelineMetrics {
     });
   }
 
-  /** A consumer's DEAD-records gauge, as the inbox gauges function emits it every gauge period. */
-  inboxDeadGauge(consumer: ConsumerName): Metric {
+  /**
+   * One of the inbox gauges, as the inbox gauges function emits it every gauge period: a
+   * consumer's, or (consumer undefined) all consumers' together, the largest age or the count's sum.
+   */
+  inboxGauge(consumer: ConsumerName | undefined, name: keyof typeof inboxGaugeMetricNames): Metric {
     return new Metric({
       namespace: metricsNamespace,
-      metricName: inboxGaugeMetricNames.dead,
+      metricName: inboxGaugeMetricNames[name],
       dimensionsMap: { ...this.dimensions.inboxGauge(consumer) },
+      statistic: Stats.MAXIMUM,
+      period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
+    });
+  }
+
+  /**
+   * `UndeliveredToConsumer` of a consumer, or (undefined) of all of them together, as the
+   * delivery audit emits it after each run (each sweep period). Its alarm's period is the
+   * gauges': the point of a run lands in one of them.
+   */
+  undelivered(consumer?: ConsumerName): Metric {
+    return new Metric({
+      namespace: metricsNamespace,
+      metricName: auditMetricNames.undelivered,
+      dimensionsMap: { ...this.dimensions.audit(consumer) },
       statistic: Stats.MAXIMUM,
       period: Duration.seconds(this.thresholds.gaugePeriodSeconds),
     });
@@ -123,8 +148,9 @@ export class PipelineMetrics {
 /**
  * Every way an event can be late or lost, alarmed to one SNS topic: the oldest pending outbox
  * event, a relay that stopped reporting (missing data breaches), dead outbox events, relay
- * errors, each consumer's dead inbox records, every rule DLQ and the consumers' dead letters when not empty,
- * and each rule's failed invocations. Thresholds come from the topology.
+ * errors, the consumers' DEAD inbox records, oldest lease and retry age, events the delivery
+ * audit found undelivered, and every rule DLQ and the consumers' dead letters when not empty
+ * (which is where a rule's failed invocations go). Thresholds come from the topology.
  *
  * Gauges that are sent only now and then (the relay reports after each run, an idle pipeline is
  * swept hourly; the inbox gauges every few minutes; SQS stops sending an idle queue's metrics)
@@ -140,9 +166,12 @@ export class PipelineAlarms extends Construct {
   public readonly outboxDead: Alarm;
   public readonly relayErrors: Alarm;
   public readonly gaugesErrors: Alarm;
-  public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly inboxDead: Alarm;
+  public readonly oldestLease: Alarm;
+  public readonly retryAge: Alarm;
+  public readonly undelivered: Alarm;
+  public readonly auditErrors: Alarm;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
-  public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
   public readonly all: readonly Alarm[];
 
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
@@ -275,7 +304,7 @@ export class PipelineAlarms extends Construct {
 
     this.gaugesErrors = alarm(
       alarmIds.inboxGaugesErrors,
-      'The inbox gauges function failed: while it fails, the inbox-dead alarms get no data and keep their state.',
+      'The inbox gauges function failed: while it fails, the inbox alarms get no data and keep their state.',
       props.gaugesFunction.metricErrors({
         statistic: Stats.SUM,
         period: Duration.seconds(t.gaugePeriodSeconds),
@@ -283,20 +312,49 @@ export class PipelineAlarms extends Construct {
       1,
     );
 
-    const consumerDead = new Map<ConsumerName, Alarm>();
-    for (const consumer of props.consumers) {
-      consumerDead.set(
-        consumer,
-        alarm(
-          alarmIds.inboxDead(consumer),
-          `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
-          this.metrics.inboxDeadGauge(consumer),
-          t.consumerDeadRecords,
-          { missing: TreatMissingData.IGNORE },
-        ),
-      );
-    }
-    this.consumerDead = consumerDead;
+    // One alarm for every consumer, as for the two ages below: the gauges send the sum of DEAD
+    // records without the Consumer dimension, each consumer's count beside it for the dashboard,
+    // `/ops/status` and the CLI, which say whose. CloudWatch bills each alarm.
+    this.inboxDead = alarm(
+      alarmIds.inboxDead,
+      'A consumer has DEAD inbox records: npx pipeline status shows whose; inspect and redrive with npx pipeline inbox dead (README "Is anything stuck?").',
+      this.metrics.inboxGauge(undefined, 'dead'),
+      t.inboxDeadRecords,
+      { missing: TreatMissingData.IGNORE },
+    );
+    // The design's other two inbox figures, one alarm each for every consumer (the gauges send
+    // the largest age without the Consumer dimension): `npx pipeline status` says whose.
+    const limits = props.inboxThresholds;
+    this.oldestLease = alarm(
+      alarmIds.inboxOldestLease,
+      `An attempt of a consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: stuck mid-effect, or killed with nothing left to take its record over. npx pipeline status shows whose (README "Is anything stuck?").`,
+      this.metrics.inboxGauge(undefined, 'oldestLease'),
+      limits.oldestLeaseSeconds,
+      { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+    );
+    this.retryAge = alarm(
+      alarmIds.inboxRetryAge,
+      `A FAILED inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry that succeeds. npx pipeline status shows whose (README "Is anything stuck?").`,
+      this.metrics.inboxGauge(undefined, 'retryAge'),
+      limits.retryAgeSeconds,
+      { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
+    );
+
+    // What no other alarm sees: a rule disabled or changed by hand, a target misconfigured, a
+    // dead letter that expired, an inbox record deleted (shared/audit/delivery-audit.ts).
+    this.undelivered = alarm(
+      alarmIds.undelivered,
+      'The delivery audit found delivered events with no record in a consumer inbox: list them with `npx pipeline audit`, re-send them with `npx pipeline audit --redrive` once the cause is fixed.',
+      this.metrics.undelivered(),
+      t.undeliveredEvents,
+      { missing: TreatMissingData.IGNORE },
+    );
+    this.auditErrors = alarm(
+      alarmIds.auditErrors,
+      'The delivery audit function failed: while it fails, the undelivered alarms get no data and keep their state.',
+      props.auditFunction.metricErrors({ statistic: Stats.SUM, period: Duration.seconds(t.periodSeconds) }),
+      1,
+    );
 
     const queueNotEmpty = new Map<string, Alarm>();
     for (const { name, queue } of props.queues) {
@@ -313,19 +371,15 @@ export class PipelineAlarms extends Construct {
     }
     this.queueNotEmpty = queueNotEmpty;
 
-    const ruleFailed = new Map<string, Alarm>();
-    for (const { name, physicalName } of props.rules) {
-      ruleFailed.set(
-        name,
-        alarm(
-          alarmIds.ruleFailedInvocations(name),
-          `EventBridge rule ${physicalName} failed to invoke a target (see its DLQs).`,
-          this.metrics.rule(props.bus, physicalName, 'FailedInvocations'),
-          t.failedInvocations,
-        ),
-      );
-    }
-    this.ruleFailedInvocations = ruleFailed;
+    // No alarm on a rule's FailedInvocations (it stays a graph on the dashboard; AWS metrics cost
+    // nothing, an alarm $0.10 a month). Every rule target has a dead-letter queue, so an
+    // invocation that failed for good lands in that rule's DLQ, whose queue-not-empty alarm above
+    // stays in ALARM until someone redrives it; a FailedInvocations alarm would page for the same
+    // event and clear itself a period later. An invocation that could not even be sent to its DLQ
+    // (InvocationsFailedToBeSentToDlq) never reached the consumer's inbox, which is what the
+    // delivery audit's `undelivered` alarm finds.
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-monitoring.html
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html
     this.all = all;
   }
 }

@@ -6,6 +6,7 @@ import {
   Dashboard,
   GraphWidget,
   type HorizontalAnnotation,
+  MathExpression,
   SingleValueWidget,
   Stats,
   TextWidget,
@@ -13,6 +14,8 @@ import {
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
+import { relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 import type { PipelineMetrics, WatchedQueue } from './pipeline-alarms';
 
@@ -26,6 +29,10 @@ export interface PipelineDashboardProps {
   readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   readonly api: RestApi;
   readonly alarms: readonly Alarm[];
+  /** The delivery audit function. */
+  readonly auditFunction: IFunction;
+  /** The oldest-lease and retry-age thresholds, drawn on their graphs. */
+  readonly inboxThresholds: InboxHealthThresholds;
 }
 
 const width = 8;
@@ -81,7 +88,18 @@ export class PipelineDashboard extends Construct {
         title: 'Outbox: pending and dead',
         width,
         height,
-        left: [m.relay('pending'), m.relay('dead')],
+        left: [
+          // The relay sends PendingEvents only while above zero (shared/outbox/relay-metrics.ts):
+          // FILL draws the hours without a point as 0 instead of a gap.
+          // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
+          new MathExpression({
+            expression: 'FILL(pending, 0)',
+            usingMetrics: { pending: m.relay('pending') },
+            label: relayMetricNames.pending,
+            period,
+          }),
+          m.relay('dead'),
+        ],
       }),
       new GraphWidget({
         title: 'Relay: published / failed / dead-lettered',
@@ -116,6 +134,10 @@ export class PipelineDashboard extends Construct {
         ],
         right: [props.relayFunction.metricDuration({ period, statistic: Stats.MAXIMUM })],
       }),
+      // Graphs only, no alarm (infra/aws/constructs/pipeline-alarms.ts says why): a failed
+      // invocation lands in the rule's DLQ, one that could not be sent there is what the
+      // delivery audit finds. AWS/Events metrics cost nothing to keep or draw.
+      // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-monitoring.html
       new GraphWidget({
         title: 'Rule deliveries',
         width,
@@ -123,6 +145,9 @@ export class PipelineDashboard extends Construct {
         left: props.rules.flatMap((rule) => [
           m.rule(props.bus, rule.physicalName, 'Invocations').with({ label: `${rule.name} invocations` }),
           m.rule(props.bus, rule.physicalName, 'FailedInvocations').with({ label: `${rule.name} failed` }),
+          m
+            .rule(props.bus, rule.physicalName, 'InvocationsFailedToBeSentToDlq')
+            .with({ label: `${rule.name} not sent to its DLQ` }),
         ]),
       }),
     );
@@ -136,7 +161,7 @@ export class PipelineDashboard extends Construct {
         title: 'Consumers: DEAD records in the inbox',
         width,
         height,
-        left: props.consumers.map((c) => m.inboxDeadGauge(c.name).with({ label: c.name })),
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'dead').with({ label: c.name })),
       }),
       consumerGraph('Consumers: poison events', 'poison'),
       new GraphWidget({
@@ -144,6 +169,52 @@ export class PipelineDashboard extends Construct {
         width,
         height,
         left: props.consumers.map((c) => c.function.metricErrors({ period, label: `${c.name} errors` })),
+      }),
+    );
+    // The design's third way to fail silently: the inbox's own state machine stuck while the
+    // transport looks consumed (README "Is anything stuck?").
+    const annotations = (of: (t: InboxHealthThresholds) => number): HorizontalAnnotation[] => [
+      { value: of(props.inboxThresholds), label: 'alarm' },
+    ];
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Consumers: oldest PROCESSING lease (s)',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'oldestLease').with({ label: c.name })),
+        leftAnnotations: annotations((t) => t.oldestLeaseSeconds),
+      }),
+      new GraphWidget({
+        title: 'Consumers: oldest FAILED record’s retry age (s)',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'retryAge').with({ label: c.name })),
+        leftAnnotations: annotations((t) => t.retryAgeSeconds),
+      }),
+      new GraphWidget({
+        title: 'Consumers: FAILED records waiting for a retry',
+        width,
+        height,
+        left: props.consumers.map((c) => m.inboxGauge(c.name, 'failed').with({ label: c.name })),
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Delivery audit: delivered events missing from each inbox',
+        width: 16,
+        height,
+        left: props.consumers.map((c) => m.undelivered(c.name).with({ label: c.name })),
+        leftAnnotations: [{ value: props.thresholds.undeliveredEvents, label: 'alarm' }],
+      }),
+      new GraphWidget({
+        title: 'Delivery audit function',
+        width,
+        height,
+        left: [
+          props.auditFunction.metricInvocations({ period }),
+          props.auditFunction.metricErrors({ period }),
+        ],
+        right: [props.auditFunction.metricDuration({ period, statistic: Stats.MAXIMUM })],
       }),
     );
     this.dashboard.addWidgets(

@@ -1,6 +1,8 @@
 import {
+  auditMetricNames,
   consumerMetricNames,
   consumerServiceName,
+  deliveryAuditServiceName,
   inboxGaugeMetricNames,
   inboxGaugesServiceName,
 } from '../../../shared/consumers/contract';
@@ -51,17 +53,19 @@ export interface PerMillionApprovalsCost {
 }
 
 /** What of `shared/topology.ts` the model reads. */
-export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox'>;
+export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'>;
 
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
 export const tasksApiServiceName = 'tasks-api';
 
-/** What the relay sends after every run (`addRelayMetrics`): the gauges, whatever the counts. */
-const relayGaugeMetrics = [
-  relayMetricNames.pending,
-  relayMetricNames.oldestPendingAge,
-  relayMetricNames.dead,
-];
+/**
+ * What the relay sends after every run (`addRelayMetrics`), whatever the counts: the gauges its
+ * alarms need. `PendingEvents` is sent only while above zero, like the inbox gauges.
+ */
+const relayGaugeMetrics = [relayMetricNames.oldestPendingAge, relayMetricNames.dead];
+
+/** Issue 8 item 7: what an idle sandbox may cost, and how much of an idle day Aurora must sleep. */
+export const sandboxGoal = { idleMonthlyUsd: 10, auroraPausedFraction: 0.9 } as const;
 
 /** Counters a busy, healthy relay sends (counters go out only when non-zero): events published, old rows purged. */
 const relayBusyCounters = [relayMetricNames.published, relayMetricNames.purged];
@@ -203,8 +207,11 @@ const sum = (parts: readonly CostPart[]): number => parts.reduce((total, p) => t
 interface IdleRuns {
   readonly relay: LambdaFunction;
   readonly gauges: LambdaFunction;
+  /** Undefined in a template without the delivery audit. */
+  readonly audit: LambdaFunction | undefined;
   readonly relayRunsPerMonth: number;
   readonly gaugeRunsPerMonth: number;
+  readonly auditRunsPerMonth: number;
   /** Mean seconds between idle relay runs; undefined when no enabled schedule runs it. */
   readonly relayPeriodSeconds: number | undefined;
   readonly gaugePeriodSeconds: number | undefined;
@@ -212,16 +219,20 @@ interface IdleRuns {
 }
 
 /**
- * The enabled schedules and what they run. Only the relay sweeps and the inbox gauges are
- * modelled: any other enabled schedule fails the model instead of being costed as free.
+ * The enabled schedules and what they run. Only the relay sweeps, the inbox gauges and the
+ * delivery audit are modelled: any other enabled schedule fails the model instead of being
+ * costed as free. The audit rides the relay's sweep rule, so it wakes no Aurora of its own.
  */
 function idleRuns(template: CfnTemplate, book: PriceBook): IdleRuns {
   const functions = lambdaFunctions(template);
   const relay = functionOf(functions, relayServiceName);
   const gauges = functionOf(functions, inboxGaugesServiceName);
+  const audit = functions.find((f) => f.service === deliveryAuditServiceName);
   const secondsPerMonth = book.assumptions.hoursPerMonth.value * 3600;
   let relayRunsPerMonth = 0;
   let gaugeRunsPerMonth = 0;
+  let auditRunsPerMonth = 0;
+  const runsWithTheSweep = new Set<string>();
   const seen: string[] = [];
   for (const s of schedules(template)) {
     if (!s.enabled) {
@@ -232,17 +243,31 @@ function idleRuns(template: CfnTemplate, book: PriceBook): IdleRuns {
       const runs = secondsPerMonth / s.periodSeconds;
       if (target === relay.id) relayRunsPerMonth += runs;
       else if (target === gauges.id) gaugeRunsPerMonth += runs;
-      else
+      else if (target === audit?.id) {
+        auditRunsPerMonth += runs;
+        if (s.targets.includes(relay.id)) runsWithTheSweep.add(s.ruleId);
+      } else
         throw new Error(`scheduled rule ${s.ruleId} targets ${target}, which the cost model does not know`);
-      seen.push(`${s.expression} -> ${target === relay.id ? 'relay' : 'gauges'}`);
+      seen.push(
+        `${s.expression} -> ${target === relay.id ? 'relay' : target === gauges.id ? 'gauges' : 'audit'}`,
+      );
     }
+  }
+  // The model's Aurora wake-ups are the relay's sweeps: an audit on a schedule of its own would
+  // wake the cluster at other times, which it does not price.
+  if (auditRunsPerMonth > 0 && runsWithTheSweep.size === 0) {
+    throw new Error(
+      'the delivery audit runs on a schedule of its own: the cost model prices it only on the sweep rule',
+    );
   }
   const period = (runs: number) => (runs > 0 ? secondsPerMonth / runs : undefined);
   return {
     relay,
     gauges,
+    audit,
     relayRunsPerMonth,
     gaugeRunsPerMonth,
+    auditRunsPerMonth,
     relayPeriodSeconds: period(relayRunsPerMonth),
     gaugePeriodSeconds: period(gaugeRunsPerMonth),
     describe: seen.join(', '),
@@ -373,10 +398,15 @@ export function idleMonthlyCost(
   }
 
   const relayMetricMonths = relayGaugeMetrics.length * hoursWithData(runs.relayPeriodSeconds);
-  // The inbox gauges send a point only for a consumer with DEAD records or whose alarm is not
-  // OK yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of their metrics is billed.
+  // The relay's PendingEvents is sent only while above zero (shared/outbox/relay-metrics.ts),
+  // the inbox gauges and the audit's count only while above zero or while their alarm is not OK
+  // yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of them is billed.
   const gaugeMetricMonths = 0;
-  const dataApiCalls = aurora.clusters > 0 ? runs.relayRunsPerMonth * a.relaySweepDataApiCalls.value : 0;
+  const dataApiCalls =
+    aurora.clusters > 0
+      ? runs.relayRunsPerMonth * a.relaySweepDataApiCalls.value +
+        runs.auditRunsPerMonth * a.auditIdleDataApiCalls.value
+      : 0;
   const gaugeQueries = a.gaugeQueriesPerShard.value * topology.inbox.openIndexShards;
   // Each SQS event source mapping long-polls its queue all month, messages or not.
   const mappings = ofType(template, 'AWS::Lambda::EventSourceMapping').filter(
@@ -386,9 +416,13 @@ export function idleMonthlyCost(
     mappings * a.sqsMappingIdlePollers.value * (3600 / a.sqsLongPollSeconds.value) * a.hoursPerMonth.value;
   const gaugeReadUnits = runs.gaugeRunsPerMonth * consumers * gaugeQueries * a.gaugeQueryReadUnits.value;
   const traces =
-    (runs.relay.traced ? runs.relayRunsPerMonth : 0) + (runs.gauges.traced ? runs.gaugeRunsPerMonth : 0);
+    (runs.relay.traced ? runs.relayRunsPerMonth : 0) +
+    (runs.gauges.traced ? runs.gaugeRunsPerMonth : 0) +
+    (runs.audit?.traced ? runs.auditRunsPerMonth : 0);
   const logBytes =
-    runs.relayRunsPerMonth * a.relayIdleLogBytes.value + runs.gaugeRunsPerMonth * a.gaugeLogBytes.value;
+    runs.relayRunsPerMonth * a.relayIdleLogBytes.value +
+    runs.gaugeRunsPerMonth * a.gaugeLogBytes.value +
+    runs.auditRunsPerMonth * a.relayIdleLogBytes.value;
 
   const parts: CostPart[] = [
     { name: 'Aurora Serverless v2 compute', usd: aurora.computeUsd, detail: aurora.detail },
@@ -400,7 +434,7 @@ export function idleMonthlyCost(
     {
       name: 'RDS Data API (sweeps)',
       usd: usdPer(dataApiCalls, p.dataApiMillion, million),
-      detail: `${fmt(runs.relayRunsPerMonth)} relay runs x ${a.relaySweepDataApiCalls.value} requests`,
+      detail: `${fmt(runs.relayRunsPerMonth)} relay runs x ${a.relaySweepDataApiCalls.value} requests + ${fmt(runs.auditRunsPerMonth)} audit runs x ${a.auditIdleDataApiCalls.value}`,
     },
     {
       name: 'Secrets Manager',
@@ -426,7 +460,7 @@ export function idleMonthlyCost(
       usd: (relayMetricMonths + gaugeMetricMonths) * p.customMetricMonth.usd,
       detail:
         `relay ${relayGaugeMetrics.join('/')} (${fmt(hoursWithData(runs.relayPeriodSeconds) * 100)}% of hours) + ` +
-        `${Object.values(inboxGaugeMetricNames).join('/')} x ${consumers} consumers (0% of hours: sent only while DEAD records exist or an alarm is not OK) ` +
+        `relay ${relayMetricNames.pending}, ${[...Object.values(inboxGaugeMetricNames), auditMetricNames.undelivered].join('/')} x ${consumers} consumers (0% of hours: sent only while above zero or an alarm is not OK) ` +
         `= ${fmt(relayMetricMonths + gaugeMetricMonths, 1)} metric-months x ${each(p.customMetricMonth)}`,
     },
     {
@@ -438,10 +472,12 @@ export function idleMonthlyCost(
       name: 'Lambda (scheduled runs)',
       usd:
         lambdaUsd(book, runs.relay, runs.relayRunsPerMonth, a.relaySweepSeconds.value) +
-        lambdaUsd(book, runs.gauges, runs.gaugeRunsPerMonth, a.gaugeRunSeconds.value),
+        lambdaUsd(book, runs.gauges, runs.gaugeRunsPerMonth, a.gaugeRunSeconds.value) +
+        (runs.audit ? lambdaUsd(book, runs.audit, runs.auditRunsPerMonth, a.auditIdleSeconds.value) : 0),
       detail:
         `relay ${fmt(runs.relayRunsPerMonth)} x ${a.relaySweepSeconds.value} s at ${memory(runs.relay)}; ` +
-        `gauges ${fmt(runs.gaugeRunsPerMonth)} x ${a.gaugeRunSeconds.value} s at ${memory(runs.gauges)} (${runs.describe})`,
+        `gauges ${fmt(runs.gaugeRunsPerMonth)} x ${a.gaugeRunSeconds.value} s at ${memory(runs.gauges)}; ` +
+        `audit ${fmt(runs.auditRunsPerMonth)} x ${a.auditIdleSeconds.value} s${runs.audit ? ` at ${memory(runs.audit)}` : ''} (${runs.describe})`,
     },
     {
       name: 'SQS (event source mappings polling)',
@@ -455,8 +491,8 @@ export function idleMonthlyCost(
     },
     {
       name: 'CloudWatch API (gauge runs read their alarms)',
-      usd: usdPer(runs.gaugeRunsPerMonth, p.cloudWatchApiThousandRequests, 1_000),
-      detail: `${fmt(runs.gaugeRunsPerMonth)} DescribeAlarms calls`,
+      usd: usdPer(runs.gaugeRunsPerMonth + runs.auditRunsPerMonth, p.cloudWatchApiThousandRequests, 1_000),
+      detail: `${fmt(runs.gaugeRunsPerMonth + runs.auditRunsPerMonth)} DescribeAlarms calls (gauges and audit runs)`,
     },
     {
       name: 'X-Ray traces (scheduled runs)',
@@ -466,7 +502,7 @@ export function idleMonthlyCost(
     {
       name: 'CloudWatch Logs ingestion (scheduled runs)',
       usd: usdPer(logBytes / gib, p.logsIngestGb),
-      detail: `${fmt(runs.relayRunsPerMonth + runs.gaugeRunsPerMonth)} invocations x ~1 KB = ${fmt(logBytes / 1024 ** 2, 1)} MB`,
+      detail: `${fmt(runs.relayRunsPerMonth + runs.gaugeRunsPerMonth + runs.auditRunsPerMonth)} invocations x ~1 KB = ${fmt(logBytes / 1024 ** 2, 1)} MB`,
     },
     networkPart(template, book),
     {
@@ -557,6 +593,11 @@ export function perMillionApprovals(
     (usd, c) => usd + lambdaUsd(book, c.fn, n, a.consumerSeconds.value),
     0,
   );
+  // The delivery audit reads each delivered event once: a page per `pageSize` events, and each
+  // (event, consumer) key once, eventually consistent (half a unit per 4 KB of the item).
+  const audit = functions.find((f) => f.service === deliveryAuditServiceName);
+  const auditPages = n / topology.audit.pageSize;
+  const auditRru = consumers.length * Math.ceil(a.inboxItemKb.value / 4) * 0.5;
 
   const parts: CostPart[] = [
     {
@@ -618,6 +659,21 @@ export function perMillionApprovals(
         (has('index') ? `, content index ${indexWru} WRU put + ${indexRru} RRU get` : '') +
         ` = ${inboxWru + indexWru} WRU + ${indexRru} RRU per approval`,
     },
+    audit
+      ? {
+          name: 'Delivery audit',
+          usd:
+            usdPer(n * auditRru, p.dynamoReadRequestMillion, million) +
+            usdPer(auditPages * a.auditDataApiCallsPerPage.value, p.dataApiMillion, million) +
+            usdPer(
+              auditPages * a.auditPageSeconds.value * audit.memoryGb,
+              audit.arm64 ? p.lambdaArmGbSecond : p.lambdaX86GbSecond,
+            ),
+          detail:
+            `${auditRru} RRU per approval (${consumers.length} inbox keys, eventually consistent), ` +
+            `${fmt(auditPages)} pages of ${fmt(topology.audit.pageSize)} x (${a.auditDataApiCallsPerPage.value} Data API requests + ${a.auditPageSeconds.value} s at ${memory(audit)}); its runs ride the sweeps`,
+        }
+      : { name: 'Delivery audit', usd: 0, detail: 'not in the template' },
     {
       name: 'S3 PUT (archive)',
       usd: has('archive') ? usdPer(n, p.s3PutThousand, 1000) : 0,

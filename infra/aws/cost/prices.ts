@@ -309,6 +309,26 @@ const assumptions = {
     unit: 'bytes',
     why: 'START/END/REPORT lines plus one EMF document per consumer',
   },
+  auditIdleSeconds: {
+    value: 0.5,
+    unit: 's',
+    why: 'a guess: an idle delivery audit run (shared/audit/delivery-audit.ts) takes its lease, finds no open finding and no delivered row past its cursor, releases, reads its counters and its alarms, from a warm function',
+  },
+  auditIdleDataApiCalls: {
+    value: 5,
+    unit: 'requests',
+    why: 'acquire the lease, the findings to recheck, the next page (empty), release, the undelivered counters',
+  },
+  auditPageSeconds: {
+    value: 1,
+    unit: 's',
+    why: 'a guess: one page of `topology.audit.pageSize` delivered rows through the Data API, one BatchGetItem per 100 (event, consumer) keys, 8 at a time, and the statement that records the page',
+  },
+  auditDataApiCallsPerPage: {
+    value: 2,
+    unit: 'requests',
+    why: 'the page read and the statement that records its findings and moves the cursor',
+  },
   tasksApiSeconds: {
     value: 0.1,
     unit: 's',

@@ -1,21 +1,9 @@
+import type { BusEvent } from '../../../shared/events/bus-event';
 import type { DeadLetter } from '../../../shared/ops/ops-ports';
-import type { ConsumerName } from '../../../shared/topology';
 
-/**
- * The event a Lambda target receives from EventBridge: the fields every event on a bus carries
- * (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html).
- */
-export interface BusEvent {
-  readonly version: '0';
-  readonly id: string;
-  readonly 'detail-type': string;
-  readonly source: string;
-  readonly account: string;
-  readonly time: string;
-  readonly region: string;
-  readonly resources: string[];
-  readonly detail: Record<string, unknown>;
-}
+export type { BusEvent } from '../../../shared/events/bus-event';
+
+import type { ConsumerName } from '../../../shared/topology';
 
 /** A target of an event: the consumer one rule sends it to. */
 export interface BusTarget {

@@ -6,7 +6,8 @@ import { replaceDurably } from './durable-file';
 /**
  * The bus's dead letters (`dead-letters.jsonl`), oldest first, this run's and earlier runs':
  * what a rule target's dead-letter queue holds on AWS. A letter is appended when its target gives
- * up, and leaves only by a redrive, which the caller journals before it calls {@link remove}.
+ * up, and leaves by a redrive, which the caller journals before it calls {@link remove}, or
+ * when its queue's retention is over ({@link expire}).
  */
 export class DeadLetterFile {
   private readonly letters: BusDeadLetter[] = [];
@@ -42,6 +43,15 @@ export class DeadLetterFile {
   add(letter: BusDeadLetter): void {
     this.letters.push(letter);
     appendFileSync(this.path, `${JSON.stringify(letter)}\n`);
+  }
+
+  /** Removes the letters `expired` says are gone (an SQS retention period over); returns them. */
+  expire(expired: (letter: BusDeadLetter) => boolean): BusDeadLetter[] {
+    const gone = this.letters.filter(expired);
+    if (gone.length === 0) return gone;
+    for (const letter of gone) this.letters.splice(this.letters.indexOf(letter), 1);
+    this.rewrite();
+    return gone;
   }
 
   remove(letter: BusDeadLetter): void {

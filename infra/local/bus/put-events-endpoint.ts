@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { routeEvent } from '../../../shared/events/event-routing';
 import type { RuleSpec } from '../../../shared/topology';
-import { matchesPattern } from '../event-pattern';
 import type { FaultInjector } from '../faults';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from '../http-guard';
 import type { BusCounters, TargetDelivery } from './bus-types';
@@ -27,11 +27,14 @@ export interface AcceptedBatch {
 
 export interface PutEventsEndpointOptions {
   readonly busName: string;
-  readonly rules: readonly RuleSpec[];
+  /** The bus's rules as they are now: enabled ones only, as changed by hand (LocalBus). */
+  readonly rules: () => readonly RuleSpec[];
   /** The entries' total size limit of one request, in bytes (EventBridge's entry size rule). */
   readonly maxRequestBytes: number;
   readonly faults: FaultInjector;
   readonly counters: BusCounters;
+  /** Epoch ms a delivery's first attempt is dated from. */
+  readonly clock: () => number;
   /**
    * Called once per request before the answer is sent: it must make `events` durable before it
    * resolves, since each accepted entry's EventId promises its delivery (a rejection answers
@@ -125,7 +128,7 @@ export class PutEventsEndpoint {
       if (targets.length > 0) events.push({ event, targets });
       const copies = this.options.faults.strikes('busDuplicate') ? 2 : 1;
       for (let i = 0; i < copies; i++) {
-        for (const t of targets) deliveries.push({ event, ...t, firstAttemptAt: Date.now() });
+        for (const t of targets) deliveries.push({ event, ...t, firstAttemptAt: this.options.clock() });
       }
       results.push(
         this.options.faults.strikes('busAckLoss')
@@ -187,10 +190,7 @@ export class PutEventsEndpoint {
       this.options.log('entry for an unknown bus accepted and dropped, as AWS does', { bus });
       return { event, targets: [] };
     }
-    const targets = this.options.rules
-      .filter((r) => matchesPattern(r.pattern, event))
-      .flatMap((r) => r.targets.map((consumer) => ({ rule: r.name, consumer })));
-    return { event, targets };
+    return { event, targets: routeEvent(this.options.rules(), event) };
   }
 
   /**

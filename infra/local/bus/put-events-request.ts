@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as z from 'zod';
+import { eventBridgeTime, localBusIdentity } from '../../../shared/events/bus-event';
 import type { BusEvent } from './bus-types';
 
 // A JavaScript Date spans ±8.64e15 ms; an epoch-seconds `Time` outside it names no instant.
@@ -112,9 +113,9 @@ export function toBusEvent(entry: PutEventsEntry): { event: BusEvent } | { error
       id: randomUUID(),
       'detail-type': entry.DetailType as string,
       source: entry.Source as string,
-      account: '000000000000',
-      time: `${time.toISOString().slice(0, 19)}Z`,
-      region: 'us-east-1',
+      account: localBusIdentity.account,
+      time: eventBridgeTime(time),
+      region: localBusIdentity.region,
       resources: entry.Resources ?? [],
       detail: detail as Record<string, unknown>,
     },

@@ -21,6 +21,8 @@ export interface TargetDispatchOptions {
   /** Waited once per delivery before its first attempt, holding no concurrency slot: the bus's own latency. */
   readonly deliveryDelayMs?: (consumer: ConsumerName) => number;
   readonly random?: () => number;
+  /** Epoch ms for delivery ages and dead-letter times. */
+  readonly clock: () => number;
   readonly journal: BusJournal;
   readonly deadLetters: DeadLetterFile;
   readonly counters: BusCounters;
@@ -88,7 +90,7 @@ export class TargetDispatch {
       } finally {
         this.release(d.consumer);
       }
-      const age = Date.now() - d.firstAttemptAt;
+      const age = this.options.clock() - d.firstAttemptAt;
       if (attempt >= policy.maxAttempts || age >= policy.maxAgeMs) {
         return this.deadLetter(d, attempt, error);
       }
@@ -107,7 +109,7 @@ export class TargetDispatch {
       rule: d.rule,
       attempts,
       error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      deadAt: new Date().toISOString(),
+      deadAt: new Date(this.options.clock()).toISOString(),
       event: d.event,
     };
     this.options.deadLetters.add(letter);

@@ -439,12 +439,38 @@ function startDashboard(config) {
     );
 
     const inbox = obj(s.consumers);
+    const undelivered = obj(obj(s.audit).undelivered);
     for (const c of Object.keys(inbox)) if (!consumers.includes(c)) consumers.push(c);
+    /**
+     * An age figure of the inbox (null: nothing in that state). One alarm watches it for every
+     * consumer: red is the consumer whose age sets it off while it fires.
+     * @param {string} c
+     * @param {string} key `oldestLeaseSeconds` or `oldestRetryAgeSeconds`
+     * @param {string} alarm
+     * @param {string} testid
+     */
+    const ageCell = (c, key, alarm, testid) => {
+      const seconds = obj(inbox[c])[key];
+      const largest = Math.max(0, ...Object.keys(inbox).map((k) => num(obj(inbox[k])[key])));
+      const bad = alarms[alarm] === 'ALARM' && typeof seconds === 'number' && seconds >= largest;
+      return h(
+        'td',
+        { class: `num value${bad ? ' bad' : ''}`, testid: `inbox-${c}-${testid}` },
+        seconds === null || seconds === undefined ? '-' : age(seconds),
+      );
+    };
     $('inbox').replaceChildren(
       table(
-        [{ label: 'consumer' }, ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true }))],
+        [
+          { label: 'consumer' },
+          ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true })),
+          { label: 'oldest lease', num: true },
+          { label: 'retry age', num: true },
+          { label: 'undelivered', num: true },
+        ],
         Object.keys(inbox).map((c) => {
           const counts = obj(inbox[c]);
+          const missing = num(undelivered[c]);
           return h('tr', {}, [
             h('td', {}, c),
             ...inboxColumns.map(([key]) => {
@@ -455,6 +481,13 @@ function startDashboard(config) {
                 v,
               );
             }),
+            ageCell(c, 'oldestLeaseSeconds', 'inbox-oldest-lease', 'oldestLease'),
+            ageCell(c, 'oldestRetryAgeSeconds', 'inbox-retry-age', 'retryAge'),
+            h(
+              'td',
+              { class: `num value${missing > 0 ? ' bad' : ''}`, testid: `inbox-${c}-undelivered` },
+              missing,
+            ),
           ]);
         }),
         'no consumers',
@@ -725,6 +758,48 @@ function startDashboard(config) {
     );
   }
 
+  /** @param {unknown} listing `GET /ops/audit` */
+  function renderAudit(listing) {
+    const a = obj(listing);
+    const path = '/ops/audit/redrive';
+    const container = $('audit-findings');
+    container.setAttribute(
+      'data-title',
+      `Undelivered (delivery audit, last run ${when(a.lastRunAt)}, behind ${age(a.behindSeconds)})`,
+    );
+    deadSection(
+      container,
+      'audit-list',
+      ['event', 'consumer', 'delivered at', 'found at', 're-sent', ''],
+      (Array.isArray(a.findings) ? a.findings : []).map((raw) => {
+        const f = obj(raw);
+        const id = text(f.eventId);
+        const consumer = text(f.consumer);
+        return h('tr', { testid: 'audit-row' }, [
+          h('td', { class: 'mono' }, id),
+          h('td', {}, consumer),
+          h('td', {}, when(f.deliveredAt)),
+          h('td', {}, when(f.foundAt)),
+          h('td', {}, f.redrivenAt ? `${when(f.redrivenAt)} (${num(f.redrives)}x)` : ''),
+          h(
+            'td',
+            {},
+            redriveButton(
+              'Re-send',
+              `redrive-audit-${consumer}-${id}`,
+              path,
+              { eventId: id, consumer },
+              `event ${id} to ${consumer}`,
+            ),
+          ),
+        ]);
+      }),
+      'every audited event reached every consumer its rules route it to',
+      redriveButton('Re-send all', 'redrive-all-audit', path, { all: true }, 'every undelivered event'),
+      'audit',
+    );
+  }
+
   /**
    * @param {string} eventType
    * @param {string} consumer
@@ -861,6 +936,7 @@ function startDashboard(config) {
       read('/ops/events?limit=20', renderEvents),
       read('/ops/outbox/dead', renderOutboxDead),
       read('/ops/dead-letters', renderDeadLetters),
+      read('/ops/audit', renderAudit),
       ...consumers.map((c) =>
         read(`/ops/inbox/${encodeURIComponent(c)}/dead`, (list) => renderInboxDead(c, list)),
       ),

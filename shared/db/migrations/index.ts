@@ -5,6 +5,7 @@ import { migration0004 } from './0004-outbox-unsettled-claims';
 import { migration0005 } from './0005-tasks-api-reads-its-event';
 import { migration0006 } from './0006-outbox-room-for-hot-claims';
 import { migration0007 } from './0007-reads-bounded-by-work';
+import { migration0008 } from './0008-delivery-audit';
 
 /**
  * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   migration0005,
   migration0006,
   migration0007,
+  migration0008,
 ];

@@ -1,6 +1,7 @@
 /**
- * EventBridge event patterns for the local bus: the patterns EventBridge accepts, refused
- * with EventBridge's own reasons, and matched as EventBridge matches them. Written against
+ * EventBridge event patterns, for the local bus and the delivery audit (which routes each
+ * delivered event as the bus does): the patterns EventBridge accepts, refused with
+ * EventBridge's own reasons, and matched as EventBridge matches them. Written against
  * AWS's open-source matcher, aws/event-ruler (the engine behind EventBridge rules), because no
  * maintained npm package implements its semantics and `TestEventPattern` needs the network.
  * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-event-patterns.html
@@ -18,7 +19,7 @@
  *   equal to the same literal.
  */
 
-import type { RulePattern } from '../../shared/topology';
+import type { RulePattern } from '../topology';
 
 /** Operators EventBridge accepts in a pattern (`exact` for a literal value). */
 export const supportedOperators = [
