@@ -63,6 +63,28 @@ export interface PipelineAlarmsProps {
   readonly removalPolicy: RemovalPolicy;
 }
 
+/**
+ * Lets `fn` read these alarms' states and nothing else: DescribeAlarms takes alarm ARNs as
+ * resources (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html).
+ * The gauges, the audit and the ops API read the alarms they report on.
+ */
+export function allowDescribeAlarms(fn: IFunction, alarmNames: readonly string[]): void {
+  const stack = Stack.of(fn);
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['cloudwatch:DescribeAlarms'],
+      resources: alarmNames.map((name) =>
+        stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: name,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ),
+    }),
+  );
+}
+
 /** An alarm's name: the stack's name, then its id (`ContentPipeline-sandbox-relay-silent`). */
 export const alarmName = (stackName: string, alarmId: string): string => `${stackName}-${alarmId}`;
 
