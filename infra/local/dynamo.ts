@@ -10,6 +10,11 @@ export interface LocalDynamo {
   readonly endpoint: string;
   readonly engine: 'dynalite' | 'dynamodb-local';
   stop(): Promise<void>;
+  /**
+   * Ends the engine at once, as a crash would (no request finished, nothing closed): for fault
+   * drills and the tests of what the runtime does when its engine dies.
+   */
+  kill(): Promise<void>;
 }
 
 /** How long a stopping dynalite waits for the requests in flight before it cuts their connections. */
@@ -52,6 +57,9 @@ export async function startDynalite(dir?: string): Promise<LocalDynamo> {
   return {
     endpoint: `http://127.0.0.1:${port}`,
     engine: 'dynalite',
+    kill: async () => {
+      await worker.terminate();
+    },
     stop: () => {
       stopping ??= (async () => {
         const stopped = new Promise<WorkerMessage>((ok) => {
@@ -140,6 +148,12 @@ export async function startDynamoDbLocal(
   return {
     endpoint,
     engine: 'dynamodb-local',
+    kill: () =>
+      new Promise<void>((ok) => {
+        if (child.exitCode !== null || child.signalCode !== null) return ok();
+        child.once('exit', () => ok());
+        child.kill('SIGKILL');
+      }),
     stop: () =>
       new Promise<void>((ok) => {
         if (child.exitCode !== null) return ok();

@@ -169,6 +169,11 @@ export class LocalBus {
     return rule !== undefined;
   }
 
+  /** Whether the bus takes events: its journal accepts writes (a full or failing disk stops it). */
+  health(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
+    return this.journal.state;
+  }
+
   /** Deliveries not yet finished (in flight or waiting for a retry). */
   get pendingDeliveries(): number {
     return this.dispatch.pending;

@@ -78,6 +78,13 @@ export interface RuntimeOptions {
    * default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
    */
   readonly busClock?: () => number;
+  /**
+   * Epoch ms of the runners' records and the local alarms' windows (`relay-errors` counts the
+   * failures of its period): `Date.now` by default; a test moves it past a period.
+   */
+  readonly alarmClock?: () => number;
+  /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
+  readonly headersTimeoutMs?: number;
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -308,6 +315,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
+      clock: options.alarmClock,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -344,6 +352,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
       onError: (err) => log('delivery audit run failed', { error: String(err) }),
+      clock: options.alarmClock,
     });
     audit.start();
     stack.push(() => audit.stop());
@@ -357,6 +366,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       auditGraceSeconds: auditSettings.graceSeconds,
       startedAt,
       sweepMs,
+      components: () => ({ bus: bus.health() }),
+      clock: options.alarmClock,
     });
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
@@ -366,6 +377,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dashboardHtml,
       caller: options.caller ?? defaultLocalCaller(),
       log,
+      headersTimeoutMs: options.headersTimeoutMs,
     });
     stack.push(
       () =>

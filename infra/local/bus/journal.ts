@@ -51,6 +51,7 @@ export class BusJournal {
   private writing: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
   private broken: unknown;
+  private brokenSince: Date | undefined;
 
   constructor(
     private readonly path: string,
@@ -96,6 +97,16 @@ export class BusJournal {
     }
     replaceDurably(this.path, compacted);
     return pending;
+  }
+
+  /** Whether the journal takes events, and if not, the write failure that stopped it and when. */
+  get state(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
+    if (this.broken === undefined) return { up: true };
+    return {
+      up: false,
+      cause: `a journal write failed: ${this.broken instanceof Error ? this.broken.message : String(this.broken)}`,
+      since: this.brokenSince?.toISOString(),
+    };
   }
 
   /** Opens the journal for appending (after {@link recover}). */
@@ -165,6 +176,7 @@ export class BusJournal {
         for (const w of batch.waiters) w.resolve();
       } catch (err) {
         this.broken = err;
+        this.brokenSince = new Date();
         for (const w of batch.waiters) w.reject(err);
       }
     }
