@@ -4,7 +4,7 @@ import { assertValidRules } from '../../shared/events/event-pattern';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import type { BusCounters, BusDeadLetter, BusEvent } from './bus/bus-types';
 import { DeadLetterFile } from './bus/dead-letters';
-import { BusJournal } from './bus/journal';
+import { BusJournal, type JournalDisk } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
 import type { FaultInjector } from './faults';
@@ -35,6 +35,10 @@ export interface LocalBusOptions {
   readonly deadLetterRetentionMs?: (consumer: ConsumerName) => number;
   /** Epoch ms of the bus's own bookkeeping (delivery ages, dead-letter times); `Date.now` by default. */
   readonly clock?: () => number;
+  /** Told once the journal takes events again after a write failure (the runtime wakes the relay). */
+  readonly onJournalRecovered?: () => void;
+  /** The journal's disk (tests put a failing one here); the real one by default. */
+  readonly journalDisk?: Partial<JournalDisk>;
 }
 
 /**
@@ -64,11 +68,23 @@ export class LocalBus {
     this.rules = options.rules.map((spec) => ({ spec, enabled: true }));
     this.clock = options.clock ?? Date.now;
     const log = (message: string, extra?: Record<string, unknown>) => options.log?.(message, extra);
-    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), (err) =>
-      log('a journal line was not written: its target is delivered again after a restart', {
-        error: String(err),
-      }),
-    );
+    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), {
+      onLostDone: (err) =>
+        log('a journal line was not written: its target is delivered again after a restart', {
+          error: String(err),
+        }),
+      onFailure: (err) =>
+        log(`bus failed: a journal write failed (${String(err)}); refusing events until it can write again`, {
+          component: 'bus',
+          cause: String(err),
+        }),
+      onRecovered: (downMs) => {
+        log(`bus recovered: the journal takes events again after ${downMs} ms`, { component: 'bus' });
+        options.onJournalRecovered?.();
+      },
+      disk: options.journalDisk,
+      clock: this.clock,
+    });
     this.dead = new DeadLetterFile(join(options.dir, 'dead-letters.jsonl'));
     this.dispatch = new TargetDispatch({
       invoke: options.invoke,
@@ -172,6 +188,11 @@ export class LocalBus {
   /** Whether the bus takes events: its journal accepts writes (a full or failing disk stops it). */
   health(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
     return this.journal.state;
+  }
+
+  /** Retries now every delivery waiting for its next attempt (see TargetDispatch.retryNow). */
+  retryNow(): number {
+    return this.dispatch.retryNow();
   }
 
   /** Deliveries not yet finished (in flight or waiting for a retry). */

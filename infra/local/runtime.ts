@@ -23,6 +23,7 @@ import type { Notifier } from '../../shared/effects/notify';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
+import type { StatusComponent } from '../../shared/ops/ops-ports';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -32,13 +33,14 @@ import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudg
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type AuditConfig, type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { AuditRunner } from './audit-runner';
+import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
-import { startLocalPostgres } from './postgres';
+import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 
 /** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
@@ -85,6 +87,15 @@ export interface RuntimeOptions {
   readonly alarmClock?: () => number;
   /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
   readonly headersTimeoutMs?: number;
+  /**
+   * Awaited before each restart of an engine that died (PostgreSQL, the DynamoDB engine): a test
+   * holds an engine down here to look at the runtime meanwhile. None by default.
+   */
+  readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
+  /** Told when a component serves again after a failure (after the runtime woke what waited on it). */
+  readonly onRecovered?: (component: StatusComponent) => void;
+  /** The bus journal's disk (a test puts a failing one here); the real one by default. */
+  readonly busJournalDisk?: Partial<JournalDisk>;
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -132,6 +143,8 @@ export interface RuntimeSeams {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
+  /** The PostgreSQL server (its postmaster's pid and health, for fault drills). */
+  readonly postgres: Pick<LocalPostgres, 'pid' | 'health'>;
   /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
@@ -193,8 +206,24 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   };
   try {
     const faults = new FaultInjector(options.faults ?? noFaults, options.faultSeed);
+    // What waited on a component that failed is woken once it serves again, so the backoff
+    // built up against the outage does not hold deliveries: set once the relay and the bus exist.
+    let wake: (component: StatusComponent) => Promise<void> = async () => {};
+    const recovered = (component: StatusComponent) => {
+      wake(component)
+        .catch((err: unknown) =>
+          log('waking the pipeline after a recovery failed; the relay and the bus retry on their own', {
+            component,
+            error: String(err),
+          }),
+        )
+        .finally(() => options.onRecovered?.(component));
+    };
 
-    const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m));
+    const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m), {
+      beforeRestart: options.beforeRestart,
+      onRecovered: recovered,
+    });
     stack.push(() => pg.stop());
     const seams = options.seams ?? {};
     const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
@@ -239,6 +268,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       archive: seams.archive,
       notifier: seams.notifier,
+      beforeRestart: options.beforeRestart,
+      onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
     const consumerInvoke = Object.fromEntries(
@@ -260,6 +291,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
       deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
       clock: options.busClock,
+      onJournalRecovered: () => recovered('bus'),
+      journalDisk: options.busJournalDisk,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -325,6 +358,16 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       eventBridge.destroy();
     });
 
+    const relayOutbox = new OutboxStore(relayDb);
+    wake = async (component) => {
+      // Rows the relay backed off because the bus refused them, due now; then a run to take them.
+      if (component === 'bus') await relayOutbox.dueAfterOutage(journalUnavailableMessage);
+      // Deliveries that failed on the engine (the index and the inbox on DynamoDB, the archive
+      // reading PostgreSQL) wait in the bus's retry pauses: retried now.
+      if (component !== 'bus') bus.retryNow();
+      await relay.nudge();
+    };
+
     const nudger: RelayNudger = options.nudge === false ? noopRelayNudger : relay;
     const tasksApi = asLambda(
       'tasks-api',
@@ -366,7 +409,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       auditGraceSeconds: auditSettings.graceSeconds,
       startedAt,
       sweepMs,
-      components: () => ({ bus: bus.health() }),
+      components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
       clock: options.alarmClock,
     });
     const http = await startHttpServer({
@@ -390,6 +433,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: http.url,
       dataDir,
+      postgres: pg,
       db,
       bus,
       consumers,

@@ -27,6 +27,9 @@ const logged: { message: string; extra?: Record<string, unknown> }[] = [];
 const relayFailed = deferred();
 /** Added to the alarms' clock: a test moves it past the alarm's period. */
 let clockOffsetMs = 0;
+/** Holds the restart of a dead engine while the test looks at the runtime. */
+const restartReached = deferred();
+const restartGo = deferred();
 
 beforeAll(async () => {
   dir = tempDataDir('pipeline-honest-');
@@ -35,6 +38,10 @@ beforeAll(async () => {
     port: 0,
     headersTimeoutMs,
     alarmClock: () => Date.now() + clockOffsetMs,
+    beforeRestart: async () => {
+      restartReached.resolve();
+      await restartGo.promise;
+    },
     log: (message, extra) => {
       logged.push({ message, extra });
       if (message === 'relay run failed') relayFailed.resolve();
@@ -43,6 +50,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  restartGo.resolve();
   await runtime?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
@@ -151,8 +159,10 @@ describe('the local runtime under faults answers honestly', () => {
 
   it('answers /ops/status 200 with the DynamoDB engine down: marked down with its cause, every other section read', async () => {
     await runtime.consumers.dynamo.kill();
+    await restartReached.promise;
 
     const { status, body } = await rawStatus();
+    restartGo.resolve();
 
     expect(status).toBe(200);
     expect(body.components.postgres).toEqual({ up: true });
