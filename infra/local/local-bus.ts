@@ -37,8 +37,8 @@ export interface LocalBusOptions {
   readonly clock?: () => number;
   /** Told once the journal takes events again after a write failure (the runtime wakes the relay). */
   readonly onJournalRecovered?: () => void;
-  /** The journal's disk (tests put a failing one here); the real one by default. */
-  readonly journalDisk?: Partial<JournalDisk>;
+  /** The journal's disk (tests put a failing one here) and when it compacts; see BusJournalOptions. */
+  readonly journal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
 }
 
 /**
@@ -82,7 +82,8 @@ export class LocalBus {
         log(`bus recovered: the journal takes events again after ${downMs} ms`, { component: 'bus' });
         options.onJournalRecovered?.();
       },
-      disk: options.journalDisk,
+      disk: options.journal?.disk,
+      compactAfterBytes: options.journal?.compactAfterBytes,
       clock: this.clock,
     });
     this.dead = new DeadLetterFile(join(options.dir, 'dead-letters.jsonl'));
@@ -115,9 +116,21 @@ export class LocalBus {
     // A rule EventBridge would refuse (PutRule: InvalidEventPatternException) stops the bus before it creates anything.
     assertValidRules(this.options.rules);
     mkdirSync(this.options.dir, { recursive: true });
-    this.dead.load();
-    const pending = this.journal.recover();
-    await this.journal.openForAppend();
+    const journal = join(this.options.dir, 'journal.jsonl');
+    let pending: Awaited<ReturnType<BusJournal['recover']>>;
+    try {
+      this.dead.load();
+      const started = Date.now();
+      pending = await this.journal.recover();
+      if (Date.now() - started > 1_000)
+        this.options.log?.('bus journal recovered', { ms: Date.now() - started, pending: pending.length });
+      await this.journal.openForAppend();
+    } catch (err) {
+      throw new Error(
+        `the bus could not recover its journal ${journal}: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    }
     this.endpoint = await this.putEvents.listen();
     for (const d of pending) this.dispatch.schedule(d);
     if (pending.length > 0)

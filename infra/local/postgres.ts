@@ -214,6 +214,10 @@ export async function startServer(host: PostgresHost, options: ServerOptions): P
     died,
     stop: async () => {
       stopping = true;
+      // A detached server is unref'd: without this, waiting for its exit would not keep the
+      // event loop alive, and a process with nothing else left (a start failing and tearing
+      // down) ended right here with exit code 0, before saying why it failed.
+      server.ref();
       if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
       await exited;
     },

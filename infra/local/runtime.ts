@@ -94,8 +94,11 @@ export interface RuntimeOptions {
   readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
   /** Told when a component serves again after a failure (after the runtime woke what waited on it). */
   readonly onRecovered?: (component: StatusComponent) => void;
-  /** The bus journal's disk (a test puts a failing one here); the real one by default. */
-  readonly busJournalDisk?: Partial<JournalDisk>;
+  /**
+   * The bus journal's disk (a test puts a failing one here; the real one by default) and how
+   * much is appended before it compacts (see BusJournalOptions.compactAfterBytes).
+   */
+  readonly busJournal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -292,7 +295,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
       clock: options.busClock,
       onJournalRecovered: () => recovered('bus'),
-      journalDisk: options.busJournalDisk,
+      journal: options.busJournal,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {

@@ -73,7 +73,7 @@ beforeAll(async () => {
   runtime = await startRuntime({
     dataDir: dir,
     port: 0,
-    busJournalDisk: disk,
+    busJournal: { disk },
     beforeRestart: async (component) => {
       const gate = held.get(component);
       if (!gate) return;

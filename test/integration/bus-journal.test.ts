@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ describe('BusJournal', () => {
   it('an event is in the file when its record resolves, and records made meanwhile keep their order', async () => {
     const path = journalPath();
     const journal = new BusJournal(path);
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
     const onDisk: boolean[] = [];
     const records: Promise<void>[] = [];
@@ -67,16 +67,41 @@ describe('BusJournal', () => {
     }
     expect(written).toEqual(expected);
     // What the next start finds pending: every notify target, and index of the last event only.
-    const pending = new BusJournal(path).recover().map((d) => `${d.consumer} ${d.event.id}`);
+    const pending = (await new BusJournal(path).recover()).map((d) => `${d.consumer} ${d.event.id}`);
     expect(pending).toHaveLength(51);
     expect(pending).toContain('index e49');
     expect(pending).not.toContain('index e48');
   });
 
+  it('is compacted while running: its size follows what is undelivered, not the history', async () => {
+    const path = journalPath();
+    const compactAfterBytes = 16 * 1024;
+    const journal = new BusJournal(path, { compactAfterBytes });
+    await journal.recover();
+    await journal.openForAppend();
+    const sizes: number[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      await journal.recordEvents([{ event: event(`e${i}`), targets }]);
+      // Every event is delivered to both targets but the last five.
+      if (i < 1_995)
+        for (const t of targets) journal.recordDone({ event: event(`e${i}`), ...t, firstAttemptAt: 0 });
+      if (i % 100 === 99) sizes.push(statSync(path).size);
+    }
+    await journal.close();
+
+    // Unbounded it grows to about 2,000 * 400 bytes; compacted, it stays within twice the threshold.
+    expect(Math.max(...sizes)).toBeLessThan(3 * compactAfterBytes);
+    expect(journal.openEvents).toBe(5);
+    const pending = (await new BusJournal(path).recover()).map((d) => `${d.consumer} ${d.event.id}`);
+    expect(pending.sort()).toEqual(
+      ['e1995', 'e1996', 'e1997', 'e1998', 'e1999'].flatMap((id) => [`index ${id}`, `notify ${id}`]).sort(),
+    );
+  });
+
   it('once closed, refuses an event (its EventId must not be answered) and drops a done line', async () => {
     const path = journalPath();
     const journal = new BusJournal(path);
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
     const last = journal.recordEvents([{ event: event('kept'), targets }]);
     await journal.close();
@@ -124,7 +149,7 @@ describe('BusJournal', () => {
         },
       },
     });
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
     await journal.recordEvents([{ event: event('before'), targets }]);
     full = true;
@@ -148,7 +173,7 @@ describe('BusJournal', () => {
     expect(journal.state).toEqual({ up: true });
     // No torn line, every answered event and none refused.
     expect(lines(path).map((l) => l.event?.id)).toEqual(['before', 'after']);
-    expect(new BusJournal(path).recover().map((d) => d.event.id)).toEqual([
+    expect((await new BusJournal(path).recover()).map((d) => d.event.id)).toEqual([
       'before',
       'before',
       'after',

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { type FileHandle, open as openFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import type { BusEvent, BusTarget, TargetDelivery } from './bus-types';
-import { replaceDurably, replaceDurablyAsync } from './durable-file';
+import { replaceDurablyAsync } from './durable-file';
 
 /** A line of the journal: an accepted event with its targets, or one target finished with it. */
 type JournalLine =
@@ -42,7 +43,16 @@ export interface BusJournalOptions {
   readonly disk?: Partial<JournalDisk>;
   /** Epoch ms; `Date.now` by default. */
   readonly clock?: () => number;
+  /**
+   * The journal is compacted while running once this much has been appended since the last
+   * compaction and at least as much as that compaction wrote. @default 8 MiB (about 7,000
+   * approvals' lines)
+   */
+  readonly compactAfterBytes?: number;
 }
+
+/** See BusJournalOptions.compactAfterBytes. */
+const defaultCompactAfterBytes = 8 << 20;
 
 /** Lines waiting for the next write, and the callers waiting for their fsync. */
 interface JournalBatch {
@@ -83,7 +93,12 @@ const targetKey = (t: BusTarget) => `${t.rule}/${t.consumer}`;
  * PutEvents call that arrived meanwhile.
  *
  * The journal keeps in memory what it holds durably and is not finished (the open set): the
- * events of batches whose fsync succeeded, less the targets finished since.
+ * events of batches whose fsync succeeded, less the targets finished since. It is compacted to
+ * that set while running (between two writes, the same rewrite as after a failure) once what
+ * was appended since the last compaction is both over `compactAfterBytes` and as large as what
+ * that compaction wrote: the file stays within about twice the larger of the two, so its size
+ * follows what is still undelivered, never the history. The start reads it as a stream, line
+ * by line, whatever its size.
  *
  * A failed write or fsync stops the journal from appending: the write may have left a torn line
  * that the next append would glue onto (recovery then skips the glued line: an answered event
@@ -96,6 +111,8 @@ const targetKey = (t: BusTarget) => `${t.rule}/${t.consumer}`;
  */
 export class BusJournal {
   private handle: JournalFile | undefined;
+  /** Opened for appending once (the handle itself is replaced while compacting or reopening). */
+  private opened = false;
   private next: JournalBatch | undefined;
   private writing: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
@@ -105,6 +122,9 @@ export class BusJournal {
   /** A rewrite is under way; `retrySoon` asks for another at once if it fails. */
   private rewriting = false;
   private retrySoon = false;
+  /** Characters appended since the last compaction, and how many that compaction wrote. */
+  private appended = 0;
+  private compacted = 0;
   /** Durable, unfinished events by id, with the targets each still has to reach. */
   private readonly open = new Map<string, { event: BusEvent; targets: Map<string, BusTarget> }>();
   private readonly disk: JournalDisk;
@@ -119,14 +139,19 @@ export class BusJournal {
   }
 
   /**
-   * Reads what an earlier run left pending, compacts the journal to just that (durably, before
-   * the old journal is replaced: a crash right after a restart must not lose pending
-   * deliveries), and returns one delivery per pending (event, target).
+   * Reads what an earlier run left pending, line by line (a journal of any size: never one
+   * string), compacts the journal to just that (durably, before the old journal is replaced:
+   * a crash right after a restart must not lose pending deliveries), and returns one delivery
+   * per pending (event, target).
    */
-  recover(): TargetDelivery[] {
+  async recover(): Promise<TargetDelivery[]> {
     this.open.clear();
     if (!existsSync(this.path)) return [];
-    for (const line of readFileSync(this.path, 'utf8').split('\n')) {
+    const lines = createInterface({
+      input: createReadStream(this.path, { encoding: 'utf8' }),
+      crlfDelay: Number.POSITIVE_INFINITY,
+    });
+    for await (const line of lines) {
       if (!line.trim()) continue;
       let entry: JournalLine;
       try {
@@ -141,13 +166,14 @@ export class BusJournal {
     for (const { event, targets } of this.open.values()) {
       for (const t of targets.values()) pending.push({ event, ...t, firstAttemptAt: this.clock() });
     }
-    replaceDurably(this.path, this.openLines());
+    await this.rewrite();
     return pending;
   }
 
   /** Opens the journal for appending (after {@link recover}). */
   async openForAppend(): Promise<void> {
     this.handle = await this.disk.openAppend(this.path);
+    this.opened = true;
     this.closed = undefined;
   }
 
@@ -225,6 +251,30 @@ export class BusJournal {
     }
   }
 
+  /** Replaces the file with the open set (no handle may be open on it); counts what it wrote. */
+  private async rewrite(): Promise<void> {
+    let written = 0;
+    const counted = function* (lines: Iterable<string>) {
+      for (const line of lines) {
+        written += line.length + 1;
+        yield line;
+      }
+    };
+    await this.disk.replace(this.path, counted(this.openLines()));
+    this.appended = 0;
+    this.compacted = written;
+  }
+
+  /** Compacts between two writes: the file is replaced by the open set and opened again. */
+  private async compact(handle: JournalFile): Promise<JournalFile> {
+    this.handle = undefined;
+    await handle.close();
+    await this.rewrite();
+    const reopened = await this.disk.openAppend(this.path);
+    this.handle = reopened;
+    return reopened;
+  }
+
   // After close a `done` line (a delivery finishing while the bus stops) is dropped: the next
   // start re-delivers that target. An event line is refused: its EventId must not be answered.
   private append(
@@ -235,7 +285,7 @@ export class BusJournal {
     if (lines.length === 0) return Promise.resolve();
     const refusal = this.broken
       ? new Error(`${journalUnavailableMessage}: ${messageOf(this.broken.err)}`, { cause: this.broken.err })
-      : this.handle === undefined || this.closed
+      : !this.opened || this.closed
         ? new Error('the bus journal is closed')
         : undefined;
     if (refusal) return durable ? Promise.reject(refusal) : Promise.resolve();
@@ -253,7 +303,16 @@ export class BusJournal {
   private async flush(): Promise<void> {
     for (let batch = this.next; batch; batch = this.next) {
       this.next = undefined;
-      const handle = this.handle;
+      let handle = this.handle;
+      if (handle && !this.broken && this.compactionDue()) {
+        try {
+          handle = await this.compact(handle);
+        } catch (err) {
+          // The old file is whole (a failed replace leaves it); the journal rewrites itself later.
+          this.fail(err);
+          handle = undefined;
+        }
+      }
       if (this.broken || !handle) {
         const why = this.broken
           ? new Error(`${journalUnavailableMessage}: ${messageOf(this.broken.err)}`, {
@@ -264,6 +323,7 @@ export class BusJournal {
         continue;
       }
       try {
+        this.appended += batch.text.length;
         await handle.appendFile(batch.text);
         if (batch.durable) await handle.sync();
       } catch (err) {
@@ -275,6 +335,11 @@ export class BusJournal {
       for (const w of batch.waiters) w.resolve();
     }
     this.writing = undefined;
+  }
+
+  private compactionDue(): boolean {
+    const after = this.options.compactAfterBytes ?? defaultCompactAfterBytes;
+    return this.appended >= after && this.appended >= this.compacted;
   }
 
   private fail(err: unknown): void {
@@ -308,7 +373,7 @@ export class BusJournal {
       // Writes run one at a time: none is under way while broken (flush refuses every batch).
       while (this.writing) await this.writing;
       this.reopenAttempts++;
-      await this.disk.replace(this.path, this.openLines());
+      await this.rewrite();
       const handle = await this.disk.openAppend(this.path);
       if (this.closed) {
         await handle.close();
