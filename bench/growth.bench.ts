@@ -20,6 +20,8 @@
 import { rmSync } from 'node:fs';
 import { setTimeout as pause } from 'node:timers/promises';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
+import { DeliveryAuditStore } from '../shared/audit/audit-store';
+import { taskCounts } from '../shared/ops/ops-queries';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { RelayLeaseStore } from '../shared/outbox/relay-lease';
 import { consumerNames, topology } from '../shared/topology';
@@ -219,7 +221,34 @@ async function opsReads(runtime: Runtime, n: number): Promise<GrowthSamples> {
     }
     return sampled;
   };
-  return { opsStatus: await time('/ops/status'), opsEvents: await time('/ops/events?limit=20') };
+  return {
+    opsStatus: await time('/ops/status'),
+    opsEvents: await time('/ops/events?limit=20'),
+    ...(await statusParts(runtime, n)),
+  };
+}
+
+/**
+ * Each source `GET /ops/status` reads (shared/ops/ops-api.ts), timed alone: when the status
+ * grows with history, these say which read does.
+ */
+async function statusParts(runtime: Runtime, n: number): Promise<GrowthSamples> {
+  const outbox = new OutboxStore(runtime.db);
+  const audits = new DeliveryAuditStore(runtime.db);
+  const { inbox } = runtime.consumers;
+  const parts: Record<string, () => Promise<unknown>> = {
+    statusTasks: () => taskCounts(runtime.db),
+    statusOutbox: () => Promise.all([outbox.stats(), outbox.deliveredCount()]),
+    statusInbox: () => Promise.all(consumerNames.map((c) => inbox.openFigures(c))),
+    statusProcessed: () => Promise.all(consumerNames.map((c) => runtime.consumers.processedCount(c))),
+    statusEffects: () => runtime.consumers.effectCounts(),
+    statusAudit: () => Promise.all([audits.undeliveredCounts(), audits.state(topology.audit.graceSeconds)]),
+  };
+  const sampled: GrowthSamples = Object.fromEntries(Object.keys(parts).map((name) => [name, []]));
+  for (let i = 0; i < n; i++) {
+    for (const [name, read] of Object.entries(parts)) sampled[name]?.push(await clocked(read));
+  }
+  return sampled;
 }
 
 /** One turn of a size: `n` samples of every figure. */

@@ -284,8 +284,8 @@ export interface AlarmThresholds {
   readonly oldestPendingAgeSeconds: number;
   readonly deadEvents: number;
   readonly relayErrors: number;
-  /** DEAD inbox records of a consumer from which its `inbox-dead-<c>` alarms. */
-  readonly consumerDeadRecords: number;
+  /** DEAD inbox records, all consumers' together, from which `inbox-dead` alarms. */
+  readonly inboxDeadRecords: number;
   /**
    * `inbox-oldest-lease` alarms when some consumer's oldest `PROCESSING` attempt has held its
    * record longer than this many inbox lease periods (`inboxHealthThresholds` turns it into seconds).
@@ -299,7 +299,6 @@ export interface AlarmThresholds {
   /** Delivered events the audit found missing from the consumers' inboxes, all together, from which `undelivered` alarms. */
   readonly undeliveredEvents: number;
   readonly dlqMessages: number;
-  readonly failedInvocations: number;
   readonly periodSeconds: number;
   readonly evaluationPeriods: number;
   /** Of `evaluationPeriods`, how many must breach: a minute without a relay run is no evidence either way. */
@@ -321,8 +320,8 @@ const alarms: AlarmThresholds = {
   deadEvents: 1,
   /** Relay errors in one period. */
   relayErrors: 1,
-  /** Any dead inbox record of a consumer alarms, until it is redriven or expires. */
-  consumerDeadRecords: 1,
+  /** Any dead inbox record of any consumer alarms, until it is redriven or expires. */
+  inboxDeadRecords: 1,
   /**
    * A healthy attempt holds its record at most the consumer function's timeout (heartbeats
    * renew a lease past one period); a killed one until Lambda's retry, a minute or two after it,
@@ -341,8 +340,6 @@ const alarms: AlarmThresholds = {
   undeliveredEvents: 1,
   /** Any message in a DLQ or on-failure destination alarms. */
   dlqMessages: 1,
-  /** Rule FailedInvocations in one period. */
-  failedInvocations: 1,
   periodSeconds: 60,
   evaluationPeriods: 5,
   datapointsToAlarm: 3,

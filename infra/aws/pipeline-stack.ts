@@ -228,9 +228,7 @@ export class PipelineStack extends Stack {
     const alarmPrefix = alarmName(this.stackName, '');
     this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
       inbox: this.inbox,
-      alarmNames: Object.fromEntries(
-        inboxGaugeAlarmIds(consumerNames).map((id) => [id, alarmName(this.stackName, id)]),
-      ),
+      alarmNames: Object.fromEntries(inboxGaugeAlarmIds().map((id) => [id, alarmName(this.stackName, id)])),
       period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
       ...common,
     });
@@ -265,10 +263,7 @@ export class PipelineStack extends Stack {
       inboxThresholds: inboxHealthThresholds(topology),
       auditFunction: this.audit.function,
       relaySweep,
-      consumers: consumerNames,
       queues,
-      bus: this.fanout.bus,
-      rules,
       email: settings.alarmEmail,
       removalPolicy,
     });

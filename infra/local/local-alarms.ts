@@ -2,7 +2,7 @@ import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
-import { type AlarmThresholds, type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import { type AlarmThresholds, type ConsumerName, topology } from '../../shared/topology';
 
 /**
  * What the local alarm evaluation reads: the live figures (null where their store could not be
@@ -55,13 +55,12 @@ export function evaluateAlarms(
     [alarmIds.auditErrors]: state(input.auditErrors >= 1),
   };
   const limits = inboxHealthThresholds({ alarms: thresholds, consumers: topology.consumers });
-  for (const name of consumers ? Object.keys(consumers) : consumerNames) {
-    alarms[alarmIds.inboxDead(name)] = on(
-      consumers,
-      (c) => (c[name as ConsumerName]?.dead ?? 0) >= thresholds.consumerDeadRecords,
-    );
-  }
-  // One alarm each for every consumer, as on AWS (the largest figure against the threshold).
+  // One alarm each for every consumer, as on AWS (the sum of DEAD records, the largest age
+  // against the threshold); the status's per-consumer figures say whose.
+  alarms[alarmIds.inboxDead] = on(
+    consumers,
+    (c) => Object.values(c).reduce((n, f) => n + f.dead, 0) >= thresholds.inboxDeadRecords,
+  );
   alarms[alarmIds.inboxOldestLease] = on(consumers, (c) =>
     Object.values(c).some((f) => (f.oldestLeaseSeconds ?? 0) > limits.oldestLeaseSeconds),
   );

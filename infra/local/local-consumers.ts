@@ -30,6 +30,41 @@ const countsTable = 'content-pipeline-local-counts';
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
 const invocationTimeoutMs = 10_000;
 
+/** A local consumer invocation that ran past its timeout, as Lambda reports one. */
+export class InvocationTimeoutError extends Error {
+  override name = 'InvocationTimeoutError';
+  constructor(consumer: ConsumerName, timeoutMs: number) {
+    super(`${consumer}: Task timed out after ${(timeoutMs / 1000).toFixed(2)} seconds`);
+  }
+}
+
+/**
+ * Ends an invocation at its timeout as Lambda does: the bus sees a failed attempt and retries it
+ * with its backoff. A promise cannot be stopped, so the work itself is abandoned, not killed: if
+ * it ever finishes, its inbox writes are fenced (the heartbeat stopped at the same deadline, so
+ * a retry may own the record by then) and each effect is idempotent. Without this, an effect
+ * that hung (a connection that never answered) held its delivery in flight for good: no retry,
+ * the record PROCESSING until a restart.
+ * https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html
+ */
+export async function withInvocationTimeout<T>(
+  work: Promise<T>,
+  consumer: ConsumerName,
+  timeoutMs: number = invocationTimeoutMs,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new InvocationTimeoutError(consumer, timeoutMs)), timeoutMs);
+  });
+  // An abandoned invocation that fails later has nobody to tell: its failure is the timeout's.
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The consumer side of the local runtime, as the bus and the ops API use it. */
 export interface LocalConsumers {
   /** The DynamoDB engine as the consumers reach it: one endpoint, whichever engine is running now. */
@@ -319,9 +354,12 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     health: () => supervisor.state,
     inbox,
     async invoke(consumer, event) {
-      const result = await functions[consumer](
-        event as unknown as EventBridgeEvent<string, unknown>,
-        localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
+      const result = await withInvocationTimeout(
+        functions[consumer](
+          event as unknown as EventBridgeEvent<string, unknown>,
+          localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
+        ),
+        consumer,
       );
       // The record is PROCESSED whatever happens here: a failed count must not fail the
       // delivery (its retry would find the record done and count nothing either).

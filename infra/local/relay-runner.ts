@@ -1,3 +1,4 @@
+import { backoffDelay } from '../../shared/db/retry';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import type {
   RelayEvent,
@@ -31,7 +32,8 @@ export interface RelayRunnerOptions {
 
 /** How long the runner waits to retry after `failures` failed invocations in a row: 1 s doubling to 60 s. */
 export function relayRetryDelayMs(failures: number): number {
-  return Math.min(60_000, 1_000 * 2 ** Math.max(0, failures - 1));
+  // The SQL adapters' backoff at its ceiling: one runner in one process needs no jitter.
+  return backoffDelay(failures, { baseMs: 1_000, maxMs: 60_000 }, () => 1);
 }
 
 /**

@@ -6,27 +6,35 @@ import { type InboxHealth, inboxHealth } from './inbox-health';
 import type { InboxStore } from './inbox-store';
 
 /**
- * The gauges that go out together, each group watched by alarms: `dead` per consumer
- * (`inbox-dead-<c>`); `lease` (`inbox-oldest-lease`) and `retry` (`inbox-retry-age`, the
- * FAILED count riding along for the dashboard) for all consumers at once, on a document without
- * the `Consumer` dimension that holds the largest age (the count's sum), beside each consumer's
- * own for the dashboard. One alarm per figure rather than per consumer: CloudWatch bills each.
+ * The gauges that go out together, each group watched by one alarm for all consumers at once:
+ * `dead` (`inbox-dead`), `lease` (`inbox-oldest-lease`) and `retry` (`inbox-retry-age`, the
+ * FAILED count riding along for the dashboard). The alarm watches a document without the
+ * `Consumer` dimension that holds the count's sum (the largest age), sent beside each
+ * consumer's own for the dashboard. One alarm per figure rather than per consumer: CloudWatch
+ * bills each.
  */
 export type InboxGaugeGroup = 'dead' | 'lease' | 'retry';
 
 /** Every gauge group, in the order the alarms are listed. */
 export const inboxGaugeGroups: readonly InboxGaugeGroup[] = ['dead', 'lease', 'retry'];
 
-/** The ids of the alarms the gauges feed (`inbox-dead-<c>` for each consumer, `inbox-oldest-lease`, `inbox-retry-age`). */
-export function inboxGaugeAlarmIds(consumers: readonly string[]): string[] {
-  return [...consumers.map(alarmIds.inboxDead), alarmIds.inboxOldestLease, alarmIds.inboxRetryAge];
+/** The alarm each gauge group feeds. */
+const groupAlarm: Readonly<Record<InboxGaugeGroup, string>> = {
+  dead: alarmIds.inboxDead,
+  lease: alarmIds.inboxOldestLease,
+  retry: alarmIds.inboxRetryAge,
+};
+
+/** The ids of the alarms the gauges feed (`inbox-dead`, `inbox-oldest-lease`, `inbox-retry-age`). */
+export function inboxGaugeAlarmIds(): string[] {
+  return inboxGaugeGroups.map((group) => groupAlarm[group]);
 }
 
 /** What one gauge run read per consumer and which groups it sent (the function's return value, for a test invoke). */
 export interface InboxGaugeReport {
   readonly consumers: Readonly<Record<ConsumerName, InboxHealth>>;
-  /** `dead` once per consumer it was sent for (`dead:<consumer>`), `lease` and `retry` once. */
-  readonly sent: readonly string[];
+  /** The groups sent (`dead`, `lease`, `retry`), each for every consumer and for all of them. */
+  readonly sent: readonly InboxGaugeGroup[];
 }
 
 /**
@@ -60,8 +68,9 @@ const gauges = {
   failed: { name: inboxGaugeMetricNames.failed, unit: MetricUnit.Count, of: (h) => h.failed, all: 'sum' },
 } as const satisfies Record<string, Gauge>;
 
-/** The gauges of the groups watched for all consumers at once. */
-const combinedGroups: Readonly<Record<'lease' | 'retry', readonly Gauge[]>> = {
+/** The gauges of each group. */
+const groupGauges: Readonly<Record<InboxGaugeGroup, readonly Gauge[]>> = {
+  dead: [gauges.dead],
   lease: [gauges.lease],
   retry: [gauges.retry, gauges.failed],
 };
@@ -89,28 +98,19 @@ export async function emitInboxGauges(deps: {
   ]);
   const now = (deps.clock ?? Date.now)();
   const health = open.map((figures) => inboxHealth(figures, now));
-  const combined = (['lease', 'retry'] as const).filter(
-    (group) =>
-      !ok?.has(group === 'lease' ? alarmIds.inboxOldestLease : alarmIds.inboxRetryAge) ||
-      combinedGroups[group].some((g) => health.some((h) => g.of(h) > 0)),
+  const groups = inboxGaugeGroups.filter(
+    (group) => !ok?.has(groupAlarm[group]) || groupGauges[group].some((g) => health.some((h) => g.of(h) > 0)),
   );
-  const sent: string[] = [];
-  // One EMF document per consumer (the dimension differs), then one for all of them.
-  deps.consumers.forEach((consumer, i) => {
-    const h = health[i] as InboxHealth;
-    const dead = h.dead > 0 || !ok?.has(alarmIds.inboxDead(consumer));
-    const own: Gauge[] = [
-      ...(dead ? [gauges.dead] : []),
-      ...combined.flatMap((group) => combinedGroups[group]),
-    ];
-    if (dead) sent.push(`dead:${consumer}`);
-    if (own.length === 0) return;
-    deps.metrics.addDimension(consumerDimension, consumer);
-    for (const g of own) deps.metrics.addMetric(g.name, g.unit, g.of(h));
-    deps.metrics.publishStoredMetrics();
-  });
-  if (combined.length > 0) {
-    for (const g of combined.flatMap((group) => combinedGroups[group])) {
+  if (groups.length > 0) {
+    const sending = groups.flatMap((group) => groupGauges[group]);
+    // One EMF document per consumer (the dimension differs), then one for all of them.
+    deps.consumers.forEach((consumer, i) => {
+      const h = health[i] as InboxHealth;
+      deps.metrics.addDimension(consumerDimension, consumer);
+      for (const g of sending) deps.metrics.addMetric(g.name, g.unit, g.of(h));
+      deps.metrics.publishStoredMetrics();
+    });
+    for (const g of sending) {
       const values = health.map(g.of);
       deps.metrics.addMetric(
         g.name,
@@ -119,13 +119,12 @@ export async function emitInboxGauges(deps: {
       );
     }
     deps.metrics.publishStoredMetrics();
-    sent.push(...combined);
   }
   return {
     consumers: Object.fromEntries(deps.consumers.map((c, i) => [c, health[i]])) as Record<
       ConsumerName,
       InboxHealth
     >,
-    sent,
+    sent: groups,
   };
 }

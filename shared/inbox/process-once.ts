@@ -334,9 +334,9 @@ interface Heartbeat {
 
 /**
  * Renews the lease at a third of each lease it grants, measured from when that lease was
- * granted: leases shrink as the invocation's deadline nears (and to the grace alone past it,
- * where only Lambda stops the work), so a period fixed from the first lease would let a later,
- * shorter one lapse while the work still runs. A renewal refused by the fence means a newer
+ * granted: leases shrink as the invocation's deadline nears, so a period fixed from the first
+ * lease would let a later, shorter one lapse while the work still runs. At the deadline it
+ * stops renewing: the last lease runs out by its grace. A renewal refused by the fence means a newer
  * attempt owns the record: the work is told through the abort signal (and its completion will
  * be refused anyway). Other renewal errors are reported and retried on the next beat, while
  * the lease still has two thirds to run.
@@ -359,6 +359,16 @@ function startHeartbeat(
   const beat = () => {
     if (stopped) return;
     const now = clock();
+    // Past the invocation's deadline Lambda has stopped the work, and nothing of it renews:
+    // neither does this beat, so the lease runs out by its grace and a retry can take the
+    // record over. Locally the work may still be running (the runtime abandons it at the same
+    // deadline, infra/local/local-consumers.ts); renewing there kept a hung effect's record
+    // PROCESSING for as long as the hang lasted, with no retry able to take it.
+    // https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html
+    if (deps.deadline !== undefined && now >= deps.deadline) {
+      stopped = true;
+      return;
+    }
     const leaseMs = leaseLength(deps.settings, now, deps.deadline);
     scheduleAfter({ at: now, leaseMs });
     inFlight = deps.inbox.renew(key, owner, now + leaseMs, now).catch((err: unknown) => {

@@ -10,7 +10,12 @@ export const alarmIds = {
   outboxDead: 'outbox-dead',
   relayErrors: 'relay-errors',
   inboxGaugesErrors: 'inbox-gauges-errors',
-  inboxDead: (consumer: string) => `inbox-dead-${consumer}`,
+  /**
+   * Some consumer's inbox holds DEAD records (a person is needed). One alarm for every consumer,
+   * on the sum the gauges send without the `Consumer` dimension (each alarm is billed): the
+   * status says whose.
+   */
+  inboxDead: 'inbox-dead',
   /**
    * Some consumer's oldest `PROCESSING` attempt has held its record past `oldestLeasePeriods`
    * leases. One alarm for every consumer (each alarm is billed): the status says which.
@@ -22,9 +27,12 @@ export const alarmIds = {
   undelivered: 'undelivered',
   /** AWS: the delivery audit function failed (locally its runner's errors). */
   auditErrors: 'delivery-audit-errors',
-  /** AWS: one per rule DLQ, and one for the consumers' dead letters. */
+  /**
+   * AWS: one per rule DLQ, and one for the consumers' dead letters. A rule's FailedInvocations
+   * has no alarm of its own: its failed invocation lands in one of these queues
+   * (infra/aws/constructs/pipeline-alarms.ts says why).
+   */
   queueNotEmpty: (queue: string) => `queue-not-empty-${queue}`,
   /** Locally the bus keeps one dead-letter store, so one alarm stands for every queue. */
   deadLetters: 'dead-letters',
-  ruleFailedInvocations: (rule: string) => `rule-failed-invocations-${rule}`,
 } as const;

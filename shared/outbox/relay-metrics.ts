@@ -21,21 +21,26 @@ export const metricsNamespace = 'ContentPipeline';
 export const relayServiceName = 'outbox-relay';
 
 /**
- * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware). The gauges
- * (pending, oldest age, dead) go out after every run: the alarms watch them, and a relay that
- * stops sending them is `relay-silent`. The counters go out only when they are not zero: a
- * missing count means none, and CloudWatch bills a custom metric only for the hours it gets
- * data, so an idle pipeline pays for three metrics, not nine.
+ * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware).
+ * `OldestPendingAgeSeconds` and `DeadEvents` go out after every run: `relay-silent` counts the
+ * age's samples (a relay that stops sending them alarms), and `outbox-dead` keeps its state
+ * between points (missing data ignored), so it needs the zero after a redrive to clear.
+ * `PendingEvents` has no alarm and goes out only while above zero, like the counters: CloudWatch
+ * bills a custom metric for every hour it receives data
+ * (https://aws.amazon.com/cloudwatch/pricing/), and an hourly sweep would keep it billed all
+ * month for a graph of zeros. The dashboard draws it through `FILL(m, 0)`, so an hour without a
+ * point reads 0 (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+ * An idle pipeline therefore pays for two metrics, not nine.
  */
 export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
-  metrics.addMetric(relayMetricNames.pending, MetricUnit.Count, report.stats.pending);
   metrics.addMetric(
     relayMetricNames.oldestPendingAge,
     MetricUnit.Seconds,
     report.stats.oldestPendingAgeSeconds,
   );
   metrics.addMetric(relayMetricNames.dead, MetricUnit.Count, report.stats.dead);
-  const counters: [keyof typeof relayMetricNames, number][] = [
+  const sentWhileAboveZero: [keyof typeof relayMetricNames, number][] = [
+    ['pending', report.stats.pending],
     ['published', report.published],
     ['failed', report.failed],
     ['newlyDead', report.dead],
@@ -43,7 +48,7 @@ export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
     ['fencedOut', report.fencedOut],
     ['purged', report.purged],
   ];
-  for (const [name, value] of counters) {
+  for (const [name, value] of sentWhileAboveZero) {
     if (value > 0) metrics.addMetric(relayMetricNames[name], MetricUnit.Count, value);
   }
 }

@@ -85,9 +85,7 @@ function freshFake(): Fake {
         relayErrors: 'OK',
         relaySilent: 'OK',
         deadLetters: 'ALARM',
-        indexInboxDead: 'OK',
-        notifyInboxDead: 'ALARM',
-        archiveInboxDead: 'OK',
+        'inbox-dead': 'ALARM',
         'inbox-oldest-lease': 'ALARM',
       },
       relay: { lastRunAt: now, errors: 0 },
@@ -402,7 +400,10 @@ describe.skipIf(!haveChromium)(
       expect(ag).toBeLessThan(80);
       expect(og).toBeGreaterThan(100); // green
       expect(or).toBeLessThan(80);
-      expect(await testid('alarm-notifyInboxDead').getAttribute('data-state')).toBe('ALARM');
+      // One inbox-dead alarm for every consumer; the inbox table says whose (notify's count in red).
+      expect(await testid('alarm-inbox-dead').getAttribute('data-state')).toBe('ALARM');
+      expect(await testid('inbox-notify-dead').getAttribute('class')).toContain('bad');
+      expect(await testid('inbox-index-dead').getAttribute('class')).not.toContain('bad');
       expect(await testid('outbox-dead-list').textContent()).toContain('ThrottlingException');
       expect(await testid('inbox-dead-notify-list').textContent()).toContain('SNS publish failed');
       expect(await testid('dead-letters-list').textContent()).toContain('injected invoke failure');

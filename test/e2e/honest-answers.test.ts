@@ -174,6 +174,6 @@ describe('the local runtime under faults answers honestly', () => {
     expect(body.tasks?.approved).toBe(2);
     expect(body.outbox).toMatchObject({ pending: 0, delivered: 2 });
     expect(body.audit).not.toBeNull();
-    expect(body.alarms?.[alarmIds.inboxDead('index')]).toBe('INSUFFICIENT_DATA');
+    expect(body.alarms?.[alarmIds.inboxDead]).toBe('INSUFFICIENT_DATA');
   }, 300_000);
 });

@@ -754,14 +754,19 @@ describe('alarm dimensions match what the functions emit', () => {
       expect(emf._aws.CloudWatchMetrics[0]?.Namespace).toBe(metricsNamespace);
       expect(emf[inboxGaugeMetricNames.dead]).toBe(2);
       expect(emf[inboxGaugeMetricNames.oldestLease]).toBe(400);
-      expect(alarmsOn(inboxGaugeMetricNames.dead)).toContainEqual(dimensionsOf(emf));
+      // Each consumer's figure is for the dashboard: no alarm watches a Consumer dimension.
+      expect(alarmsOn(inboxGaugeMetricNames.dead)).not.toContainEqual(dimensionsOf(emf));
     }
     const all = docs.at(-1) as EmfDocument;
+    expect(all[inboxGaugeMetricNames.dead]).toBe(2 * consumerNames.length);
     expect(all[inboxGaugeMetricNames.oldestLease]).toBe(400);
     expect(all[inboxGaugeMetricNames.retryAge]).toBe(30_000);
-    expect(alarmsOn(inboxGaugeMetricNames.dead)).toHaveLength(consumerNames.length);
     // One alarm each for every consumer, on the document without the Consumer dimension.
-    for (const metric of [inboxGaugeMetricNames.oldestLease, inboxGaugeMetricNames.retryAge]) {
+    for (const metric of [
+      inboxGaugeMetricNames.dead,
+      inboxGaugeMetricNames.oldestLease,
+      inboxGaugeMetricNames.retryAge,
+    ]) {
       expect(alarmsOn(metric), metric).toEqual([dimensionsOf(all)]);
     }
     expect(dimensionsOf(all)).toEqual({ service: inboxGaugesServiceName });
@@ -853,6 +858,45 @@ describe('alarms', () => {
     }
   });
 
+  it('alarm once for every consumer on DEAD inbox records, watching the sum the gauges send without the Consumer dimension', () => {
+    s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: 'ContentPipeline-sandbox-inbox-dead',
+      Namespace: metricsNamespace,
+      MetricName: inboxGaugeMetricNames.dead,
+      Dimensions: [{ Name: 'service', Value: inboxGaugesServiceName }],
+      Statistic: 'Maximum',
+      Period: topology.alarms.gaugePeriodSeconds,
+      Threshold: topology.alarms.inboxDeadRecords,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'ignore',
+      AlarmActions: [ref(s.stack.alarms.topic)],
+      OKActions: [ref(s.stack.alarms.topic)],
+    });
+    const names = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) =>
+      String(a.Properties?.AlarmName),
+    );
+    expect(names.filter((n) => n.includes('inbox-dead'))).toEqual(['ContentPipeline-sandbox-inbox-dead']);
+  });
+
+  it('set no alarm on a rule’s FailedInvocations: its rule DLQ’s alarm and the delivery audit’s page for it', () => {
+    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties ?? {});
+    expect(alarms.length).toBeGreaterThan(0);
+    for (const a of alarms) {
+      expect(a.Namespace, String(a.AlarmName)).not.toBe('AWS/Events');
+      expect(a.MetricName, String(a.AlarmName)).not.toBe('FailedInvocations');
+      expect(String(a.AlarmName)).not.toContain('failed-invocations');
+    }
+    // What pages instead: every rule target's DLQ has its not-empty alarm, and `undelivered`.
+    for (const rule of topology.rules) {
+      for (const target of rule.targets) {
+        expect(alarms.map((a) => a.AlarmName)).toContain(
+          `ContentPipeline-sandbox-queue-not-empty-dlq-${rule.name}-${target}`,
+        );
+      }
+    }
+    expect(alarms.map((a) => a.AlarmName)).toContain('ContentPipeline-sandbox-undelivered');
+  });
+
   it('count DEAD inbox records on a schedule from the operator’s index, never the database', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
@@ -871,7 +915,7 @@ describe('alarms', () => {
     // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
     expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
     const alarmArns = JSON.stringify(statements[1]?.Resource);
-    const fed = [...consumerNames.map((c) => `inbox-dead-${c}`), 'inbox-oldest-lease', 'inbox-retry-age'];
+    const fed = ['inbox-dead', 'inbox-oldest-lease', 'inbox-retry-age'];
     expect(statements[1]?.Resource).toHaveLength(fed.length);
     for (const id of fed) expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-${id}"`);
     expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).GAUGE_ALARMS))).toEqual(

@@ -35,6 +35,17 @@ describe('the prod stage (-c stage=prod)', () => {
     s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   });
 
+  it('draws PendingEvents with its gaps as 0 and each rule’s failed invocations as graphs (no alarm watches them)', () => {
+    const [, dashboard] = resourcesOfType(s, 'AWS::CloudWatch::Dashboard')[0] ?? [];
+    const body = JSON.stringify(dashboard?.Properties?.DashboardBody);
+    // The relay sends PendingEvents only while above zero: FILL draws an hour without a point as 0.
+    expect(body).toMatch(/\\"expression\\":\\"FILL\(pending, 0\)\\"/);
+    expect(body).toContain('PendingEvents');
+    for (const metric of ['FailedInvocations', 'InvocationsFailedToBeSentToDlq']) {
+      expect(body, metric).toContain(`\\"AWS/Events\\",\\"${metric}\\"`);
+    }
+  });
+
   it('takes at least 1,000 approvals a second before its own throttle answers 429', () => {
     const stage = Object.values(s.json.Resources).find((r) => r.Type === 'AWS::ApiGateway::Stage');
     const approve = ((stage?.Properties?.MethodSettings ?? []) as Record<string, unknown>[]).find(

@@ -73,16 +73,14 @@ describe('the AWS stack realizes shared/topology', () => {
     expect(new Set(destinations).size).toBe(1);
   });
 
-  it('alarms on each rule failing invocations, by the rule name EventBridge reports', () => {
-    const ruleAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm')
-      .filter(([, a]) => a.Properties?.MetricName === 'FailedInvocations')
-      .map(
-        ([, a]) =>
-          ((a.Properties?.Dimensions ?? []) as { Name: string; Value: unknown }[]).find(
-            (d) => d.Name === 'RuleName',
-          )?.Value,
-      );
-    expect(ruleAlarms.sort()).toEqual(topology.rules.map((r) => s.stack.ruleName(r.name)).sort());
+  it('gives every rule target a DLQ, so a failed invocation lands where an alarm stays red (no FailedInvocations alarm)', () => {
+    const targets = topology.rules.flatMap((r) => r.targets.map((consumer) => ({ rule: r.name, consumer })));
+    const rules = resourcesOfType(s, 'AWS::Events::Rule').filter(([, r]) => r.Properties?.EventPattern);
+    const ruleTargets = rules.flatMap(([, r]) => (r.Properties?.Targets ?? []) as Record<string, unknown>[]);
+    expect(ruleTargets).toHaveLength(targets.length);
+    for (const t of ruleTargets) expect(t.DeadLetterConfig, JSON.stringify(t.Id)).toBeDefined();
+    const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties ?? {});
+    expect(alarms.filter((a) => a.MetricName === 'FailedInvocations')).toEqual([]);
   });
 
   it('follows a changed topology: another rule, other targets, other retry figures', () => {

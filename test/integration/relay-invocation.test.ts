@@ -315,7 +315,7 @@ describe('relay invocation', () => {
     const values = emf as unknown as Record<string, unknown>;
     const definitions = emf._aws.CloudWatchMetrics[0]?.Metrics.map((m) => m.Name) ?? [];
     expect(emf._aws.CloudWatchMetrics[0]?.Namespace).toBe(metricsNamespace);
-    // Gauges always; counters only when not zero (a missing count is none, and is not billed).
+    // The alarmed gauges always; the rest only when not zero (a missing count is none, and is not billed).
     const zero = [relayMetricNames.fencedOut, relayMetricNames.purged];
     for (const name of Object.values(relayMetricNames)) {
       if (zero.includes(name as never)) expect(definitions).not.toContain(name);
@@ -328,5 +328,20 @@ describe('relay invocation', () => {
     expect(values[relayMetricNames.pending]).toBe(1);
     expect(values[relayMetricNames.expiredLeases]).toBe(1);
     expect(values[relayMetricNames.oldestPendingAge]).toBeGreaterThanOrEqual(600);
+  });
+
+  it('an idle run sends only the gauges an alarm needs: the oldest age and the dead count, not PendingEvents', async () => {
+    const { run, metrics } = build();
+    const summary = await run({ nudge: true }, lambdaContext());
+    expect(ran(summary)).toBe(true);
+    const emf = metrics.serializeMetrics();
+    const values = emf as unknown as Record<string, unknown>;
+    const definitions = emf._aws.CloudWatchMetrics[0]?.Metrics.map((m) => m.Name) ?? [];
+    // relay-silent counts the age's samples and outbox-dead clears on a zero; PendingEvents has
+    // no alarm, and an hourly zero would bill it all month (the dashboard fills its gaps with 0).
+    expect(definitions.sort()).toEqual([relayMetricNames.dead, relayMetricNames.oldestPendingAge].sort());
+    expect(values[relayMetricNames.oldestPendingAge]).toBe(0);
+    expect(values[relayMetricNames.dead]).toBe(0);
+    expect(values[relayMetricNames.pending]).toBeUndefined();
   });
 });

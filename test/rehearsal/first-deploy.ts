@@ -123,8 +123,6 @@ function dataPoints(
   if (namespace === 'AWS/SQS' && metric === 'ApproximateNumberOfMessagesVisible') {
     return [observed.queueDepth(dims.QueueName ?? '')];
   }
-  // A rule's FailedInvocations has data only when an invoke failed; the deploy publishes nothing.
-  if (namespace === 'AWS/Events') return [];
   const wanted = Object.entries(dims);
   return observed.emf
     .filter(

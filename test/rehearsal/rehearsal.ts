@@ -320,6 +320,9 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
             : record?.status === 'PROCESSING'
               ? record.leaseUntil
               : 0;
+        // A real wait, and the only one: the consumer is the real bundle in a process of its own,
+        // reading the real clock, and refuses a retry before its record's time (its backoff or
+        // lease), so no clock of ours can move it; the record says exactly how long, at most 5 s.
         const wait = Math.min(5_000, Math.max(0, (until ?? 0) - Date.now() + 5));
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       },
@@ -785,7 +788,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       );
       check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
       check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
-      // The DEAD record is what pages someone (inbox-dead-notify); redrive it so later steps start clean.
+      // The DEAD record is what pages someone (inbox-dead; the status says notify); redrive it so later steps start clean.
       const redrive = (await run(
         'ops-api',
         apiEvent('POST', '/ops/inbox/notify/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', {

@@ -89,7 +89,7 @@ const status = {
     lastRunAt: '2026-05-04T10:01:00.000Z',
     behindSeconds: 0,
   },
-  alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', notifyInboxDead: 'ALARM', deadLetters: 'OK' },
+  alarms: { oldestPendingAge: 'OK', outboxDead: 'ALARM', 'inbox-dead': 'ALARM', deadLetters: 'OK' },
   relay: { lastRunAt: '2026-05-04T10:00:00.000Z', errors: 0 },
 };
 

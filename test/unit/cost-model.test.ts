@@ -6,6 +6,7 @@ import {
   idleMonthlyCost,
   perMillionApprovals,
   ratePeriodSeconds,
+  sandboxGoal,
 } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
 import {
@@ -13,7 +14,7 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
-import { relayServiceName } from '../../shared/outbox/relay-metrics';
+import { relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { topology } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 
@@ -238,6 +239,23 @@ describe('cost model: what the template holds', () => {
     expect(() => idleMonthlyCost(separate, topology, priceBook)).toThrow(/schedule of its own/);
   });
 
+  it('an idle month bills the two relay gauges an alarm needs, every hour; PendingEvents and the inbox gauges, sent only while above zero, not at all', () => {
+    const hourly = idleMonthlyCost(template({ sweep: 'rate(1 hour)' }), topology, priceBook);
+    const everyTwoHours = idleMonthlyCost(template({ sweep: 'rate(2 hours)' }), topology, priceBook);
+
+    const metrics = part(hourly.parts, 'CloudWatch custom metrics');
+    expect(metrics.usd).toBeCloseTo(2 * prices.customMetricMonth.usd, 10);
+    expect(metrics.detail).toMatch(
+      new RegExp(`^relay ${relayMetricNames.oldestPendingAge}/${relayMetricNames.dead} \\(100% of hours\\)`),
+    );
+    expect(metrics.detail).toContain(`relay ${relayMetricNames.pending}, `);
+    // A point every two hours leaves every other hour without data, which is not billed.
+    expect(part(everyTwoHours.parts, 'CloudWatch custom metrics').usd).toBeCloseTo(
+      prices.customMetricMonth.usd,
+      10,
+    );
+  });
+
   it('reads rate expressions and refuses cron ones', () => {
     expect(ratePeriodSeconds('rate(1 minute)')).toBe(60);
     expect(ratePeriodSeconds('rate(5 minutes)')).toBe(300);
@@ -330,5 +348,8 @@ describe('cost model on the synthesized sandbox stack', () => {
     expect(idle.auroraPausedFraction).toBeLessThan(1);
     expect(idle.totalUsd).toBeCloseTo(sumOf(idle.parts), 10);
     expect(perMillion.totalUsd).toBeCloseTo(sumOf(perMillion.parts), 10);
+    // Issue 8's goal, which the report prints: an idle sandbox under $10 a month, Aurora asleep.
+    expect(idle.totalUsd).toBeLessThanOrEqual(sandboxGoal.idleMonthlyUsd);
+    expect(idle.auroraPausedFraction).toBeGreaterThanOrEqual(sandboxGoal.auroraPausedFraction);
   });
 });

@@ -42,11 +42,11 @@ const figures = (open: Partial<Record<ConsumerName, Partial<OpenFigures>>>) => (
     ...open[c as ConsumerName],
   }),
 });
-const everyAlarmOk = new Set(inboxGaugeAlarmIds(consumers));
+const everyAlarmOk = new Set(inboxGaugeAlarmIds());
 const allOkBut = (...ids: string[]) => new Set([...everyAlarmOk].filter((id) => !ids.includes(id)));
 
 describe('inbox gauges', () => {
-  it('send each consumer’s DEAD count that is above zero, and the ages of every consumer with the largest for all of them when one is', async () => {
+  it('send every consumer’s figures and, for the alarms, the DEAD sum and the largest ages of all of them, when one is above zero', async () => {
     const m = recordingMetrics();
     const report = await emitInboxGauges({
       inbox: figures({
@@ -54,6 +54,7 @@ describe('inbox gauges', () => {
         archive: {
           PROCESSING: { count: 3, oldestSince: now - 200_500 },
           FAILED: { count: 4, oldestSince: now - 7_200_000 },
+          DEAD: { count: 1, oldestSince: now - 10_000 },
         },
         index: { FAILED: { count: 1, oldestSince: now - 60_000 } },
       }),
@@ -63,21 +64,40 @@ describe('inbox gauges', () => {
       clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'index', metrics: { [oldestLease]: 0, [retryAge]: 60, [failed]: 1 } },
+      { consumer: 'index', metrics: { [dead]: 0, [oldestLease]: 0, [retryAge]: 60, [failed]: 1 } },
       { consumer: 'notify', metrics: { [dead]: 2, [oldestLease]: 0, [retryAge]: 0, [failed]: 0 } },
-      { consumer: 'archive', metrics: { [oldestLease]: 200, [retryAge]: 7_200, [failed]: 4 } },
-      // What the inbox-oldest-lease and inbox-retry-age alarms watch: the largest age, the FAILED sum.
-      { consumer: 'all', metrics: { [oldestLease]: 200, [retryAge]: 7_200, [failed]: 5 } },
+      { consumer: 'archive', metrics: { [dead]: 1, [oldestLease]: 200, [retryAge]: 7_200, [failed]: 4 } },
+      // What the inbox-dead, inbox-oldest-lease and inbox-retry-age alarms watch: the DEAD sum,
+      // the largest ages (the FAILED sum rides along).
+      { consumer: 'all', metrics: { [dead]: 3, [oldestLease]: 200, [retryAge]: 7_200, [failed]: 5 } },
     ]);
-    expect(report.sent).toEqual(['dead:notify', 'lease', 'retry']);
+    expect(report.sent).toEqual(['dead', 'lease', 'retry']);
     expect(report.consumers.archive).toEqual({
       inProgress: 3,
       failed: 4,
-      dead: 0,
+      dead: 1,
       oldestLeaseSeconds: 200,
       oldestRetryAgeSeconds: 7_200,
     });
     expect(report.consumers.index.oldestLeaseSeconds).toBeNull();
+  });
+
+  it('send one consumer’s DEAD records as that consumer’s count and, for the one inbox-dead alarm, the sum without the Consumer dimension', async () => {
+    const m = recordingMetrics();
+    const report = await emitInboxGauges({
+      inbox: figures({ notify: { DEAD: { count: 2, oldestSince: now - 50_000 } } }),
+      metrics: m.metrics as never,
+      consumers,
+      okAlarms: async () => everyAlarmOk,
+      clock: () => now,
+    });
+    expect(m.sent).toEqual([
+      { consumer: 'index', metrics: { [dead]: 0 } },
+      { consumer: 'notify', metrics: { [dead]: 2 } },
+      { consumer: 'archive', metrics: { [dead]: 0 } },
+      { consumer: 'all', metrics: { [dead]: 2 } },
+    ]);
+    expect(report.sent).toEqual(['dead']);
   });
 
   it('send a zero only for a figure whose alarm is not OK yet (its records were just redriven or taken over)', async () => {
@@ -86,14 +106,14 @@ describe('inbox gauges', () => {
       inbox: figures({}),
       metrics: m.metrics as never,
       consumers,
-      okAlarms: async () => allOkBut(alarmIds.inboxDead('archive'), alarmIds.inboxOldestLease),
+      okAlarms: async () => allOkBut(alarmIds.inboxDead, alarmIds.inboxOldestLease),
       clock: () => now,
     });
     expect(m.sent).toEqual([
-      { consumer: 'index', metrics: { [oldestLease]: 0 } },
-      { consumer: 'notify', metrics: { [oldestLease]: 0 } },
+      { consumer: 'index', metrics: { [dead]: 0, [oldestLease]: 0 } },
+      { consumer: 'notify', metrics: { [dead]: 0, [oldestLease]: 0 } },
       { consumer: 'archive', metrics: { [dead]: 0, [oldestLease]: 0 } },
-      { consumer: 'all', metrics: { [oldestLease]: 0 } },
+      { consumer: 'all', metrics: { [dead]: 0, [oldestLease]: 0 } },
     ]);
   });
 
@@ -121,7 +141,7 @@ describe('inbox gauges', () => {
       clock: () => now,
     });
     expect(m.sent.map((d) => d.consumer)).toEqual([...consumers, 'all']);
-    for (const d of m.sent.slice(0, 3)) {
+    for (const d of m.sent) {
       expect(Object.keys(d.metrics).sort()).toEqual(Object.values(inboxGaugeMetricNames).sort());
     }
   });

@@ -65,22 +65,19 @@ describe('inbox heartbeat', () => {
     return grants;
   }
 
-  it('renews each lease before it lapses, also when later leases are shorter than the first', async () => {
-    // A 10 s invocation: leases shrink to the time left plus the grace, then to the grace
-    // alone once the deadline has passed (locally nothing stops the work there).
+  it('renews each lease before it lapses until the deadline, also when later leases are shorter than the first', async () => {
+    // A 10 s invocation: leases shrink to the time left plus the grace as the deadline nears.
     const settings = testInboxSettings({ leaseMs: 30_000, leaseGraceMs: 2_000 });
     const grants = recordGrants();
-    const complete = vi.spyOn(inbox, 'complete');
     const start = time.now();
     const outcome = processOnce(
       event,
-      () => elapse(20_000, 'slow'),
+      () => elapse(9_000, 'in time'),
       deps('a', settings, { deadline: start + 10_000 }),
     );
 
-    await time.advance(20_000);
-    expect(await outcome).toMatchObject({ kind: 'processed', result: 'slow' });
-
+    await time.advance(9_000);
+    expect(await outcome).toMatchObject({ kind: 'processed', result: 'in time' });
     expect(grants.length).toBeGreaterThan(3);
     for (let i = 1; i < grants.length; i++) {
       const previous = grants[i - 1] as Grant;
@@ -88,8 +85,41 @@ describe('inbox heartbeat', () => {
       // Each renewal lands while the lease before it still runs.
       expect(renewal.at, `renewal ${i} at +${renewal.at - start} ms`).toBeLessThan(previous.until);
     }
-    const last = grants.at(-1) as Grant;
-    expect(complete.mock.calls[0]?.[2].now).toBeLessThanOrEqual(last.until);
+  });
+
+  it('stops renewing at the invocation deadline: work still running past it loses its lease by the grace, and a retry takes the record over', async () => {
+    // Lambda stops an invocation at its timeout; locally a hung effect may run on. Renewing
+    // past the deadline (as before) kept such a record PROCESSING for as long as the hang lasted.
+    const settings = testInboxSettings({ leaseMs: 30_000, leaseGraceMs: 2_000 });
+    const grants = recordGrants();
+    const start = time.now();
+    const hung = deferred();
+    const first = processOnce(
+      event,
+      async () => {
+        await hung.promise;
+        return 'late';
+      },
+      deps('a', settings, { deadline: start + 10_000 }),
+    ).catch((e: unknown) => e);
+
+    // Well past the deadline and its grace, inside the event's maximum age (60 s here).
+    await time.advance(20_000);
+    expect(grants.length).toBeGreaterThan(1);
+    for (const g of grants) expect(g.at - start).toBeLessThan(10_000);
+    expect(Math.max(...grants.map((g) => g.until)) - start).toBeLessThanOrEqual(12_000);
+
+    // The retry (another invocation, its own deadline) takes the lapsed record over and finishes.
+    const retry = await processOnce(
+      event,
+      async () => 'retried',
+      deps('b', settings, { deadline: time.now() + 10_000 }),
+    );
+    expect(retry).toMatchObject({ kind: 'processed', result: 'retried' });
+    // The abandoned attempt ends at last: its completion is fenced, the record stays the retry's.
+    hung.resolve();
+    expect(isInboxError(await first, 'FENCED_OUT')).toBe(true);
+    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'b' });
   });
 
   it('beats at a third of the lease just granted', async () => {

@@ -54,7 +54,7 @@ const alarmsIn = (state: Record<string, string>) =>
     .map(([name]) => name);
 
 describe('evaluateAlarms', () => {
-  it('reports every alarm OK for a healthy pipeline, one inbox alarm per consumer', () => {
+  it('reports every alarm OK for a healthy pipeline, each inbox alarm one for every consumer (as on AWS)', () => {
     const state = evaluateAlarms(healthy());
     expect(alarmsIn(state)).toEqual([]);
     expect(Object.keys(state).sort()).toEqual(
@@ -65,7 +65,7 @@ describe('evaluateAlarms', () => {
         alarmIds.relaySilent,
         alarmIds.deadLetters,
         alarmIds.auditErrors,
-        ...consumerNames.map(alarmIds.inboxDead),
+        alarmIds.inboxDead,
         alarmIds.undelivered,
         alarmIds.inboxOldestLease,
         alarmIds.inboxRetryAge,
@@ -103,14 +103,27 @@ describe('evaluateAlarms', () => {
   });
 
   it.each(consumerNames)(
-    'inbox-dead-%s alarms for that consumer only, from the dead-record threshold on',
+    'inbox-dead alarms once %s has DEAD records, from the dead-record threshold on',
     (name) => {
       const withDead = (dead: number) =>
         evaluateAlarms(healthy({ consumers: { ...healthy().consumers, [name]: { ...healthyInbox, dead } } }));
-      expect(withDead(t.consumerDeadRecords - 1)[alarmIds.inboxDead(name)]).toBe('OK');
-      expect(alarmsIn(withDead(t.consumerDeadRecords))).toEqual([alarmIds.inboxDead(name)]);
+      expect(withDead(t.inboxDeadRecords - 1)[alarmIds.inboxDead]).toBe('OK');
+      expect(alarmsIn(withDead(t.inboxDeadRecords))).toEqual([alarmIds.inboxDead]);
     },
   );
+
+  it('inbox-dead counts the DEAD records of every consumer together, as the AWS alarm watches their sum', () => {
+    const [first, second] = consumerNames as [ConsumerName, ConsumerName];
+    const oneEach = healthy({
+      consumers: {
+        ...healthy().consumers,
+        [first]: { ...healthyInbox, dead: 1 },
+        [second]: { ...healthyInbox, dead: 1 },
+      },
+    });
+    expect(evaluateAlarms(oneEach, { ...t, inboxDeadRecords: 2 })[alarmIds.inboxDead]).toBe('ALARM');
+    expect(evaluateAlarms(oneEach, { ...t, inboxDeadRecords: 3 })[alarmIds.inboxDead]).toBe('OK');
+  });
 
   it.each(consumerNames)(
     'inbox-oldest-lease alarms once the oldest lease of %s is past five lease periods',
@@ -213,12 +226,7 @@ describe('evaluateAlarms', () => {
     const state = evaluateAlarms(healthy({ consumers: null, deadLetters: null }));
     const insufficient = Object.keys(state).filter((n) => state[n] === 'INSUFFICIENT_DATA');
     expect(insufficient.sort()).toEqual(
-      [
-        alarmIds.deadLetters,
-        ...consumerNames.map(alarmIds.inboxDead),
-        alarmIds.inboxOldestLease,
-        alarmIds.inboxRetryAge,
-      ].sort(),
+      [alarmIds.deadLetters, alarmIds.inboxDead, alarmIds.inboxOldestLease, alarmIds.inboxRetryAge].sort(),
     );
     expect(evaluateAlarms(healthy({ outbox: null }))[alarmIds.oldestPendingAge]).toBe('INSUFFICIENT_DATA');
     expect(evaluateAlarms(healthy({ undelivered: null }))[alarmIds.undelivered]).toBe('INSUFFICIENT_DATA');

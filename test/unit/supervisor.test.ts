@@ -7,7 +7,15 @@ function fakeEngine(name: string) {
   const died = new Promise<string>((resolve) => {
     die = resolve;
   });
-  const engine = { name, died, stopped: false, stop: async () => void (engine.stopped = true), die };
+  const engine = {
+    name,
+    died,
+    stopped: false,
+    stop: async () => {
+      engine.stopped = true;
+    },
+    die,
+  };
   return engine satisfies Supervised;
 }
 

@@ -1,7 +1,6 @@
-import { ArnFormat, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { consumerEnv, deliveryAuditServiceName } from '../../../shared/consumers/contract';
@@ -9,6 +8,7 @@ import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
 import type { AuditConfig } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import type { InboxTable } from './inbox-table';
+import { allowDescribeAlarms } from './pipeline-alarms';
 import { PipelineFunction } from './pipeline-function';
 
 export interface DeliveryAuditProps {
@@ -60,19 +60,7 @@ export class DeliveryAudit extends Construct {
     });
     props.database.grant(this.function);
     props.inbox.grantPresence(this.function);
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['cloudwatch:DescribeAlarms'],
-        resources: Object.values(props.alarmNames).map((name) =>
-          stack.formatArn({
-            service: 'cloudwatch',
-            resource: 'alarm',
-            resourceName: name,
-            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-          }),
-        ),
-      }),
-    );
+    allowDescribeAlarms(this.function, Object.values(props.alarmNames));
     // A failed run is redone by the next tick from the cursor it kept; Lambda's retries would
     // only queue behind the audit's lease.
     this.function.configureAsyncInvoke({

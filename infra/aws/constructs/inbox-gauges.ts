@@ -1,18 +1,18 @@
-import { ArnFormat, type Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { type Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { consumerEnv, inboxGaugesServiceName } from '../../../shared/consumers/contract';
 import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
 import type { InboxTable } from './inbox-table';
+import { allowDescribeAlarms } from './pipeline-alarms';
 import { PipelineFunction } from './pipeline-function';
 
 export interface InboxGaugesProps {
   readonly inbox: InboxTable;
   /**
-   * The alarms the gauges feed, by alarm id (`inboxGaugeAlarmIds`: each consumer's inbox-dead,
+   * The alarms the gauges feed, by alarm id (`inboxGaugeAlarmIds`: inbox-dead,
    * inbox-oldest-lease and inbox-retry-age): a zero is sent only while its alarm is not OK.
    */
   readonly alarmNames: Readonly<Record<string, string>>;
@@ -49,20 +49,7 @@ export class InboxGauges extends Construct {
       removalPolicy: props.removalPolicy,
     });
     props.inbox.grantCountOpen(this.function);
-    const stack = Stack.of(this);
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['cloudwatch:DescribeAlarms'],
-        resources: Object.values(props.alarmNames).map((name) =>
-          stack.formatArn({
-            service: 'cloudwatch',
-            resource: 'alarm',
-            resourceName: name,
-            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-          }),
-        ),
-      }),
-    );
+    allowDescribeAlarms(this.function, Object.values(props.alarmNames));
     this.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: props.period });
     this.schedule = new Rule(this, 'Schedule', {
       description: 'Reads the inbox figures for their alarms',

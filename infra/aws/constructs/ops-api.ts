@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { JsonSchemaType } from 'aws-cdk-lib/aws-apigateway';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -11,6 +11,7 @@ import type { ConsumerName } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import type { DeadLetterQueue } from './dead-letter-queue';
 import type { InboxTable } from './inbox-table';
+import { allowDescribeAlarms } from './pipeline-alarms';
 import { PipelineFunction } from './pipeline-function';
 import type { TasksApi } from './tasks-api';
 
@@ -114,19 +115,7 @@ export class OpsApi extends Construct {
         ],
       }),
     );
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['cloudwatch:DescribeAlarms'],
-        resources: props.alarmNames.map((name) =>
-          stack.formatArn({
-            service: 'cloudwatch',
-            resource: 'alarm',
-            resourceName: name,
-            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-          }),
-        ),
-      }),
-    );
+    allowDescribeAlarms(this.function, props.alarmNames);
     // GetMetricData has no resource-level permissions: "*" is the only resource it takes.
     this.function.addToRolePolicy(
       new PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }),

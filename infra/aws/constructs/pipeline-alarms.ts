@@ -55,16 +55,34 @@ export interface PipelineAlarmsProps {
   readonly auditFunction: IFunction;
   /** The relay's safety sweep period: `relay-silent` alarms after `relaySilentSweeps` of them without a report. */
   readonly relaySweep: Duration;
-  readonly consumers: readonly ConsumerName[];
-  /** Every rule-target DLQ and every on-failure destination. */
+  /** Every rule-target DLQ and the consumers' dead letters. */
   readonly queues: readonly WatchedQueue[];
-  readonly bus: IEventBus;
-  /** The bus's rules: the topology's name (the alarm's) and the physical name EventBridge reports. */
-  readonly rules: readonly { readonly name: string; readonly physicalName: string }[];
   /** Subscribed by email when given (the owner confirms the subscription). */
   readonly email?: string;
   /** Of the topic's KMS key: a retained key goes on costing $1/month after `cdk destroy`. */
   readonly removalPolicy: RemovalPolicy;
+}
+
+/**
+ * Lets `fn` read these alarms' states and nothing else: DescribeAlarms takes alarm ARNs as
+ * resources (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html).
+ * The gauges, the audit and the ops API read the alarms they report on.
+ */
+export function allowDescribeAlarms(fn: IFunction, alarmNames: readonly string[]): void {
+  const stack = Stack.of(fn);
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      actions: ['cloudwatch:DescribeAlarms'],
+      resources: alarmNames.map((name) =>
+        stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: name,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      ),
+    }),
+  );
 }
 
 /** An alarm's name: the stack's name, then its id (`ContentPipeline-sandbox-relay-silent`). */
@@ -152,8 +170,9 @@ export class PipelineMetrics {
 /**
  * Every way an event can be late or lost, alarmed to one SNS topic: the oldest pending outbox
  * event, a relay that stopped reporting (missing data breaches), dead outbox events, relay
- * errors, each consumer's dead inbox records, every rule DLQ and the consumers' dead letters when not empty,
- * and each rule's failed invocations. Thresholds come from the topology.
+ * errors, the consumers' DEAD inbox records, oldest lease and retry age, events the delivery
+ * audit found undelivered, and every rule DLQ and the consumers' dead letters when not empty
+ * (which is where a rule's failed invocations go). Thresholds come from the topology.
  *
  * Gauges that are sent only now and then (the relay reports after each run, an idle pipeline is
  * swept hourly; the inbox gauges every few minutes; SQS stops sending an idle queue's metrics)
@@ -169,13 +188,12 @@ export class PipelineAlarms extends Construct {
   public readonly outboxDead: Alarm;
   public readonly relayErrors: Alarm;
   public readonly gaugesErrors: Alarm;
-  public readonly consumerDead: ReadonlyMap<ConsumerName, Alarm>;
+  public readonly inboxDead: Alarm;
   public readonly oldestLease: Alarm;
   public readonly retryAge: Alarm;
   public readonly undelivered: Alarm;
   public readonly auditErrors: Alarm;
   public readonly queueNotEmpty: ReadonlyMap<string, Alarm>;
-  public readonly ruleFailedInvocations: ReadonlyMap<string, Alarm>;
   public readonly all: readonly Alarm[];
 
   constructor(scope: Construct, id: string, props: PipelineAlarmsProps) {
@@ -316,20 +334,16 @@ export class PipelineAlarms extends Construct {
       1,
     );
 
-    const consumerDead = new Map<ConsumerName, Alarm>();
-    for (const consumer of props.consumers) {
-      consumerDead.set(
-        consumer,
-        alarm(
-          alarmIds.inboxDead(consumer),
-          `The ${consumer} consumer has DEAD inbox records: inspect and redrive with the ops CLI.`,
-          this.metrics.inboxGauge(consumer, 'dead'),
-          t.consumerDeadRecords,
-          { missing: TreatMissingData.IGNORE },
-        ),
-      );
-    }
-    this.consumerDead = consumerDead;
+    // One alarm for every consumer, as for the two ages below: the gauges send the sum of DEAD
+    // records without the Consumer dimension, each consumer's count beside it for the dashboard,
+    // `/ops/status` and the CLI, which say whose. CloudWatch bills each alarm.
+    this.inboxDead = alarm(
+      alarmIds.inboxDead,
+      'A consumer has DEAD inbox records: npx pipeline status shows whose; inspect and redrive with npx pipeline inbox dead (README "Is anything stuck?").',
+      this.metrics.inboxGauge(undefined, 'dead'),
+      t.inboxDeadRecords,
+      { missing: TreatMissingData.IGNORE },
+    );
     // The design's other two inbox figures, one alarm each for every consumer (the gauges send
     // the largest age without the Consumer dimension): `npx pipeline status` says whose.
     const limits = props.inboxThresholds;
@@ -379,19 +393,15 @@ export class PipelineAlarms extends Construct {
     }
     this.queueNotEmpty = queueNotEmpty;
 
-    const ruleFailed = new Map<string, Alarm>();
-    for (const { name, physicalName } of props.rules) {
-      ruleFailed.set(
-        name,
-        alarm(
-          alarmIds.ruleFailedInvocations(name),
-          `EventBridge rule ${physicalName} failed to invoke a target (see its DLQs).`,
-          this.metrics.rule(props.bus, physicalName, 'FailedInvocations'),
-          t.failedInvocations,
-        ),
-      );
-    }
-    this.ruleFailedInvocations = ruleFailed;
+    // No alarm on a rule's FailedInvocations (it stays a graph on the dashboard; AWS metrics cost
+    // nothing, an alarm $0.10 a month). Every rule target has a dead-letter queue, so an
+    // invocation that failed for good lands in that rule's DLQ, whose queue-not-empty alarm above
+    // stays in ALARM until someone redrives it; a FailedInvocations alarm would page for the same
+    // event and clear itself a period later. An invocation that could not even be sent to its DLQ
+    // (InvocationsFailedToBeSentToDlq) never reached the consumer's inbox, which is what the
+    // delivery audit's `undelivered` alarm finds.
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-monitoring.html
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html
     this.all = all;
   }
 }

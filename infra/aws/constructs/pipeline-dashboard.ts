@@ -6,6 +6,7 @@ import {
   Dashboard,
   GraphWidget,
   type HorizontalAnnotation,
+  MathExpression,
   SingleValueWidget,
   Stats,
   TextWidget,
@@ -14,6 +15,7 @@ import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import type { InboxHealthThresholds } from '../../../shared/inbox/settings';
+import { relayMetricNames } from '../../../shared/outbox/relay-metrics';
 import type { AlarmThresholds, ConsumerName } from '../../../shared/topology';
 import type { PipelineMetrics, WatchedQueue } from './pipeline-alarms';
 
@@ -86,7 +88,18 @@ export class PipelineDashboard extends Construct {
         title: 'Outbox: pending and dead',
         width,
         height,
-        left: [m.relay('pending'), m.relay('dead')],
+        left: [
+          // The relay sends PendingEvents only while above zero (shared/outbox/relay-metrics.ts):
+          // FILL draws the hours without a point as 0 instead of a gap.
+          // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
+          new MathExpression({
+            expression: 'FILL(pending, 0)',
+            usingMetrics: { pending: m.relay('pending') },
+            label: relayMetricNames.pending,
+            period,
+          }),
+          m.relay('dead'),
+        ],
       }),
       new GraphWidget({
         title: 'Relay: published / failed / dead-lettered',
@@ -121,6 +134,10 @@ export class PipelineDashboard extends Construct {
         ],
         right: [props.relayFunction.metricDuration({ period, statistic: Stats.MAXIMUM })],
       }),
+      // Graphs only, no alarm (infra/aws/constructs/pipeline-alarms.ts says why): a failed
+      // invocation lands in the rule's DLQ, one that could not be sent there is what the
+      // delivery audit finds. AWS/Events metrics cost nothing to keep or draw.
+      // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-monitoring.html
       new GraphWidget({
         title: 'Rule deliveries',
         width,
@@ -128,6 +145,9 @@ export class PipelineDashboard extends Construct {
         left: props.rules.flatMap((rule) => [
           m.rule(props.bus, rule.physicalName, 'Invocations').with({ label: `${rule.name} invocations` }),
           m.rule(props.bus, rule.physicalName, 'FailedInvocations').with({ label: `${rule.name} failed` }),
+          m
+            .rule(props.bus, rule.physicalName, 'InvocationsFailedToBeSentToDlq')
+            .with({ label: `${rule.name} not sent to its DLQ` }),
         ]),
       }),
     );

@@ -58,12 +58,14 @@ export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' |
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
 export const tasksApiServiceName = 'tasks-api';
 
-/** What the relay sends after every run (`addRelayMetrics`): the gauges, whatever the counts. */
-const relayGaugeMetrics = [
-  relayMetricNames.pending,
-  relayMetricNames.oldestPendingAge,
-  relayMetricNames.dead,
-];
+/**
+ * What the relay sends after every run (`addRelayMetrics`), whatever the counts: the gauges its
+ * alarms need. `PendingEvents` is sent only while above zero, like the inbox gauges.
+ */
+const relayGaugeMetrics = [relayMetricNames.oldestPendingAge, relayMetricNames.dead];
+
+/** Issue 8 item 7: what an idle sandbox may cost, and how much of an idle day Aurora must sleep. */
+export const sandboxGoal = { idleMonthlyUsd: 10, auroraPausedFraction: 0.9 } as const;
 
 /** Counters a busy, healthy relay sends (counters go out only when non-zero): events published, old rows purged. */
 const relayBusyCounters = [relayMetricNames.published, relayMetricNames.purged];
@@ -396,8 +398,9 @@ export function idleMonthlyCost(
   }
 
   const relayMetricMonths = relayGaugeMetrics.length * hoursWithData(runs.relayPeriodSeconds);
-  // The inbox gauges send a point only for a consumer with DEAD records or whose alarm is not
-  // OK yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of their metrics is billed.
+  // The relay's PendingEvents is sent only while above zero (shared/outbox/relay-metrics.ts),
+  // the inbox gauges and the audit's count only while above zero or while their alarm is not OK
+  // yet (shared/inbox/inbox-gauges.ts): idle and healthy, none of them is billed.
   const gaugeMetricMonths = 0;
   const dataApiCalls =
     aurora.clusters > 0
@@ -457,7 +460,7 @@ export function idleMonthlyCost(
       usd: (relayMetricMonths + gaugeMetricMonths) * p.customMetricMonth.usd,
       detail:
         `relay ${relayGaugeMetrics.join('/')} (${fmt(hoursWithData(runs.relayPeriodSeconds) * 100)}% of hours) + ` +
-        `${[...Object.values(inboxGaugeMetricNames), auditMetricNames.undelivered].join('/')} x ${consumers} consumers (0% of hours: sent only while above zero or an alarm is not OK) ` +
+        `relay ${relayMetricNames.pending}, ${[...Object.values(inboxGaugeMetricNames), auditMetricNames.undelivered].join('/')} x ${consumers} consumers (0% of hours: sent only while above zero or an alarm is not OK) ` +
         `= ${fmt(relayMetricMonths + gaugeMetricMonths, 1)} metric-months x ${each(p.customMetricMonth)}`,
     },
     {

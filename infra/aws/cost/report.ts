@@ -8,6 +8,7 @@ import {
   idleMonthlyCost,
   type PerMillionApprovalsCost,
   perMillionApprovals,
+  sandboxGoal,
 } from './model';
 import { priceBook } from './prices';
 
@@ -18,9 +19,6 @@ import { priceBook } from './prices';
  */
 
 const stages: readonly Stage[] = ['sandbox', 'prod'];
-
-/** Issue 8 item 7: what an idle sandbox may cost, and how much of an idle day Aurora must sleep. */
-const sandboxGoal = { idleMonthlyUsd: 10, auroraPausedFraction: 0.9 } as const;
 
 interface StageCost {
   readonly stage: Stage;

@@ -23,7 +23,10 @@ interface OpenTransaction {
   disarmIdle?: () => void;
 }
 
-/** A real timer that keeps no process alive. */
+/**
+ * The idle rollback's default: a real timer that keeps no process alive, as the Data API times an
+ * idle transaction out. Tests that need the rollback pass `idleTimer` and fire it themselves.
+ */
 const realIdleTimer = (fire: () => void, ms: number) => {
   const timer = setTimeout(fire, ms);
   timer.unref();
