@@ -26,7 +26,7 @@ import { OutboxStore } from '../shared/outbox/outbox-store';
 import { RelayLeaseStore } from '../shared/outbox/relay-lease';
 import { consumerNames, topology } from '../shared/topology';
 import { seedPending } from '../test/support/outbox-fixtures';
-import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
+import { fullStatus, pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
 import { isMain, progress } from './support/cli';
 import { median, round } from './support/stats';
@@ -83,7 +83,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
     { count },
   );
   const ids = rows.map((r) => r.task_id);
-  const before = await runtime.status();
+  const before = fullStatus(await runtime.status());
   // Twenty approvals in flight at a time: two hundred at once left some unanswered for a minute
   // on a busy machine, the runtime sharing this process's event loop.
   let next = 0;
@@ -97,7 +97,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
   };
   await Promise.all(Array.from({ length: 20 }, worker));
   await waitFor(
-    () => runtime.status(),
+    async () => fullStatus(await runtime.status()),
     (s) =>
       consumerNames.every(
         (c) => (s.consumers[c].processed ?? 0) >= (before.consumers[c].processed ?? 0) + count,

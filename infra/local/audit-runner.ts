@@ -1,4 +1,5 @@
 import type { AuditReport } from '../../shared/audit/delivery-audit';
+import { RecentFailures } from './recent-failures';
 
 export interface AuditRunnerOptions {
   /** One run of the delivery audit (`runDeliveryAudit` over the runtime's stores). */
@@ -6,6 +7,8 @@ export interface AuditRunnerOptions {
   /** How often it runs on its own (`topology.audit.localPeriodSeconds`; tests pass a long one and call {@link AuditRunner.run}). */
   readonly periodMs: number;
   readonly onError?: (err: unknown) => void;
+  /** Epoch ms of the runner's record; `Date.now` by default. */
+  readonly clock?: () => number;
 }
 
 /**
@@ -20,10 +23,15 @@ export class AuditRunner {
   /** The last run's report and when it ended, for the status page. */
   lastReport: AuditReport | undefined;
   lastRunAt: Date | undefined;
-  /** Failed runs since start, for the local `delivery-audit-errors` alarm. */
-  errors = 0;
+  /** Failed runs, when: the local `delivery-audit-errors` alarm counts those of its period. */
+  readonly failures = new RecentFailures();
 
   constructor(private readonly options: AuditRunnerOptions) {}
+
+  /** Failed runs since start. */
+  get errors(): number {
+    return this.failures.total;
+  }
 
   start(): void {
     this.schedule();
@@ -40,10 +48,10 @@ export class AuditRunner {
       try {
         const report = await this.options.run();
         this.lastReport = report;
-        this.lastRunAt = new Date();
+        this.lastRunAt = new Date((this.options.clock ?? Date.now)());
         return report;
       } catch (err) {
-        this.errors++;
+        this.failures.record((this.options.clock ?? Date.now)());
         throw err;
       }
     })();

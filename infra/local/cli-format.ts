@@ -66,21 +66,55 @@ export function formatStatus(raw: unknown, p: Paint): string {
   const alarms = record(s.alarms);
   const audit = record(s.audit);
   const undelivered = record(audit.undelivered);
+  const components = record(s.components);
   const out: string[] = [];
+  const down = Object.entries(components).filter(([, c]) => record(c).up === false);
+  if (down.length > 0) {
+    // First: while a component is down, what follows is what could still be read.
+    for (const [name, c] of down) {
+      const { cause, since } = record(c);
+      out.push(
+        p.alarm(`${name} DOWN`.padEnd(13)) +
+          ` ${typeof cause === 'string' ? cause : 'unknown cause'}${typeof since === 'string' ? ` (since ${since})` : ''}`,
+      );
+    }
+    out.push('');
+  }
+  const unread = (section: string) => s[section] === null;
+  /** A section's line, or that it could not be read (its component is down). */
+  const line = (label: string, section: string, text: () => string) =>
+    `${label.padEnd(14)}${unread(section) ? p.alarm('not read') : text()}`;
   out.push(
-    `tasks         ${Object.entries(tasks)
-      .map(([k, v]) => `${k} ${num(v)}`)
-      .join('   ')}`,
+    line('tasks', 'tasks', () =>
+      Object.entries(tasks)
+        .map(([k, v]) => `${k} ${num(v)}`)
+        .join('   '),
+    ),
   );
   out.push(
-    `outbox        pending ${num(outbox.pending)}   delivered ${num(outbox.delivered)}   dead ${num(outbox.dead)}   oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
+    line(
+      'outbox',
+      'outbox',
+      () =>
+        `pending ${num(outbox.pending)}   delivered ${num(outbox.delivered)}   dead ${num(outbox.dead)}   oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
+    ),
   );
   out.push(
-    `relay         last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
+    line(
+      'relay',
+      'relay',
+      () =>
+        `last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
+    ),
   );
-  out.push(`dead letters  ${num(s.deadLetters)}`);
+  out.push(line('dead letters', 'deadLetters', () => String(num(s.deadLetters))));
   out.push(
-    `audit         last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
+    line(
+      'audit',
+      'audit',
+      () =>
+        `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
+    ),
   );
   out.push('');
   // One alarm watches each age for every consumer: the consumer whose age sets it off is painted.
@@ -120,7 +154,17 @@ export function formatStatus(raw: unknown, p: Paint): string {
   );
   out.push('');
   const firing = Object.values(alarms).filter((a) => a === 'ALARM').length;
-  out.push(firing === 0 ? `alarms        all OK` : `alarms        ${p.alarm(`${firing} in ALARM`)}`);
+  const noData = Object.values(alarms).filter((a) => a !== 'ALARM' && a !== 'OK').length;
+  const verdict = [
+    ...(unread('alarms') ? ['unknown (not read)'] : []),
+    ...(firing > 0 ? [`${firing} in ALARM`] : []),
+    ...(noData > 0 ? [`${noData} without data`] : []),
+  ].join(', ');
+  out.push(
+    verdict === '' && down.length === 0
+      ? `alarms        all OK`
+      : `alarms        ${p.alarm(verdict || 'OK where read')}`,
+  );
   for (const [name, state] of Object.entries(alarms)) {
     out.push(`  ${state === 'OK' ? p.ok('OK   ') : p.alarm(String(state).padEnd(5))}  ${name}`);
   }

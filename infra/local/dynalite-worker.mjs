@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import dynalite from 'dynalite';
 
-/** @type {{ dir?: string, stopGraceMs: number }} */
+/** @type {{ dir?: string, stopGraceMs: number, port: number }} */
 const options = workerData;
 const port = parentPort;
 if (!port) throw new Error('dynalite-worker.mjs runs as a worker thread (see infra/local/dynamo.ts)');
@@ -63,7 +63,8 @@ port.on('message', (message) => {
 });
 
 server.once('error', (err) => port.postMessage({ error: String(err) }));
-server.listen(0, '127.0.0.1', () => {
+// A restart listens on the port the clients already point at (0: a free one).
+server.listen(options.port, '127.0.0.1', () => {
   const address = server.address();
   port.postMessage({ port: typeof address === 'object' && address ? address.port : undefined });
 });

@@ -9,7 +9,17 @@ import { freePort } from './ports';
 export interface LocalDynamo {
   readonly endpoint: string;
   readonly engine: 'dynalite' | 'dynamodb-local';
+  /**
+   * Resolves with the cause once the engine died without being asked to stop (its worker threw
+   * or exited, its JVM exited); never settles after {@link stop}. What a supervisor watches.
+   */
+  readonly died: Promise<string>;
   stop(): Promise<void>;
+  /**
+   * Ends the engine at once, as a crash would (no request finished, nothing closed): for fault
+   * drills and the tests of what the runtime does when its engine dies.
+   */
+  kill(): Promise<void>;
 }
 
 /** How long a stopping dynalite waits for the requests in flight before it cuts their connections. */
@@ -26,32 +36,58 @@ type WorkerMessage = { port?: number; stopped?: boolean; error?: string };
  * consumers back at 50 approvals/s; a worker rather than a child process so that a SIGKILL of
  * the runtime takes the engine, and its lock on the directory, with it.
  *
+ * `port` (a restart's) listens where the clients already point; a free one by default.
+ *
  * Stop: the worker stops accepting connections, answers the requests in flight (up to a grace
- * period) and closes its LevelDB before `stop` resolves.
+ * period) and closes its LevelDB before `stop` resolves. A worker that throws or exits on its
+ * own resolves `died` (its listeners stay for the worker's whole life, so a death after the
+ * start is seen as well as one during it); its LevelDB lock goes with the thread.
  */
-export async function startDynalite(dir?: string): Promise<LocalDynamo> {
+export async function startDynalite(
+  dir?: string,
+  options: { readonly port?: number } = {},
+): Promise<LocalDynamo> {
   if (dir) mkdirSync(dir, { recursive: true });
   const worker = new Worker(new URL('./dynalite-worker.mjs', import.meta.url), {
-    workerData: { dir: dir ? resolve(dir) : undefined, stopGraceMs },
+    workerData: { dir: dir ? resolve(dir) : undefined, stopGraceMs, port: options.port ?? 0 },
   });
-  const exited = new Promise<number>((ok) => worker.once('exit', ok));
+  let stopping: Promise<void> | undefined;
+  let lastError: string | undefined;
+  worker.on('error', (err) => {
+    lastError = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  });
+  const exited = new Promise<number>((ok) => worker.on('exit', ok));
+  const died = new Promise<string>((ok) => {
+    void exited.then((code) => {
+      if (!stopping) ok(`the dynalite worker exited (${code})${lastError ? `: ${lastError}` : ''}`);
+    });
+  });
   let port: number;
   try {
     port = await new Promise<number>((ok, fail) => {
-      worker.once('error', fail);
-      void exited.then((code) => fail(new Error(`dynalite worker exited (${code}) before it listened`)));
+      void exited.then((code) =>
+        fail(
+          new Error(
+            `dynalite worker exited (${code}) before it listened${lastError ? `: ${lastError}` : ''}`,
+          ),
+        ),
+      );
       worker.once('message', (m: WorkerMessage) =>
         m.port ? ok(m.port) : fail(new Error(`dynalite did not start: ${m.error ?? 'no port'}`)),
       );
     });
   } catch (err) {
+    stopping = Promise.resolve();
     await worker.terminate();
     throw err;
   }
-  let stopping: Promise<void> | undefined;
   return {
     endpoint: `http://127.0.0.1:${port}`,
     engine: 'dynalite',
+    died,
+    kill: async () => {
+      await worker.terminate();
+    },
     stop: () => {
       stopping ??= (async () => {
         const stopped = new Promise<WorkerMessage>((ok) => {
@@ -96,12 +132,14 @@ export async function startDynamoDbLocal(
      * minutes on a loaded one (a test suite's, whose processes fight it for the cores). @default 60 s
      */
     readonly startTimeoutMs?: number;
+    /** Where to listen (a restart's: where the clients already point); a free port by default. */
+    readonly port?: number;
   } = {},
 ): Promise<LocalDynamo> {
   const unavailable = dynamoDbLocalUnavailable();
   if (unavailable) throw new Error(`DynamoDB Local cannot run here: ${unavailable}`);
   if (dir) mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child: ChildProcess = spawn(
     'java',
     [
@@ -122,6 +160,13 @@ export async function startDynamoDbLocal(
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
+  let stopping = false;
+  const died = new Promise<string>((ok) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping)
+        ok(`DynamoDB Local exited (${code ?? signal}): ${output.trim().split('\n').slice(-3).join(' | ')}`);
+    }),
+  );
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   for (;;) {
@@ -140,9 +185,17 @@ export async function startDynamoDbLocal(
   return {
     endpoint,
     engine: 'dynamodb-local',
+    died,
+    kill: () =>
+      new Promise<void>((ok) => {
+        if (child.exitCode !== null || child.signalCode !== null) return ok();
+        child.once('exit', () => ok());
+        child.kill('SIGKILL');
+      }),
     stop: () =>
       new Promise<void>((ok) => {
-        if (child.exitCode !== null) return ok();
+        stopping = true;
+        if (child.exitCode !== null || child.signalCode !== null) return ok();
         child.once('exit', () => ok());
         child.kill('SIGTERM');
       }),

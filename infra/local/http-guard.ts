@@ -68,8 +68,9 @@ export function sendAndClose(
 }
 
 /**
- * Replaces node:http's bare 400/431 answers (a request line or headers it cannot parse, headers
- * over its limit) with the same answer carrying a JSON body of `errorBody(status, message)`.
+ * Replaces node:http's bare 400/408/431 answers (a request line or headers it cannot parse, a
+ * request not sent within the server's timeouts, headers over its limit) with the same answer
+ * carrying a JSON body of `errorBody(status, message)`.
  */
 export function answerClientErrorsAsJson(
   server: Server,
@@ -80,11 +81,14 @@ export function answerClientErrorsAsJson(
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const status =
+      err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     const message =
       status === 431
         ? 'request headers are too large'
-        : `malformed HTTP request (${err.code ?? err.message})`;
+        : status === 408
+          ? 'the request was not sent in time'
+          : `malformed HTTP request (${err.code ?? err.message})`;
     const body = JSON.stringify(errorBody(status, message));
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +

@@ -9,6 +9,7 @@ import {
   createResourceMatcher,
   type ResourceMatcher,
 } from '../../shared/http/resource-match';
+import { retryAfterSeconds, unavailableCause } from '../../shared/http/unavailable';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { dashboardContentSecurityPolicy } from './dashboard';
@@ -33,7 +34,15 @@ export interface HttpServerOptions {
    */
   readonly caller: string;
   readonly log?: (message: string, extra?: Record<string, unknown>) => void;
+  /**
+   * How long a client may take to send its request headers before it is answered 408 and
+   * disconnected (node:http's `headersTimeout`). @default 10 s: loopback clients send them at once.
+   */
+  readonly headersTimeoutMs?: number;
 }
+
+/** How long a client may take to send its whole request (headers and body) before a 408. */
+const requestTimeoutMs = 30_000;
 
 /** Headers on every answer: no answer is ever sniffed into another type or leaks a referrer. */
 const commonHeaders = {
@@ -77,12 +86,32 @@ const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
 export async function startHttpServer(options: HttpServerOptions): Promise<{ url: string; server: Server }> {
   let port = options.port;
   const integrations = integrationsOf(options);
-  const server = createServer((req, res) => {
-    handle(req, res, options, integrations, port).catch((err) => {
-      options.log?.('ops request failed', { error: String(err) });
-      if (!res.headersSent) send(res, 500, { error: 'internal error' });
-    });
-  });
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: Math.max(requestTimeoutMs, headersTimeout),
+      // node:http checks the two timeouts only this often (30 s by default): a slow client was
+      // held up to the timeout plus that before its answer.
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
+    },
+    (req, res) => {
+      handle(req, res, options, integrations, port).catch((err) => {
+        options.log?.('request failed', { error: String(err) });
+        if (res.headersSent) return;
+        const unavailable = unavailableCause(err);
+        if (unavailable) {
+          res
+            .writeHead(503, {
+              ...commonHeaders,
+              'content-type': 'application/json',
+              'retry-after': String(retryAfterSeconds),
+            })
+            .end(JSON.stringify({ error: `${unavailable}; try again later` }));
+        } else send(res, 500, { error: 'internal error' });
+      });
+    },
+  );
   answerClientErrorsAsJson(server, (_status, message) => ({ error: message }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -4,7 +4,7 @@ import { assertValidRules } from '../../shared/events/event-pattern';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import type { BusCounters, BusDeadLetter, BusEvent } from './bus/bus-types';
 import { DeadLetterFile } from './bus/dead-letters';
-import { BusJournal } from './bus/journal';
+import { BusJournal, type JournalDisk } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
 import type { FaultInjector } from './faults';
@@ -35,6 +35,10 @@ export interface LocalBusOptions {
   readonly deadLetterRetentionMs?: (consumer: ConsumerName) => number;
   /** Epoch ms of the bus's own bookkeeping (delivery ages, dead-letter times); `Date.now` by default. */
   readonly clock?: () => number;
+  /** Told once the journal takes events again after a write failure (the runtime wakes the relay). */
+  readonly onJournalRecovered?: () => void;
+  /** The journal's disk (tests put a failing one here) and when it compacts; see BusJournalOptions. */
+  readonly journal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
 }
 
 /**
@@ -64,11 +68,24 @@ export class LocalBus {
     this.rules = options.rules.map((spec) => ({ spec, enabled: true }));
     this.clock = options.clock ?? Date.now;
     const log = (message: string, extra?: Record<string, unknown>) => options.log?.(message, extra);
-    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), (err) =>
-      log('a journal line was not written: its target is delivered again after a restart', {
-        error: String(err),
-      }),
-    );
+    this.journal = new BusJournal(join(options.dir, 'journal.jsonl'), {
+      onLostDone: (err) =>
+        log('a journal line was not written: its target is delivered again after a restart', {
+          error: String(err),
+        }),
+      onFailure: (err) =>
+        log(`bus failed: a journal write failed (${String(err)}); refusing events until it can write again`, {
+          component: 'bus',
+          cause: String(err),
+        }),
+      onRecovered: (downMs) => {
+        log(`bus recovered: the journal takes events again after ${downMs} ms`, { component: 'bus' });
+        options.onJournalRecovered?.();
+      },
+      disk: options.journal?.disk,
+      compactAfterBytes: options.journal?.compactAfterBytes,
+      clock: this.clock,
+    });
     this.dead = new DeadLetterFile(join(options.dir, 'dead-letters.jsonl'));
     this.dispatch = new TargetDispatch({
       invoke: options.invoke,
@@ -99,9 +116,21 @@ export class LocalBus {
     // A rule EventBridge would refuse (PutRule: InvalidEventPatternException) stops the bus before it creates anything.
     assertValidRules(this.options.rules);
     mkdirSync(this.options.dir, { recursive: true });
-    this.dead.load();
-    const pending = this.journal.recover();
-    await this.journal.openForAppend();
+    const journal = join(this.options.dir, 'journal.jsonl');
+    let pending: Awaited<ReturnType<BusJournal['recover']>>;
+    try {
+      this.dead.load();
+      const started = Date.now();
+      pending = await this.journal.recover();
+      if (Date.now() - started > 1_000)
+        this.options.log?.('bus journal recovered', { ms: Date.now() - started, pending: pending.length });
+      await this.journal.openForAppend();
+    } catch (err) {
+      throw new Error(
+        `the bus could not recover its journal ${journal}: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    }
     this.endpoint = await this.putEvents.listen();
     for (const d of pending) this.dispatch.schedule(d);
     if (pending.length > 0)
@@ -167,6 +196,16 @@ export class LocalBus {
     const rule = this.rules.find((r) => r.spec.name === name);
     if (rule) rule.enabled = enabled;
     return rule !== undefined;
+  }
+
+  /** Whether the bus takes events: its journal accepts writes (a full or failing disk stops it). */
+  health(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
+    return this.journal.state;
+  }
+
+  /** Retries now every delivery waiting for its next attempt (see TargetDispatch.retryNow). */
+  retryNow(): number {
+    return this.dispatch.retryNow();
   }
 
   /** Deliveries not yet finished (in flight or waiting for a retry). */

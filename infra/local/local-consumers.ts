@@ -14,12 +14,13 @@ import { FileNotifier, type Notifier, notifyEffect } from '../../shared/effects/
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxPresence, InboxStore } from '../../shared/inbox/inbox-store';
-import type { EffectCounts } from '../../shared/ops/ops-ports';
+import type { ComponentState, EffectCounts, StatusComponent } from '../../shared/ops/ops-ports';
 import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
 import { LocalCounters } from './local-counters';
+import { Supervisor } from './supervisor';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
 /** Every store over the local inbox (the consumers' and the ops API's) shards its index alike. */
@@ -66,7 +67,10 @@ export async function withInvocationTimeout<T>(
 
 /** The consumer side of the local runtime, as the bus and the ops API use it. */
 export interface LocalConsumers {
-  readonly dynamo: LocalDynamo;
+  /** The DynamoDB engine as the consumers reach it: one endpoint, whichever engine is running now. */
+  readonly dynamo: Pick<LocalDynamo, 'endpoint' | 'engine' | 'kill'>;
+  /** Whether the DynamoDB engine serves, and if not, why and since when (its supervisor's word). */
+  health(): ComponentState;
   /** The consumers' inbox table, for the ops API and the delivery audit (the same table every consumer writes). */
   readonly inbox: InboxStore & InboxPresence;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
@@ -103,6 +107,10 @@ export interface LocalConsumersOptions {
    * consumer runs. Also done when the counters are new (a data directory from before them).
    */
   readonly recount?: boolean;
+  /** Awaited before each restart of a dead engine (see SupervisorOptions.beforeRestart). */
+  readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
+  /** Told once a dead engine serves again. */
+  readonly onRecovered?: (component: StatusComponent) => void;
 }
 
 /** The counters of what the effects did: their names, and what one effect result adds to each. */
@@ -190,10 +198,27 @@ const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => u
  */
 export async function startLocalConsumers(options: LocalConsumersOptions): Promise<LocalConsumers> {
   const { dataDir, faults, log } = options;
-  const dynamo =
+  const startEngine = (port?: number) =>
     options.engine === 'dynamodb-local'
-      ? await startDynamoDbLocal(join(dataDir, 'dynamodb-local'))
-      : await startDynalite(join(dataDir, 'dynamo'));
+      ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
+      : startDynalite(join(dataDir, 'dynamo'), { port });
+  const first = await startEngine();
+  const port = Number(new URL(first.endpoint).port);
+  // A dead engine is started again on the same port and data, so the client below (and every
+  // record it wrote) is where it was; what failed meanwhile is retried by the bus.
+  const supervisor = new Supervisor(first, {
+    component: 'dynamo',
+    restart: () => startEngine(port),
+    log,
+    beforeRestart: options.beforeRestart,
+    onRecovered: options.onRecovered,
+  });
+  const dynamo = {
+    endpoint: first.endpoint,
+    engine: first.engine,
+    kill: () => supervisor.current.kill(),
+    stop: () => supervisor.stop(),
+  };
   const client = new DynamoDBClient({
     endpoint: dynamo.endpoint,
     region: 'us-east-1',
@@ -326,6 +351,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
 
   return {
     dynamo,
+    health: () => supervisor.state,
     inbox,
     async invoke(consumer, event) {
       const result = await withInvocationTimeout(

@@ -3,6 +3,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
+import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports';
 import type { AuditRunner } from './audit-runner';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
@@ -22,6 +23,10 @@ export interface LocalOpsApiDeps {
   /** When the runtime started: the relay-silence alarm waits one sweep from here. */
   readonly startedAt: Date;
   readonly sweepMs: number;
+  /** The components the runtime watches and their state now. */
+  readonly components: () => Partial<Record<StatusComponent, ComponentState>>;
+  /** Epoch ms of the alarms' windows; `Date.now` by default. */
+  readonly clock?: () => number;
 }
 
 /**
@@ -35,7 +40,14 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     inbox: consumers.inbox,
     deadLetters: new BusDeadLetters(bus),
     redelivery: new BusRedelivery(bus),
-    health: new LocalHealth(relay, deps.audit, deps.startedAt, deps.sweepMs),
+    health: new LocalHealth({
+      relay,
+      audit: deps.audit,
+      startedAt: deps.startedAt,
+      sweepMs: deps.sweepMs,
+      components: deps.components,
+      clock: deps.clock,
+    }),
     nudger: relay,
     effects: () => consumers.effectCounts(),
     processedCount: (consumer) => consumers.processedCount(consumer),

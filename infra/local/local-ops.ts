@@ -5,14 +5,16 @@
  */
 import type {
   AlarmState,
+  ComponentState,
   ConsumerRedelivery,
   DeadLetter,
   DeadLetterStore,
   PipelineHealth,
   RelayHealth,
+  StatusComponent,
   StatusFigures,
 } from '../../shared/ops/ops-ports';
-import type { ConsumerName } from '../../shared/topology';
+import { type ConsumerName, topology } from '../../shared/topology';
 import type { AuditRunner } from './audit-runner';
 import { evaluateAlarms } from './local-alarms';
 import type { BusEvent, LocalBus } from './local-bus';
@@ -50,28 +52,46 @@ export class BusRedelivery implements ConsumerRedelivery {
   }
 }
 
-/** The topology's alarms evaluated on the figures the status page just read, and the relay's and the audit's runners' records. */
+/** What the local health reads besides the status figures. */
+export interface LocalHealthDeps {
+  readonly relay: RelayRunner;
+  readonly audit: Pick<AuditRunner, 'failures'>;
+  /** When the runtime started: a relay that has not run yet is not silent before one sweep. */
+  readonly startedAt: Date;
+  readonly sweepMs: number;
+  /** The components the runtime watches and their state now (its engines' supervisors, the bus journal). */
+  readonly components: () => Partial<Record<StatusComponent, ComponentState>>;
+  /** Epoch ms of the alarms' windows; `Date.now` by default. */
+  readonly clock?: () => number;
+}
+
+/**
+ * The topology's alarms evaluated on the figures the status page just read and the runners'
+ * records (failures counted over the alarm's period, as CloudWatch does), and the components
+ * the runtime watches.
+ */
 export class LocalHealth implements PipelineHealth {
-  constructor(
-    private readonly runner: RelayRunner,
-    private readonly audit: Pick<AuditRunner, 'errors'>,
-    private readonly startedAt: Date,
-    private readonly sweepMs: number,
-  ) {}
+  constructor(private readonly deps: LocalHealthDeps) {}
 
   async alarms(figures: StatusFigures): Promise<Record<string, AlarmState>> {
+    const now = (this.deps.clock ?? Date.now)();
+    const windowStart = now - topology.alarms.periodSeconds * 1_000;
     return evaluateAlarms({
       ...figures,
-      relayErrors: this.runner.errors,
-      auditErrors: this.audit.errors,
-      relayLastRunAt: this.runner.lastRunAt,
-      now: new Date(),
-      startedAt: this.startedAt,
-      sweepMs: this.sweepMs,
+      relayErrors: this.deps.relay.failures.since(windowStart),
+      auditErrors: this.deps.audit.failures.since(windowStart),
+      relayLastRunAt: this.deps.relay.lastRunAt,
+      now: new Date(now),
+      startedAt: this.deps.startedAt,
+      sweepMs: this.deps.sweepMs,
     });
   }
 
   async relay(): Promise<RelayHealth> {
-    return { lastRunAt: this.runner.lastRunAt?.toISOString() ?? null, errors: this.runner.errors };
+    return { lastRunAt: this.deps.relay.lastRunAt?.toISOString() ?? null, errors: this.deps.relay.errors };
+  }
+
+  async components(): Promise<Partial<Record<StatusComponent, ComponentState>>> {
+    return this.deps.components();
   }
 }

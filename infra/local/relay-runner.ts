@@ -7,6 +7,7 @@ import type {
   WakeReason,
 } from '../../shared/outbox/relay-invocation';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
+import { RecentFailures } from './recent-failures';
 
 type RelayFunction = (
   event: RelayEvent,
@@ -25,6 +26,8 @@ export interface RelayRunnerOptions {
   readonly timeoutMs: number;
   readonly onRun?: (summary: RelaySummary, kind: RelayRunKind) => void;
   readonly onError?: (err: unknown, kind: RelayRunKind) => void;
+  /** Epoch ms of the runner's record (last run, failures); `Date.now` by default (a test moves it past an alarm's period). */
+  readonly clock?: () => number;
 }
 
 /** How long the runner waits to retry after `failures` failed invocations in a row: 1 s doubling to 60 s. */
@@ -53,12 +56,21 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
   private endWait: (() => void) | undefined;
   /** When the last invocation finished, for the local "relay silent" alarm. */
   lastRunAt: Date | undefined;
-  /** Failed invocations since start. */
-  errors = 0;
+  /** Failed invocations, when: the `relay-errors` alarm counts those of its period. */
+  readonly failures = new RecentFailures();
   /** Failed invocations in a row, for the retry's backoff; a run that succeeds resets it. */
   private failuresInARow = 0;
 
-  constructor(private readonly options: RelayRunnerOptions) {}
+  private readonly clock: () => number;
+
+  constructor(private readonly options: RelayRunnerOptions) {
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Failed invocations since start. */
+  get errors(): number {
+    return this.failures.total;
+  }
 
   start(): void {
     this.sweeping = this.loop();
@@ -131,11 +143,11 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
         event,
         localLambdaContext('outbox-relay', this.options.timeoutMs),
       );
-      this.lastRunAt = new Date();
+      this.lastRunAt = new Date(this.clock());
       this.failuresInARow = 0;
       this.options.onRun?.(summary, kind);
     } catch (err) {
-      this.errors++;
+      this.failures.record(this.clock());
       this.failuresInARow++;
       this.options.onError?.(err, kind);
       // A run that failed (its database login refused, the database restarting) left its rows

@@ -23,6 +23,7 @@ import type { Notifier } from '../../shared/effects/notify';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
+import type { StatusComponent } from '../../shared/ops/ops-ports';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -32,13 +33,14 @@ import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudg
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type AuditConfig, type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { AuditRunner } from './audit-runner';
+import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
-import { startLocalPostgres } from './postgres';
+import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 
 /** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
@@ -78,6 +80,25 @@ export interface RuntimeOptions {
    * default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
    */
   readonly busClock?: () => number;
+  /**
+   * Epoch ms of the runners' records and the local alarms' windows (`relay-errors` counts the
+   * failures of its period): `Date.now` by default; a test moves it past a period.
+   */
+  readonly alarmClock?: () => number;
+  /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Awaited before each restart of an engine that died (PostgreSQL, the DynamoDB engine): a test
+   * holds an engine down here to look at the runtime meanwhile. None by default.
+   */
+  readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
+  /** Told when a component serves again after a failure (after the runtime woke what waited on it). */
+  readonly onRecovered?: (component: StatusComponent) => void;
+  /**
+   * The bus journal's disk (a test puts a failing one here; the real one by default) and how
+   * much is appended before it compacts (see BusJournalOptions.compactAfterBytes).
+   */
+  readonly busJournal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -125,6 +146,8 @@ export interface RuntimeSeams {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
+  /** The PostgreSQL server (its postmaster's pid and health, for fault drills). */
+  readonly postgres: Pick<LocalPostgres, 'pid' | 'health'>;
   /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
@@ -186,8 +209,24 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   };
   try {
     const faults = new FaultInjector(options.faults ?? noFaults, options.faultSeed);
+    // What waited on a component that failed is woken once it serves again, so the backoff
+    // built up against the outage does not hold deliveries: set once the relay and the bus exist.
+    let wake: (component: StatusComponent) => Promise<void> = async () => {};
+    const recovered = (component: StatusComponent) => {
+      wake(component)
+        .catch((err: unknown) =>
+          log('waking the pipeline after a recovery failed; the relay and the bus retry on their own', {
+            component,
+            error: String(err),
+          }),
+        )
+        .finally(() => options.onRecovered?.(component));
+    };
 
-    const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m));
+    const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m), {
+      beforeRestart: options.beforeRestart,
+      onRecovered: recovered,
+    });
     stack.push(() => pg.stop());
     const seams = options.seams ?? {};
     const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
@@ -232,6 +271,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       archive: seams.archive,
       notifier: seams.notifier,
+      beforeRestart: options.beforeRestart,
+      onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
     const consumerInvoke = Object.fromEntries(
@@ -253,6 +294,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
       deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
       clock: options.busClock,
+      onJournalRecovered: () => recovered('bus'),
+      journal: options.busJournal,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -308,6 +351,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
+      clock: options.alarmClock,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -316,6 +360,16 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       await relay.stop();
       eventBridge.destroy();
     });
+
+    const relayOutbox = new OutboxStore(relayDb);
+    wake = async (component) => {
+      // Rows the relay backed off because the bus refused them, due now; then a run to take them.
+      if (component === 'bus') await relayOutbox.dueAfterOutage(journalUnavailableMessage);
+      // Deliveries that failed on the engine (the index and the inbox on DynamoDB, the archive
+      // reading PostgreSQL) wait in the bus's retry pauses: retried now.
+      if (component !== 'bus') bus.retryNow();
+      await relay.nudge();
+    };
 
     const nudger: RelayNudger = options.nudge === false ? noopRelayNudger : relay;
     const tasksApi = asLambda(
@@ -344,6 +398,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
       onError: (err) => log('delivery audit run failed', { error: String(err) }),
+      clock: options.alarmClock,
     });
     audit.start();
     stack.push(() => audit.stop());
@@ -357,6 +412,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       auditGraceSeconds: auditSettings.graceSeconds,
       startedAt,
       sweepMs,
+      components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
+      clock: options.alarmClock,
     });
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
@@ -366,6 +423,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dashboardHtml,
       caller: options.caller ?? defaultLocalCaller(),
       log,
+      headersTimeoutMs: options.headersTimeoutMs,
     });
     stack.push(
       () =>
@@ -378,6 +436,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: http.url,
       dataDir,
+      postgres: pg,
       db,
       bus,
       consumers,

@@ -15,6 +15,20 @@ const log = (message: string, extra?: Record<string, unknown>) => {
   );
 };
 
+/** One line naming why the start failed, whatever the error's text holds. */
+const oneLine = (err: unknown) =>
+  (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' | ');
+
+let ready = false;
+
+// A start waiting on something that can no longer happen (nothing left to keep the event loop
+// alive) would otherwise end with exit code 0 and no word: say so, and fail.
+process.on('beforeExit', () => {
+  if (ready) return;
+  console.error('pipeline failed to start: it stopped waiting before it was ready (nothing left to wait on)');
+  process.exit(1);
+});
+
 async function main(): Promise<void> {
   let config: StartEnvironment;
   let faults: FaultRates;
@@ -38,6 +52,7 @@ async function main(): Promise<void> {
     ...(config.PIPELINE_CALLER ? { caller: config.PIPELINE_CALLER } : {}),
     log,
   });
+  ready = true;
   log(`data in ${runtime.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);
   console.log(`pipeline ready: ${runtime.url}`);
 
@@ -68,6 +83,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(`pipeline failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`pipeline failed to start: ${oneLine(err)}`);
   process.exit(1);
 });

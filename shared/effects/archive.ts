@@ -73,7 +73,8 @@ export class S3SnapshotArchive implements SnapshotArchive {
 /**
  * Snapshots as files under `<dataDir>/archive/<key>` (the local runtime). Written to a temporary
  * file, then hard-linked into place: the link fails if the file exists, so the first complete
- * write wins and a crash never leaves a half-written snapshot under the real name.
+ * write wins and a crash never leaves a half-written snapshot under the real name; a write that
+ * fails leaves no temporary file either.
  */
 export class FileSnapshotArchive implements SnapshotArchive {
   readonly root: string;
@@ -88,8 +89,9 @@ export class FileSnapshotArchive implements SnapshotArchive {
     const path = join(this.root, key);
     await mkdir(dirname(path), { recursive: true });
     const temp = `${path}.${randomUUID()}.tmp`;
-    await writeFile(temp, body);
     try {
+      // Inside the try: a write that fails part-way (a full disk) leaves no temporary file.
+      await writeFile(temp, body);
       await link(temp, path);
       return 'written';
     } catch (err) {

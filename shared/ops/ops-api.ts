@@ -16,30 +16,41 @@ import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
 import type { RelayNudger } from '../tasks/relay-nudger';
 import { type ConsumerName, consumerNames, topology } from '../topology';
-import type {
-  AlarmState,
-  ConsumerRedelivery,
-  DeadLetterStore,
-  EffectCounts,
-  InboxStatusCounts,
-  PipelineHealth,
-  RelayHealth,
+import {
+  type AlarmState,
+  type ComponentState,
+  type ConsumerRedelivery,
+  type DeadLetterStore,
+  type EffectCounts,
+  type InboxStatusCounts,
+  type PipelineHealth,
+  type RelayHealth,
+  type StatusComponent,
+  statusComponents,
 } from './ops-ports';
 import { latestEvents, maxEventsLimit, taskCounts, taskEvents, taskExists } from './ops-queries';
 
-/** `GET /ops/status`: the figures the alarms watch, and the alarms themselves. */
+/**
+ * `GET /ops/status`: the figures the alarms watch, the alarms themselves, and whether each
+ * component serves. A section whose store could not be read is null and its component is marked
+ * down with the cause: the answer is still a 200 with everything else that could be read, since
+ * an outage is when an operator needs the page most.
+ */
 export interface OpsStatus {
-  readonly tasks: Record<string, number>;
+  /** Up or down, with the cause and (locally) since when: `postgres`, `dynamo`, `bus`. */
+  readonly components: Record<StatusComponent, ComponentState>;
+  readonly tasks: Record<string, number> | null;
   /** The relay's figures, and the delivered rows still kept (counted off the relay's path). */
-  readonly outbox: OutboxStats & { readonly delivered: number };
-  readonly consumers: Record<ConsumerName, InboxStatusCounts>;
-  /** What the effects did; null where the realization cannot count it cheaply (AWS). */
+  readonly outbox: (OutboxStats & { readonly delivered: number }) | null;
+  readonly consumers: Record<ConsumerName, InboxStatusCounts> | null;
+  /** What the effects did; null where the realization cannot count it cheaply (AWS) or its store is down. */
   readonly effects: EffectCounts | null;
-  readonly deadLetters: number;
+  readonly deadLetters: number | null;
   /** The delivery audit: delivered events missing from each consumer's inbox, and its last run. */
-  readonly audit: AuditStatus;
-  readonly alarms: Record<string, AlarmState>;
-  readonly relay: RelayHealth;
+  readonly audit: AuditStatus | null;
+  /** Each alarm's state; INSUFFICIENT_DATA (locally) for one whose figure could not be read. */
+  readonly alarms: Record<string, AlarmState> | null;
+  readonly relay: RelayHealth | null;
 }
 
 /** The delivery audit as `GET /ops/status` shows it. */
@@ -176,6 +187,13 @@ function parseBody<T extends z.ZodType>(schema: T, event: JsonBodyEvent): z.outp
   return parsed.data;
 }
 
+/** An error's message as a component's cause: what an operator reads first. */
+const causeOf = (err: unknown): string =>
+  (err instanceof Error ? `${err.name === 'Error' ? '' : `${err.name}: `}${err.message}` : String(err)).slice(
+    0,
+    500,
+  );
+
 /** The consumer a path names; 404 for any other name (an own-property check: `toString` is no consumer). */
 function consumerOf(name: string | undefined): ConsumerName {
   if (name === undefined || !Object.hasOwn(topology.consumers, name)) {
@@ -206,35 +224,69 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   }
 
   async function status(): Promise<OpsStatus> {
-    const [tasks, outboxStats, delivered, counts, effects, deadLetterCount, relay, undelivered, auditState] =
+    const down = new Map<StatusComponent, string>();
+    // Each section on its own: one store down costs its sections, never the whole answer.
+    const read = async <T>(
+      section: string,
+      component: StatusComponent | undefined,
+      fn: () => Promise<T>,
+    ): Promise<T | null> => {
+      try {
+        return await fn();
+      } catch (err) {
+        logger.warn('a status section could not be read', { section, component, error: err });
+        if (component && !down.has(component)) down.set(component, causeOf(err));
+        return null;
+      }
+    };
+    const [tasks, outboxStats, delivered, consumerList, effects, deadLetterCount, relay, audit, watched] =
       await Promise.all([
-        taskCounts(db),
-        outbox.stats(),
-        outbox.deliveredCount(),
-        Promise.all(consumerNames.map(consumerCounts)),
-        deps.effects ? deps.effects() : Promise.resolve(null),
-        deadLetters.count(),
-        health.relay(),
-        audits.undeliveredCounts(),
-        audits.state(auditGraceSeconds),
+        read('tasks', 'postgres', () => taskCounts(db)),
+        read('outbox', 'postgres', () => outbox.stats()),
+        read('outbox', 'postgres', () => outbox.deliveredCount()),
+        read('consumers', 'dynamo', () => Promise.all(consumerNames.map(consumerCounts))),
+        deps.effects ? read('effects', 'dynamo', deps.effects) : Promise.resolve(null),
+        read('deadLetters', 'bus', () => deadLetters.count()),
+        read('relay', undefined, () => health.relay()),
+        read('audit', 'postgres', () =>
+          Promise.all([audits.undeliveredCounts(), audits.state(auditGraceSeconds)]),
+        ),
+        read('components', undefined, async () => (await health.components?.()) ?? {}),
       ]);
-    const consumers = Object.fromEntries(consumerNames.map((c, i) => [c, counts[i]])) as Record<
-      ConsumerName,
-      InboxStatusCounts
-    >;
-    const alarms = await health.alarms({
-      outbox: outboxStats,
-      consumers,
-      deadLetters: deadLetterCount,
-      undelivered,
-    });
+    const consumers =
+      consumerList &&
+      (Object.fromEntries(consumerNames.map((c, i) => [c, consumerList[i]])) as Record<
+        ConsumerName,
+        InboxStatusCounts
+      >);
+    const alarms = await read('alarms', undefined, () =>
+      health.alarms({
+        outbox: outboxStats,
+        consumers,
+        deadLetters: deadLetterCount,
+        undelivered: audit?.[0] ?? null,
+      }),
+    );
+    const components = Object.fromEntries(
+      statusComponents.map((c): [StatusComponent, ComponentState] => {
+        const known = watched?.[c];
+        if (known && !known.up) return [c, known];
+        const cause = down.get(c);
+        return [c, cause === undefined ? { up: true } : { up: false, cause }];
+      }),
+    ) as Record<StatusComponent, ComponentState>;
     return {
+      components,
       tasks,
-      outbox: { ...outboxStats, delivered },
+      outbox: outboxStats && delivered !== null ? { ...outboxStats, delivered } : null,
       consumers,
       effects,
       deadLetters: deadLetterCount,
-      audit: { undelivered, lastRunAt: auditState.lastRunAt, behindSeconds: auditState.behindSeconds },
+      audit: audit && {
+        undelivered: audit[0],
+        lastRunAt: audit[1].lastRunAt,
+        behindSeconds: audit[1].behindSeconds,
+      },
       alarms,
       relay,
     };

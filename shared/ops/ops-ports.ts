@@ -54,13 +54,29 @@ export interface InboxStatusCounts extends InboxHealth {
   readonly processed: number | null;
 }
 
-/** The figures the alarms watch, for a realization that evaluates them itself (locally). */
+/**
+ * The figures the alarms watch, for a realization that evaluates them itself (locally); null
+ * where the store holding it could not be read (its alarms then have insufficient data).
+ */
 export interface StatusFigures {
-  readonly outbox: OutboxStats;
-  readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
-  readonly deadLetters: number;
+  readonly outbox: OutboxStats | null;
+  readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>> | null;
+  readonly deadLetters: number | null;
   /** Delivered events the audit found missing, per consumer (its open findings). */
-  readonly undelivered: Readonly<Record<ConsumerName, number>>;
+  readonly undelivered: Readonly<Record<ConsumerName, number>> | null;
+}
+
+/** The stores a status section is read from: the database, the inbox's DynamoDB, the bus (its dead letters). */
+export const statusComponents = ['postgres', 'dynamo', 'bus'] as const;
+export type StatusComponent = (typeof statusComponents)[number];
+
+/** Whether a component serves, and if not, why and since when. */
+export interface ComponentState {
+  readonly up: boolean;
+  /** What failed, as its error said (absent while up). */
+  readonly cause?: string;
+  /** When it went down (ISO 8601), where the realization watches it (locally). */
+  readonly since?: string;
 }
 
 /** When the relay last ran and how many of its runs failed. */
@@ -73,6 +89,12 @@ export interface RelayHealth {
 export interface PipelineHealth {
   alarms(figures: StatusFigures): Promise<Record<string, AlarmState>>;
   relay(): Promise<RelayHealth>;
+  /**
+   * The components the realization watches itself (the local runtime supervises its engines):
+   * those it knows to be down, with their cause. A component missing here is judged by whether
+   * its sections could be read.
+   */
+  components?(): Promise<Partial<Record<StatusComponent, ComponentState>>>;
 }
 
 /** What the effects have done, read from their own stores (the local runtime's files and tables). */

@@ -454,6 +454,23 @@ export class OutboxStore {
     return rowCount;
   }
 
+  /**
+   * Makes due now every pending row backing off after a failure whose error contains `cause`:
+   * what an outage that is over left waiting (the local bus's journal refusing events while its
+   * disk was full), so its backoff (up to the relay's `backoff.maxMs`) does not hold them once
+   * the outage is over. Attempts are kept: the maximum event age still counts from the first.
+   * Reads pending rows only (their partial index): its cost is the backlog's, not the history's.
+   */
+  async dueAfterOutage(cause: string): Promise<number> {
+    const { rowCount } = await this.db.query(
+      `UPDATE outbox SET next_attempt_at = now()
+        WHERE status = 'pending' AND next_attempt_at > now()
+          AND strpos(last_error, :cause) > 0`,
+      { cause },
+    );
+    return rowCount;
+  }
+
   /** Puts a dead event back to pending with fresh attempts; false when it is not dead. */
   async redriveDead(eventId: string): Promise<boolean> {
     const { rowCount } = await this.db.query(

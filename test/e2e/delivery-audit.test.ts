@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import type { AuditListing, OpsStatus } from '../../shared/ops/ops-api';
+import type { AuditListing } from '../../shared/ops/ops-api';
 import { type ConsumerName, type RuleSpec, topology } from '../../shared/topology';
 import { dynamoClient } from '../support/dynamo';
-import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 // Every fault the delivery audit exists for, produced on the local runtime: each makes the
@@ -93,7 +93,7 @@ async function approve(n: number, title = 'audited'): Promise<{ taskId: string; 
 }
 
 /** Nothing left to happen: the outbox drained, then no delivery on the bus, no inbox record open. */
-async function settle(): Promise<OpsStatus> {
+async function settle(): Promise<FullStatus> {
   return waitFor(
     async () => {
       const status = await client.status();

@@ -1,8 +1,13 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import type { OpsStatus } from '../../shared/ops/ops-api';
-import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import {
+  converged,
+  deliveryBoundMs,
+  type FullStatus,
+  pipelineClient,
+  tempDataDir,
+} from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
 const runtimes: Runtime[] = [];
@@ -126,12 +131,12 @@ describe('the local pipeline end to end', () => {
 });
 
 /** Every consumer has counted at least `approvals` processed events. */
-function counted(status: OpsStatus, approvals: number): boolean {
+function counted(status: FullStatus, approvals: number): boolean {
   return Object.values(status.consumers).every((c) => (c.processed ?? 0) >= approvals);
 }
 
 /** Nothing left to happen: the outbox drained and each consumer's records all PROCESSED or DEAD. */
-function settled(status: OpsStatus, approvals: number): boolean {
+function settled(status: FullStatus, approvals: number): boolean {
   return (
     status.outbox.pending === 0 &&
     Object.values(status.consumers).every(

@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BusEvent, BusTarget } from '../../infra/local/bus/bus-types';
 import { BusJournal, type JournalFile } from '../../infra/local/bus/journal';
+import { deferred } from '../support/gates';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -40,7 +41,7 @@ describe('BusJournal', () => {
   it('an event is in the file when its record resolves, and records made meanwhile keep their order', async () => {
     const path = journalPath();
     const journal = new BusJournal(path);
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
     const onDisk: boolean[] = [];
     const records: Promise<void>[] = [];
@@ -66,16 +67,41 @@ describe('BusJournal', () => {
     }
     expect(written).toEqual(expected);
     // What the next start finds pending: every notify target, and index of the last event only.
-    const pending = new BusJournal(path).recover().map((d) => `${d.consumer} ${d.event.id}`);
+    const pending = (await new BusJournal(path).recover()).map((d) => `${d.consumer} ${d.event.id}`);
     expect(pending).toHaveLength(51);
     expect(pending).toContain('index e49');
     expect(pending).not.toContain('index e48');
   });
 
+  it('is compacted while running: its size follows what is undelivered, not the history', async () => {
+    const path = journalPath();
+    const compactAfterBytes = 16 * 1024;
+    const journal = new BusJournal(path, { compactAfterBytes });
+    await journal.recover();
+    await journal.openForAppend();
+    const sizes: number[] = [];
+    for (let i = 0; i < 2_000; i++) {
+      await journal.recordEvents([{ event: event(`e${i}`), targets }]);
+      // Every event is delivered to both targets but the last five.
+      if (i < 1_995)
+        for (const t of targets) journal.recordDone({ event: event(`e${i}`), ...t, firstAttemptAt: 0 });
+      if (i % 100 === 99) sizes.push(statSync(path).size);
+    }
+    await journal.close();
+
+    // Unbounded it grows to about 2,000 * 400 bytes; compacted, it stays within twice the threshold.
+    expect(Math.max(...sizes)).toBeLessThan(3 * compactAfterBytes);
+    expect(journal.openEvents).toBe(5);
+    const pending = (await new BusJournal(path).recover()).map((d) => `${d.consumer} ${d.event.id}`);
+    expect(pending.sort()).toEqual(
+      ['e1995', 'e1996', 'e1997', 'e1998', 'e1999'].flatMap((id) => [`index ${id}`, `notify ${id}`]).sort(),
+    );
+  });
+
   it('once closed, refuses an event (its EventId must not be answered) and drops a done line', async () => {
     const path = journalPath();
     const journal = new BusJournal(path);
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
     const last = journal.recordEvents([{ event: event('kept'), targets }]);
     await journal.close();
@@ -86,33 +112,73 @@ describe('BusJournal', () => {
     expect(lines(path).map((l) => l.event?.id ?? l.id)).toEqual(['kept']);
   });
 
-  it('after a failed write it refuses every event: none is answered onto a torn line and lost', async () => {
+  it('after a failed write it refuses every event until it has rewritten itself, then takes them again', async () => {
     const path = journalPath();
-    // A disk that fills up in the middle of the first write: part of it lands, then ENOSPC.
-    let full = true;
-    const journal = new BusJournal(path, undefined, async (p): Promise<JournalFile> => {
-      const file = await open(p, 'a');
-      return {
-        appendFile: async (text) => {
-          if (!full) return file.appendFile(text);
-          full = false;
-          await file.appendFile(String(text).slice(0, 40));
-          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    // A disk that fills up in the middle of a write: part of it lands, then ENOSPC, and nothing
+    // more fits (not even the rewrite) until the test frees it.
+    let full = false;
+    const enospc = () =>
+      Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const failures: unknown[] = [];
+    const recovered = deferred<number>();
+    const triedWhileFull = deferred();
+    const journal = new BusJournal(path, {
+      onFailure: (err) => failures.push(err),
+      onRecovered: (downMs) => recovered.resolve(downMs),
+      disk: {
+        openAppend: async (p): Promise<JournalFile> => {
+          if (full) throw enospc();
+          const file = await open(p, 'a');
+          return {
+            appendFile: async (text) => {
+              if (!full) return file.appendFile(text);
+              await file.appendFile(String(text).slice(0, 40));
+              throw enospc();
+            },
+            sync: () => file.sync(),
+            close: () => file.close(),
+          };
         },
-        sync: () => file.sync(),
-        close: () => file.close(),
-      };
+        replace: async (p, lines) => {
+          if (full) {
+            triedWhileFull.resolve();
+            throw enospc();
+          }
+          const { replaceDurablyAsync } = await import('../../infra/local/bus/durable-file');
+          await replaceDurablyAsync(p, lines);
+        },
+      },
     });
-    journal.recover();
+    await journal.recover();
     await journal.openForAppend();
+    await journal.recordEvents([{ event: event('before'), targets }]);
+    full = true;
 
     await expect(journal.recordEvents([{ event: event('torn'), targets }])).rejects.toThrow(/ENOSPC/);
     // Before: this one was written after the torn fragment and answered; recovery then skipped
     // the glued line, and an event the relay had marked delivered was gone.
-    await expect(journal.recordEvents([{ event: event('next'), targets }])).rejects.toThrow(
-      /takes no more events until a restart/,
+    await expect(journal.recordEvents([{ event: event('while full'), targets }])).rejects.toThrow(
+      /the bus journal cannot write: ENOSPC/,
     );
+    expect(journal.state).toMatchObject({ up: false, cause: expect.stringMatching(/ENOSPC/) });
+    journal.retryNow();
+    await triedWhileFull.promise; // the rewrite fails too while the disk is full
+    full = false;
+    journal.retryNow();
+    await recovered.promise;
+    await journal.recordEvents([{ event: event('after'), targets }]);
     await journal.close();
-    expect(new BusJournal(path).recover()).toEqual([]);
+
+    expect(failures).toHaveLength(1);
+    expect(journal.state).toEqual({ up: true });
+    // No torn line, every answered event and none refused.
+    expect(lines(path).map((l) => l.event?.id)).toEqual(['before', 'after']);
+    expect((await new BusJournal(path).recover()).map((d) => d.event.id)).toEqual([
+      'before',
+      'before',
+      'after',
+      'after',
+    ]);
+    expect(existsSync(`${path}.tmp`)).toBe(false);
   });
 });

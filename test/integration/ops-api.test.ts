@@ -151,8 +151,68 @@ describeEachEngine('ops API', (fixture) => {
     expect(body.consumers.notify.processed).toBeNull();
     expect(body).toMatchObject({ effects: null, deadLetters: 0, alarms: { 'oldest-pending-age': 'OK' } });
     expect(Object.keys(body).sort()).toEqual(
-      ['alarms', 'audit', 'consumers', 'deadLetters', 'effects', 'outbox', 'relay', 'tasks'].sort(),
+      [
+        'alarms',
+        'audit',
+        'components',
+        'consumers',
+        'deadLetters',
+        'effects',
+        'outbox',
+        'relay',
+        'tasks',
+      ].sort(),
     );
+    expect(body.components).toEqual({ postgres: { up: true }, dynamo: { up: true }, bus: { up: true } });
+  });
+
+  it('answers the status with a store down: 200, that component down with its cause, every other section read', async () => {
+    await seedPending(owner, 2);
+    const down = (what: string) => async () => {
+      throw new Error(`connect ECONNREFUSED 127.0.0.1:1 (${what})`);
+    };
+    const failingInbox = new Proxy(inbox, {
+      get: (target, name, receiver) =>
+        name === 'openFigures' ? down('inbox') : Reflect.get(target, name, receiver),
+    });
+    const failingLetters: DeadLetterStore = {
+      count: down('dead letters'),
+      list: (limit) => deadLetters.list(limit),
+      redrive: (target) => deadLetters.redrive(target),
+    };
+    const logger = { error: vi.fn(), warn: vi.fn() };
+
+    const { status, body } = await call('GET', '/ops/status', undefined, {
+      inbox: failingInbox,
+      deadLetters: failingLetters,
+      logger,
+    });
+
+    expect(status, inspect(logger.error.mock.calls, { depth: 5 })).toBe(200);
+    expect(body.components).toEqual({
+      postgres: { up: true },
+      dynamo: { up: false, cause: 'connect ECONNREFUSED 127.0.0.1:1 (inbox)' },
+      bus: { up: false, cause: 'connect ECONNREFUSED 127.0.0.1:1 (dead letters)' },
+    });
+    expect(body).toMatchObject({ consumers: null, deadLetters: null, outbox: { pending: 2 } });
+    expect(body.tasks).not.toBeNull();
+    expect(body.audit).not.toBeNull();
+    expect(logger.warn).toHaveBeenCalledWith(
+      'a status section could not be read',
+      expect.objectContaining({ section: 'consumers', component: 'dynamo' }),
+    );
+  });
+
+  it('answers the status with the components the realization watches as it reports them', async () => {
+    const since = '2026-01-01T00:00:00.000Z';
+    const watching: PipelineHealth = {
+      ...health,
+      components: async () => ({ postgres: { up: false, cause: 'postmaster exited (SIGKILL)', since } }),
+    };
+
+    const { body } = await call('GET', '/ops/status', undefined, { health: watching });
+
+    expect(body.components.postgres).toEqual({ up: false, cause: 'postmaster exited (SIGKILL)', since });
   });
 
   /** A delivered outbox row of `row`, delivered an hour ago, as the relay leaves it. */

@@ -4,6 +4,7 @@ import { PgSqlClient } from '../../shared/db/pg-client';
 import type { Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
 import { PipelineError } from '../../shared/errors';
 import { contentApprovedData } from '../../shared/events/schemas';
+import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { approveTask, createTask, withdrawTask } from '../../shared/tasks/commands';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { createTestDatabase } from '../support/database';
@@ -189,14 +190,16 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     });
   });
 
-  it('an approve whose connection is lost before the statement answers 500 and changes nothing', async () => {
+  it('an approve whose connection is lost before the statement answers 503 with Retry-After and changes nothing', async () => {
     const taskId = await newTask();
     const logger = quietLogger();
     const api = createTasksApi({ db: losingChange(db, 'before'), nudger: { nudge: async () => {} }, logger });
 
     const res = await callApi(api, jsonRequest('POST', `/tasks/${taskId}/approve`, {}));
 
-    expect(res.status).toBe(500);
+    // The database was unavailable: the same request may succeed later, and the answer says so.
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe(String(retryAfterSeconds));
     expect(await taskState(truth, taskId)).toEqual({ status: 'pending_review', version: 1, reviewer: null });
     expect((await outboxRows(truth)).filter((r) => r.aggregate_id === taskId)).toEqual([]);
   });

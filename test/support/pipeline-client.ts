@@ -28,6 +28,27 @@ export function tempDataDir(prefix = 'pipeline-e2e-'): string {
   return dir;
 }
 
+/**
+ * `GET /ops/status` with every section read, as a healthy local runtime answers it (the local
+ * runtime counts its effects, so those are there too).
+ */
+export type FullStatus = { readonly [K in keyof OpsStatus]: NonNullable<OpsStatus[K]> };
+
+/**
+ * `status` as a {@link FullStatus}; throws naming the components down and the sections missing
+ * when some could not be read, so a test of a healthy runtime fails saying so.
+ */
+export function fullStatus(status: OpsStatus): FullStatus {
+  const missing = Object.entries(status)
+    .filter(([, v]) => v === null)
+    .map(([k]) => k);
+  if (missing.length > 0) {
+    const down = Object.entries(status.components ?? {}).filter(([, c]) => !c.up);
+    throw new Error(`status without ${missing.join(', ')}; components down: ${JSON.stringify(down)}`);
+  }
+  return status as FullStatus;
+}
+
 /** Minimal JSON client for the local runtime's HTTP API. */
 export function pipelineClient(baseUrl: string) {
   const call = async <T>(
@@ -72,7 +93,8 @@ export function pipelineClient(baseUrl: string) {
       await Promise.all(Array.from({ length: concurrency }, worker));
       return ids;
     },
-    status: async () => (await call<OpsStatus>('GET', '/ops/status')).body,
+    /** `GET /ops/status` of a healthy runtime: every section read (see {@link fullStatus}). */
+    status: async () => fullStatus((await call<OpsStatus>('GET', '/ops/status')).body),
   };
 }
 
@@ -83,7 +105,7 @@ export function pipelineClient(baseUrl: string) {
  * record's completion and its count loses that count until the next start recounts
  * (infra/local/local-counters.ts).
  */
-export function converged(status: OpsStatus, approvals: number): boolean {
+export function converged(status: FullStatus, approvals: number): boolean {
   const effects = status.effects;
   return (
     status.outbox.pending === 0 &&

@@ -131,6 +131,31 @@ describe('status', () => {
     expect(r.stderr).toBe('');
   });
 
+  it('names a component that is down first, with its cause, and what could not be read', async () => {
+    const partial = {
+      ...status,
+      components: {
+        postgres: { up: true },
+        dynamo: { up: false, cause: 'the DynamoDB engine exited (1)', since: '2026-05-04T10:02:00.000Z' },
+        bus: { up: true },
+      },
+      consumers: null,
+      effects: null,
+      alarms: { oldestPendingAge: 'OK', 'inbox-dead-index': 'INSUFFICIENT_DATA' },
+    };
+    const api = fakeApi(() => ({ body: partial }));
+
+    const r = await run(['status'], api.fetch);
+
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe(
+      'dynamo DOWN   the DynamoDB engine exited (1) (since 2026-05-04T10:02:00.000Z)',
+    );
+    expect(r.stdout).toContain('tasks         pending_review 2');
+    expect(r.stdout).toContain('alarms        1 without data');
+    expect(r.stdout).not.toContain('all OK');
+  });
+
   it('--json prints the server document as one JSON document; --url replaces the default', async () => {
     const api = fakeApi(() => ({ body: status }));
 

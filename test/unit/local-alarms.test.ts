@@ -3,6 +3,7 @@ import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
+import type { OutboxStats } from '../../shared/outbox/outbox-store';
 import { type ConsumerName, topology } from '../../shared/topology';
 
 const t = topology.alarms;
@@ -20,8 +21,15 @@ const healthyInbox: InboxStatusCounts = {
   oldestRetryAgeSeconds: null,
 };
 
+/** Alarm inputs with every figure read. */
+type ReadInputs = AlarmInputs & {
+  readonly outbox: OutboxStats;
+  readonly consumers: Readonly<Record<ConsumerName, InboxStatusCounts>>;
+  readonly undelivered: Readonly<Record<ConsumerName, number>>;
+};
+
 /** Figures of a healthy pipeline whose relay just ran; each test breaks one of them. */
-function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
+function healthy(overrides: Partial<AlarmInputs> = {}): ReadInputs {
   return {
     outbox: { pending: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null },
     consumers: Object.fromEntries(consumerNames.map((c) => [c, healthyInbox])) as Record<
@@ -37,7 +45,7 @@ function healthy(overrides: Partial<AlarmInputs> = {}): AlarmInputs {
     startedAt: new Date(now.getTime() - 10 * periodMs),
     sweepMs: periodMs,
     ...overrides,
-  };
+  } as ReadInputs;
 }
 
 const alarmsIn = (state: Record<string, string>) =>
@@ -212,6 +220,16 @@ describe('evaluateAlarms', () => {
       }),
     );
     expect(state[alarmIds.relaySilent]).toBe('OK');
+  });
+
+  it('says INSUFFICIENT_DATA, never OK, for the alarms whose figures could not be read', () => {
+    const state = evaluateAlarms(healthy({ consumers: null, deadLetters: null }));
+    const insufficient = Object.keys(state).filter((n) => state[n] === 'INSUFFICIENT_DATA');
+    expect(insufficient.sort()).toEqual(
+      [alarmIds.deadLetters, alarmIds.inboxDead, alarmIds.inboxOldestLease, alarmIds.inboxRetryAge].sort(),
+    );
+    expect(evaluateAlarms(healthy({ outbox: null }))[alarmIds.oldestPendingAge]).toBe('INSUFFICIENT_DATA');
+    expect(evaluateAlarms(healthy({ undelivered: null }))[alarmIds.undelivered]).toBe('INSUFFICIENT_DATA');
   });
 
   it('takes its thresholds from the argument when given one', () => {

@@ -6,6 +6,7 @@ import { HttpError } from '../../shared/http/http-error';
 import { httpErrors } from '../../shared/http/http-errors';
 import { type JsonBodyEvent, jsonBody } from '../../shared/http/json-body';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { retryAfterSeconds } from '../../shared/http/unavailable';
 
 // The middlewares do not route: the events name no API resource.
 const noRoutes = [] as const;
@@ -27,7 +28,10 @@ function echo(options: { maxBytes?: number; fail?: unknown } = {}) {
       toProxyEvent({ method: 'POST', url: '/x', headers, body }, noRoutes),
       localLambdaContext('t'),
     );
-    return { status: res.statusCode, body: JSON.parse(res.body) };
+    // Headers out of the enumerable fields, so a whole answer compares as { status, body }.
+    return Object.defineProperty({ status: res.statusCode, body: JSON.parse(res.body) }, 'headers', {
+      value: (res.headers ?? {}) as Record<string, unknown>,
+    }) as { status: number; body: Record<string, unknown>; readonly headers: Record<string, unknown> };
   };
   return { call, logger };
 }
@@ -147,7 +151,9 @@ describe('httpErrors middleware shows caller faults and hides everything else', 
 
   it.each([
     new PipelineError('DB_CONSTRAINT', 'duplicate key value violates unique constraint "tasks_pkey"'),
-    new PipelineError('DB_TRANSIENT', 'the database is resuming'),
+    new PipelineError('DB_ERROR', 'column "x" does not exist', { sqlState: '42703' }),
+    new PipelineError('DB_ERROR', 'permission denied for table tasks', { sqlState: '42501' }),
+    new PipelineError('DB_ERROR', 'BadRequestException', { awsError: 'BadRequestException' }),
     new TypeError("Cannot read properties of undefined (reading 'x')"),
     'a thrown string',
   ])('maps %s to a generic 500 and logs it', async (err) => {
@@ -156,6 +162,47 @@ describe('httpErrors middleware shows caller faults and hides everything else', 
     const res = await call(null);
 
     expect(res).toEqual({ status: 500, body: { error: 'internal error' } });
+    expect(res.headers['retry-after']).toBeUndefined();
     expect(logger.error).toHaveBeenCalledWith('unhandled error', err);
+  });
+});
+
+describe('httpErrors middleware answers an outage of the database or the disk with 503 and Retry-After', () => {
+  const errno = (code: string) => Object.assign(new Error(`${code}: write failed`), { code });
+  it.each([
+    [
+      'the database refusing connections',
+      new PipelineError('DB_TRANSIENT', 'connect ECONNREFUSED', { sqlState: 'ECONNREFUSED' }),
+    ],
+    [
+      'a Data API cluster resuming',
+      new PipelineError('DB_TRANSIENT', 'resuming', { awsError: 'DatabaseResumingException' }),
+    ],
+    [
+      'a full disk under PostgreSQL',
+      new PipelineError('DB_ERROR', 'could not extend file', { sqlState: '53100' }),
+    ],
+    [
+      'PostgreSQL shutting down',
+      new PipelineError('DB_ERROR', 'terminating connection', { sqlState: '57P01' }),
+    ],
+    [
+      'a connection that ended mid-statement',
+      new PipelineError('DB_ERROR', 'Connection terminated unexpectedly', { sqlState: '' }),
+    ],
+    ['a reset connection', new PipelineError('DB_ERROR', 'read ECONNRESET', { sqlState: 'ECONNRESET' })],
+    ['a full disk', errno('ENOSPC')],
+    ['a full disk under a wrapper', new Error('the bus journal is unavailable', { cause: errno('ENOSPC') })],
+  ])('%s', async (_what, err) => {
+    const { call, logger } = echo({ fail: err });
+
+    const res = await call(null);
+
+    expect(res.status).toBe(503);
+    expect(res.headers['retry-after']).toBe(String(retryAfterSeconds));
+    expect(res.body.error).toMatch(/unavailable.*; try again later$/);
+    // Nothing of the driver's message reaches the caller.
+    expect(JSON.stringify(res.body)).not.toMatch(/ECONNREFUSED|extend file|terminat/);
+    expect(logger.error).toHaveBeenCalledWith('unavailable', err);
   });
 });

@@ -40,9 +40,10 @@ export class DeadLetterFile {
     return this.letters.find((d) => d.id === id && (!consumer || d.consumer === consumer));
   }
 
+  /** Appends a letter; throws (keeping nothing) when the file cannot take it. */
   add(letter: BusDeadLetter): void {
-    this.letters.push(letter);
     appendFileSync(this.path, `${JSON.stringify(letter)}\n`);
+    this.letters.push(letter);
   }
 
   /** Removes the letters `expired` says are gone (an SQS retention period over); returns them. */

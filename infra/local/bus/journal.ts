@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { type FileHandle, open as openFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import type { BusEvent, BusTarget, TargetDelivery } from './bus-types';
-import { replaceDurably } from './durable-file';
+import { replaceDurablyAsync } from './durable-file';
 
 /** A line of the journal: an accepted event with its targets, or one target finished with it. */
 type JournalLine =
@@ -17,12 +18,64 @@ export interface JournalledEvent {
 /** What the journal needs of its open file. */
 export type JournalFile = Pick<FileHandle, 'appendFile' | 'sync' | 'close'>;
 
+/** The journal's file operations, so a test can put a failing disk under it. */
+export interface JournalDisk {
+  /** Opens the journal for appending. */
+  openAppend(path: string): Promise<JournalFile>;
+  /** Replaces the file with `lines` so that a crash leaves the old file or the whole new one (see replaceDurablyAsync). */
+  replace(path: string, lines: Iterable<string>): Promise<void>;
+}
+
+const realDisk: JournalDisk = {
+  openAppend: (path) => openFile(path, 'a'),
+  replace: replaceDurablyAsync,
+};
+
+/** What a journal tells its owner, and how it is built. */
+export interface BusJournalOptions {
+  /** Told when a `done` line could not be written (its target is delivered again after a restart). */
+  readonly onLostDone?: (err: unknown) => void;
+  /** Told once when a write fails and the journal stops taking events. */
+  readonly onFailure?: (err: unknown) => void;
+  /** Told once the journal takes events again after a failure, with how long it could not. */
+  readonly onRecovered?: (downMs: number) => void;
+  /** The disk under it (tests put a failing one here). */
+  readonly disk?: Partial<JournalDisk>;
+  /** Epoch ms; `Date.now` by default. */
+  readonly clock?: () => number;
+  /**
+   * The journal is compacted while running once this much has been appended since the last
+   * compaction and at least as much as that compaction wrote. @default 8 MiB (about 7,000
+   * approvals' lines)
+   */
+  readonly compactAfterBytes?: number;
+}
+
+/** See BusJournalOptions.compactAfterBytes. */
+const defaultCompactAfterBytes = 8 << 20;
+
 /** Lines waiting for the next write, and the callers waiting for their fsync. */
 interface JournalBatch {
   text: string;
   durable: boolean;
+  /** The events this batch makes durable: they join the open set once it is. */
+  readonly events: JournalledEvent[];
   readonly waiters: { resolve: () => void; reject: (err: unknown) => void }[];
 }
+
+/** The first words of every refusal while the journal cannot write: the relay's `last_error` carries them. */
+export const journalUnavailableMessage = 'the bus journal cannot write';
+
+/**
+ * How long a broken journal waits before it tries to rewrite itself again (attempt 1-based):
+ * 1 s doubling to 30 s. Each try writes only what is still undelivered, so it is cheap, and a
+ * disk freed meanwhile is noticed within half a minute.
+ */
+export function journalRetryDelayMs(attempt: number): number {
+  return Math.min(30_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+}
+
+const targetKey = (t: BusTarget) => `${t.rule}/${t.consumer}`;
 
 /**
  * The bus's write-ahead journal (`journal.jsonl`), what makes an `EventId` a promise.
@@ -39,36 +92,66 @@ interface JournalBatch {
  * millisecond or two each, measured in `npm run bench:e2e`) and one fsync covers every
  * PutEvents call that arrived meanwhile.
  *
- * A failed write or fsync breaks the journal for good: the write may have left a torn line
+ * The journal keeps in memory what it holds durably and is not finished (the open set): the
+ * events of batches whose fsync succeeded, less the targets finished since. It is compacted to
+ * that set while running (between two writes, the same rewrite as after a failure) once what
+ * was appended since the last compaction is both over `compactAfterBytes` and as large as what
+ * that compaction wrote: the file stays within about twice the larger of the two, so its size
+ * follows what is still undelivered, never the history. The start reads it as a stream, line
+ * by line, whatever its size.
+ *
+ * A failed write or fsync stops the journal from appending: the write may have left a torn line
  * that the next append would glue onto (recovery then skips the glued line: an answered event
  * lost), and on Linux a later fsync can succeed although the failed one's pages never reached
- * the disk. Every later event is refused (the bus answers InternalFailure, which the relay
- * retries); the next start recovers what reached the file.
+ * the disk. The failed batch's events are refused (never answered), and so is every event after
+ * it (the bus answers InternalFailure, which the relay retries) while the journal tries, with
+ * backoff, to rewrite itself from the open set: a new file, fsync'ed, renamed over the old one
+ * (no torn line survives that), then opened for appending. Once that succeeds it takes events
+ * again: writes succeed again, and nothing it answered is missing from the file.
  */
 export class BusJournal {
   private handle: JournalFile | undefined;
+  /** Opened for appending once (the handle itself is replaced while compacting or reopening). */
+  private opened = false;
   private next: JournalBatch | undefined;
   private writing: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
-  private broken: unknown;
+  private broken: { err: unknown; since: number } | undefined;
+  private reopening: { timer: NodeJS.Timeout } | undefined;
+  private reopenAttempts = 0;
+  /** A rewrite is under way; `retrySoon` asks for another at once if it fails. */
+  private rewriting = false;
+  private retrySoon = false;
+  /** Characters appended since the last compaction, and how many that compaction wrote. */
+  private appended = 0;
+  private compacted = 0;
+  /** Durable, unfinished events by id, with the targets each still has to reach. */
+  private readonly open = new Map<string, { event: BusEvent; targets: Map<string, BusTarget> }>();
+  private readonly disk: JournalDisk;
+  private readonly clock: () => number;
 
   constructor(
     private readonly path: string,
-    /** Told when a `done` line could not be written (its target is delivered again after a restart). */
-    private readonly onLostDone: (err: unknown) => void = () => {},
-    /** Opens the file for appending (tests put a failing disk here). */
-    private readonly open: (path: string) => Promise<JournalFile> = (p) => openFile(p, 'a'),
-  ) {}
+    private readonly options: BusJournalOptions = {},
+  ) {
+    this.disk = { ...realDisk, ...options.disk };
+    this.clock = options.clock ?? Date.now;
+  }
 
   /**
-   * Reads what an earlier run left pending, compacts the journal to just that (durably, before
-   * the old journal is replaced: a crash right after a restart must not lose pending
-   * deliveries), and returns one delivery per pending (event, target).
+   * Reads what an earlier run left pending, line by line (a journal of any size: never one
+   * string), compacts the journal to just that (durably, before the old journal is replaced:
+   * a crash right after a restart must not lose pending deliveries), and returns one delivery
+   * per pending (event, target).
    */
-  recover(): TargetDelivery[] {
+  async recover(): Promise<TargetDelivery[]> {
+    this.open.clear();
     if (!existsSync(this.path)) return [];
-    const open = new Map<string, { event: BusEvent; targets: Map<string, BusTarget> }>();
-    for (const line of readFileSync(this.path, 'utf8').split('\n')) {
+    const lines = createInterface({
+      input: createReadStream(this.path, { encoding: 'utf8' }),
+      crlfDelay: Number.POSITIVE_INFINITY,
+    });
+    for await (const line of lines) {
       if (!line.trim()) continue;
       let entry: JournalLine;
       try {
@@ -76,32 +159,37 @@ export class BusJournal {
       } catch {
         continue; // a torn last line from a crash mid-append: its entry was never answered
       }
-      if (entry.t === 'event') {
-        const existing = open.get(entry.event.id) ?? { event: entry.event, targets: new Map() };
-        for (const t of entry.targets) existing.targets.set(`${t.rule}/${t.consumer}`, t);
-        open.set(entry.event.id, existing);
-      } else {
-        const existing = open.get(entry.id);
-        existing?.targets.delete(`${entry.rule}/${entry.consumer}`);
-        if (existing && existing.targets.size === 0) open.delete(entry.id);
-      }
+      if (entry.t === 'event') this.remember(entry.event, entry.targets);
+      else this.forget(entry.id, entry);
     }
     const pending: TargetDelivery[] = [];
-    const compacted: string[] = [];
-    for (const { event, targets } of open.values()) {
-      compacted.push(
-        JSON.stringify({ t: 'event', event, targets: [...targets.values()] } satisfies JournalLine),
-      );
-      for (const t of targets.values()) pending.push({ event, ...t, firstAttemptAt: Date.now() });
+    for (const { event, targets } of this.open.values()) {
+      for (const t of targets.values()) pending.push({ event, ...t, firstAttemptAt: this.clock() });
     }
-    replaceDurably(this.path, compacted);
+    await this.rewrite();
     return pending;
   }
 
   /** Opens the journal for appending (after {@link recover}). */
   async openForAppend(): Promise<void> {
-    this.handle = await this.open(this.path);
+    this.handle = await this.disk.openAppend(this.path);
+    this.opened = true;
     this.closed = undefined;
+  }
+
+  /** Whether the journal takes events, and if not, the write failure that stopped it and since when. */
+  get state(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
+    if (!this.broken) return { up: true };
+    return {
+      up: false,
+      cause: `${journalUnavailableMessage}: ${messageOf(this.broken.err)}`,
+      since: new Date(this.broken.since).toISOString(),
+    };
+  }
+
+  /** Events durably journalled and not finished with every target. */
+  get openEvents(): number {
+    return this.open.size;
   }
 
   /** Journals events with their targets; resolves once they are fsync'ed: then the caller may answer their EventIds. */
@@ -109,42 +197,103 @@ export class BusJournal {
     return this.append(
       events.map(({ event, targets }) => ({ t: 'event', event, targets: [...targets] })),
       true,
+      events,
     );
   }
 
   /** Journals that one target is finished with its event (delivered or dead-lettered); nobody waits for it. */
   recordDone(delivery: TargetDelivery): void {
     const { event, consumer, rule } = delivery;
-    this.append([{ t: 'done', id: event.id, consumer, rule }], false).catch(this.onLostDone);
+    this.forget(event.id, delivery);
+    this.append([{ t: 'done', id: event.id, consumer, rule }], false, []).catch((err: unknown) =>
+      this.options.onLostDone?.(err),
+    );
+  }
+
+  /**
+   * Tries to take events again now rather than at the next retry (a broken journal only). For
+   * a caller that knows the disk was freed; the journal retries on its own anyway.
+   */
+  retryNow(): void {
+    if (!this.broken || this.closed) return;
+    if (this.rewriting) this.retrySoon = true;
+    else this.scheduleReopen(0);
   }
 
   /** Writes what is recorded so far, then closes; later records are not written. */
   close(): Promise<void> {
     this.closed ??= (async () => {
+      if (this.reopening) clearTimeout(this.reopening.timer);
+      this.reopening = undefined;
       while (this.writing) await this.writing;
-      await this.handle?.close();
+      await this.handle?.close().catch(() => undefined);
       this.handle = undefined;
     })();
     return this.closed;
   }
 
+  private remember(event: BusEvent, targets: readonly BusTarget[]): void {
+    const existing = this.open.get(event.id) ?? { event, targets: new Map<string, BusTarget>() };
+    for (const t of targets) existing.targets.set(targetKey(t), { rule: t.rule, consumer: t.consumer });
+    this.open.set(event.id, existing);
+  }
+
+  private forget(id: string, target: BusTarget): void {
+    const existing = this.open.get(id);
+    existing?.targets.delete(targetKey(target));
+    if (existing && existing.targets.size === 0) this.open.delete(id);
+  }
+
+  /** The open set as journal lines: what a compacted journal holds. */
+  private *openLines(): Generator<string> {
+    for (const { event, targets } of this.open.values()) {
+      yield JSON.stringify({ t: 'event', event, targets: [...targets.values()] } satisfies JournalLine);
+    }
+  }
+
+  /** Replaces the file with the open set (no handle may be open on it); counts what it wrote. */
+  private async rewrite(): Promise<void> {
+    let written = 0;
+    const counted = function* (lines: Iterable<string>) {
+      for (const line of lines) {
+        written += line.length + 1;
+        yield line;
+      }
+    };
+    await this.disk.replace(this.path, counted(this.openLines()));
+    this.appended = 0;
+    this.compacted = written;
+  }
+
+  /** Compacts between two writes: the file is replaced by the open set and opened again. */
+  private async compact(handle: JournalFile): Promise<JournalFile> {
+    this.handle = undefined;
+    await handle.close();
+    await this.rewrite();
+    const reopened = await this.disk.openAppend(this.path);
+    this.handle = reopened;
+    return reopened;
+  }
+
   // After close a `done` line (a delivery finishing while the bus stops) is dropped: the next
   // start re-delivers that target. An event line is refused: its EventId must not be answered.
-  private append(lines: readonly JournalLine[], durable: boolean): Promise<void> {
+  private append(
+    lines: readonly JournalLine[],
+    durable: boolean,
+    events: readonly JournalledEvent[],
+  ): Promise<void> {
     if (lines.length === 0) return Promise.resolve();
-    const refusal =
-      this.broken !== undefined
-        ? new Error('the bus journal failed a write and takes no more events until a restart', {
-            cause: this.broken,
-          })
-        : this.handle === undefined || this.closed
-          ? new Error('the bus journal is closed')
-          : undefined;
+    const refusal = this.broken
+      ? new Error(`${journalUnavailableMessage}: ${messageOf(this.broken.err)}`, { cause: this.broken.err })
+      : !this.opened || this.closed
+        ? new Error('the bus journal is closed')
+        : undefined;
     if (refusal) return durable ? Promise.reject(refusal) : Promise.resolve();
-    const batch = this.next ?? { text: '', durable: false, waiters: [] };
+    const batch = this.next ?? { text: '', durable: false, events: [], waiters: [] };
     this.next = batch;
     batch.text += lines.map((l) => `${JSON.stringify(l)}\n`).join('');
     batch.durable ||= durable;
+    batch.events.push(...events);
     const written = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
     if (!this.writing) this.writing = this.flush();
     return written;
@@ -152,22 +301,96 @@ export class BusJournal {
 
   /** Writes batch after batch until none is waiting; one at a time, so lines stay in order. */
   private async flush(): Promise<void> {
-    const handle = this.handle as JournalFile;
     for (let batch = this.next; batch; batch = this.next) {
       this.next = undefined;
-      if (this.broken !== undefined) {
-        for (const w of batch.waiters) w.reject(this.broken);
+      let handle = this.handle;
+      if (handle && !this.broken && this.compactionDue()) {
+        try {
+          handle = await this.compact(handle);
+        } catch (err) {
+          // The old file is whole (a failed replace leaves it); the journal rewrites itself later.
+          this.fail(err);
+          handle = undefined;
+        }
+      }
+      if (this.broken || !handle) {
+        const why = this.broken
+          ? new Error(`${journalUnavailableMessage}: ${messageOf(this.broken.err)}`, {
+              cause: this.broken.err,
+            })
+          : new Error('the bus journal is closed');
+        for (const w of batch.waiters) w.reject(why);
         continue;
       }
       try {
+        this.appended += batch.text.length;
         await handle.appendFile(batch.text);
         if (batch.durable) await handle.sync();
-        for (const w of batch.waiters) w.resolve();
       } catch (err) {
-        this.broken = err;
+        this.fail(err);
         for (const w of batch.waiters) w.reject(err);
+        continue;
       }
+      for (const { event, targets } of batch.events) this.remember(event, targets);
+      for (const w of batch.waiters) w.resolve();
     }
     this.writing = undefined;
   }
+
+  private compactionDue(): boolean {
+    const after = this.options.compactAfterBytes ?? defaultCompactAfterBytes;
+    return this.appended >= after && this.appended >= this.compacted;
+  }
+
+  private fail(err: unknown): void {
+    if (this.broken) return;
+    this.broken = { err, since: this.clock() };
+    this.reopenAttempts = 0;
+    this.options.onFailure?.(err);
+    // The handle may sit past a torn line: it is not written again, only replaced.
+    const handle = this.handle;
+    this.handle = undefined;
+    void handle?.close().catch(() => undefined);
+    this.scheduleReopen(journalRetryDelayMs(1));
+  }
+
+  private scheduleReopen(ms: number): void {
+    if (this.closed) return;
+    if (this.reopening) clearTimeout(this.reopening.timer);
+    const timer = setTimeout(() => {
+      this.reopening = undefined;
+      void this.reopen();
+    }, ms);
+    timer.unref();
+    this.reopening = { timer };
+  }
+
+  /** Rewrites the file from the open set and opens it again; on failure, tries again later. */
+  private async reopen(): Promise<void> {
+    if (!this.broken || this.closed || this.rewriting) return;
+    this.rewriting = true;
+    try {
+      // Writes run one at a time: none is under way while broken (flush refuses every batch).
+      while (this.writing) await this.writing;
+      this.reopenAttempts++;
+      await this.rewrite();
+      const handle = await this.disk.openAppend(this.path);
+      if (this.closed) {
+        await handle.close();
+        return;
+      }
+      this.handle = handle;
+    } catch {
+      this.scheduleReopen(this.retrySoon ? 0 : journalRetryDelayMs(this.reopenAttempts + 1));
+      return;
+    } finally {
+      this.rewriting = false;
+      this.retrySoon = false;
+    }
+    const downMs = this.clock() - this.broken.since;
+    this.broken = undefined;
+    this.options.onRecovered?.(downMs);
+  }
 }
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -39,8 +39,21 @@ export class TargetDispatch {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly waiting = new Map<ConsumerName, (() => void)[]>();
   private readonly running = new Map<ConsumerName, number>();
+  /** Deliveries sleeping until their next retry, each with the handle that wakes it early. */
+  private readonly sleeping = new Set<{ timer: NodeJS.Timeout; wake: () => void }>();
 
   constructor(private readonly options: TargetDispatchOptions) {}
+
+  /**
+   * Retries every delivery waiting for its next attempt now: what the runtime calls once a
+   * component they failed on (the DynamoDB engine, PostgreSQL) serves again, so a backoff built
+   * up against the outage does not hold them for up to the consumer's longest pause.
+   */
+  retryNow(): number {
+    const woken = this.sleeping.size;
+    for (const s of [...this.sleeping]) s.wake();
+    return woken;
+  }
 
   /** Deliveries not yet finished (in flight or waiting for a retry). */
   get pending(): number {
@@ -98,8 +111,22 @@ export class TargetDispatch {
       this.options.counters.retried++;
       // The ceiling of the consumer's own backoff, so a retry never lands before the inbox would take it.
       const ceiling = Math.min(policy.maxMs, policy.baseMs * 2 ** (attempt - 1));
-      await sleep(ceiling + Math.floor(random() * policy.baseMs));
+      await this.sleepUntilRetry(ceiling + Math.floor(random() * policy.baseMs));
     }
+  }
+
+  private sleepUntilRetry(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const entry = {
+        timer: setTimeout(() => entry.wake(), ms),
+        wake: () => {
+          clearTimeout(entry.timer);
+          this.sleeping.delete(entry);
+          resolve();
+        },
+      };
+      this.sleeping.add(entry);
+    });
   }
 
   private deadLetter(d: TargetDelivery, attempts: number, error: unknown): void {
@@ -112,7 +139,18 @@ export class TargetDispatch {
       deadAt: new Date(this.options.clock()).toISOString(),
       event: d.event,
     };
-    this.options.deadLetters.add(letter);
+    try {
+      this.options.deadLetters.add(letter);
+    } catch (err) {
+      // A full disk: the letter is not kept, so the target stays in the journal (no done line)
+      // and the next start delivers it again rather than losing it.
+      this.options.log('a dead letter could not be written: its target is delivered again after a restart', {
+        consumer: d.consumer,
+        eventId: d.event.id,
+        error: String(err),
+      });
+      return;
+    }
     this.options.counters.deadLettered++;
     this.options.journal.recordDone(d);
     this.options.log('target dead-lettered', {

@@ -166,6 +166,30 @@ export function total(values) {
 }
 
 /**
+ * The header's one-line verdict on a status answer: the components down first (their figures
+ * and alarms cannot be read meanwhile), then the alarms not OK. Never "all OK" while a component
+ * is down or an alarm has no data.
+ * @param {unknown} status
+ * @returns {{ text: string, ok: boolean }}
+ */
+export function healthSummary(status) {
+  const s = obj(status);
+  const down = Object.keys(obj(s.components)).filter((n) => obj(obj(s.components)[n]).up === false);
+  const alarms = obj(s.alarms);
+  const names = Object.keys(alarms);
+  const firing = names.filter((n) => alarms[n] === 'ALARM').length;
+  const noData = names.filter((n) => alarms[n] !== 'ALARM' && alarms[n] !== 'OK').length;
+  /** @type {string[]} */
+  const parts = [];
+  if (down.length > 0) parts.push(`${down.join(', ')} down`);
+  if (s.alarms === null || s.alarms === undefined) parts.push('alarms unknown');
+  if (firing > 0) parts.push(`${firing} in ALARM`);
+  if (noData > 0) parts.push(`${noData} without data`);
+  if (parts.length > 0) return { text: parts.join(', '), ok: false };
+  return { text: names.length === 0 ? 'no alarms' : 'all OK', ok: true };
+}
+
+/**
  * @param {unknown} seconds
  * @returns {string} an age as people read it: 42s, 6m 40s, 2h 05m
  */
@@ -496,8 +520,22 @@ function startDashboard(config) {
     );
 
     const names = Object.keys(alarms);
-    const firing = names.filter((n) => alarms[n] !== 'OK');
+    const components = obj(s.components);
     $('alarms').replaceChildren(
+      ...Object.keys(components).map((n) => {
+        const c = obj(components[n]);
+        const up = c.up !== false;
+        return h(
+          'span',
+          {
+            class: `badge ${up ? 'ok' : 'alarm'}`,
+            testid: `component-${n}`,
+            'data-state': up ? 'up' : 'down',
+            title: up ? '' : `${text(c.cause)}${c.since ? ` (since ${text(c.since)})` : ''}`,
+          },
+          up ? `${n}: up` : `${n}: down: ${text(c.cause)}`,
+        );
+      }),
       ...names.map((n) =>
         h(
           'span',
@@ -511,9 +549,9 @@ function startDashboard(config) {
       ),
     );
     const summary = $('alarm-summary');
-    summary.textContent =
-      names.length === 0 ? 'no alarms' : firing.length === 0 ? 'all OK' : `${firing.length} in ALARM`;
-    summary.className = firing.length === 0 ? 'ok' : 'alarm';
+    const verdict = healthSummary(s);
+    summary.textContent = verdict.text;
+    summary.className = verdict.ok ? 'ok' : 'alarm';
   }
 
   /**
@@ -539,6 +577,8 @@ function startDashboard(config) {
    * @param {unknown} status
    */
   function renderChart(status) {
+    // A reading without its counters (the database down) is no reading: a 0 would draw a drop.
+    if (!obj(status).tasks || !obj(status).outbox) return;
     const sample = sampleOf(status, Date.now());
     samples = addSample(samples, sample, chartWindowMs, chartBuckets);
     const series = chartSeries(samples, sample.at, chartWindowMs, chartBuckets);
