@@ -111,6 +111,8 @@ export interface LocalConsumersOptions {
   readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
   /** Told once a dead engine serves again. */
   readonly onRecovered?: (component: StatusComponent) => void;
+  /** Each consumer invocation's timeout, as a Lambda function's (10 s; tests shorten it). */
+  readonly invocationTimeoutMs?: number;
 }
 
 /** The counters of what the effects did: their names, and what one effect result adds to each. */
@@ -198,6 +200,7 @@ const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => u
  */
 export async function startLocalConsumers(options: LocalConsumersOptions): Promise<LocalConsumers> {
   const { dataDir, faults, log } = options;
+  const timeoutMs = options.invocationTimeoutMs ?? invocationTimeoutMs;
   const startEngine = (port?: number) =>
     options.engine === 'dynamodb-local'
       ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
@@ -353,19 +356,20 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     dynamo,
     health: () => supervisor.state,
     inbox,
-    async invoke(consumer, event) {
-      const result = await withInvocationTimeout(
-        functions[consumer](
-          event as unknown as EventBridgeEvent<string, unknown>,
-          localLambdaContext(consumerServiceName(consumer), invocationTimeoutMs),
-        ),
-        consumer,
-      );
-      // The record is PROCESSED whatever happens here: a failed count must not fail the
-      // delivery (its retry would find the record done and count nothing either).
-      if (result.status === 'processed')
-        await count(processedCounter(consumer), 1, `${consumer}: a processed event`);
-      return result;
+    invoke(consumer, event) {
+      const invocation = functions[consumer](
+        event as unknown as EventBridgeEvent<string, unknown>,
+        localLambdaContext(consumerServiceName(consumer), timeoutMs),
+      ).then(async (result) => {
+        // Counted with the invocation's own work, so one that ran past its timeout and
+        // finished later still counts the record it completed (its retry finds the record
+        // done and counts nothing). The record is PROCESSED whatever happens here: a failed
+        // count must not fail the delivery.
+        if (result.status === 'processed')
+          await count(processedCounter(consumer), 1, `${consumer}: a processed event`);
+        return result;
+      });
+      return withInvocationTimeout(invocation, consumer, timeoutMs);
     },
     async effectCounts() {
       const read = await counters.read(Object.values(effectCounters));
