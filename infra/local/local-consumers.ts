@@ -20,6 +20,7 @@ import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
 import type { BusEvent } from './local-bus';
 import { LocalCounters } from './local-counters';
+import { repairOpenIndex } from './open-index-repair';
 import { Supervisor } from './supervisor';
 
 const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
@@ -344,6 +345,9 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   };
   if (options.recount || counters.created) {
     try {
+      const repaired = await repairOpenIndex(client, tables.inboxTable, inboxOptions.openIndexShards);
+      if (repaired > 0)
+        log('inbox index entries without their record dropped (the last run was killed)', { repaired });
       await recount();
     } catch (err) {
       client.destroy();
