@@ -5,11 +5,10 @@ import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { roleName } from '../../shared/db/roles';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { alarmIds } from '../../shared/ops/alarm-ids';
-import type { OpsStatus } from '../../shared/ops/ops-api';
 import { topology } from '../../shared/topology';
 import { deferred } from '../support/gates';
 import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
-import { rawHttp } from '../support/raw-http';
+import { rawHttp, rawStatus } from '../support/raw-http';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -54,12 +53,6 @@ afterAll(async () => {
   await runtime?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
-
-/** GET /ops/status as it is answered, whatever its sections. */
-async function rawStatus(): Promise<{ status: number; body: OpsStatus }> {
-  const res = await rawHttp(runtime.url, { method: 'GET', target: '/ops/status' });
-  return { status: res.status, body: JSON.parse(res.body) as OpsStatus };
-}
 
 /** Ends the database sessions of a function role, so its pool has to log in again. */
 async function endSessions(role: Parameters<typeof roleName>[0]): Promise<void> {
@@ -161,7 +154,7 @@ describe('the local runtime under faults answers honestly', () => {
     await runtime.consumers.dynamo.kill();
     await restartReached.promise;
 
-    const { status, body } = await rawStatus();
+    const { status, body } = await rawStatus(runtime.url);
     restartGo.resolve();
 
     expect(status).toBe(200);

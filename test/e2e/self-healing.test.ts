@@ -5,11 +5,10 @@ import { replaceDurablyAsync } from '../../infra/local/bus/durable-file';
 import { type JournalDisk, type JournalFile, journalUnavailableMessage } from '../../infra/local/bus/journal';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
-import type { OpsStatus } from '../../shared/ops/ops-api';
 import type { StatusComponent } from '../../shared/ops/ops-ports';
 import { deferred } from '../support/gates';
 import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
-import { rawHttp } from '../support/raw-http';
+import { rawHttp, rawStatus } from '../support/raw-http';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -94,12 +93,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
 
-/** GET /ops/status as it is answered, whatever its sections. */
-async function rawStatus(): Promise<{ status: number; body: OpsStatus }> {
-  const res = await rawHttp(runtime.url, { method: 'GET', target: '/ops/status' });
-  return { status: res.status, body: JSON.parse(res.body) as OpsStatus };
-}
-
 /** The pipeline settled with `approvals` approvals delivered, and what the effects' own stores hold. */
 async function settledWith(approvals: number) {
   const status: FullStatus = await waitFor(
@@ -143,7 +136,7 @@ describe('the local runtime heals itself', () => {
         WHERE status = 'pending' AND strpos(last_error, :cause) > 0`,
       { cause: journalUnavailableMessage },
     );
-    const { status, body } = await rawStatus();
+    const { status, body } = await rawStatus(runtime.url);
     const back = recovery('bus');
 
     disk.full = false;
@@ -176,7 +169,7 @@ describe('the local runtime heals itself', () => {
     await runtime.consumers.dynamo.kill();
     await gate.reached.promise;
     const ids = await client.createAndApprove(3);
-    const { status, body } = await rawStatus();
+    const { status, body } = await rawStatus(runtime.url);
     gate.go.resolve();
     await back;
     const { counted } = await settledWith(8);
@@ -212,7 +205,7 @@ describe('the local runtime heals itself', () => {
       headers: [['content-type', 'application/json']],
       body: '{}',
     });
-    const { status, body } = await rawStatus();
+    const { status, body } = await rawStatus(runtime.url);
     gate.go.resolve();
     await back;
     const approved = await client.call('POST', `/tasks/${created.body.taskId}/approve`, {});

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
+import type { OpsStatus } from '../../shared/ops/ops-api';
 
 /**
  * How long a socket may stay silent before a request counts as unanswered: a bound on a server
@@ -118,4 +119,10 @@ export function sendPartially(port: number, head: string[], body: Buffer, end = 
     socket.write(body);
     if (end) socket.end();
   });
+}
+
+/** `GET /ops/status` as it is answered, whatever its status code or sections (a component may be down). */
+export async function rawStatus(baseUrl: string): Promise<{ status: number; body: OpsStatus }> {
+  const res = await rawHttp(baseUrl, { method: 'GET', target: '/ops/status' });
+  return { status: res.status, body: JSON.parse(res.body) as OpsStatus };
 }
