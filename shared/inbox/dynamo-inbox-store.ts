@@ -10,6 +10,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { sleep } from '../db/retry';
 import { topology } from '../topology';
 import {
@@ -218,6 +219,8 @@ export interface DynamoInboxStoreOptions {
    * (`topology.inbox.openIndexShards` by default, the AWS stack's; the local runtime its own).
    */
   readonly openIndexShards?: number;
+  /** Queries of the operator's index in flight at once, over all reads of this store. @default 16 */
+  readonly openQueryConcurrency?: number;
 }
 
 /**
@@ -233,6 +236,7 @@ export class DynamoInboxStore implements InboxStore, InboxPresence {
   private readonly maxEventBytes: number;
   private readonly pageSize: number;
   private readonly shards: number;
+  private readonly openQueries: LimitFunction;
 
   constructor(client: DynamoDBClient, options: DynamoInboxStoreOptions) {
     this.doc = DynamoDBDocumentClient.from(client, {
@@ -245,6 +249,14 @@ export class DynamoInboxStore implements InboxStore, InboxPresence {
     if (!Number.isInteger(this.shards) || this.shards < 1) {
       throw new TypeError(`openIndexShards must be a positive integer, not ${this.shards}`);
     }
+    // The figures read every shard of every status (96 Queries a consumer on AWS), and the
+    // gauges read three consumers at once. Unbounded, that is hundreds of requests on the SDK's
+    // 50 sockets: after an idle spell each kept-alive socket the server has closed fails one
+    // request (ECONNRESET, "socket hang up"), and the standard retry strategy's quota (500
+    // tokens, 14 a transient retry: 35 retries) retries only the first 35, so the 36th
+    // failed the whole read (the rehearsal's gauges, on a busy machine). Bounded, at most this
+    // many sockets are ever opened for them, and each failure is retried.
+    this.openQueries = pLimit(options.openQueryConcurrency ?? openQueryConcurrency);
   }
 
   /**
@@ -729,21 +741,23 @@ export class DynamoInboxStore implements InboxStore, InboxPresence {
   ): Promise<QueryCommandOutput> {
     const keyCondition =
       options.after === undefined ? '#openKey = :openKey' : '#openKey = :openKey AND #openSince > :after';
-    return this.call('queryOpen', { consumer, eventId: `*${value}` }, () =>
-      this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: inboxTableSchema.openIndex.name,
-          KeyConditionExpression: keyCondition,
-          ExpressionAttributeNames: namesIn(keyCondition),
-          ExpressionAttributeValues: {
-            ':openKey': value,
-            ...(options.after === undefined ? {} : { ':after': options.after }),
-          },
-          ExclusiveStartKey: options.start,
-          Select: options.count ? 'COUNT' : undefined,
-          Limit: Math.min(this.pageSize, Math.max(1, options.limit ?? this.pageSize)),
-        }),
+    return this.openQueries(() =>
+      this.call('queryOpen', { consumer, eventId: `*${value}` }, () =>
+        this.doc.send(
+          new QueryCommand({
+            TableName: this.table,
+            IndexName: inboxTableSchema.openIndex.name,
+            KeyConditionExpression: keyCondition,
+            ExpressionAttributeNames: namesIn(keyCondition),
+            ExpressionAttributeValues: {
+              ':openKey': value,
+              ...(options.after === undefined ? {} : { ':after': options.after }),
+            },
+            ExclusiveStartKey: options.start,
+            Select: options.count ? 'COUNT' : undefined,
+            Limit: Math.min(this.pageSize, Math.max(1, options.limit ?? this.pageSize)),
+          }),
+        ),
       ),
     );
   }
@@ -819,6 +833,8 @@ function indexValues(k: InboxKey, status: OpenStatus, at: number, shards: number
   };
 }
 
+/** Index Queries of one store in flight at once (see the constructor). */
+const openQueryConcurrency = 16;
 /** Keys per BatchGetItem request: DynamoDB takes at most 100. */
 const batchGetLimit = 100;
 /** BatchGetItem requests of one presence check in flight at once. */
