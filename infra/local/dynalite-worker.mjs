@@ -6,11 +6,15 @@
 // loads this file with Node's own loader, under tsx, vitest and plain node alike.
 import { parentPort, workerData } from 'node:worker_threads';
 import dynalite from 'dynalite';
+import { closeIteratorsOnReturn } from './dynalite-iterators.mjs';
 
 /** @type {{ dir?: string, stopGraceMs: number, port: number }} */
 const options = workerData;
 const port = parentPort;
 if (!port) throw new Error('dynalite-worker.mjs runs as a worker thread (see infra/local/dynamo.ts)');
+
+// Before dynalite opens any: each Query and Scan otherwise leaves its LevelDB iterator open.
+closeIteratorsOnReturn();
 
 const server = dynalite({
   ...(options.dir ? { path: options.dir } : {}),

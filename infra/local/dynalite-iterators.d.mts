@@ -1,0 +1,2 @@
+/** See dynalite-iterators.mjs. */
+export function closeIteratorsOnReturn(): number;
