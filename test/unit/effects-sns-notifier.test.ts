@@ -10,7 +10,7 @@ const topic = 'arn:aws:sns:us-east-1:123456789012:content-approvals';
 
 function notification(overrides: Partial<Notification> = {}): Notification {
   const event = pipelineCloudEvent.parse(busEvent(approvedRow({ assignee: 'ana' })).detail);
-  return { ...notificationFor(event), ...overrides };
+  return { ...notificationFor(event), ...overrides } as Notification;
 }
 
 describe('SNS notifier', () => {
