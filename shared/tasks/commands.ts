@@ -6,8 +6,8 @@ import {
   type CommittedChange,
   findTask,
   insertTask,
-  type Task,
   rejectAndAppend,
+  type Task,
   taskAndEvent,
   withdrawAndAppend,
 } from './task-store';

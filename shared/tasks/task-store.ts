@@ -302,23 +302,29 @@ export async function listTasks(
   db: SqlExecutor,
   page: { readonly status?: TaskStatus; readonly limit: number; readonly after?: TaskListKey },
 ): Promise<TaskPage> {
-  const where: string[] = [];
   const params: Record<string, SqlParams[string]> = { limit: page.limit + 1 };
-  if (page.status) {
-    where.push('status = :status');
-    params.status = page.status;
-  }
   if (page.after) {
-    where.push('(created_at, task_id) < (CAST(:afterAt AS timestamptz), :afterId)');
     params.afterAt = page.after.createdAt;
     params.afterId = sqlParam.uuid(page.after.taskId);
   }
+  // With a status, the key and the order lead with it: `tasks_status_created_idx` is then the
+  // one index that yields the order with no sort, so the planner cannot prefer walking
+  // `tasks_created_idx` and filtering (reading every other status's rows between two of a rare one).
+  if (page.status) params.status = page.status;
+  const key = page.status ? 'status, created_at, task_id' : 'created_at, task_id';
+  const after = page.status
+    ? '(status, created_at, task_id) < (:status, CAST(:afterAt AS timestamptz), :afterId)'
+    : '(created_at, task_id) < (CAST(:afterAt AS timestamptz), :afterId)';
+  const where = [...(page.status ? ['status = :status'] : []), ...(page.after ? [after] : [])];
   const { rows } = await db.query<TaskRow & { created_key: string }>(
     `SELECT task_id, title, assignee, status, version, created_at, updated_at,
             to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key
        FROM tasks
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, task_id DESC
+      ORDER BY ${key
+        .split(', ')
+        .map((c) => `${c} DESC`)
+        .join(', ')}
       LIMIT :limit`,
     params,
   );

@@ -232,7 +232,8 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
           throw validationError('invalid request', [
             {
               path: 'cursor',
-              message: 'is not a cursor this API gave for this status: pass nextCursor as given, with the same status',
+              message:
+                'is not a cursor this API gave for this status: pass nextCursor as given, with the same status',
             },
           ]);
         }
