@@ -44,6 +44,7 @@ export interface RuleSpec {
 export const eventTypes = {
   approved: 'content.approved',
   withdrawn: 'content.withdrawn',
+  rejected: 'content.rejected',
 } as const;
 
 export type EventType = (typeof eventTypes)[keyof typeof eventTypes];
@@ -119,7 +120,10 @@ export interface RelayConfig {
 
 const consumers: Readonly<Record<ConsumerName, ConsumerPolicy>> = {
   index: { description: 'Keeps the content search index in step with approvals', ...defaultConsumerPolicy },
-  notify: { description: 'Tells the assignee their content was approved', ...defaultConsumerPolicy },
+  notify: {
+    description: 'Tells the assignee their content was approved or rejected',
+    ...defaultConsumerPolicy,
+  },
   archive: { description: 'Stores an immutable snapshot of each approved version', ...defaultConsumerPolicy },
 };
 
@@ -370,6 +374,14 @@ export const topology = {
       description: 'Withdrawals only change the index',
       pattern: { source: [source], 'detail-type': [eventTypes.withdrawn] },
       targets: ['index'],
+    },
+    {
+      name: 'content-rejected',
+      // Only a pending task can be rejected: it was never approved, so the index holds nothing
+      // of it and the archive (approved versions) has nothing to keep. The assignee must hear why.
+      description: 'Rejections only tell the assignee',
+      pattern: { source: [source], 'detail-type': [eventTypes.rejected] },
+      targets: ['notify'],
     },
   ] as readonly RuleSpec[],
   relay,

@@ -329,7 +329,7 @@ export class PipelineStack extends Stack {
     out(
       'ReviewerPolicyArn',
       this.access.reviewer.managedPolicyArn,
-      'Attach to whoever reviews: the tasks routes only (create, read, approve, withdraw)',
+      'Attach to whoever reviews: the tasks routes only (create, list, read, approve, reject, withdraw)',
     );
     out(
       'OperatorPolicyArn',

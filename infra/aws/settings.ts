@@ -31,7 +31,7 @@ export interface PipelineSettings {
   /** Whether the stack has a CloudWatch dashboard ($3 a month at list price; prod: yes, sandbox: no). */
   readonly dashboard: boolean;
   /**
-   * Requests per second each tasks route (create, read, approve, withdraw) takes before API
+   * Requests per second each tasks route (create, list, read, approve, reject, withdraw) takes before API
    * Gateway answers 429, burst twice that (at most the account's 5,000). Prod: 15,000, about
    * what Aurora's 128 ACU ceiling serves (`npm run capacity`: 7.7 ACU per 1,000 approvals/s),
    * so the throttle guards the database and the account's own API Gateway quota (10,000

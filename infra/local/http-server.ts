@@ -28,6 +28,11 @@ export interface HttpServerOptions {
   readonly opsApi: ProxyHandler;
   readonly dashboardHtml: () => string;
   /**
+   * `GET /ops/history`: the readings the dashboard's chart draws, kept by the runtime (local
+   * only: on AWS the history is CloudWatch's). Absent: the path is a 404.
+   */
+  readonly history?: () => unknown;
+  /**
    * Who every request comes from (`PIPELINE_CALLER`): put in `x-pipeline-caller` over whatever
    * a client sent there, as API Gateway puts the IAM principal in the request context. Locally
    * the server's user is the one caller, as the IAM principal is on AWS.
@@ -215,8 +220,22 @@ async function handle(
     res.writeHead(200, dashboardHeaders).end(options.dashboardHtml());
     return;
   }
+  if (url.pathname === historyPath && options.history) {
+    if (method !== 'GET' && method !== 'HEAD') {
+      res.writeHead(405, { ...commonHeaders, 'content-type': 'application/json', allow: 'GET, HEAD' });
+      res.end(
+        JSON.stringify({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }),
+      );
+      return;
+    }
+    send(res, 200, options.history());
+    return;
+  }
   send(res, 404, { error: `no route for ${method} ${url.pathname}` });
 }
+
+/** Where the local server answers the dashboard chart's history. */
+export const historyPath = '/ops/history';
 
 /** A proxy integration of the local REST API: its function and the resources routed to it. */
 interface Integration {

@@ -42,6 +42,7 @@ import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
+import { databaseFigures, StatusHistory } from './status-history';
 
 /** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
 export function defaultLocalCaller(): string {
@@ -87,6 +88,8 @@ export interface RuntimeOptions {
   readonly alarmClock?: () => number;
   /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
   readonly headersTimeoutMs?: number;
+  /** How often the dashboard chart's history takes a reading (10 s; tests shorten it). */
+  readonly historyPeriodMs?: number;
   /**
    * Awaited before each restart of an engine that died (PostgreSQL, the DynamoDB engine): a test
    * holds an engine down here to look at the runtime meanwhile. None by default.
@@ -415,12 +418,20 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
       clock: options.alarmClock,
     });
+    const history = new StatusHistory({
+      read: databaseFigures(dbAs('ops')),
+      periodMs: options.historyPeriodMs,
+      onError: (err) => log('status history reading failed', { error: String(err) }),
+    });
+    history.start();
+    stack.push(async () => history.stop());
     const http = await startHttpServer({
       host: options.host ?? '127.0.0.1',
       port: options.port,
       tasksApi,
       opsApi,
       dashboardHtml,
+      history: () => history.snapshot(),
       caller: options.caller ?? defaultLocalCaller(),
       log,
       headersTimeoutMs: options.headersTimeoutMs,

@@ -103,7 +103,10 @@ export class DynamoContentIndex implements ContentIndex {
   }
 }
 
-/** The index entry an event asks for: approved content, or a withdrawn tombstone. */
+/**
+ * The index entry an event asks for: approved content, or a withdrawn tombstone. A rejection
+ * is not routed here (only a pending task, never indexed, can be rejected): it has no entry.
+ */
 export function indexEntryFor(event: PipelineCloudEvent): IndexEntry {
   if (event.type === eventTypes.approved) {
     const d = event.data;
@@ -117,6 +120,9 @@ export function indexEntryFor(event: PipelineCloudEvent): IndexEntry {
       approvedAt: d.approvedAt,
       eventId: event.id,
     };
+  }
+  if (event.type !== eventTypes.withdrawn) {
+    throw new TypeError(`the index has no entry for ${event.type}`);
   }
   const d = event.data;
   return {

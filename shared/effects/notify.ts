@@ -6,18 +6,26 @@ import { eventTypes } from '../topology';
 import type { ConsumerEffect } from './effect';
 import { snsSubject } from './sns-subject';
 
-/** One notification: who should hear about which approval. `eventId` is its idempotency key. */
-export interface Notification {
+/**
+ * One notification: who should hear about which decision (an approval or a rejection, with its
+ * reason). `eventId` is its idempotency key; `reviewer` is who decided.
+ */
+export type Notification = {
   readonly eventId: string;
   readonly taskId: string;
   readonly version: number;
-  readonly eventType: string;
   readonly title: string;
   readonly assignee: string | null;
   readonly reviewer: string;
-  readonly approvedAt: string;
   readonly message: string;
-}
+} & (
+  | { readonly eventType: typeof eventTypes.approved; readonly approvedAt: string }
+  | {
+      readonly eventType: typeof eventTypes.rejected;
+      readonly rejectedAt: string;
+      readonly reason: string;
+    }
+);
 
 /** `sent`: handed to the channel now; `duplicate`: the channel already has this event's notification. */
 export type NotifyOutcome = 'sent' | 'duplicate';
@@ -48,7 +56,7 @@ export class SnsNotifier implements Notifier {
       await this.sns.send(
         new PublishCommand({
           TopicArn: this.topicArn,
-          Subject: snsSubject(n.title),
+          Subject: snsSubject(n.title, n.eventType === eventTypes.rejected ? 'Rejected: ' : 'Approved: '),
           Message: JSON.stringify(n),
           MessageAttributes: {
             eventId: { DataType: 'String', StringValue: n.eventId },
@@ -193,8 +201,26 @@ function parseLines(text: string): Notification[] {
   return out;
 }
 
-/** The notification for an approval (only `content.approved` is routed to notify). */
+/**
+ * The notification for an approval or a rejection (the events routed to notify): the assignee
+ * hears that their content goes out, or why it does not.
+ */
 export function notificationFor(event: PipelineCloudEvent): Notification {
+  if (event.type === eventTypes.rejected) {
+    const d = event.data;
+    return {
+      eventId: event.id,
+      taskId: d.taskId,
+      version: d.version,
+      eventType: event.type,
+      title: d.title,
+      assignee: d.assignee,
+      reviewer: d.reviewer,
+      rejectedAt: d.rejectedAt,
+      reason: d.reason,
+      message: `"${d.title}" was rejected by ${d.reviewer}: ${d.reason}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
+    };
+  }
   if (event.type !== eventTypes.approved) {
     throw new TypeError(`notify has no notification for ${event.type}`);
   }
@@ -212,7 +238,7 @@ export function notificationFor(event: PipelineCloudEvent): Notification {
   };
 }
 
-/** The notify consumer's effect: send the approval's notification once per channel's own dedupe. */
+/** The notify consumer's effect: send the decision's notification once per channel's own dedupe. */
 export function notifyEffect(notifier: Notifier): ConsumerEffect {
   return async (event) => {
     const outcome = await notifier.send(notificationFor(event));

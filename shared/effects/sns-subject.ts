@@ -19,7 +19,6 @@
 // Shorter than 100 characters: 99 UTF-16 code units, hence also at most 99 code points.
 const maxLength = 99;
 
-const prefix = 'Approved: ';
 const ellipsis = '…';
 
 // With the `u` flag a well-formed pair is one astral code point, so `\p{Cs}` matches only a lone
@@ -30,12 +29,12 @@ const loneSurrogate = /\p{Cs}/gu;
 const controlOrSpaceRun = /[\p{Cc}\s]+/gu;
 
 /**
- * `Approved: <title>` as a valid SNS subject: lone surrogates become U+FFFD, each run of control
+ * `<prefix><title>` (`Approved: ` unless told, `Rejected: ` for a rejection) as a valid SNS subject: lone surrogates become U+FFFD, each run of control
  * characters, line breaks and whitespace becomes one space, the result is trimmed, and a subject
  * longer than 99 code units is cut on a code-point boundary to end in '…'.
  * Never empty: the prefix survives every title.
  */
-export function snsSubject(title: string): string {
+export function snsSubject(title: string, prefix = 'Approved: '): string {
   const subject = `${prefix}${title}`.replace(loneSurrogate, '\uFFFD').replace(controlOrSpaceRun, ' ').trim();
   if (subject.length <= maxLength) return subject;
   let cut = '';

@@ -26,6 +26,18 @@ export const contentWithdrawnData = z.object({
 });
 export type ContentWithdrawnData = z.infer<typeof contentWithdrawnData>;
 
+export const contentRejectedData = z.object({
+  taskId: z.uuid(),
+  version: z.number().int().positive(),
+  title: z.string().min(1).max(500),
+  assignee: z.string().nullable(),
+  /** Who rejected it: the caller the platform authenticated. */
+  reviewer: z.string().min(1),
+  reason: z.string().min(1),
+  rejectedAt: z.iso.datetime(),
+});
+export type ContentRejectedData = z.infer<typeof contentRejectedData>;
+
 const envelope = {
   specversion: z.literal('1.0'),
   id: z.uuid(),
@@ -39,5 +51,6 @@ const envelope = {
 export const pipelineCloudEvent = z.discriminatedUnion('type', [
   z.object({ ...envelope, type: z.literal(eventTypes.approved), data: contentApprovedData }),
   z.object({ ...envelope, type: z.literal(eventTypes.withdrawn), data: contentWithdrawnData }),
+  z.object({ ...envelope, type: z.literal(eventTypes.rejected), data: contentRejectedData }),
 ]);
 export type PipelineCloudEvent = z.infer<typeof pipelineCloudEvent>;

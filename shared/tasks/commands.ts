@@ -6,6 +6,7 @@ import {
   type CommittedChange,
   findTask,
   insertTask,
+  rejectAndAppend,
   type Task,
   taskAndEvent,
   withdrawAndAppend,
@@ -34,6 +35,13 @@ export interface WithdrawTaskCommand {
   readonly taskId: string;
   readonly withdrawnBy: string;
   readonly reason?: string | null;
+}
+
+/** Input of {@link rejectTask}: who rejects (the caller) and why (required: the assignee is told). */
+export interface RejectTaskCommand {
+  readonly taskId: string;
+  readonly rejectedBy: string;
+  readonly reason: string;
 }
 
 /** Dependencies of the commands that change state and emit an event. */
@@ -101,6 +109,26 @@ export async function withdrawTask(cmd: WithdrawTaskCommand, deps: TaskChangeDep
       taskId: cmd.taskId,
       withdrawnBy: cmd.withdrawnBy,
       reason: cmd.reason ?? null,
+      at: clock(),
+      eventId,
+    }),
+  );
+}
+
+/**
+ * Rejects a `pending_review` task and appends its `content.rejected` event in ONE statement,
+ * with the same all-or-nothing invariant as {@link approveTask}; of a concurrent approve and
+ * reject exactly one succeeds. Throws NOT_FOUND for an unknown task, CONFLICT with
+ * `details.currentStatus` from any other state.
+ */
+export async function rejectTask(cmd: RejectTaskCommand, deps: TaskChangeDeps): Promise<TaskChange> {
+  const { db, ids = randomUUID, clock = () => new Date() } = deps;
+  const eventId = ids();
+  return changeOnce(db, cmd.taskId, eventId, 'reject', 'it is not pending review', () =>
+    rejectAndAppend(db, {
+      taskId: cmd.taskId,
+      reviewer: cmd.rejectedBy,
+      reason: cmd.reason,
       at: clock(),
       eventId,
     }),

@@ -21,6 +21,9 @@ export interface Task {
   readonly withdrawnAt: Date | null;
   readonly withdrawnBy: string | null;
   readonly withdrawReason: string | null;
+  /** When a reviewer (recorded in `reviewer`) rejected it, and why. */
+  readonly rejectedAt: Date | null;
+  readonly rejectReason: string | null;
 }
 
 /** A task as the API returns it: the same flat shape with ISO-8601 timestamps, so JSON round-trips it. */
@@ -46,12 +49,14 @@ interface TaskRow {
   withdrawn_at: Date | null;
   withdrawn_by: string | null;
   withdraw_reason: string | null;
+  rejected_at: Date | null;
+  reject_reason: string | null;
   [k: string]: unknown;
 }
 
 // Listed once so every statement returns the same shape; the port decodes timestamps to Date.
 const taskColumns = `task_id, title, body, assignee, status, version, reviewer, created_at, updated_at,
-  approved_at, withdrawn_at, withdrawn_by, withdraw_reason`;
+  approved_at, withdrawn_at, withdrawn_by, withdraw_reason, rejected_at, reject_reason`;
 
 function decodeTask(row: TaskRow): Task {
   return {
@@ -68,6 +73,8 @@ function decodeTask(row: TaskRow): Task {
     withdrawnAt: row.withdrawn_at,
     withdrawnBy: row.withdrawn_by,
     withdrawReason: row.withdraw_reason,
+    rejectedAt: row.rejected_at,
+    rejectReason: row.reject_reason,
   };
 }
 
@@ -81,6 +88,7 @@ export function toTaskJson(task: Task): TaskJson {
     updatedAt: task.updatedAt.toISOString(),
     approvedAt: iso(task.approvedAt),
     withdrawnAt: iso(task.withdrawnAt),
+    rejectedAt: iso(task.rejectedAt),
   };
 }
 
@@ -139,14 +147,16 @@ const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-
 
 /**
  * The event payload of each change, built in SQL from the row the UPDATE returned, so the
- * change and its event are one statement. The same object `contentApprovedData` and
- * `contentWithdrawnData` parse (a property test runs both over generated tasks).
+ * change and its event are one statement. The same object `contentApprovedData`,
+ * `contentWithdrawnData` and `contentRejectedData` parse (a property test runs them over generated tasks).
  */
 const payloads = {
   approved: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title, 'assignee', assignee,
                'reviewer', reviewer, 'approvedAt', ${isoUtc('approved_at')})`,
   withdrawn: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title,
                'withdrawnBy', withdrawn_by, 'reason', withdraw_reason, 'withdrawnAt', ${isoUtc('withdrawn_at')})`,
+  rejected: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title, 'assignee', assignee,
+               'reviewer', reviewer, 'reason', reject_reason, 'rejectedAt', ${isoUtc('rejected_at')})`,
 } as const;
 
 /**
@@ -226,6 +236,112 @@ export function withdrawAndAppend(
       at: sqlParam.timestamp(change.at),
     },
   );
+}
+
+/**
+ * Rejects the task if it is still `pending_review` and appends its `content.rejected` event
+ * `eventId`, in one statement; `null` from any other state. The rejecter is recorded as the
+ * task's reviewer: a review ended either way.
+ */
+export function rejectAndAppend(
+  db: SqlExecutor,
+  change: { taskId: string; reviewer: string; reason: string; at: Date; eventId: string },
+): Promise<CommittedChange | null> {
+  return changeAndAppend(
+    db,
+    {
+      set: `status = 'rejected', reviewer = :reviewer, reject_reason = :reason,
+            rejected_at = :at, updated_at = :at`,
+      from: "status = 'pending_review'",
+    },
+    { eventId: change.eventId, eventType: eventTypes.rejected, payload: payloads.rejected },
+    {
+      taskId: sqlParam.uuid(change.taskId),
+      reviewer: change.reviewer,
+      reason: change.reason,
+      at: sqlParam.timestamp(change.at),
+    },
+  );
+}
+
+/** A task as `GET /tasks` lists it: what finds it again, without its body. */
+export interface TaskSummary {
+  readonly taskId: string;
+  readonly title: string;
+  readonly assignee: string | null;
+  readonly status: TaskStatus;
+  readonly version: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+/**
+ * Where a page of {@link listTasks} resumes: the last row's `created_at` to the microsecond (as
+ * PostgreSQL's text, so no precision is lost in a JavaScript Date) and its task id.
+ */
+export interface TaskListKey {
+  readonly createdAt: string;
+  readonly taskId: string;
+}
+
+/** One page of tasks, newest first, and the key of its last row when more may follow. */
+export interface TaskPage {
+  readonly tasks: readonly TaskSummary[];
+  readonly next: TaskListKey | null;
+}
+
+/**
+ * Tasks newest first, of one status or all, after `after` (exclusive), at most `limit`. Keyset
+ * pagination on `(created_at, task_id)`: each page is a backward range scan of
+ * `tasks_created_idx` or `tasks_status_created_idx` (migration 0009) reading `limit + 1`
+ * entries, whatever the page's depth (OFFSET would read and drop every row before it). The row
+ * comparison `(created_at, task_id) < (...)` is one index condition. A task created or changed
+ * meanwhile never moves a page's boundary: the key is the creation time, which no change touches.
+ */
+export async function listTasks(
+  db: SqlExecutor,
+  page: { readonly status?: TaskStatus; readonly limit: number; readonly after?: TaskListKey },
+): Promise<TaskPage> {
+  const params: Record<string, SqlParams[string]> = { limit: page.limit + 1 };
+  if (page.after) {
+    params.afterAt = page.after.createdAt;
+    params.afterId = sqlParam.uuid(page.after.taskId);
+  }
+  // With a status, the key and the order lead with it: `tasks_status_created_idx` is then the
+  // one index that yields the order with no sort, so the planner cannot prefer walking
+  // `tasks_created_idx` and filtering (reading every other status's rows between two of a rare one).
+  if (page.status) params.status = page.status;
+  const key = page.status ? 'status, created_at, task_id' : 'created_at, task_id';
+  const after = page.status
+    ? '(status, created_at, task_id) < (:status, CAST(:afterAt AS timestamptz), :afterId)'
+    : '(created_at, task_id) < (CAST(:afterAt AS timestamptz), :afterId)';
+  const where = [...(page.status ? ['status = :status'] : []), ...(page.after ? [after] : [])];
+  const { rows } = await db.query<TaskRow & { created_key: string }>(
+    `SELECT task_id, title, assignee, status, version, created_at, updated_at,
+            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key
+       FROM tasks
+      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY ${key
+        .split(', ')
+        .map((c) => `${c} DESC`)
+        .join(', ')}
+      LIMIT :limit`,
+    params,
+  );
+  const shown = rows.slice(0, page.limit);
+  const last = shown[shown.length - 1];
+  return {
+    tasks: shown.map((r) => ({
+      taskId: r.task_id,
+      title: r.title,
+      assignee: r.assignee,
+      status: r.status,
+      version: r.version,
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+    })),
+    next: rows.length > page.limit && last ? { createdAt: last.created_key, taskId: last.task_id } : null,
+  };
 }
 
 /**

@@ -14,11 +14,12 @@ import {
   createTask,
   getTask,
   type IdGenerator,
+  rejectTask,
   type TaskChange,
   withdrawTask,
 } from './commands';
 import type { RelayNudger } from './relay-nudger';
-import { toTaskJson } from './task-store';
+import { listTasks, type TaskListKey, type TaskStatus, toTaskJson } from './task-store';
 
 /** The logging the tasks API does; a Powertools Logger fits, tests pass spies. */
 export interface TasksApiLogger extends ErrorLogger {
@@ -28,7 +29,7 @@ export interface TasksApiLogger extends ErrorLogger {
 /** Everything the tasks API needs, injected so the Lambda handler, the local runtime and tests share one API. */
 export interface TasksApiDeps {
   readonly db: SqlClient;
-  /** Woken after a committed approve/withdraw that found no relay run draining; a failure is logged, never returned. */
+  /** Woken after a committed approve/reject/withdraw that found no relay run draining; a failure is logged, never returned. */
   readonly nudger: RelayNudger;
   readonly logger: TasksApiLogger;
   /** Task and event ids; defaults to `crypto.randomUUID`. */
@@ -37,7 +38,7 @@ export interface TasksApiDeps {
   /** Request body limit in bytes; defaults to 64 KB. */
   readonly maxBodyBytes?: number;
   /**
-   * Who is calling, recorded as the reviewer of an approval and the withdrawer of a withdrawal.
+   * Who is calling, recorded as the reviewer of an approval or a rejection and the withdrawer of a withdrawal.
    * Defaults to the IAM principal API Gateway authenticated; the local runtime passes the
    * header its server sets from its configuration.
    */
@@ -47,14 +48,22 @@ export interface TasksApiDeps {
 /** The tasks API as one callable: an API Gateway REST proxy event in, a proxy result out. */
 export type TasksApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Error, Context>;
 
-type RouteName = 'create' | 'get' | 'approve' | 'withdraw';
+type RouteName = 'create' | 'list' | 'get' | 'approve' | 'reject' | 'withdraw';
 
 const routes: readonly RouteSpec<RouteName>[] = [
   { resource: '/tasks', method: 'POST', name: 'create' },
+  { resource: '/tasks', method: 'GET', name: 'list' },
   { resource: '/tasks/{taskId}', method: 'GET', name: 'get' },
   { resource: '/tasks/{taskId}/approve', method: 'POST', name: 'approve' },
+  { resource: '/tasks/{taskId}/reject', method: 'POST', name: 'reject' },
   { resource: '/tasks/{taskId}/withdraw', method: 'POST', name: 'withdraw' },
 ];
+
+/** The query string parameters `GET /tasks` reads (API Gateway declares them, optional). */
+export const taskListQueryParameters = ['status', 'limit', 'cursor'] as const;
+
+/** How many tasks one `GET /tasks` page holds unless `limit` says, and at most. */
+export const taskListLimits = { default: 20, max: 100 } as const;
 
 /** The paths the API serves, so an infra realization (CDK resources, local server) can check it routes them all. */
 export const tasksApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
@@ -99,6 +108,56 @@ const notInBody = (field: string) =>
     .optional();
 const approveBody = z.strictObject({ approvedBy: notInBody('reviewer') });
 const withdrawBody = z.strictObject({ withdrawnBy: notInBody('withdrawer'), reason: optionalText(2000) });
+// The reason is required: the assignee is told why (the notify consumer sends it).
+const rejectBody = z.strictObject({ rejectedBy: notInBody('rejecter'), reason: text(1000) });
+
+/** `status=` of `GET /tasks`: `pending` is the API's word for the stored `pending_review` (which is accepted too). */
+const listStatus = z
+  .enum(['pending', 'pending_review', 'approved', 'withdrawn', 'rejected'], {
+    error: 'must be one of pending, approved, withdrawn, rejected',
+  })
+  .transform((s): TaskStatus => (s === 'pending' ? 'pending_review' : s));
+const listLimit = z
+  .string()
+  .regex(/^\d{1,3}$/, `must be a whole number from 1 to ${taskListLimits.max}`)
+  .transform(Number)
+  .pipe(
+    z
+      .number()
+      .min(1, `must be a whole number from 1 to ${taskListLimits.max}`)
+      .max(taskListLimits.max, `must be a whole number from 1 to ${taskListLimits.max}`),
+  );
+/** What a cursor holds: the last row's key, and the status filter it was given for. */
+const cursorContent = z.strictObject({
+  s: z.string().nullable(),
+  at: z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/),
+  id: z.uuid(),
+});
+const listQuery = z.strictObject({
+  status: listStatus.optional(),
+  limit: listLimit.optional(),
+  cursor: z.string().max(500, 'is not a cursor this API gave').optional(),
+});
+
+/** The opaque `nextCursor`: base64url JSON, so a caller passes it back as given. */
+function encodeListCursor(status: TaskStatus | undefined, key: TaskListKey): string {
+  return Buffer.from(JSON.stringify({ s: status ?? null, at: key.createdAt, id: key.taskId })).toString(
+    'base64url',
+  );
+}
+
+/** A cursor back to the key it holds; `undefined` when it is not one this API gave for this status. */
+function decodeListCursor(cursor: string, status: TaskStatus | undefined): TaskListKey | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const content = cursorContent.safeParse(parsed);
+  if (!content.success || content.data.s !== (status ?? null)) return undefined;
+  return { createdAt: content.data.at, taskId: content.data.id };
+}
 const taskIdParam = z.uuid({ error: 'must be a UUID' });
 // An IAM ARN is at most 2,048 characters: https://docs.aws.amazon.com/IAM/latest/APIReference/API_User.html
 const callerIdentity = storableString().max(2048);
@@ -164,6 +223,26 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
           { location: `/tasks/${task.taskId}` },
         );
       }
+      case 'list': {
+        const query = listQuery.safeParse(event.queryStringParameters ?? {});
+        if (!query.success) throw validationError('invalid request', fieldsOf(query));
+        const { status, limit = taskListLimits.default, cursor } = query.data;
+        const after = cursor === undefined ? undefined : decodeListCursor(cursor, status);
+        if (cursor !== undefined && !after) {
+          throw validationError('invalid request', [
+            {
+              path: 'cursor',
+              message:
+                'is not a cursor this API gave for this status: pass nextCursor as given, with the same status',
+            },
+          ]);
+        }
+        const page = await listTasks(db, { status, limit, after });
+        return jsonResponse(200, {
+          tasks: page.tasks,
+          nextCursor: page.next ? encodeListCursor(status, page.next) : null,
+        });
+      }
       case 'get': {
         const id = taskIdParam.safeParse(taskId);
         if (!id.success) throw validationError('invalid request', fieldsOf(id, ['taskId']));
@@ -177,6 +256,19 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
           throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
         }
         const change = await approveTask({ taskId: id.data, approvedBy: caller(event) }, { db, ids, clock });
+        await nudgeRelay(change);
+        return changed(change);
+      }
+      case 'reject': {
+        const id = taskIdParam.safeParse(taskId);
+        const body = rejectBody.safeParse(bodyOf(event));
+        if (!id.success || !body.success) {
+          throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
+        }
+        const change = await rejectTask(
+          { taskId: id.data, rejectedBy: caller(event), reason: body.data.reason },
+          { db, ids, clock },
+        );
         await nudgeRelay(change);
         return changed(change);
       }

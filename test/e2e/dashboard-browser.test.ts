@@ -41,6 +41,10 @@ interface Fake {
   tasks: Record<string, unknown>;
   traces: Record<string, unknown>;
   failStatus: boolean;
+  /** The runtime's chart readings, each `agoMs` before the request that reads them. */
+  history: { agoMs: number; approved: number; delivered: number; oldestPendingAgeSeconds: number }[];
+  /** What `GET /tasks?status=pending` pages through, newest first. */
+  pending: Entry[];
 }
 
 const now = new Date('2026-05-04T10:00:00Z').toISOString();
@@ -218,6 +222,8 @@ function freshFake(): Fake {
       },
     },
     failStatus: false,
+    history: [],
+    pending: [],
   };
 }
 
@@ -231,7 +237,7 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   return raw === '' ? undefined : JSON.parse(raw);
 }
 
-function route(method: string, path: string, body: unknown): [number, unknown] {
+function route(method: string, path: string, body: unknown, query: URLSearchParams): [number, unknown] {
   const id = (body as { eventId?: string } | undefined)?.eventId;
   const all = (body as { all?: boolean } | undefined)?.all === true;
   const redrive = (list: Entry[], key: string): [Entry[], [number, unknown]] => {
@@ -246,6 +252,20 @@ function route(method: string, path: string, body: unknown): [number, unknown] {
     return fake.failStatus ? [500, { error: 'internal error' }] : [200, fake.status];
   }
   if (method === 'GET' && path === '/ops/events') return [200, fake.events];
+  if (method === 'GET' && path === '/ops/history') {
+    const at = Date.now();
+    const samples = fake.history.map(({ agoMs, ...figures }) => ({ at: at - agoMs, ...figures }));
+    return [200, { periodSeconds: 10, windowSeconds: 3600, samples }];
+  }
+  if (method === 'GET' && path === '/tasks') {
+    // The tasks API's contract: keyset pages, newest first; the fake's cursor is an offset.
+    const limit = Number(query.get('limit') ?? 20);
+    const from = Number(query.get('cursor') ?? 0);
+    if (query.get('status') !== 'pending') return [400, { error: 'the page asks for pending tasks only' }];
+    const tasks = fake.pending.slice(from, from + limit);
+    const more = from + limit < fake.pending.length;
+    return [200, { tasks, nextCursor: more ? String(from + limit) : null }];
+  }
   if (method === 'GET' && path === '/ops/outbox/dead') return [200, fake.outboxDead];
   if (method === 'POST' && path === '/ops/outbox/dead/redrive') {
     const [rest, answer] = redrive(fake.outboxDead, 'eventId');
@@ -354,7 +374,7 @@ describe.skipIf(!haveChromium)(
             res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(dashboardHtml());
             return;
           }
-          const [status, json] = route(method, url.pathname, body);
+          const [status, json] = route(method, url.pathname, body, url.searchParams);
           res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
         });
       });
@@ -457,25 +477,35 @@ describe.skipIf(!haveChromium)(
       expect(await testid(`event-task-id-${withdrawnEvent}`).count()).toBe(0);
     });
 
-    it('charts approvals, deliveries and the oldest pending age, and the lines move after an approval', async () => {
+    it("charts the runtime's last hour, the same after a reload, and the lines move after an approval", async () => {
       const violations: string[] = [];
       page.on('console', (m) => {
         if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
       });
+      // Readings the runtime took before the page opened: 2 approvals and 2 deliveries between
+      // 30 and 20 minutes ago, an oldest pending age of 400 s then.
+      fake.history = [
+        { agoMs: 30 * 60_000, approved: 5, delivered: 6, oldestPendingAgeSeconds: 0 },
+        { agoMs: 20 * 60_000, approved: 7, delivered: 8, oldestPendingAgeSeconds: 400 },
+      ];
       await open();
       const values = async (line: string) =>
         ((await testid(`chart-${line}`).getAttribute('data-values')) ?? '').split(',');
       const counted = async (line: string) => (await values(line)).filter((v) => v !== '').map(Number);
-      // Two readings make the first count (0 approvals since the page opened).
-      await expect.poll(async () => (await counted('approvals')).length).toBeGreaterThan(0);
-      expect(await values('approvals')).toHaveLength(60); // 10 minutes in 10 s buckets
-      expect(await counted('approvals')).toEqual((await counted('approvals')).map(() => 0));
-      expect(await testid('chart-approvals-total').textContent()).toBe('0');
+
+      expect(await values('approvals')).toHaveLength(60); // an hour in one-minute buckets
+      await expect.poll(() => testid('chart-approvals-total').textContent()).toBe('2');
+      expect(await testid('chart-deliveries-total').textContent()).toBe('2');
+      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([2]);
       expect(await counted('oldest-age')).toContain(400);
-      expect(await testid('chart-oldest-age-now').textContent()).toBe('6m 40s');
-      expect(await testid('chart-oldest-age-max').textContent()).toBe('max 10m 00s');
-      const before = await testid('chart-approvals').getAttribute('d');
-      expect(before).toMatch(/^M[\d.]+ 60/); // on the baseline: nothing approved yet
+      expect(await testid('chart-approvals-max').textContent()).toBe('max 2 per 60 s');
+      expect(await page.locator('#chart-title').textContent()).toBe('Last 60 minutes');
+      const drawn = await testid('chart-approvals').getAttribute('d');
+
+      await page.reload();
+      await expect.poll(() => testid('last-updated').textContent()).toMatch(/^updated /);
+      expect(await testid('chart-approvals-total').textContent()).toBe('2');
+      expect(await testid('chart-approvals').getAttribute('d')).toBe(drawn);
 
       // A task is approved and delivered; its event leaves the outbox's pending list.
       const status = fake.status as { tasks: Entry; outbox: Entry };
@@ -485,16 +515,10 @@ describe.skipIf(!haveChromium)(
         outbox: { ...status.outbox, delivered: 9, oldestPendingAgeSeconds: 0 },
       };
 
-      await expect.poll(() => testid('chart-approvals-total').textContent()).toBe('1');
-      expect(await testid('chart-deliveries-total').textContent()).toBe('1');
-      // The approval sits in the bucket of the reading that saw it (the last, or the one before
-      // once the clock passed a bucket's end).
-      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([1]);
-      expect((await counted('deliveries')).filter((v) => v !== 0)).toEqual([1]);
-      expect(await testid('chart-approvals-max').textContent()).toBe('max 1 per 10 s');
-      const after = await testid('chart-approvals').getAttribute('d');
-      expect(after).not.toBe(before);
-      expect(after).toMatch(/\d 0(h0)?( |$)/); // a point at the top of the scale (y 0)
+      await expect.poll(() => testid('chart-approvals-total').textContent()).toBe('3');
+      expect(await testid('chart-deliveries-total').textContent()).toBe('3');
+      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([2, 1]);
+      expect(await testid('chart-approvals').getAttribute('d')).not.toBe(drawn);
       expect(await testid('chart-oldest-age-now').textContent()).toBe('0s');
       expect(violations).toEqual([]);
     });
@@ -563,7 +587,7 @@ describe.skipIf(!haveChromium)(
       expect(await testid('notice').textContent()).toContain('1 redriven');
     });
 
-    it('a long dead list shows its first 50 rows, and Redrive all POSTs {all: true} once confirmed', async () => {
+    it('a long dead list is paged 10 rows at a time, and Redrive all POSTs {all: true} once confirmed', async () => {
       fake.outboxDead = Array.from({ length: 120 }, (_, i) => ({
         eventId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
         eventType: 'content.approved',
@@ -575,9 +599,16 @@ describe.skipIf(!haveChromium)(
         void d.accept();
       });
       await open();
-      expect(await testid('outbox-dead-row').count()).toBe(50);
-      expect(await testid('outbox-dead-list-more').textContent()).toBe(
-        '70 more not shown; npx pipeline outbox dead lists them all.',
+      expect(await testid('outbox-dead-row').count()).toBe(10);
+      expect(await testid('outbox-dead-list-page').textContent()).toBe('1-10 of 120');
+      expect(await testid('outbox-dead-list-prev').isDisabled()).toBe(true);
+      await testid('outbox-dead-list-next').click();
+      expect(await testid('outbox-dead-list-page').textContent()).toBe('11-20 of 120');
+      expect(await testid('outbox-dead-list').textContent()).toContain(
+        '00000000-0000-4000-8000-000000000010',
+      );
+      expect(await testid('outbox-dead-list').textContent()).not.toContain(
+        '00000000-0000-4000-8000-000000000009',
       );
 
       await testid('redrive-all-outbox').click();
@@ -608,6 +639,213 @@ describe.skipIf(!haveChromium)(
 
       await expect.poll(() => testid('error-banner').isVisible()).toBe(false);
       expect(await testid('outbox-pending').textContent()).toBe('0');
+    });
+
+    it('says "unknown" in the header and on every pill while the status cannot be read, never OK', async () => {
+      const status = fake.status as { alarms: Record<string, string> };
+      fake.status = {
+        ...status,
+        alarms: Object.fromEntries(Object.keys(status.alarms).map((n) => [n, 'OK'])),
+      };
+      await open();
+      expect(await testid('alarm-summary').textContent()).toBe('all OK');
+
+      fake.failStatus = true; // the server cannot read its figures
+
+      await expect
+        .poll(() => testid('alarm-summary').textContent())
+        .toBe('unknown: the status could not be read');
+      const pills = await page.locator('[data-testid^="alarm-"]:not([data-testid="alarm-summary"])').all();
+      expect(pills).toHaveLength(Object.keys(status.alarms).length);
+      for (const pill of pills) {
+        expect(await pill.getAttribute('data-state')).toBe('UNKNOWN');
+        expect(await pill.textContent()).toMatch(/: unknown$/);
+      }
+      // Grey, neither the green of OK nor the red of ALARM.
+      for (const id of ['alarm-summary', 'alarm-relayErrors']) {
+        const rgb = await background(id);
+        expect(Math.max(...rgb) - Math.min(...rgb), id).toBeLessThan(30);
+      }
+      expect(await testid('error-banner').isVisible()).toBe(true);
+
+      fake.failStatus = false;
+      await expect.poll(() => testid('alarm-summary').textContent()).toBe('all OK');
+      expect(await testid('alarm-relayErrors').getAttribute('data-state')).toBe('OK');
+    });
+
+    it('says "unknown" when the status has never been read, not "all OK"', async () => {
+      fake.failStatus = true;
+      await page.goto(`${origin}/`);
+
+      await expect.poll(() => testid('error-banner').isVisible()).toBe(true);
+      expect(await testid('alarm-summary').textContent()).toBe('unknown: the status could not be read');
+      expect(await testid('alarm-summary').getAttribute('class')).toBe('unknown');
+    });
+
+    it('brings the trace into view: a #task= link on load, a hash changed in the open tab, a click on a title', async () => {
+      const other = '5a6b7c8d-9e0f-4a1b-8c2d-3e4f5a6b7c8d';
+      fake.tasks[other] = { ...(fake.tasks[taskId] as Entry), taskId: other, title: 'Winter teaser' };
+      fake.traces[other] = { taskId: other, events: [] };
+      const inView = async () => {
+        const box = await page.locator('#trace-section').boundingBox();
+        const viewport = page.viewportSize();
+        if (!box || !viewport) throw new Error('no trace section or viewport');
+        // Its heading and first rows are on screen, not below the fold.
+        return box.y >= 0 && box.y < viewport.height - 150;
+      };
+
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      await expect.poll(inView).toBe(true);
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY),
+      ).toBeGreaterThan(0);
+
+      await page.evaluate(() =>
+        (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0),
+      );
+      expect(await inView()).toBe(false);
+      await page.evaluate((id) => {
+        (globalThis as unknown as { location: { hash: string } }).location.hash = `#task=${id}`;
+      }, other);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Winter teaser');
+      await expect.poll(inView).toBe(true);
+
+      await page.evaluate(() =>
+        (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 0),
+      );
+      await testid(`event-task-${approvedEvent}`).click();
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      await expect.poll(inView).toBe(true);
+      expect(new URL(page.url()).hash).toBe(`#task=${taskId}`);
+    });
+
+    it('pages the latest events 10 at a time, and keeps the page across refreshes', async () => {
+      const base = fake.events[1] as Entry;
+      fake.events = Array.from({ length: 20 }, (_, i) => ({
+        ...base,
+        eventId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        title: `event ${i}`,
+      }));
+      await open();
+      expect(await testid('event-row').count()).toBe(10);
+      expect(await testid('events-page').textContent()).toBe('1-10 of 20');
+
+      await testid('events-next').click();
+      const reads = requests.filter((r) => r.path === '/ops/events').length;
+      await expect.poll(() => requests.filter((r) => r.path === '/ops/events').length).toBeGreaterThan(reads);
+
+      await expect.poll(() => testid('events-page').textContent()).toBe('11-20 of 20');
+      expect(await testid('event-row').count()).toBe(10);
+      expect(await testid('events-table').textContent()).toContain('event 19');
+      expect(await testid('events-table').textContent()).not.toContain('event 9');
+      expect(await testid('events-next').isDisabled()).toBe(true);
+    });
+
+    it('lists the tasks pending review from GET /tasks, pages them by cursor, and a title shows its trace', async () => {
+      fake.pending = Array.from({ length: 12 }, (_, i) => ({
+        taskId: i === 11 ? taskId : `00000000-0000-4000-9000-${String(i).padStart(12, '0')}`,
+        title: i === 11 ? 'Spring campaign copy' : `pending ${i}`,
+        assignee: 'ana',
+        status: 'pending_review',
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+      }));
+      await open();
+      await expect.poll(() => testid('pending-row').count()).toBe(10);
+      expect(requests.some((r) => r.path === '/tasks')).toBe(true);
+
+      await testid('pending-next').click();
+
+      await expect.poll(() => testid('pending-row').count()).toBe(2);
+      expect(await testid('pending-page').textContent()).toBe('11-12');
+      await testid(`pending-task-${taskId}`).click();
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      await testid('pending-prev').click();
+      await expect.poll(() => testid('pending-row').count()).toBe(10);
+    });
+
+    it('at 390 px every table shows every column on screen, nothing scrolls sideways, and long lists are paged', async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      fake.pending = [
+        {
+          taskId,
+          title: 'Spring campaign copy',
+          assignee: 'alice',
+          status: 'pending_review',
+          version: 1,
+          createdAt: now,
+          updatedAt: now,
+        },
+      ];
+      const base = fake.events[1] as Entry;
+      fake.events = Array.from({ length: 20 }, (_, i) => ({
+        ...base,
+        eventId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        lastError: i === 0 ? 'x'.repeat(300) : null,
+      }));
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+
+      // Every cell of every table, as the page lays it out: its box, and the column it names.
+      const cells = await page.evaluate(() => {
+        const g = globalThis as unknown as {
+          document: {
+            documentElement: { scrollWidth: number };
+            querySelectorAll(s: string): ArrayLike<{
+              getBoundingClientRect(): { left: number; right: number; width: number; height: number };
+              getAttribute(n: string): string | null;
+              closest(s: string): { getAttribute(n: string): string | null } | null;
+            }>;
+          };
+        };
+        return {
+          scrollWidth: g.document.documentElement.scrollWidth,
+          cells: Array.from(g.document.querySelectorAll('td')).map((td) => {
+            const r = td.getBoundingClientRect();
+            return {
+              table: td.closest('table')?.getAttribute('data-testid') ?? '',
+              label: td.getAttribute('data-label'),
+              left: r.left,
+              right: r.right,
+              width: r.width,
+              height: r.height,
+            };
+          }),
+        };
+      });
+      expect(cells.scrollWidth).toBeLessThanOrEqual(390);
+      const tables = new Set(cells.cells.map((c) => c.table));
+      for (const t of ['inbox-table', 'events-table', 'pending-table', 'trace-events', 'outbox-dead-list']) {
+        expect(tables, t).toContain(t);
+      }
+      const offScreen = cells.cells.filter(
+        (c) => c.left < 0 || c.right > 390.5 || c.width <= 0 || c.height <= 0,
+      );
+      expect(offScreen).toEqual([]);
+      // The columns the issue found cut off: each inbox row's "dead" and the trace's consumer states.
+      expect(cells.cells.filter((c) => c.table === 'inbox-table' && c.label === 'dead')).toHaveLength(3);
+      expect(
+        cells.cells.filter(
+          (c) => c.table === 'trace-events' && ['index', 'notify', 'archive'].includes(c.label ?? ''),
+        ),
+      ).toHaveLength(6);
+      // The column's name is shown beside each value.
+      const deadLabel = await page.evaluate(() => {
+        const g = globalThis as unknown as {
+          document: { querySelector(s: string): unknown };
+          getComputedStyle(e: unknown, pseudo: string): { content: string };
+        };
+        return g.getComputedStyle(g.document.querySelector('[data-testid="inbox-notify-dead"]'), '::before')
+          .content;
+      });
+      expect(deadLabel).toBe('"dead"');
+      // Five events a page on a phone: the list is a screen or two, not thousands of pixels.
+      expect(await testid('event-row').count()).toBe(5);
+      expect(await testid('events-page').textContent()).toBe('1-5 of 20');
+      const events = await testid('events-table').boundingBox();
+      expect(events?.height).toBeLessThan(1500);
     });
 
     it('renders data as text: markup in a title, an event type or an error never runs or renders', async () => {
@@ -663,7 +901,7 @@ describe.skipIf(!haveChromium)(
 
     beforeAll(async () => {
       dir = tempDataDir('pipeline-dashboard-');
-      runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000 });
+      runtime = await startRuntime({ dataDir: dir, port: 0, sweepMs: 2_000, historyPeriodMs: 1_000 });
       ownBrowser = await launchChromium();
       const created = await post('/tasks', { title, assignee: 'alice' });
       approved = await post(`/tasks/${created.taskId}/approve`, {});
@@ -710,8 +948,7 @@ describe.skipIf(!haveChromium)(
       await live.close();
     });
 
-    it('charts an approval made while the page is open, and its delivery', async () => {
-      // The events before this one are delivered before the page opens, so they are not counted.
+    it('charts the approvals the runtime saw before the page opened, one made while it is open, and the same after a reload', async () => {
       await expect
         .poll(async () => (await pipelineClient(runtime.url).status()).outbox.pending, {
           timeout: deliveryBoundMs,
@@ -727,19 +964,36 @@ describe.skipIf(!haveChromium)(
           .filter((v) => v !== '')
           .map(Number);
       await live.goto(`${runtime.url}/`);
-      await expect.poll(async () => (await counted('approvals')).length).toBeGreaterThan(0);
-      expect(await id('chart-approvals-total').textContent()).toBe('0');
-
-      const created = await post('/tasks', { title: 'Chart this approval', assignee: 'alice' });
-      const second = await post(`/tasks/${created.taskId}/approve`, {});
-
+      // The approval of beforeAll, made before this page existed, from the runtime's history.
       await expect.poll(() => id('chart-approvals-total').textContent()).toBe('1');
       await expect
         .poll(() => id('chart-deliveries-total').textContent(), { timeout: deliveryBoundMs })
         .toBe('1');
-      expect((await counted('approvals')).filter((v) => v !== 0)).toEqual([1]);
-      expect((await counted('deliveries')).filter((v) => v !== 0)).toEqual([1]);
+
+      const created = await post('/tasks', { title: 'Chart this approval', assignee: 'alice' });
+      const second = await post(`/tasks/${created.taskId}/approve`, {});
+
+      await expect.poll(() => id('chart-approvals-total').textContent()).toBe('2');
+      await expect
+        .poll(() => id('chart-deliveries-total').textContent(), { timeout: deliveryBoundMs })
+        .toBe('2');
       await expect.poll(() => id(`event-task-${second.eventId}`).textContent()).toBe('Chart this approval');
+      // Once the runtime has a reading of it, a reload draws the same counts.
+      await expect
+        .poll(async () => {
+          const res = await pipelineClient(runtime.url).call<{
+            samples: { approved: number; delivered: number }[];
+          }>('GET', '/ops/history');
+          const last = res.body.samples[res.body.samples.length - 1];
+          return last ? [last.approved, last.delivered] : [];
+        })
+        .toEqual([2, 2]);
+      const before = [await counted('approvals'), await counted('deliveries')];
+      await live.reload();
+      await expect.poll(() => id('last-updated').textContent()).toMatch(/^updated /);
+      expect(await id('chart-approvals-total').textContent()).toBe('2');
+      expect(await id('chart-deliveries-total').textContent()).toBe('2');
+      expect([await counted('approvals'), await counted('deliveries')]).toEqual(before);
       expect(errors).toEqual([]);
       await live.close();
     });

@@ -217,6 +217,31 @@ describe('tasks API', () => {
     ).toEqual(parts);
   });
 
+  it('routes GET /tasks with its optional query parameters and POST /tasks/{taskId}/reject with a reason required', () => {
+    const methods = resourcesOfType(s, 'AWS::ApiGateway::Method').map(([, m]) => m.Properties ?? {});
+    const resources = Object.fromEntries(resourcesOfType(s, 'AWS::ApiGateway::Resource'));
+    const pathPart = (ref: unknown) =>
+      resources[(ref as { Ref?: string } | undefined)?.Ref ?? '']?.Properties?.PathPart;
+    const list = methods.find((m) => m.HttpMethod === 'GET' && pathPart(m.ResourceId) === 'tasks');
+    expect(list?.RequestParameters).toEqual({
+      'method.request.querystring.status': false,
+      'method.request.querystring.limit': false,
+      'method.request.querystring.cursor': false,
+    });
+    const reject = methods.find((m) => m.HttpMethod === 'POST' && pathPart(m.ResourceId) === 'reject');
+    expect(reject?.RequestParameters).toEqual({ 'method.request.path.taskId': true });
+    const modelRef = (reject?.RequestModels as Record<string, { Ref: string }> | undefined)?.[
+      'application/json'
+    ];
+    const model = resourcesOfType(s, 'AWS::ApiGateway::Model').find(([id]) => id === modelRef?.Ref)?.[1];
+    expect(model?.Properties?.Schema).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['reason'],
+      properties: { reason: { type: 'string' } },
+    });
+  });
+
   it('sends the ops routes to the ops function and the tasks routes to the tasks function', () => {
     const target = (method: Record<string, unknown>) => JSON.stringify(method.Integration);
     const byFunction = (fn: IConstruct) =>

@@ -105,6 +105,26 @@ describe('who may do what', () => {
     },
   );
 
+  it('lets a reviewer list and reject tasks, and an operator do neither', () => {
+    const list = { method: 'GET', resource: '/tasks' };
+    const reject = { method: 'POST', resource: '/tasks/{taskId}/reject' };
+    for (const [stage, s] of stages()) {
+      const reviewer = managedPolicyStatements(s, policyId(s, 'Reviewer'));
+      const operator = managedPolicyStatements(s, policyId(s, 'Operator'));
+      for (const route of [list, reject]) {
+        const arn = invokeArn(s, route);
+        expect(
+          allows(reviewer, 'execute-api:Invoke', arn),
+          `${stage} ${route.method} ${route.resource}`,
+        ).toBe(true);
+        expect(
+          allows(operator, 'execute-api:Invoke', arn),
+          `${stage} ${route.method} ${route.resource}`,
+        ).toBe(false);
+      }
+    }
+  });
+
   it('outputs both policies’ ARNs, for attaching them to people and roles', () => {
     for (const [, s] of stages()) {
       const outputs = s.json.Outputs as Record<string, { Value: unknown }>;
@@ -113,12 +133,12 @@ describe('who may do what', () => {
     }
   });
 
-  it('takes no reviewer or withdrawer from the request body: the caller is the one recorded', () => {
+  it('takes no reviewer, rejecter or withdrawer from the request body: the caller is the one recorded', () => {
     for (const [, s] of stages()) {
       const models = resourcesOfType(s, 'AWS::ApiGateway::Model').map(([, m]) =>
         JSON.stringify(m.Properties?.Schema),
       );
-      expect(models.join('\n')).not.toMatch(/approvedBy|withdrawnBy/);
+      expect(models.join('\n')).not.toMatch(/approvedBy|withdrawnBy|rejectedBy/);
     }
   });
 

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseSettings } from '../../infra/aws/settings';
+import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the prod stage (-c stage=prod)', () => {
@@ -61,7 +62,8 @@ describe('the prod stage (-c stage=prod)', () => {
     const limits = ((stage?.Properties?.MethodSettings ?? []) as Record<string, unknown>[])
       .filter((m) => String(m.ResourcePath).startsWith('/~1tasks'))
       .map((m) => [m.ThrottlingRateLimit, m.ThrottlingBurstLimit]);
-    expect(limits).toHaveLength(4);
+    // Every tasks route (create, list, read, approve, reject, withdraw), each its own limit.
+    expect(limits).toHaveLength(tasksApiRoutes.length);
     expect(new Set(limits.map((l) => l.join('/')))).toEqual(new Set(['2500/5000']));
   });
 });

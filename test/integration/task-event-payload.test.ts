@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { contentApprovedData, contentWithdrawnData } from '../../shared/events/schemas';
-import { approveTask, createTask, withdrawTask } from '../../shared/tasks/commands';
+import { contentApprovedData, contentRejectedData, contentWithdrawnData } from '../../shared/events/schemas';
+import { approveTask, createTask, rejectTask, withdrawTask } from '../../shared/tasks/commands';
 import { taskTitle } from '../../shared/tasks/tasks-api';
 import { createTestDatabase } from '../support/database';
 import { nastyString } from '../support/hostile-input';
@@ -115,6 +115,39 @@ describe.each(sqlAdapters)(
               reason,
               withdrawnAt: at.toISOString(),
             });
+          },
+        ),
+        { numRuns },
+      );
+    });
+
+    it('content.rejected parses with its schema and states the rejected task and why', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          accepted(500),
+          maybe(accepted(200)),
+          accepted(200),
+          accepted(1000),
+          instant,
+          async (title, assignee, rejectedBy, reason, at) => {
+            const created = await createTask({ title, assignee }, { db });
+
+            const { task, eventId } = await rejectTask(
+              { taskId: created.taskId, rejectedBy, reason },
+              { db, clock: () => at },
+            );
+
+            const payload = contentRejectedData.parse(await payloadOf(eventId));
+            expect(payload).toEqual({
+              taskId: task.taskId,
+              version: 2,
+              title,
+              assignee,
+              reviewer: rejectedBy,
+              reason,
+              rejectedAt: at.toISOString(),
+            });
+            expect(task).toMatchObject({ status: 'rejected', reviewer: rejectedBy, rejectReason: reason });
           },
         ),
         { numRuns },

@@ -56,6 +56,8 @@ describe('tasks API creates, reads, approves and withdraws tasks on PostgreSQL',
       withdrawnAt: null,
       withdrawnBy: null,
       withdrawReason: null,
+      rejectedAt: null,
+      rejectReason: null,
     });
   });
 
@@ -178,6 +180,7 @@ describe('tasks API creates, reads, approves and withdraws tasks on PostgreSQL',
     ['GET', '', undefined],
     ['POST', '/approve', {}],
     ['POST', '/withdraw', {}],
+    ['POST', '/reject', { reason: 'off brief' }],
   ])('%s /tasks/{unknown id}%s answers 404 and writes nothing', async (method, suffix, body) => {
     const before = await outboxRows(h.truth);
     const unknown = crypto.randomUUID();

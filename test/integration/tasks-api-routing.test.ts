@@ -68,7 +68,8 @@ describe('tasks API routes on resource + method, which API Gateway and the local
   });
 
   it.each([
-    ['GET', '/tasks', 'POST'],
+    ['DELETE', '/tasks', 'POST, GET'],
+    ['GET', '/tasks/2b1f3c7e-8d4a-4f6b-9c0d-1e2f3a4b5c6d/reject', 'POST'],
     ['DELETE', '/tasks/2b1f3c7e-8d4a-4f6b-9c0d-1e2f3a4b5c6d', 'GET'],
     ['GET', '/tasks/2b1f3c7e-8d4a-4f6b-9c0d-1e2f3a4b5c6d/approve', 'POST'],
     ['PUT', '/tasks/2b1f3c7e-8d4a-4f6b-9c0d-1e2f3a4b5c6d/withdraw', 'POST'],

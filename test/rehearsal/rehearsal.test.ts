@@ -11,7 +11,7 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     report = await runRehearsal();
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(14);
+    expect(report.steps.map((s) => s.step)).toHaveLength(15);
     // A first deploy in CloudFormation's order raises no alarm; retries need no person.
     expect(report.steps[0]?.step).toMatch(/^first deploy in CloudFormation's order/);
     expect(report.steps.map((s) => s.step)).toEqual(
@@ -19,6 +19,7 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
         expect.stringMatching(/transient outage longer than Lambda's attempts/),
         expect.stringMatching(/permanent failure ends DEAD after maxPermanentAttempts/),
         expect.stringMatching(/past its consumer's maximum age/),
+        expect.stringMatching(/found by GET \/tasks and rejected; notify alone/),
       ]),
     );
     // The relay wakes itself with SendMessage on its queue, never by switching a rule.

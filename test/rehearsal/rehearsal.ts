@@ -624,6 +624,49 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     return `${consumers.join(', ')} PROCESSED; 1 notification`;
   });
 
+  await step(
+    'tasks API: a pending task is found by GET /tasks and rejected; notify alone tells its assignee why',
+    async () => {
+      const created = (await run(
+        'tasks-api',
+        apiEvent('POST', '/tasks', '/tasks', { title: 'Rehearsal: rejected', assignee: 'ana' }),
+      )) as ApiAnswer;
+      check(created.statusCode === 201, `create answered ${created.statusCode} ${created.body}`);
+      const pendingId = String(bodyOf(created).taskId);
+      const listed = (await run(
+        'tasks-api',
+        apiEvent('GET', '/tasks?status=pending&limit=5', '/tasks'),
+      )) as ApiAnswer;
+      check(listed.statusCode === 200, `list answered ${listed.statusCode} ${listed.body}`);
+      const ids = (bodyOf(listed).tasks as { taskId: string }[]).map((t) => t.taskId);
+      check(ids.includes(pendingId), `the pending task is not listed: ${ids.join(', ')}`);
+      const rejected = (await run(
+        'tasks-api',
+        apiEvent('POST', `/tasks/${pendingId}/reject`, '/tasks/{taskId}/reject', { reason: 'off brand' }),
+      )) as ApiAnswer;
+      check(rejected.statusCode === 200, `reject answered ${rejected.statusCode} ${rejected.body}`);
+      const rejection = String(bodyOf(rejected).eventId);
+      await waitFor(
+        async () => (await inbox.get({ consumer: 'notify', eventId: rejection }))?.status ?? 'none',
+        (state) => state === 'PROCESSED',
+        { ...rehearsalWait, what: 'notify inbox state of the rejection' },
+      );
+      const sent = standins.sns.published.filter((m) => m.message.includes(rejection));
+      check(
+        sent.length === 1 && sent[0]?.subject === 'Rejected: Rehearsal: rejected',
+        `${sent.length} notifications`,
+      );
+      const others = await Promise.all(
+        consumers.filter((c) => c !== 'notify').map((c) => inbox.get({ consumer: c, eventId: rejection })),
+      );
+      check(
+        others.every((r) => r === undefined),
+        'a consumer the rejection is not routed to received it',
+      );
+      return `listed ${ids.length} pending, rejected ${pendingId}; notify PROCESSED, 1 notification`;
+    },
+  );
+
   await step('ops API: status, events and the task’s trace', async () => {
     const status = (await run('ops-api', apiEvent('GET', '/ops/status', '/ops/status'))) as ApiAnswer;
     check(status.statusCode === 200, `status answered ${status.statusCode} ${status.body}`);

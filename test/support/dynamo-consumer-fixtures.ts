@@ -79,6 +79,29 @@ export function withdrawnRow(
   };
 }
 
+/** A content.rejected outbox row. */
+export function rejectedRow(
+  options: { taskId?: string; eventId?: string; reason?: string; assignee?: string | null } = {},
+): OutboundEvent {
+  const taskId = options.taskId ?? randomUUID();
+  return {
+    eventId: options.eventId ?? randomUUID(),
+    eventType: eventTypes.rejected,
+    aggregateId: taskId,
+    aggregateVersion: 2,
+    payload: {
+      taskId,
+      version: 2,
+      title: 'Spring launch copy',
+      assignee: options.assignee === undefined ? 'ana' : options.assignee,
+      reviewer: 'rita',
+      reason: options.reason ?? 'off brand',
+      rejectedAt: '2026-11-30T02:00:00.000Z',
+    },
+    createdAt: new Date('2026-11-30T02:00:00.000Z'),
+  };
+}
+
 /** The inbox's view of one delivery of `row` to `consumer`. */
 export function inboxEvent(consumer: string, row: OutboundEvent = approvedRow()): InboxEvent {
   const event = busEvent(row);

@@ -24,10 +24,20 @@ interface ChartHelpers {
   niceAgeCeiling(seconds: number): number;
   linePath(values: Series, max: number, width: number, height: number): string;
   total(values: Series): number;
+  historySamples(history: unknown): Sample[];
 }
 const appJs = '../../infra/local/dashboard/app.js';
-const { addSample, chartSeries, linePath, niceAgeCeiling, niceCeiling, sampleOf, total, ...constants } =
-  (await import(appJs)) as ChartHelpers;
+const {
+  addSample,
+  chartSeries,
+  historySamples,
+  linePath,
+  niceAgeCeiling,
+  niceCeiling,
+  sampleOf,
+  total,
+  ...constants
+} = (await import(appJs)) as ChartHelpers;
 
 // A window of 60 s in 6 buckets of 10 s, ending in the bucket [1000 s, 1010 s).
 const windowMs = 60_000;
@@ -41,9 +51,24 @@ const sample = (at: number, approved: number, delivered: number, age = 0): Sampl
 });
 
 describe('the dashboard chart helpers', () => {
-  it('draw the last 10 minutes in 10 s buckets', () => {
-    expect(constants.chartWindowMs).toBe(600_000);
+  it('draw the last hour (what the runtime keeps) in one-minute buckets', () => {
+    expect(constants.chartWindowMs).toBe(3_600_000);
     expect(constants.chartBuckets).toBe(60);
+  });
+
+  it("read the runtime's history defensively, oldest first, dropping readings without a time", () => {
+    expect(
+      historySamples({
+        samples: [
+          { at: 3_000, approved: 2, delivered: 1, oldestPendingAgeSeconds: 5 },
+          { at: 1_000, approved: 1, delivered: 'x' },
+          { approved: 9 },
+          null,
+        ],
+      }),
+    ).toEqual([sample(1_000, 1, 0, 0), sample(3_000, 2, 1, 5)]);
+    expect(historySamples({ samples: 'none' })).toEqual([]);
+    expect(historySamples(null)).toEqual([]);
   });
 
   it('read a sample from a status answer, a missing or non-numeric figure counting 0', () => {

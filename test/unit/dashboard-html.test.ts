@@ -65,7 +65,11 @@ describe('the dashboard page', () => {
 
     expect(JSON.parse(config ?? 'null')).toEqual({
       consumers: ['index', 'notify', 'archive'],
-      routes: { 'content.approved': ['index', 'notify', 'archive'], 'content.withdrawn': ['index'] },
+      routes: {
+        'content.approved': ['index', 'notify', 'archive'],
+        'content.withdrawn': ['index'],
+        'content.rejected': ['notify'],
+      },
       refreshMs: 2000,
       uuidPattern: { source: uuidPattern.source, flags: 'i' },
     });

@@ -3,14 +3,14 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type Notification, notificationFor, SnsNotifier } from '../../shared/effects/notify';
 import { pipelineCloudEvent } from '../../shared/events/schemas';
-import { approvedRow, busEvent, withdrawnRow } from '../support/dynamo-consumer-fixtures';
+import { approvedRow, busEvent, rejectedRow, withdrawnRow } from '../support/dynamo-consumer-fixtures';
 
 const sns = mockClient(SNSClient);
 const topic = 'arn:aws:sns:us-east-1:123456789012:content-approvals';
 
 function notification(overrides: Partial<Notification> = {}): Notification {
   const event = pipelineCloudEvent.parse(busEvent(approvedRow({ assignee: 'ana' })).detail);
-  return { ...notificationFor(event), ...overrides };
+  return { ...notificationFor(event), ...overrides } as Notification;
 }
 
 describe('SNS notifier', () => {
@@ -71,6 +71,32 @@ describe('SNS notifier', () => {
     sns.on(PublishCommand).rejects(throttled);
     const err = await new SnsNotifier(client(), topic).send(notification()).catch((e: unknown) => e);
     expect((err as Error).cause).toBe(throttled);
+  });
+
+  it('tells the assignee of a rejection, with who rejected it and why, under a "Rejected:" subject', async () => {
+    sns.on(PublishCommand).resolves({ MessageId: 'm-2' });
+    const row = rejectedRow({ reason: 'Off brand: see the style guide' });
+    const n = notificationFor(pipelineCloudEvent.parse(busEvent(row).detail));
+
+    expect(await new SnsNotifier(client(), topic).send(n)).toBe('sent');
+
+    expect(n).toMatchObject({
+      eventId: row.eventId,
+      eventType: 'content.rejected',
+      assignee: 'ana',
+      reviewer: 'rita',
+      reason: 'Off brand: see the style guide',
+      rejectedAt: '2026-11-30T02:00:00.000Z',
+    });
+    expect(n.message).toBe(
+      '"Spring launch copy" was rejected by rita: Off brand: see the style guide; assigned to ana',
+    );
+    const input = sns.commandCalls(PublishCommand)[0]?.args[0].input;
+    expect(input?.Subject).toBe('Rejected: Spring launch copy');
+    expect(input?.MessageAttributes?.eventType).toEqual({
+      DataType: 'String',
+      StringValue: 'content.rejected',
+    });
   });
 
   it('has no notification for a withdrawal (not routed to notify)', () => {

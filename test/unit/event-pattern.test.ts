@@ -455,6 +455,8 @@ describe('topology rules', () => {
     };
     expect(await targetsOf(topology.eventTypes.approved)).toEqual(['archive', 'index', 'notify']);
     expect(await targetsOf(topology.eventTypes.withdrawn)).toEqual(['index']);
+    // Only a pending task is rejected: never indexed nor archived, so only its assignee is told.
+    expect(await targetsOf(topology.eventTypes.rejected)).toEqual(['notify']);
   });
 
   it('matches no rule for an event from another source', async () => {

@@ -140,13 +140,14 @@ export interface CapacityInputs {
  */
 export const capacityAssumptions = {
   /**
-   * Data API calls per request, by route: ONE for approve and withdraw. Issue 16 item 2 makes
+   * Data API calls per request, by route: ONE for approve, reject and withdraw. Issue 16 item 2 makes
    * the task change and its outbox row one statement (a data-modifying CTE is atomic); the code
    * before it made four calls (BeginTransaction, UPDATE, INSERT, CommitTransaction). The
    * database's cost of the statements is measured separately (`MeasuredCosts`).
    */
   dataApiCallsPerRequest: {
     'POST /tasks/{taskId}/approve': 1,
+    'POST /tasks/{taskId}/reject': 1,
     'POST /tasks/{taskId}/withdraw': 1,
   } as Readonly<Record<string, number>>,
   /** The route the approval rate arrives on. */

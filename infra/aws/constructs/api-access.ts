@@ -12,7 +12,7 @@ export interface ApiRoute {
 
 export interface ApiAccessProps {
   readonly api: RestApi;
-  /** What a reviewer may call: the tasks API's routes (create, read, approve, withdraw). */
+  /** What a reviewer may call: the tasks API's routes (create, list, read, approve, reject, withdraw). */
   readonly reviewerRoutes: readonly ApiRoute[];
   /** What an operator may call: the ops API's routes (status, traces, dead lists, redrives). */
   readonly operatorRoutes: readonly ApiRoute[];
@@ -69,7 +69,7 @@ export class ApiAccess extends Construct {
     };
     this.reviewer = policy(
       'Reviewer',
-      'Content pipeline: create, read, approve and withdraw tasks (the tasks routes only)',
+      'Content pipeline: create, list, read, approve, reject and withdraw tasks (the tasks routes only)',
       props.reviewerRoutes,
     );
     this.operator = policy(

@@ -19,7 +19,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { tasksApiRoutes } from '../../../shared/tasks/tasks-api';
+import { taskListQueryParameters, tasksApiRoutes } from '../../../shared/tasks/tasks-api';
 import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
 
@@ -31,7 +31,7 @@ export interface TasksApiProps {
   /** The relay the API nudges after each commit (`RELAY_FUNCTION_NAME`). */
   readonly relayFunction: IFunction;
   /**
-   * Requests per second each tasks route takes (create, read, approve, withdraw: each its own
+   * Requests per second each tasks route takes (create, list, read, approve, reject, withdraw: each its own
    * limit), with a burst of twice that. The stage's settings (`apiRatePerSecond`). @default 100
    */
   readonly tasksRatePerSecond?: number;
@@ -49,7 +49,7 @@ export interface TasksApiProps {
  * the function's own zod schemas (types, required fields, no unknown fields): anything that
  * passes here still gets the function's field-by-field 400.
  */
-const bodySchemas: Readonly<Record<'create' | 'approve' | 'withdraw', JsonSchema>> = {
+const bodySchemas: Readonly<Record<'create' | 'approve' | 'reject' | 'withdraw', JsonSchema>> = {
   create: {
     required: ['title'],
     properties: {
@@ -58,8 +58,12 @@ const bodySchemas: Readonly<Record<'create' | 'approve' | 'withdraw', JsonSchema
       assignee: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
     },
   },
-  // Who approves or withdraws is the IAM caller (`requestContext.identity.userArn`), not a field.
+  // Who approves, rejects or withdraws is the IAM caller (`requestContext.identity.userArn`), not a field.
   approve: { properties: {} },
+  reject: {
+    required: ['reason'],
+    properties: { reason: { type: JsonSchemaType.STRING } },
+  },
   withdraw: {
     properties: {
       reason: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
@@ -75,6 +79,7 @@ const stageName = apiStageName;
 const bodyModelOf: Readonly<Record<string, keyof typeof bodySchemas>> = {
   'POST /tasks': 'create',
   'POST /tasks/{taskId}/approve': 'approve',
+  'POST /tasks/{taskId}/reject': 'reject',
   'POST /tasks/{taskId}/withdraw': 'withdraw',
 };
 
@@ -109,7 +114,7 @@ export class TasksApi extends Construct {
     this.function = new PipelineFunction(this, 'Function', {
       entry: 'functions/tasks-api/handler.ts',
       serviceName: 'tasks-api',
-      description: 'Tasks API: create, read, approve and withdraw content tasks',
+      description: 'Tasks API: create, list, read, approve, reject and withdraw content tasks',
       environment: { ...props.database.environment, RELAY_FUNCTION_NAME: props.relayFunction.functionName },
       memorySize: 512,
       // A resuming Aurora takes tens of seconds; API Gateway gives up at 29 s anyway.
@@ -200,6 +205,7 @@ export class TasksApi extends Construct {
         Object.entries(bodyModelOf).map(([route, name]) => [route, bodySchemas[name]]),
       ),
       ratePerSecond: props.tasksRatePerSecond ?? 100,
+      queryParameters: { 'GET /tasks': taskListQueryParameters },
     });
 
     Validations.of(this.api).acknowledge(

@@ -21,8 +21,11 @@
  * @typedef {{ approvals: (number | null)[], deliveries: (number | null)[], oldestAge: (number | null)[] }} ChartSeries
  */
 
-/** The chart's window: the last 10 minutes, in 60 buckets of 10 s. */
-export const chartWindowMs = 10 * 60_000;
+/**
+ * The chart's window: the last hour, in 60 buckets of a minute. The runtime keeps that hour of
+ * readings (`GET /ops/history`), so a page opened or reloaded now draws the same chart.
+ */
+export const chartWindowMs = 60 * 60_000;
 export const chartBuckets = 60;
 
 /**
@@ -166,6 +169,39 @@ export function total(values) {
 }
 
 /**
+ * The readings of a `GET /ops/history` answer, oldest first, read defensively: an entry without
+ * a numeric time is dropped, a missing figure counts 0.
+ * @param {unknown} history
+ * @returns {Sample[]}
+ */
+export function historySamples(history) {
+  const list = obj(history).samples;
+  if (!Array.isArray(list)) return [];
+  return list
+    .map((raw) => {
+      const r = obj(raw);
+      return {
+        at: num(r.at),
+        approved: num(r.approved),
+        delivered: num(r.delivered),
+        oldestPendingAgeSeconds: num(r.oldestPendingAgeSeconds),
+      };
+    })
+    .filter((sample) => sample.at > 0)
+    .sort((a, b) => a.at - b.at);
+}
+
+/**
+ * The header's verdict when `GET /ops/status` could not be read: no figure is known, so nothing
+ * is OK and nothing is known to be in alarm.
+ * @param {string} why
+ * @returns {{ text: string, ok: boolean, unknown: true }}
+ */
+export function unknownSummary(why) {
+  return { text: `unknown: ${why}`, ok: false, unknown: true };
+}
+
+/**
  * The header's one-line verdict on a status answer: the components down first (their figures
  * and alarms cannot be read meanwhile), then the alarms not OK. Never "all OK" while a component
  * is down or an alarm has no data.
@@ -204,6 +240,11 @@ function age(seconds) {
 /** @typedef {Node | string | number | null | undefined | Child[]} Child */
 /** @typedef {Record<string, string | number | null | undefined>} Attrs */
 /** @typedef {{ label: string, num?: boolean }} Column */
+
+/** Rows a paged list shows at a time: fewer on a phone, where each row stacks its cells. */
+const pageSizeWide = 10;
+const pageSizeNarrow = 5;
+const narrowQuery = '(max-width: 700px)';
 
 /** An ops API answer other than 2xx; loadTrace clears the trace on a 404 only. */
 class RequestError extends Error {
@@ -314,8 +355,17 @@ function table(headers, rows, emptyText, testid) {
       typeof c === 'string' ? h('th', {}, c) : h('th', { class: c.num ? 'num' : null }, c.label),
     ),
   );
+  // Each cell names its column, which a narrow screen shows beside it (style.css stacks the rows).
+  const labels = headers.map((c) => (typeof c === 'string' ? c : c.label));
+  for (const row of rows) {
+    Array.from(row.cells).forEach((cell, i) => {
+      cell.setAttribute('data-label', labels[i] ?? '');
+    });
+  }
   const body =
-    rows.length > 0 ? rows : [h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, emptyText))];
+    rows.length > 0
+      ? rows
+      : [h('tr', {}, h('td', { colspan: headers.length, class: 'muted empty' }, emptyText))];
   return h(
     'div',
     { class: 'table-wrap' },
@@ -385,8 +435,6 @@ function startDashboard(config) {
     ['failed', 'failed'],
     ['dead', 'dead'],
   ];
-  // A list shows its first rows only: hundreds of rows rebuilt every 2 s would make the page crawl.
-  const deadRowsShown = 50;
   const consumers = config.consumers.slice();
   /** @type {string | null} */
   let traceTaskId = null;
@@ -394,8 +442,83 @@ function startDashboard(config) {
   let timer;
   let running = false;
   let again = false;
+  /** The runtime's readings for the chart (`GET /ops/history`), oldest first. */
   /** @type {Sample[]} */
-  let samples = [];
+  let history = [];
+  /** Alarm and component names of the last status read: shown as unknown while none can be read. */
+  /** @type {string[]} */
+  let alarmNames = [];
+  /** @type {string[]} */
+  let componentNames = [];
+  /** A trace was asked for (a hash, a click, the form): bring it into view once it and the page above it are drawn. */
+  let scrollToTrace = false;
+  let traceShown = false;
+  /** The page each paged list shows, by its key: kept across the refreshes that redraw it. */
+  /** @type {Map<string, number>} */
+  const pages = new Map();
+  const narrow = window.matchMedia(narrowQuery);
+  const pageSize = () => (narrow.matches ? pageSizeNarrow : pageSizeWide);
+  /** Cursors of the pending tasks' pages (`GET /tasks` keyset pages): [0] is the first page's. */
+  /** @type {(string | null)[]} */
+  let pendingCursors = [null];
+  let pendingPage = 0;
+
+  /**
+   * A pager: previous and next buttons around a label, each button enabled where there is a page.
+   * @param {string} key
+   * @param {string} label
+   * @param {boolean} hasPrevious
+   * @param {boolean} hasNext
+   * @param {(delta: number) => void} go
+   */
+  function pager(key, label, hasPrevious, hasNext, go) {
+    const previous = h('button', { type: 'button', testid: `${key}-prev` }, 'Previous');
+    previous.disabled = !hasPrevious;
+    previous.addEventListener('click', () => go(-1));
+    const next = h('button', { type: 'button', testid: `${key}-next` }, 'Next');
+    next.disabled = !hasNext;
+    next.addEventListener('click', () => go(1));
+    return h('div', { class: 'pager', testid: `${key}-pager` }, [
+      previous,
+      h('span', { class: 'muted', testid: `${key}-page` }, label),
+      next,
+    ]);
+  }
+
+  /**
+   * The rows of list `key` its page shows, and a pager when they do not fit one page.
+   * @param {string} key
+   * @param {HTMLTableRowElement[]} rows
+   * @param {() => void} redraw draws the list again (after a page change)
+   * @returns {{ shown: HTMLTableRowElement[], pager: HTMLElement | null }}
+   */
+  function paged(key, rows, redraw) {
+    const size = pageSize();
+    const count = Math.max(1, Math.ceil(rows.length / size));
+    const page = Math.min(pages.get(key) ?? 0, count - 1);
+    pages.set(key, page);
+    const shown = rows.slice(page * size, (page + 1) * size);
+    if (count <= 1) return { shown, pager: null };
+    const from = page * size + 1;
+    return {
+      shown,
+      pager: pager(
+        key,
+        `${from}-${from + shown.length - 1} of ${rows.length}`,
+        page > 0,
+        page < count - 1,
+        (d) => {
+          pages.set(key, page + d);
+          redraw();
+        },
+      ),
+    };
+  }
+
+  /** Scrolls the trace into view, the form and its first rows at the top of the window. */
+  function bringTraceIntoView() {
+    $('trace-section').scrollIntoView({ block: 'start' });
+  }
 
   /**
    * @param {string} message
@@ -521,6 +644,8 @@ function startDashboard(config) {
 
     const names = Object.keys(alarms);
     const components = obj(s.components);
+    alarmNames = names;
+    componentNames = Object.keys(components);
     $('alarms').replaceChildren(
       ...Object.keys(components).map((n) => {
         const c = obj(components[n]);
@@ -555,6 +680,30 @@ function startDashboard(config) {
   }
 
   /**
+   * The status could not be read: the header and every pill say "unknown", never OK (nor ALARM,
+   * which is no more known). The figures below stay as last read, under the error banner.
+   * @param {string} why
+   */
+  function renderUnknown(why) {
+    const verdict = unknownSummary(why);
+    const summary = $('alarm-summary');
+    summary.textContent = verdict.text;
+    summary.className = 'unknown';
+    $('alarms').replaceChildren(
+      ...componentNames.map((n) =>
+        h(
+          'span',
+          { class: 'badge unknown', testid: `component-${n}`, 'data-state': 'unknown' },
+          `${n}: unknown`,
+        ),
+      ),
+      ...alarmNames.map((n) =>
+        h('span', { class: 'badge unknown', testid: `alarm-${n}`, 'data-state': 'UNKNOWN' }, `${n}: unknown`),
+      ),
+    );
+  }
+
+  /**
    * Draws one line of the chart: its path across its SVG's viewBox, the values as data (what
    * the browser test reads) and the top of its scale.
    * @param {string} id
@@ -573,22 +722,76 @@ function startDashboard(config) {
   }
 
   /**
-   * Keeps the reading and redraws the chart of the last minutes from the readings kept.
-   * @param {unknown} status
+   * Draws the chart of the last hour from the runtime's readings and, newest, this refresh's
+   * status (when it was read with its counters): a reload draws the same chart.
+   * @param {unknown} status null when it could not be read
    */
   function renderChart(status) {
+    const now = Date.now();
     // A reading without its counters (the database down) is no reading: a 0 would draw a drop.
-    if (!obj(status).tasks || !obj(status).outbox) return;
-    const sample = sampleOf(status, Date.now());
-    samples = addSample(samples, sample, chartWindowMs, chartBuckets);
-    const series = chartSeries(samples, sample.at, chartWindowMs, chartBuckets);
+    const current = obj(status).tasks && obj(status).outbox ? sampleOf(status, now) : null;
+    const samples = current ? [...history.filter((x) => x.at < now), current] : history;
+    const series = chartSeries(samples, now, chartWindowMs, chartBuckets);
     const per = `per ${chartWindowMs / chartBuckets / 1000} s`;
     drawLine('approvals', series.approvals, niceCeiling, (max) => `max ${max} ${per}`);
     drawLine('deliveries', series.deliveries, niceCeiling, (max) => `max ${max} ${per}`);
     drawLine('oldest-age', series.oldestAge, niceAgeCeiling, (max) => `max ${age(max)}`);
     $('chart-approvals-total').textContent = String(total(series.approvals));
     $('chart-deliveries-total').textContent = String(total(series.deliveries));
-    $('chart-oldest-age-now').textContent = age(sample.oldestPendingAgeSeconds);
+    const latest = samples[samples.length - 1];
+    $('chart-oldest-age-now').textContent = latest ? age(latest.oldestPendingAgeSeconds) : '-';
+  }
+
+  /** @param {unknown} answer `GET /tasks?status=pending` */
+  function renderPending(answer) {
+    const a = obj(answer);
+    const tasks = Array.isArray(a.tasks) ? a.tasks : [];
+    if (tasks.length === 0 && pendingPage > 0) {
+      // The page emptied (its tasks were decided): start again from the newest.
+      pendingPage = 0;
+      pendingCursors = [null];
+      again = true;
+      return;
+    }
+    const next = typeof a.nextCursor === 'string' ? a.nextCursor : null;
+    pendingCursors[pendingPage + 1] = next;
+    const rows = tasks.map((raw) => {
+      const t = obj(raw);
+      const id = text(t.taskId);
+      const link = h('button', {
+        type: 'button',
+        class: 'link title',
+        testid: `pending-task-${id}`,
+        title: 'show the trace of this task',
+      });
+      link.textContent = text(t.title);
+      link.addEventListener('click', () => showTrace(id));
+      return h('tr', { testid: 'pending-row' }, [
+        h('td', {}, link),
+        h('td', {}, text(t.assignee)),
+        h('td', { title: text(t.createdAt) }, when(t.createdAt)),
+        h('td', { class: 'mono' }, id),
+      ]);
+    });
+    const size = pageSize();
+    const from = pendingPage * size + 1;
+    const pages =
+      pendingPage > 0 || next
+        ? pager(
+            'pending',
+            `${from}-${from + rows.length - 1}${next ? ', more' : ''}`,
+            pendingPage > 0,
+            next !== null,
+            (d) => {
+              pendingPage = Math.max(0, pendingPage + d);
+              refresh();
+            },
+          )
+        : null;
+    $('pending').replaceChildren(
+      table(['title', 'assignee', 'created', 'task'], rows, 'no task is waiting for review', 'pending-table'),
+      ...(pages ? [pages] : []),
+    );
   }
 
   /** @param {unknown} list */
@@ -620,6 +823,7 @@ function startDashboard(config) {
         h('td', { class: 'err' }, e.lastError ? String(e.lastError) : ''),
       ]);
     });
+    const { shown, pager: pages } = paged('events', rows, () => renderEvents(list));
     $('events').replaceChildren(
       table(
         [
@@ -632,10 +836,11 @@ function startDashboard(config) {
           'delivered',
           'last error',
         ],
-        rows,
+        shown,
         'no events yet',
         'events-table',
       ),
+      ...(pages ? [pages] : []),
     );
   }
 
@@ -646,27 +851,20 @@ function startDashboard(config) {
    * @param {HTMLTableRowElement[]} rows
    * @param {string} emptyText
    * @param {HTMLButtonElement} allButton
-   * @param {string} command
+   * @param {() => void} redraw
    */
-  function deadSection(container, listTestid, headers, rows, emptyText, allButton, command) {
-    const more = rows.length - deadRowsShown;
+  function deadSection(container, listTestid, headers, rows, emptyText, allButton, redraw) {
+    const { shown, pager: pages } = paged(listTestid, rows, redraw);
     // replaceChildren would render a null argument as the text "null": pass only real nodes.
+    /** @type {HTMLElement[]} */
     const parts = [
       h('div', { class: 'section-head' }, [
         h('h3', {}, `${container.getAttribute('data-title')} (${rows.length})`),
         rows.length > 0 ? allButton : null,
       ]),
-      table(headers, rows.slice(0, deadRowsShown), emptyText, listTestid),
+      table(headers, shown, emptyText, listTestid),
     ];
-    if (more > 0) {
-      parts.push(
-        h(
-          'p',
-          { class: 'muted', testid: `${listTestid}-more` },
-          `${more} more not shown; npx pipeline ${command} lists them all.`,
-        ),
-      );
-    }
+    if (pages) parts.push(pages);
     container.replaceChildren(...parts);
   }
 
@@ -696,7 +894,7 @@ function startDashboard(config) {
       }),
       'no dead outbox events',
       redriveButton('Redrive all', 'redrive-all-outbox', path, { all: true }, 'every dead outbox event'),
-      'outbox dead',
+      () => renderOutboxDead(list),
     );
   }
 
@@ -758,7 +956,7 @@ function startDashboard(config) {
         { all: true },
         `every dead ${consumer} inbox record`,
       ),
-      `inbox dead --consumer ${consumer}`,
+      () => renderInboxDead(consumer, list),
     );
   }
 
@@ -794,7 +992,7 @@ function startDashboard(config) {
       }),
       'no dead letters',
       redriveButton('Redrive all', 'redrive-all-dead-letters', path, { all: true }, 'every dead letter'),
-      'dead-letters',
+      () => renderDeadLetters(list),
     );
   }
 
@@ -836,7 +1034,7 @@ function startDashboard(config) {
       }),
       'every audited event reached every consumer its rules route it to',
       redriveButton('Re-send all', 'redrive-all-audit', path, { all: true }, 'every undelivered event'),
-      'audit',
+      () => renderAudit(listing),
     );
   }
 
@@ -890,6 +1088,16 @@ function startDashboard(config) {
     }
     if (id !== traceTaskId) return; // another task was asked for meanwhile
     errorEl.hidden = true;
+    renderTrace(task, trace);
+  }
+
+  /**
+   * Draws a task's facts and its events through every consumer, paged; brings it into view when asked.
+   * @param {Record<string, unknown>} task
+   * @param {Record<string, unknown>} trace
+   */
+  function renderTrace(task, trace) {
+    const out = $('trace');
     const events = Array.isArray(trace.events) ? trace.events : [];
     const columns = consumers.slice();
     for (const e of events) {
@@ -926,15 +1134,23 @@ function startDashboard(config) {
         }),
       ]);
     });
+    const { shown, pager: pages } = paged('trace-events', rows, () => renderTrace(task, trace));
     out.replaceChildren(
       facts,
       table(
         ['event', 'type', { label: 'version', num: true }, 'outbox', 'delivered', ...columns],
-        rows,
-        'no events yet (the task was never approved or withdrawn)',
+        shown,
+        'no events yet (the task was never approved, rejected or withdrawn)',
         'trace-events',
       ),
+      ...(pages ? [pages] : []),
     );
+    traceShown = true;
+    if (scrollToTrace) {
+      bringTraceIntoView();
+      // Drawn after the rest of the page: nothing above it will move it again.
+      if (!running) scrollToTrace = false;
+    }
   }
 
   /** @param {string} asked */
@@ -942,8 +1158,11 @@ function startDashboard(config) {
     const id = String(asked).trim();
     /** @type {HTMLInputElement} */ ($('trace-input')).value = id;
     traceTaskId = id;
-    if (location.hash !== `#task=${id}`) history.replaceState(null, '', `#task=${id}`);
-    $('trace-section').scrollIntoView({ block: 'nearest' });
+    traceShown = false;
+    scrollToTrace = true;
+    pages.delete('trace-events');
+    if (location.hash !== `#task=${id}`) window.history.replaceState(null, '', `#task=${id}`);
+    bringTraceIntoView();
     void loadTrace(id, false);
   }
 
@@ -960,19 +1179,32 @@ function startDashboard(config) {
     /**
      * @param {string} path
      * @param {(body: unknown) => void} render
+     * @returns {Promise<boolean>} whether it was read
      */
     const read = async (path, render) => {
       try {
         render(await call('GET', path));
+        return true;
       } catch (e) {
         failures.push(messageOf(e));
+        return false;
       }
     };
-    await Promise.all([
+    /** @type {unknown} */
+    let status = null;
+    const cursor = pendingCursors[pendingPage];
+    const [statusRead] = await Promise.all([
       read('/ops/status', (s) => {
+        status = s;
         renderStatus(s);
-        renderChart(s);
       }),
+      read('/ops/history', (answer) => {
+        history = historySamples(answer);
+      }),
+      read(
+        `/tasks?status=pending&limit=${pageSize()}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        renderPending,
+      ),
       read('/ops/events?limit=20', renderEvents),
       read('/ops/outbox/dead', renderOutboxDead),
       read('/ops/dead-letters', renderDeadLetters),
@@ -982,6 +1214,13 @@ function startDashboard(config) {
       ),
       ...(traceTaskId && uuid.test(traceTaskId) ? [loadTrace(traceTaskId, true)] : []),
     ]);
+    if (!statusRead) renderUnknown('the status could not be read');
+    renderChart(status);
+    if (scrollToTrace && traceShown) {
+      // The sections above the trace are drawn now: where it is now is where it stays.
+      bringTraceIntoView();
+      scrollToTrace = false;
+    }
     const banner = $('error-banner');
     if (failures.length > 0) {
       banner.textContent = `Some figures could not be read; they may be stale. Retrying every ${
@@ -1002,7 +1241,7 @@ function startDashboard(config) {
   }
 
   const minutes = chartWindowMs / 60_000;
-  $('chart-title').textContent = `Last ${minutes} minutes (since this page opened)`;
+  $('chart-title').textContent = `Last ${minutes} minutes`;
   for (const el of document.querySelectorAll('.chart-from')) el.textContent = `${minutes} min ago`;
   // One section per consumer, in the topology's order, before any answer arrives.
   for (const c of consumers) inboxDeadContainer(c);
@@ -1010,8 +1249,18 @@ function startDashboard(config) {
     event.preventDefault();
     showTrace(/** @type {HTMLInputElement} */ ($('trace-input')).value);
   });
-  const fromHash = /^#task=(.+)$/.exec(location.hash);
-  if (fromHash?.[1]) showTrace(decodeURIComponent(fromHash[1]));
+  /** The task a `#task=<id>` hash names, if any. */
+  const hashTask = () => {
+    const found = /^#task=(.+)$/.exec(location.hash);
+    return found?.[1] ? decodeURIComponent(found[1]) : null;
+  };
+  // A link opened, and a hash changed in an open tab (a pasted link, back and forward), alike.
+  window.addEventListener('hashchange', () => {
+    const id = hashTask();
+    if (id !== null) showTrace(id);
+  });
+  const fromHash = hashTask();
+  if (fromHash !== null) showTrace(fromHash);
   void refresh();
 }
 

@@ -6,6 +6,7 @@ import { migration0005 } from './0005-tasks-api-reads-its-event';
 import { migration0006 } from './0006-outbox-room-for-hot-claims';
 import { migration0007 } from './0007-reads-bounded-by-work';
 import { migration0008 } from './0008-delivery-audit';
+import { migration0009 } from './0009-task-listing-and-rejection';
 
 /**
  * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   migration0006,
   migration0007,
   migration0008,
+  migration0009,
 ];
