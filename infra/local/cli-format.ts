@@ -78,6 +78,28 @@ export function duration(seconds: number): string {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
+/**
+ * `label` then `parts` three spaces apart, carried on to lines indented under the first part
+ * when the next one would pass `maxWidth`: the status and audit lines within 80 columns.
+ */
+export function labelled(label: string, parts: readonly string[], maxWidth: number): string {
+  const indent = 14;
+  const lines: string[] = [];
+  let line = label.padEnd(indent);
+  let empty = true;
+  for (const part of parts) {
+    if (!empty && width(line) + 3 + width(part) > maxWidth) {
+      lines.push(line);
+      line = ' '.repeat(indent);
+      empty = true;
+    }
+    line += empty ? part : `   ${part}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines.join('\n');
+}
+
 /** A finite number from a JSON value, 0 for anything else. */
 export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const record = (v: unknown): Record<string, unknown> =>
@@ -116,39 +138,29 @@ export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): st
   }
   const unread = (section: string) => s[section] === null;
   /** A section's line, or that it could not be read (its component is down). */
-  const line = (label: string, section: string, text: () => string) =>
-    `${label.padEnd(14)}${unread(section) ? p.alarm('not read') : text()}`;
+  const line = (label: string, section: string, parts: () => string[]) =>
+    labelled(label, unread(section) ? [p.alarm('not read')] : parts(), maxWidth);
+  out.push(line('tasks', 'tasks', () => Object.entries(tasks).map(([k, v]) => `${k} ${num(v)}`)));
   out.push(
-    line('tasks', 'tasks', () =>
-      Object.entries(tasks)
-        .map(([k, v]) => `${k} ${num(v)}`)
-        .join('   '),
-    ),
+    line('outbox', 'outbox', () => [
+      `pending ${num(outbox.pending)}`,
+      `delivered ${num(outbox.delivered)}`,
+      `dead ${num(outbox.dead)}`,
+      `oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
+    ]),
   );
   out.push(
-    line(
-      'outbox',
-      'outbox',
-      () =>
-        `pending ${num(outbox.pending)}   delivered ${num(outbox.delivered)}   dead ${num(outbox.dead)}   oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
-    ),
+    line('relay', 'relay', () => [
+      `last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}`,
+      `errors ${num(relay.errors)}`,
+    ]),
   );
+  out.push(line('dead letters', 'deadLetters', () => [String(num(s.deadLetters))]));
   out.push(
-    line(
-      'relay',
-      'relay',
-      () =>
-        `last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
-    ),
-  );
-  out.push(line('dead letters', 'deadLetters', () => String(num(s.deadLetters))));
-  out.push(
-    line(
-      'audit',
-      'audit',
-      () =>
-        `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
-    ),
+    line('audit', 'audit', () => [
+      `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}`,
+      `behind ${duration(num(audit.behindSeconds))}`,
+    ]),
   );
   out.push('');
   // One alarm watches each age for every consumer: the consumer whose age sets it off is painted.
@@ -327,11 +339,24 @@ export function formatAudit(raw: unknown, maxWidth = narrowWidth): string {
   const findings = Array.isArray(a.findings) ? (a.findings as unknown[]) : [];
   const total = Object.values(undelivered).reduce<number>((n, v) => n + num(v), 0);
   const out = [
-    `last run      ${typeof a.lastRunAt === 'string' ? `${a.lastRunAt} (${num(a.lastRunAudited)} events)` : 'never'}`,
-    `audited       ${num(a.audited)} events, up to ${typeof cursor.deliveredAt === 'string' ? `delivered ${cursor.deliveredAt}` : 'none yet'}   behind ${duration(num(a.behindSeconds))}`,
-    `undelivered   ${Object.entries(undelivered)
-      .map(([c, n]) => `${c} ${num(n)}`)
-      .join('   ')}`,
+    labelled(
+      'last run',
+      [typeof a.lastRunAt === 'string' ? `${a.lastRunAt} (${num(a.lastRunAudited)} events)` : 'never'],
+      maxWidth,
+    ),
+    labelled(
+      'audited',
+      [
+        `${num(a.audited)} events, up to ${typeof cursor.deliveredAt === 'string' ? `delivered ${cursor.deliveredAt}` : 'none yet'}`,
+        `behind ${duration(num(a.behindSeconds))}`,
+      ],
+      maxWidth,
+    ),
+    labelled(
+      'undelivered',
+      Object.entries(undelivered).map(([c, n]) => `${c} ${num(n)}`),
+      maxWidth,
+    ),
     '',
   ];
   if (total === 0) {
@@ -418,7 +443,8 @@ export function formatTaskList(raw: unknown, maxWidth = narrowWidth, status?: st
     );
   }
   if (typeof answer.nextCursor === 'string' && answer.nextCursor !== '') {
-    out.push('', `next page: --cursor ${answer.nextCursor}`);
+    // The cursor on a line of its own: it is opaque and may be long.
+    out.push('', 'next page: add --cursor', answer.nextCursor);
   }
   return out.join('\n');
 }

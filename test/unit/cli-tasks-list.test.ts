@@ -80,7 +80,7 @@ describe('tasks list', () => {
     expect(lines[1]).toBe(`${listed(1).taskId}  pending_review  A rather long title for t…`);
     expect(lines[1]).toHaveLength(80);
     expect(lines.every((l) => l.length <= 80)).toBe(true);
-    expect(lines.at(-1)).toBe('next page: --cursor eyJrIjoxfQ');
+    expect(lines.slice(-2)).toEqual(['next page: add --cursor', 'eyJrIjoxfQ']);
   });
 
   it('--cursor asks for the next page; --wide shows every field; -o json prints the answer', async () => {
