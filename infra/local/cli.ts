@@ -31,6 +31,7 @@ import {
 import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
 import { consumerNames } from './cli-trace';
 import { defaultPort } from './ports';
+import { quietSdkNodeVersionWarning } from './sdk-warnings';
 
 /** Where `--region` / `--profile` point the AWS clients; unset, the SDK's own chain decides. */
 export interface AwsTarget {
@@ -64,11 +65,16 @@ const clientConfig = (target: AwsTarget) => ({
   ...(target.profile === undefined ? {} : { profile: target.profile }),
 });
 
+// Each factory quiets the SDK's Node-version notice first: the first client built prints it.
 const defaultAws: CliAws = {
-  cloudFormation: async (target) =>
-    new (await import('@aws-sdk/client-cloudformation')).CloudFormationClient(clientConfig(target)),
-  cloudWatch: async (target) =>
-    new (await import('@aws-sdk/client-cloudwatch')).CloudWatchClient(clientConfig(target)),
+  cloudFormation: async (target) => {
+    quietSdkNodeVersionWarning();
+    return new (await import('@aws-sdk/client-cloudformation')).CloudFormationClient(clientConfig(target));
+  },
+  cloudWatch: async (target) => {
+    quietSdkNodeVersionWarning();
+    return new (await import('@aws-sdk/client-cloudwatch')).CloudWatchClient(clientConfig(target));
+  },
 };
 
 /** The SDK's error when neither `--region`, AWS_REGION nor the profile names a region. */
@@ -86,6 +92,8 @@ const noRegion = () =>
  */
 function clientFor(url: string, io: CliIo, target: AwsTarget): OpsClient {
   const region = executeApiRegion(url);
+  // The default credential chain builds SDK clients of its own (STS, SSO).
+  if (region) quietSdkNodeVersionWarning();
   const fetch = region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env, target.profile)) : io.fetch;
   return new OpsClient(url, fetch, { sleep: io.sleep });
 }

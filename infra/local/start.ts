@@ -3,6 +3,8 @@
  * PORT (3000), PIPELINE_DATA_DIR (./.pipeline), PIPELINE_DYNAMO (dynalite | dynamodb-local),
  * PIPELINE_FAULTS and PIPELINE_FAULT_SEED (fault injection in the local adapters).
  */
+// First: before any module below builds an AWS SDK client.
+import './quiet-sdk-warning';
 import { isPipelineError } from '../../shared/errors';
 import { type FaultRates, parseFaults } from './faults';
 import { startRuntime } from './runtime';
