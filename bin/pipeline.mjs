@@ -26,9 +26,9 @@ process.stdout.on('error', (err) => {
   if (err.code !== 'EPIPE') throw err;
 });
 
-const { runCli } = await import(new URL('dist/cli.mjs', root).href);
+const { runCli, nodeHttpFetch } = await import(new URL('dist/cli.mjs', root).href);
 process.exitCode = await runCli(process.argv.slice(2), {
-  fetch: globalThis.fetch,
+  fetch: nodeHttpFetch,
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,

@@ -14,6 +14,9 @@ import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { Command, CommanderError, Option } from 'commander';
 import { uuidPattern } from '../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
+
+export { nodeHttpFetch } from './cli-client';
+
 import {
   formatAudit,
   formatDeadLetters,
