@@ -48,10 +48,11 @@ describe('JSON answers of the local HTTP server', () => {
     ['a body over the limit', 'POST', '/tasks', json, 'x'.repeat(maxJsonBodyBytes + 1), 413],
     ['a write to the dashboard', 'POST', '/', json, '{}', 405],
   ])('%s: %s %s answers %i, JSON ended by a newline', async (_, method, target, headers, body, status) => {
+    const given = headers as [string, string][];
     const r = await rawHttp(base, {
       method,
       target,
-      headers: headers.some(([n]) => n === 'host') ? headers : [['host', host()], ...headers],
+      headers: given.some(([n]) => n === 'host') ? given : [['host', host()], ...given],
       body,
     });
 
