@@ -1,3 +1,4 @@
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import type { FetchLike } from './cli-client';
 
@@ -51,19 +52,16 @@ export function sigv4Fetch(
   credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider,
   signingDate?: () => Date,
 ): FetchLike {
-  let signer: Promise<{ sign: import('@smithy/signature-v4').SignatureV4['sign'] }> | undefined;
+  // Loaded on the first request: building the signer loads the SDK.
+  let signer: Promise<SignatureV4> | undefined;
   const load = async () => {
-    const [{ SignatureV4 }, { Hash }] = await Promise.all([
-      import('@smithy/signature-v4'),
-      import('@smithy/hash-node'),
-    ]);
-    const v4 = new SignatureV4({
+    const [v4, { Hash }] = await Promise.all([import('@smithy/signature-v4'), import('@smithy/hash-node')]);
+    return new v4.SignatureV4({
       service: 'execute-api',
       region,
       credentials,
       sha256: Hash.bind(null, 'sha256'),
     });
-    return { sign: v4.sign.bind(v4) as typeof v4.sign };
   };
   return async (input, init = {}) => {
     signer ??= load();
