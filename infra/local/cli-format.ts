@@ -25,15 +25,49 @@ export function cell(value: unknown, max = 60): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
-/** A left-aligned text table with a header row, columns two spaces apart. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+/** The width every human output fits unless `--wide` is given: a terminal's default (80 columns). */
+export const narrowWidth = 80;
+
+/** `text` cut to `max` visible columns with an ellipsis; colour codes are dropped from a cut cell. */
+export function clip(text: string, max: number): string {
+  if (width(text) <= max) return text;
+  const plain = text.replace(ansi, '');
+  return max <= 1 ? plain.slice(0, Math.max(0, max)) : `${plain.slice(0, max - 1)}…`;
+}
+
+/**
+ * A left-aligned text table with a header row, columns two spaces apart, at most `maxWidth`
+ * columns wide. Too wide, its last column (the free text: an error, a title) is cut first while
+ * at least 16 columns of it remain; still too wide, each row is printed as a block of
+ * `header value` lines instead (psql's expanded display, `\x auto`), so nothing is cut but long
+ * texts. `--wide` passes `Infinity`.
+ */
+export function table(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+  maxWidth = Number.POSITIVE_INFINITY,
+): string {
   const widths = headers.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ''))));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat((widths[i] ?? 0) - width(c))))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), ...rows.map(line)].join('\n');
+  const render = (cols: readonly number[]) => {
+    const line = (cells: readonly string[]) =>
+      cells
+        .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat((cols[i] ?? 0) - width(c))))
+        .join('  ')
+        .trimEnd();
+    return [line(headers), ...rows.map(line)].join('\n');
+  };
+  const total = widths.reduce((a, b) => a + b, 0) + 2 * (widths.length - 1);
+  if (total <= maxWidth) return render(widths);
+  const last = widths.length - 1;
+  const room = maxWidth - (total - (widths[last] ?? 0));
+  if (room >= Math.max(16, width(headers[last] ?? ''))) {
+    const cut = rows.map((r) => r.map((c, i) => (i === last ? clip(c, room) : c)));
+    return table(headers, cut);
+  }
+  const label = Math.max(...headers.map(width)) + 2;
+  return rows
+    .map((r) => headers.map((h, i) => `${h.padEnd(label)}${clip(r[i] ?? '', maxWidth - label)}`).join('\n'))
+    .join('\n\n');
 }
 
 /** `0s`, `42s`, `5m 03s`, `2h 07m`: the age of the oldest pending event, readable at a glance. */
@@ -42,6 +76,28 @@ export function duration(seconds: number): string {
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/**
+ * `label` then `parts` three spaces apart, carried on to lines indented under the first part
+ * when the next one would pass `maxWidth`: the status and audit lines within 80 columns.
+ */
+export function labelled(label: string, parts: readonly string[], maxWidth: number): string {
+  const indent = 14;
+  const lines: string[] = [];
+  let line = label.padEnd(indent);
+  let empty = true;
+  for (const part of parts) {
+    if (!empty && width(line) + 3 + width(part) > maxWidth) {
+      lines.push(line);
+      line = ' '.repeat(indent);
+      empty = true;
+    }
+    line += empty ? part : `   ${part}`;
+    empty = false;
+  }
+  lines.push(line);
+  return lines.join('\n');
 }
 
 /** A finite number from a JSON value, 0 for anything else. */
@@ -56,7 +112,7 @@ const effectLabels: Record<string, string> = {
 };
 
 /** `GET /ops/status` as the `status` command prints it. */
-export function formatStatus(raw: unknown, p: Paint): string {
+export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): string {
   const s = record(raw);
   const tasks = record(s.tasks);
   const outbox = record(s.outbox);
@@ -82,39 +138,29 @@ export function formatStatus(raw: unknown, p: Paint): string {
   }
   const unread = (section: string) => s[section] === null;
   /** A section's line, or that it could not be read (its component is down). */
-  const line = (label: string, section: string, text: () => string) =>
-    `${label.padEnd(14)}${unread(section) ? p.alarm('not read') : text()}`;
+  const line = (label: string, section: string, parts: () => string[]) =>
+    labelled(label, unread(section) ? [p.alarm('not read')] : parts(), maxWidth);
+  out.push(line('tasks', 'tasks', () => Object.entries(tasks).map(([k, v]) => `${k} ${num(v)}`)));
   out.push(
-    line('tasks', 'tasks', () =>
-      Object.entries(tasks)
-        .map(([k, v]) => `${k} ${num(v)}`)
-        .join('   '),
-    ),
+    line('outbox', 'outbox', () => [
+      `pending ${num(outbox.pending)}`,
+      `delivered ${num(outbox.delivered)}`,
+      `dead ${num(outbox.dead)}`,
+      `oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
+    ]),
   );
   out.push(
-    line(
-      'outbox',
-      'outbox',
-      () =>
-        `pending ${num(outbox.pending)}   delivered ${num(outbox.delivered)}   dead ${num(outbox.dead)}   oldest pending ${duration(num(outbox.oldestPendingAgeSeconds))}`,
-    ),
+    line('relay', 'relay', () => [
+      `last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}`,
+      `errors ${num(relay.errors)}`,
+    ]),
   );
+  out.push(line('dead letters', 'deadLetters', () => [String(num(s.deadLetters))]));
   out.push(
-    line(
-      'relay',
-      'relay',
-      () =>
-        `last run ${typeof relay.lastRunAt === 'string' ? relay.lastRunAt : 'never'}   errors ${num(relay.errors)}`,
-    ),
-  );
-  out.push(line('dead letters', 'deadLetters', () => String(num(s.deadLetters))));
-  out.push(
-    line(
-      'audit',
-      'audit',
-      () =>
-        `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}   behind ${duration(num(audit.behindSeconds))}`,
-    ),
+    line('audit', 'audit', () => [
+      `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}`,
+      `behind ${duration(num(audit.behindSeconds))}`,
+    ]),
   );
   out.push('');
   // One alarm watches each age for every consumer: the consumer whose age sets it off is painted.
@@ -127,7 +173,8 @@ export function formatStatus(raw: unknown, p: Paint): string {
   };
   out.push(
     table(
-      ['inbox', 'processed', 'in progress', 'failed', 'dead', 'oldest lease', 'retry age', 'undelivered'],
+      // 'lease age' is the oldest lease's age: the eight columns fit 80.
+      ['inbox', 'processed', 'in progress', 'failed', 'dead', 'lease age', 'retry age', 'undelivered'],
       Object.entries(consumers).map(([name, c]) => {
         const r = record(c);
         const dead = num(r.dead);
@@ -143,6 +190,7 @@ export function formatStatus(raw: unknown, p: Paint): string {
           missing > 0 ? p.alarm(String(missing)) : String(missing),
         ];
       }),
+      maxWidth,
     ),
   );
   out.push('');
@@ -150,6 +198,7 @@ export function formatStatus(raw: unknown, p: Paint): string {
     table(
       ['effect', 'count'],
       Object.entries(effects).map(([k, v]) => [effectLabels[k] ?? k, String(num(v))]),
+      maxWidth,
     ),
   );
   out.push('');
@@ -177,13 +226,16 @@ export function traceCell(state: InboxState | null, routed: boolean): string {
   return state.attempts === null ? state.status : `${state.status} (${state.attempts})`;
 }
 
-/** `tasks show`: the task, then each of its events with every consumer's inbox state. */
-export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown): string {
+/**
+ * `tasks show`: the task, then each of its events with every consumer's inbox state: one line
+ * per event with `--wide`, a block of lines per event within 80 columns.
+ */
+export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown, maxWidth = narrowWidth): string {
   const t = record(taskRaw);
   const out: string[] = [];
   const field = (label: string, value: unknown) => {
     if (value !== null && value !== undefined && value !== '')
-      out.push(`${label.padEnd(10)}${cell(value, 200)}`);
+      out.push(`${label.padEnd(10)}${cell(value, Math.min(200, maxWidth - 10))}`);
   };
   field('task', t.taskId);
   field('title', t.title);
@@ -208,10 +260,11 @@ export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown): string {
     const e = record(raw);
     const routed = routedConsumers(String(e.eventType));
     const states = record(e.consumers);
-    if (e.lastError) errors.push(`  ${String(e.eventId)} outbox: ${cell(e.lastError, 300)}`);
+    if (e.lastError) errors.push(clip(`  ${String(e.eventId)} outbox: ${cell(e.lastError, 300)}`, maxWidth));
     const cells = names.map((c) => {
       const state = inboxState(states[c]);
-      if (state?.lastError) errors.push(`  ${String(e.eventId)} ${c}: ${cell(state.lastError, 300)}`);
+      if (state?.lastError)
+        errors.push(clip(`  ${String(e.eventId)} ${c}: ${cell(state.lastError, 300)}`, maxWidth));
       return traceCell(state, routed.includes(c as ConsumerName));
     });
     return [
@@ -224,7 +277,7 @@ export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown): string {
       ...cells,
     ];
   });
-  out.push(table(['event', 'type', 'version', 'outbox', 'created', 'delivered', ...names], rows));
+  out.push(table(['event', 'type', 'version', 'outbox', 'created', 'delivered', ...names], rows, maxWidth));
   if (errors.length > 0) out.push('', 'last errors', ...errors);
   return out.join('\n');
 }
@@ -238,7 +291,7 @@ function consumerColumns(events: readonly unknown[]): string[] {
 }
 
 /** Dead outbox events as `outbox dead` lists them. */
-export function formatOutboxDead(list: readonly unknown[]): string {
+export function formatOutboxDead(list: readonly unknown[], maxWidth = narrowWidth): string {
   if (list.length === 0) return 'no dead outbox events';
   return table(
     ['event', 'type', 'task', 'attempts', 'created', 'last error'],
@@ -253,11 +306,12 @@ export function formatOutboxDead(list: readonly unknown[]): string {
         cell(d.lastError),
       ];
     }),
+    maxWidth,
   );
 }
 
 /** Dead inbox records of one consumer as `inbox dead` lists them. */
-export function formatInboxDead(consumer: string, list: readonly unknown[]): string {
+export function formatInboxDead(consumer: string, list: readonly unknown[], maxWidth = narrowWidth): string {
   if (list.length === 0) return `no dead ${consumer} inbox records`;
   return table(
     ['event', 'type', 'task', 'attempts', 'updated', 'last error'],
@@ -273,22 +327,36 @@ export function formatInboxDead(consumer: string, list: readonly unknown[]): str
         cell(state?.lastError),
       ];
     }),
+    maxWidth,
   );
 }
 
 /** `GET /ops/audit` as the `audit` command prints it: where the walk is, then what is missing. */
-export function formatAudit(raw: unknown): string {
+export function formatAudit(raw: unknown, maxWidth = narrowWidth): string {
   const a = record(raw);
   const cursor = record(a.cursor);
   const undelivered = record(a.undelivered);
   const findings = Array.isArray(a.findings) ? (a.findings as unknown[]) : [];
   const total = Object.values(undelivered).reduce<number>((n, v) => n + num(v), 0);
   const out = [
-    `last run      ${typeof a.lastRunAt === 'string' ? `${a.lastRunAt} (${num(a.lastRunAudited)} events)` : 'never'}`,
-    `audited       ${num(a.audited)} events, up to ${typeof cursor.deliveredAt === 'string' ? `delivered ${cursor.deliveredAt}` : 'none yet'}   behind ${duration(num(a.behindSeconds))}`,
-    `undelivered   ${Object.entries(undelivered)
-      .map(([c, n]) => `${c} ${num(n)}`)
-      .join('   ')}`,
+    labelled(
+      'last run',
+      [typeof a.lastRunAt === 'string' ? `${a.lastRunAt} (${num(a.lastRunAudited)} events)` : 'never'],
+      maxWidth,
+    ),
+    labelled(
+      'audited',
+      [
+        `${num(a.audited)} events, up to ${typeof cursor.deliveredAt === 'string' ? `delivered ${cursor.deliveredAt}` : 'none yet'}`,
+        `behind ${duration(num(a.behindSeconds))}`,
+      ],
+      maxWidth,
+    ),
+    labelled(
+      'undelivered',
+      Object.entries(undelivered).map(([c, n]) => `${c} ${num(n)}`),
+      maxWidth,
+    ),
     '',
   ];
   if (total === 0) {
@@ -308,6 +376,7 @@ export function formatAudit(raw: unknown): string {
           f.redrivenAt ? `${cell(f.redrivenAt)} (${num(f.redrives)}x)` : '-',
         ];
       }),
+      maxWidth,
     ),
   );
   if (findings.length < total) out.push(`(the first ${findings.length} of ${total})`);
@@ -315,7 +384,7 @@ export function formatAudit(raw: unknown): string {
 }
 
 /** Bus dead letters as `dead-letters` lists them. */
-export function formatDeadLetters(list: readonly unknown[]): string {
+export function formatDeadLetters(list: readonly unknown[], maxWidth = narrowWidth): string {
   if (list.length === 0) return 'no dead letters';
   return table(
     ['id', 'consumer', 'rule', 'attempts', 'dead at', 'error'],
@@ -323,6 +392,7 @@ export function formatDeadLetters(list: readonly unknown[]): string {
       const d = record(raw);
       return [cell(d.id), cell(d.consumer), cell(d.rule), cell(d.attempts), cell(d.deadAt), cell(d.error)];
     }),
+    maxWidth,
   );
 }
 
@@ -331,4 +401,50 @@ export function inboxEventId(raw: unknown): string {
   const d = record(raw);
   const id = d.eventId ?? d.id;
   return typeof id === 'string' ? id : '';
+}
+
+/** One task of `GET /tasks` as `tasks list` shows it. */
+const listedTask = (raw: unknown) => {
+  const t = record(raw);
+  return {
+    taskId: cell(t.taskId),
+    status: cell(t.status),
+    version: cell(t.version),
+    assignee: cell(t.assignee),
+    createdAt: cell(t.createdAt),
+    updatedAt: cell(t.updatedAt),
+    title: cell(t.title, 200),
+  };
+};
+
+/**
+ * `tasks list`: newest first, the id an operator needs for every other command, then the title
+ * (cut to fit 80 columns; `--wide` adds version, assignee and times), then how to get the next page.
+ */
+export function formatTaskList(raw: unknown, maxWidth = narrowWidth, status?: string): string {
+  const answer = record(raw);
+  const tasks = (Array.isArray(answer.tasks) ? answer.tasks : []).map(listedTask);
+  const out: string[] = [];
+  if (tasks.length === 0) out.push(status ? `no ${status} tasks` : 'no tasks');
+  else if (maxWidth === Number.POSITIVE_INFINITY) {
+    out.push(
+      table(
+        ['task', 'status', 'version', 'assignee', 'created', 'updated', 'title'],
+        tasks.map((t) => [t.taskId, t.status, t.version, t.assignee, t.createdAt, t.updatedAt, t.title]),
+      ),
+    );
+  } else {
+    out.push(
+      table(
+        ['task', 'status', 'title'],
+        tasks.map((t) => [t.taskId, t.status, t.title]),
+        maxWidth,
+      ),
+    );
+  }
+  if (typeof answer.nextCursor === 'string' && answer.nextCursor !== '') {
+    // The cursor on a line of its own: it is opaque and may be long.
+    out.push('', 'next page: add --cursor', answer.nextCursor);
+  }
+  return out.join('\n');
 }

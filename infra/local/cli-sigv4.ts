@@ -1,8 +1,9 @@
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import type { FetchLike } from './cli-client';
+
+// The SDK modules below are imported when a request is signed, never when this module loads: a
+// CLI run against the local server (no signing) must not pay for loading them.
 
 const executeApiHost = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
 
@@ -17,19 +18,28 @@ export function executeApiRegion(url: string): string | undefined {
 
 /**
  * Credentials for signing: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)
- * from `env` when set, else the SDK's default chain (profiles, SSO, instance roles).
+ * from `env` when set and no `profile` (`--profile`) is named, else the SDK's default chain
+ * (profiles, SSO, instance roles) for that profile, loaded on first use.
  */
 export function credentialsFrom(
   env: Readonly<Record<string, string | undefined>>,
+  profile?: string,
 ): AwsCredentialIdentity | AwsCredentialIdentityProvider {
-  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {
+  if (profile === undefined && env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY) {
     return {
       accessKeyId: env.AWS_ACCESS_KEY_ID,
       secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
       sessionToken: env.AWS_SESSION_TOKEN || undefined,
     };
   }
-  return defaultProvider();
+  let provider: AwsCredentialIdentityProvider | undefined;
+  return async (options) => {
+    if (!provider) {
+      const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
+      provider = defaultProvider(profile === undefined ? {} : { profile });
+    }
+    return provider(options);
+  };
 }
 
 /**
@@ -42,18 +52,24 @@ export function sigv4Fetch(
   credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider,
   signingDate?: () => Date,
 ): FetchLike {
-  const signer = new SignatureV4({
-    service: 'execute-api',
-    region,
-    credentials,
-    sha256: Hash.bind(null, 'sha256'),
-  });
+  // Loaded on the first request: building the signer loads the SDK.
+  let signer: Promise<SignatureV4> | undefined;
+  const load = async () => {
+    const [v4, { Hash }] = await Promise.all([import('@smithy/signature-v4'), import('@smithy/hash-node')]);
+    return new v4.SignatureV4({
+      service: 'execute-api',
+      region,
+      credentials,
+      sha256: Hash.bind(null, 'sha256'),
+    });
+  };
   return async (input, init = {}) => {
+    signer ??= load();
     const url = new URL(input);
     const headers: Record<string, string> = { host: url.host };
     for (const [name, value] of new Headers(init.headers).entries()) headers[name] = value;
     const body = typeof init.body === 'string' ? init.body : undefined;
-    const signed = await signer.sign(
+    const signed = await (await signer).sign(
       {
         method: init.method ?? 'GET',
         protocol: url.protocol,

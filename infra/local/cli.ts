@@ -2,32 +2,53 @@
  * The ops CLI (`npx pipeline …`): the local pipeline's tasks API and ops API from a terminal or
  * a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests call it with a fake
  * fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
+ *
+ * Parsing, per-command help, `--version` and "did you mean" come from commander: it is the
+ * smaller of the two usual libraries (no dependencies, one file to load, which keeps `--help`
+ * near `node -e 0`), and its subcommands, option conflicts and choices cover every rule this
+ * CLI has. yargs would do as well but loads several packages at start.
  */
-import { parseArgs } from 'node:util';
-import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { readFileSync } from 'node:fs';
+import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { Command, CommanderError, Option } from 'commander';
 import { uuidPattern } from '../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
+
+export { nodeHttpFetch } from './cli-client';
+
 import {
   formatAudit,
   formatDeadLetters,
   formatInboxDead,
   formatOutboxDead,
   formatStatus,
+  formatTaskList,
   formatTaskTrace,
   inboxEventId,
+  narrowWidth,
   num,
   type Paint,
   paint,
 } from './cli-format';
 import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
 import { consumerNames } from './cli-trace';
-import { defaultPort } from './start-environment';
+import { defaultPort } from './ports';
+import { quietSdkNodeVersionWarning } from './sdk-warnings';
 
-/** The AWS SDK clients `--stack` needs (default credential chain and region); tests mock them. */
+/** Where `--region` / `--profile` point the AWS clients; unset, the SDK's own chain decides. */
+export interface AwsTarget {
+  readonly region?: string;
+  readonly profile?: string;
+}
+
+/**
+ * The AWS SDK clients `--stack` needs; tests mock them. Created on demand, so a command that
+ * does not name a stack never loads the SDK (loading it costs more than the whole rest of a run).
+ */
 export interface CliAws {
-  cloudFormation(): CloudFormationClient;
-  cloudWatch(): CloudWatchClient;
+  cloudFormation(target: AwsTarget): Promise<CloudFormationClient>;
+  cloudWatch(target: AwsTarget): Promise<CloudWatchClient>;
 }
 
 /** Where the CLI reads and writes; the process's own in `bin/pipeline.mjs`. */
@@ -42,32 +63,56 @@ export interface CliIo {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+const clientConfig = (target: AwsTarget) => ({
+  ...(target.region === undefined ? {} : { region: target.region }),
+  ...(target.profile === undefined ? {} : { profile: target.profile }),
+});
+
+// Each factory quiets the SDK's Node-version notice first: the first client built prints it.
 const defaultAws: CliAws = {
-  cloudFormation: () => new CloudFormationClient({}),
-  cloudWatch: () => new CloudWatchClient({}),
+  cloudFormation: async (target) => {
+    quietSdkNodeVersionWarning();
+    return new (await import('@aws-sdk/client-cloudformation')).CloudFormationClient(clientConfig(target));
+  },
+  cloudWatch: async (target) => {
+    quietSdkNodeVersionWarning();
+    return new (await import('@aws-sdk/client-cloudwatch')).CloudWatchClient(clientConfig(target));
+  },
 };
+
+/** The SDK's error when neither `--region`, AWS_REGION nor the profile names a region. */
+const regionMissing = (err: unknown) => err instanceof Error && /region is missing/i.test(err.message);
+
+const noRegion = () =>
+  new CliError(
+    'usage',
+    'no AWS region for --stack: pass --region <region>, set AWS_REGION, or name a profile with a region (--profile or AWS_PROFILE)',
+  );
 
 /**
  * The HTTP client for `url`: requests to a deployed API (`*.execute-api.<region>.amazonaws.com`)
- * are SigV4-signed with credentials from the environment or the default chain.
+ * are SigV4-signed with credentials from the environment or the default chain (`--profile`).
  */
-function clientFor(url: string, io: CliIo): OpsClient {
+function clientFor(url: string, io: CliIo, target: AwsTarget): OpsClient {
   const region = executeApiRegion(url);
-  return new OpsClient(url, region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env)) : io.fetch, {
-    sleep: io.sleep,
-  });
+  // The default credential chain builds SDK clients of its own (STS, SSO).
+  if (region) quietSdkNodeVersionWarning();
+  const fetch = region ? sigv4Fetch(io.fetch, region, credentialsFrom(io.env, target.profile)) : io.fetch;
+  return new OpsClient(url, fetch, { sleep: io.sleep });
 }
 
 /** A deployed stack's outputs (CloudFormation DescribeStacks), by output key. */
-async function stackOutputs(stack: string, io: CliIo): Promise<Record<string, string>> {
-  const client = (io.aws ?? defaultAws).cloudFormation();
+async function stackOutputs(stack: string, io: CliIo, target: AwsTarget): Promise<Record<string, string>> {
+  const client = await (io.aws ?? defaultAws).cloudFormation(target);
   try {
+    const { DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
     const out = await client.send(new DescribeStacksCommand({ StackName: stack }));
     const found = out.Stacks?.[0];
     if (!found) throw new CliError('request', `stack ${stack} not found`);
     return Object.fromEntries((found.Outputs ?? []).map((o) => [o.OutputKey ?? '', o.OutputValue ?? '']));
   } catch (err) {
     if (err instanceof CliError) throw err;
+    if (regionMissing(err)) throw noRegion();
     const e = err as Error;
     throw new CliError('request', `cannot read stack ${stack}: ${e.name}: ${e.message}`, { cause: err });
   } finally {
@@ -75,69 +120,54 @@ async function stackOutputs(stack: string, io: CliIo): Promise<Record<string, st
   }
 }
 
-const optionSpec = {
-  url: { type: 'string' },
-  stack: { type: 'string' },
-  alarm: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  title: { type: 'string' },
-  body: { type: 'string' },
-  assignee: { type: 'string' },
-  reason: { type: 'string' },
-  consumer: { type: 'string' },
-  redrive: { type: 'string' },
-  all: { type: 'boolean' },
-} as const;
-
-type OptionName = keyof typeof optionSpec;
-type Values = { [K in OptionName]?: (typeof optionSpec)[K]['type'] extends 'string' ? string : boolean };
-
-/** What `--help` says of each option: its argument's placeholder (string options) and, for the global ones, a line. */
-const optionHelp: Record<OptionName, { readonly arg?: string; readonly help?: string }> = {
-  url: {
-    arg: 'url',
-    help: "the pipeline's base URL (default\nhttp://127.0.0.1:$PORT, PORT defaulting to 3000)",
-  },
-  stack: { arg: 'name', help: 'a deployed stack: its API URL from\nCloudFormation, requests SigV4-signed' },
-  json: { help: 'print one JSON document on stdout\ninstead of tables' },
-  help: { help: 'show this help' },
-  alarm: { arg: 'name' },
-  title: { arg: 't' },
-  body: { arg: 'b' },
-  assignee: { arg: 'a' },
-  reason: { arg: 'r' },
-  consumer: { arg: consumerNames.join('|') },
-  redrive: { arg: 'eventId' },
-  all: {},
-};
-
-const globalOptions: readonly OptionName[] = ['stack', 'url', 'json', 'help'];
+/** Every option's parsed value, the global ones included (commander's `optsWithGlobals`). */
+interface Values {
+  readonly url?: string;
+  readonly stack?: string;
+  readonly region?: string;
+  readonly profile?: string;
+  readonly output?: 'table' | 'json';
+  readonly json?: boolean;
+  readonly wide?: boolean;
+  readonly alarm?: string;
+  readonly title?: string;
+  readonly body?: string;
+  readonly assignee?: string;
+  readonly reason?: string;
+  readonly consumer?: string;
+  readonly redrive?: string | true;
+  readonly all?: boolean;
+  readonly status?: string;
+  readonly limit?: string;
+  readonly cursor?: string;
+}
 
 interface Context {
   readonly client: OpsClient;
   /** The stack `--stack` names, and its outputs. */
   readonly stack?: { readonly name: string; readonly outputs: Readonly<Record<string, string>> };
+  readonly target: AwsTarget;
   readonly io: CliIo;
   readonly values: Values;
   readonly args: readonly string[];
   readonly paint: Paint;
+  /** 80, or no limit with `--wide`. */
+  readonly width: number;
+  readonly json: boolean;
 }
 
-interface Command {
+/** One command of the CLI: its words, what `--help` says of it, and what it does. */
+interface CommandSpec {
   readonly words: readonly string[];
-  /** What `--help` says it does; `\n` starts a continuation line. */
+  /** What `--help` says it does. */
   readonly summary: string;
-  /** Options of which at most one may be given, shown as `[--a <x> | --b]`. */
-  readonly oneOf?: readonly OptionName[];
-  /** String options whose value may be left out (`--redrive` alone), shown as `--a [<x>]`: the value is then ''. */
-  readonly valueOptional?: readonly OptionName[];
+  /** Shown under "Example" in the command's own help: one line a user can paste. */
+  readonly example: string;
+  /** Positional arguments, commander style (`<taskId>`). */
+  readonly args?: readonly string[];
+  readonly options?: () => readonly Option[];
   /** Needs a deployed stack (`--stack`) rather than any pipeline URL. */
   readonly needsStack?: boolean;
-  /** Names of the positional arguments after the command words. */
-  readonly positionals: readonly string[];
-  readonly options: readonly OptionName[];
-  readonly required?: readonly OptionName[];
   run(ctx: Context): Promise<void>;
 }
 
@@ -149,26 +179,41 @@ function taskIdArg(ctx: Context): string {
 }
 
 const print = (ctx: Context, human: string, json: unknown) => {
-  ctx.io.stdout.write(ctx.values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`);
+  ctx.io.stdout.write(ctx.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`);
 };
 
-const commands: readonly Command[] = [
+const consumerOption = (required: boolean) => {
+  const o = new Option('--consumer <name>', 'the consumer').choices(consumerNames);
+  return required ? o.makeOptionMandatory() : o;
+};
+
+/** `--redrive <eventId>` and `--all` of the dead lists, which exclude each other. */
+const redriveOptions = () => [
+  new Option('--redrive <eventId>', 'redrive one entry').conflicts('all'),
+  new Option('--all', 'redrive every entry, one at a time, with progress on stderr'),
+];
+
+const taskStatuses = ['pending', 'approved', 'withdrawn', 'rejected'] as const;
+
+const commands: readonly CommandSpec[] = [
   {
     words: ['status'],
     summary: 'task counts, outbox, inboxes, effects, alarms',
-    positionals: [],
-    options: [],
+    example: 'pipeline status',
     async run(ctx) {
       const status = await ctx.client.get('/ops/status');
-      print(ctx, formatStatus(status, ctx.paint), status);
+      print(ctx, formatStatus(status, ctx.paint, ctx.width), status);
     },
   },
   {
     words: ['tasks', 'create'],
     summary: 'create a task, pending review',
-    positionals: [],
-    options: ['title', 'body', 'assignee'],
-    required: ['title'],
+    example: 'pipeline tasks create --title "Spring launch copy" --assignee alice',
+    options: () => [
+      new Option('--title <t>', 'the title').makeOptionMandatory(),
+      new Option('--body <b>', 'the text to review'),
+      new Option('--assignee <a>', 'who writes it'),
+    ],
     async run(ctx) {
       const { title, body, assignee } = ctx.values;
       const created = await ctx.client.post<{ taskId: string; status: string; version: number }>('/tasks', {
@@ -182,8 +227,8 @@ const commands: readonly Command[] = [
   {
     words: ['tasks', 'approve'],
     summary: 'approve a task as yourself; its event commits with it',
-    positionals: ['taskId'],
-    options: [],
+    example: 'pipeline tasks approve "$id"',
+    args: ['<taskId>'],
     async run(ctx) {
       const id = taskIdArg(ctx);
       // The reviewer is who signs the request (the IAM principal; locally PIPELINE_CALLER).
@@ -197,8 +242,9 @@ const commands: readonly Command[] = [
   {
     words: ['tasks', 'withdraw'],
     summary: 'withdraw an approved task as yourself',
-    positionals: ['taskId'],
-    options: ['reason'],
+    example: 'pipeline tasks withdraw "$id" --reason "legal hold"',
+    args: ['<taskId>'],
+    options: () => [new Option('--reason <r>', 'why, recorded with the task')],
     async run(ctx) {
       const id = taskIdArg(ctx);
       const { reason } = ctx.values;
@@ -211,71 +257,112 @@ const commands: readonly Command[] = [
   },
   {
     words: ['tasks', 'show'],
-    summary: "the task and its trace: its events and each\nconsumer's inbox state for each of them",
-    positionals: ['taskId'],
-    options: [],
+    summary: "the task and its trace: its events and each consumer's inbox state for each of them",
+    example: 'pipeline tasks show "$id"',
+    args: ['<taskId>'],
     async run(ctx) {
       const id = taskIdArg(ctx);
       const task = await ctx.client.get(`/tasks/${id}`);
       const trace = await ctx.client.get(`/ops/tasks/${id}/trace`);
-      print(ctx, formatTaskTrace(task, trace), { task, trace });
+      print(ctx, formatTaskTrace(task, trace, ctx.width), { task, trace });
+    },
+  },
+  {
+    words: ['tasks', 'list'],
+    summary: 'tasks newest first, a page at a time (a lost id is found here)',
+    example: 'pipeline tasks list --status pending --limit 5',
+    options: () => [
+      new Option('--status <s>', 'only tasks in this status').choices(taskStatuses),
+      new Option('--limit <n>', 'tasks per page, 1 to 100 (default 20)'),
+      new Option('--cursor <c>', 'the next page, as the previous one named it'),
+    ],
+    async run(ctx) {
+      const { status, limit, cursor } = ctx.values;
+      if (limit !== undefined && !(/^\d+$/.test(limit) && Number(limit) >= 1 && Number(limit) <= 100)) {
+        throw new CliError('usage', `--limit "${limit}" is not a whole number from 1 to 100`);
+      }
+      const query = new URLSearchParams();
+      if (status !== undefined) query.set('status', status);
+      if (limit !== undefined) query.set('limit', limit);
+      if (cursor !== undefined) query.set('cursor', cursor);
+      const page = await ctx.client.get(`/tasks${query.size > 0 ? `?${query}` : ''}`);
+      print(ctx, formatTaskList(page, ctx.width, status), page);
+    },
+  },
+  {
+    words: ['tasks', 'reject'],
+    summary: 'reject a task pending review as yourself, with the reason',
+    example: 'pipeline tasks reject "$id" --reason "off brand"',
+    args: ['<taskId>'],
+    options: () => [new Option('--reason <r>', 'why (1 to 1000 characters), recorded').makeOptionMandatory()],
+    async run(ctx) {
+      const id = taskIdArg(ctx);
+      const reason = ctx.values.reason ?? '';
+      if (reason.trim() === '' || reason.length > 1000) {
+        throw new CliError('usage', '--reason must be 1 to 1000 characters');
+      }
+      const changed = await ctx.client.post<{ status: string; version: number; eventId: string }>(
+        `/tasks/${id}/reject`,
+        { reason },
+      );
+      print(ctx, `rejected task ${id} (version ${changed.version}, event ${changed.eventId})`, changed);
     },
   },
   {
     words: ['outbox', 'dead'],
     summary: 'list (or redrive) dead outbox events',
-    positionals: [],
-    options: ['redrive', 'all'],
-    oneOf: ['redrive', 'all'],
+    example: 'pipeline outbox dead --all',
+    options: redriveOptions,
     async run(ctx) {
+      // The outbox's event ids are UUIDs: anything else is refused here, as `tasks show` refuses a bad id.
+      const { redrive } = ctx.values;
+      if (typeof redrive === 'string' && redrive !== '' && !uuidPattern.test(redrive)) {
+        throw new CliError('usage', `event id "${redrive}" is not a UUID`);
+      }
       await deadList(ctx, {
         noun: 'dead outbox events',
         listPath: '/ops/outbox/dead',
         redrivePath: '/ops/outbox/dead/redrive',
         key: (d) => String((d as { eventId?: unknown }).eventId ?? ''),
         idOf: (d) => String((d as { eventId?: unknown }).eventId ?? ''),
-        format: formatOutboxDead,
+        format: (list) => formatOutboxDead(list, ctx.width),
       });
     },
   },
   {
     words: ['inbox', 'dead'],
     summary: "list (or redrive) a consumer's dead inbox records",
-    positionals: [],
-    options: ['consumer', 'redrive', 'all'],
-    oneOf: ['redrive', 'all'],
-    required: ['consumer'],
+    example: 'pipeline inbox dead --consumer notify',
+    options: () => [consumerOption(true), ...redriveOptions()],
     async run(ctx) {
       const consumer = ctx.values.consumer ?? '';
-      if (!(consumerNames as string[]).includes(consumer)) {
-        throw new CliError('usage', `unknown consumer "${consumer}"; one of ${consumerNames.join(', ')}`);
-      }
       await deadList(ctx, {
         noun: `dead ${consumer} inbox records`,
         listPath: `/ops/inbox/${consumer}/dead`,
         redrivePath: `/ops/inbox/${consumer}/dead/redrive`,
         key: inboxEventId,
         idOf: inboxEventId,
-        format: (list) => formatInboxDead(consumer, list),
+        format: (list) => formatInboxDead(consumer, list, ctx.width),
       });
     },
   },
   {
     words: ['audit'],
     summary:
-      "delivered events missing from a consumer's inbox\n(the delivery audit's findings); --redrive\nre-sends them all, --redrive <eventId> one event's",
-    positionals: [],
-    options: ['consumer', 'redrive'],
-    valueOptional: ['redrive'],
+      "delivered events missing from a consumer's inbox (the delivery audit's findings); --redrive re-sends them all, --redrive <eventId> one event's",
+    example: 'pipeline audit --consumer archive',
+    options: () => [
+      consumerOption(false),
+      new Option('--redrive [eventId]', 're-send every finding, or one event'),
+    ],
     async run(ctx) {
-      const { consumer, redrive } = ctx.values;
-      if (consumer !== undefined && !(consumerNames as string[]).includes(consumer)) {
-        throw new CliError('usage', `unknown consumer "${consumer}"; one of ${consumerNames.join(', ')}`);
-      }
+      const { consumer } = ctx.values;
+      // `--redrive` alone (commander's `true`) re-sends everything.
+      const redrive = ctx.values.redrive === true ? '' : ctx.values.redrive;
       if (redrive === undefined) {
         const query = consumer === undefined ? '' : `?consumer=${encodeURIComponent(consumer)}`;
         const listing = await ctx.client.get(`/ops/audit${query}`);
-        print(ctx, formatAudit(listing), listing);
+        print(ctx, formatAudit(listing, ctx.width), listing);
         return;
       }
       const later = 'they stay listed until the next audit run finds their records';
@@ -320,17 +407,18 @@ const commands: readonly Command[] = [
   {
     words: ['alarms', 'test'],
     summary:
-      'with --stack: set one alarm to ALARM\n(default relay-errors) to check that its\nnotification reaches you',
+      'with --stack: set one alarm to ALARM (default relay-errors) to check that its notification reaches you',
+    example: 'pipeline alarms test --stack ContentPipeline-sandbox --region eu-west-1',
     needsStack: true,
-    positionals: [],
-    options: ['alarm'],
+    options: () => [new Option('--alarm <name>', 'the alarm, without the stack prefix')],
     async run(ctx) {
       const stack = ctx.stack as NonNullable<Context['stack']>;
       const prefix = stack.outputs.AlarmNamePrefix || `${stack.name}-`;
       // relay-errors goes back to OK at its next one-minute evaluation (missing data is not
       // breaching), so the test also shows the OK notification arriving.
       const wanted = ctx.values.alarm ?? 'relay-errors';
-      const cloudWatch = (ctx.io.aws ?? defaultAws).cloudWatch();
+      const cloudWatch = await (ctx.io.aws ?? defaultAws).cloudWatch(ctx.target);
+      const { DescribeAlarmsCommand, SetAlarmStateCommand } = await import('@aws-sdk/client-cloudwatch');
       try {
         const found: { name: string; state?: string; missing?: string }[] = [];
         let nextToken: string | undefined;
@@ -380,6 +468,7 @@ const commands: readonly Command[] = [
         });
       } catch (err) {
         if (err instanceof CliError) throw err;
+        if (regionMissing(err)) throw noRegion();
         const e = err as Error;
         throw new CliError('request', `alarms test failed: ${e.name}: ${e.message}`, { cause: err });
       } finally {
@@ -390,9 +479,8 @@ const commands: readonly Command[] = [
   {
     words: ['dead-letters'],
     summary: "list (or redrive) the bus's dead letters",
-    positionals: [],
-    options: ['redrive', 'all'],
-    oneOf: ['redrive', 'all'],
+    example: 'pipeline dead-letters --json',
+    options: redriveOptions,
     async run(ctx) {
       const field = (d: unknown, name: string) => String((d as Record<string, unknown>)[name] ?? '');
       await deadList(ctx, {
@@ -403,75 +491,11 @@ const commands: readonly Command[] = [
         key: (d) => `${field(d, 'id')} ${field(d, 'consumer')}`,
         idOf: (d) => field(d, 'id'),
         bodyOf: (d) => ({ eventId: field(d, 'id'), consumer: field(d, 'consumer') || undefined }),
-        format: formatDeadLetters,
+        format: (list) => formatDeadLetters(list, ctx.width),
       });
     },
   },
 ];
-
-/** One option as a command line shows it: `--title <t>`, `--redrive [<id>]` when the value may be left out, or `--all` for a flag. */
-function optionUsage(option: OptionName, valueOptional = false): string {
-  const arg = optionHelp[option].arg;
-  if (arg === undefined) return `--${option}`;
-  return valueOptional ? `--${option} [<${arg}>]` : `--${option} <${arg}>`;
-}
-
-/** A command's line in `--help`: its words, positionals, required options, then the optional ones. */
-export function commandUsage(command: Command): string {
-  const required = command.required ?? [];
-  const oneOf = command.oneOf ?? [];
-  const usageOf = (o: OptionName) => optionUsage(o, command.valueOptional?.includes(o) ?? false);
-  const parts = [
-    ...command.words,
-    ...command.positionals.map((p) => `<${p}>`),
-    ...required.map(usageOf),
-    ...command.options
-      .filter((o) => !required.includes(o) && !oneOf.includes(o))
-      .map((o) => `[${usageOf(o)}]`),
-  ];
-  if (oneOf.length > 0) parts.push(`[${oneOf.map(usageOf).join(' | ')}]`);
-  return parts.join(' ');
-}
-
-/**
- * The `--help` text, generated from the command table and the option list, so it cannot name
- * a command or an option the CLI does not take (a test checks both ways).
- */
-function renderUsage(): string {
-  const column = 47;
-  const indent = ' '.repeat(column);
-  const pad = (left: string, text: string) => {
-    const [first = '', ...rest] = text.split('\n');
-    const head = left.length < column - 1 ? `${left.padEnd(column)}${first}` : `${left}\n${indent}${first}`;
-    return [head, ...rest.map((line) => `${indent}${line}`)].join('\n');
-  };
-  const commandLines = commands.map((c) => pad(`  ${commandUsage(c)}`, c.summary));
-  const optionLines = globalOptions.map((o) =>
-    pad(`  ${o === 'help' ? '-h, ' : ''}${optionUsage(o)}`, optionHelp[o].help ?? ''),
-  );
-  return `Usage: pipeline <command> [options]
-
-Operates the local pipeline started by \`npm start\`, through its HTTP API. With --stack (a
-deployed stack, e.g. ContentPipeline-sandbox), every command goes to that stack's API, found
-from its outputs and SigV4-signed with your AWS credentials (environment or default chain).
-
-Commands:
-${commandLines.join('\n')}
-
-Options:
-${optionLines.join('\n')}
-
---all redrives one id at a time, with progress on stderr.
-Exit status: 0 done; 1 the request failed (pipeline unreachable, 4xx, 5xx); 2 bad arguments.
-`;
-}
-
-/** The `--help` text. */
-export const usage = renderUsage();
-
-/** The command table, for the test that checks `--help` against it. */
-export const cliCommands: readonly Pick<Command, 'words' | 'positionals' | 'options' | 'required'>[] =
-  commands;
 
 interface DeadListSpec {
   readonly noun: string;
@@ -487,8 +511,8 @@ interface DeadListSpec {
 }
 
 async function deadList(ctx: Context, spec: DeadListSpec): Promise<void> {
-  const { redrive, all } = ctx.values;
-  if (redrive !== undefined && all) throw new CliError('usage', '--redrive and --all exclude each other');
+  const { all } = ctx.values;
+  const redrive = ctx.values.redrive === true ? '' : ctx.values.redrive;
   if (redrive !== undefined) {
     if (redrive === '') throw new CliError('usage', '--redrive needs an id');
     const result = await ctx.client.post<{ redriven: number }>(spec.redrivePath, { eventId: redrive });
@@ -564,8 +588,7 @@ function progressLine(stderr: CliIo['stderr']) {
   };
 }
 
-function baseUrl(values: Values, env: CliIo['env']): string {
-  let raw = values.url;
+function baseUrl(raw: string | undefined, env: CliIo['env']): string {
   if (raw === undefined) {
     // Read as `npm start` reads it: blank is unset.
     const port = env.PORT?.trim() || String(defaultPort);
@@ -586,115 +609,207 @@ function baseUrl(values: Values, env: CliIo['env']): string {
   return url.href.replace(/\/+$/, '');
 }
 
-/** Options that may stand alone (`audit --redrive`): given so, their value is ''. */
-const valueOptional: ReadonlySet<string> = new Set(
-  commands.flatMap((c) => (c.valueOptional ?? []).map((o) => `--${o}`)),
-);
-
-function parse(argv: readonly string[]): { values: Values; positionals: string[] } {
-  // `--redrive` last or before another option: parseArgs would call its value missing.
-  const args = argv.map((a, i) =>
-    valueOptional.has(a) && (i === argv.length - 1 || argv[i + 1]?.startsWith('-')) ? `${a}=` : a,
-  );
-  try {
-    const { values, positionals } = parseArgs({
-      args,
-      options: optionSpec,
-      allowPositionals: true,
-      strict: true,
-    });
-    return { values: values as Values, positionals };
-  } catch (err) {
-    // parseArgs' messages name the option; its hint about '--' does not apply to this CLI.
-    const message = (err as Error).message.replace(/\s*To specify a positional argument.*$/s, '');
-    throw new CliError('usage', message, { cause: err });
+/** The project's version, from the package.json above this file (source or built bundle). */
+function packageVersion(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'content-pipeline' && pkg.version) return pkg.version;
+    } catch {
+      // Not this one: the source and the bundle sit at different depths.
+    }
   }
+  return 'unknown';
 }
 
-function findCommand(positionals: readonly string[]): Command {
-  const command = commands.find((c) => c.words.every((w, i) => positionals[i] === w));
-  if (command) return command;
-  const [first, second] = positionals;
-  if (first === undefined) throw new CliError('usage', 'no command given');
-  const group = commands.filter((c) => c.words[0] === first && c.words.length > 1);
-  if (group.length > 0) {
-    const subs = group.map((c) => c.words[1]).join(', ');
-    throw new CliError(
-      'usage',
-      second === undefined
-        ? `${first}: which one? ${subs}`
-        : `unknown command "${first} ${second}"; ${first} commands: ${subs}`,
+/** The global options: where the requests go, and how the answer is shown. */
+const globalOptions = () => [
+  new Option(
+    '--url <url>',
+    `the pipeline's base URL (default http://127.0.0.1:$PORT, PORT defaulting to ${defaultPort})`,
+  ).conflicts('stack'),
+  new Option('--stack <name>', 'a deployed stack: its API URL from CloudFormation, requests SigV4-signed'),
+  new Option('--region <region>', "with --stack: the AWS region (default AWS_REGION or the profile's)"),
+  new Option('--profile <name>', 'with --stack: the AWS profile (default AWS_PROFILE)'),
+  new Option('-o, --output <format>', 'table (fits 80 columns) or json (one JSON document)').choices([
+    'table',
+    'json',
+  ]),
+  new Option('--json', 'the same as -o json'),
+  new Option('--wide', 'tables as wide as their content, one line per row'),
+];
+
+const epilogue = `
+Exit status: 0 done; 1 the server refused or failed the request (or could not
+be reached); 2 bad arguments or settings, nothing sent.`;
+
+/** A commander message as this CLI words every error: `pipeline: <what>`, lower case, one line. */
+function errorLine(message: string): string {
+  const text = message
+    .replace(/^error: /, '')
+    .replace(/\.?\s*\n\(Did you mean (.*)\?\)\s*$/s, ' (did you mean $1?)')
+    .replace(/\s*\n\s*/g, ' ')
+    .trim();
+  return `pipeline: ${text}\n`;
+}
+
+// Each command's help names the global options in one line; `pipeline --help` explains them.
+const globalHint =
+  '\nGlobal options: --url, --stack (with --region, --profile), -o json, --wide;\nsee `pipeline --help`.';
+
+const helpHint = (name: string) => `Run \`${name} --help\` for usage.\n`;
+
+/**
+ * The commander program: one subcommand per `CommandSpec` (groups such as `tasks` hold theirs),
+ * each with its own help and example. Output goes through `io`; errors throw (exitOverride).
+ */
+function buildProgram(
+  io: CliIo,
+  ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string },
+) {
+  const program = new Command('pipeline');
+  const output = (name: string) => ({
+    writeOut: (s: string) => void io.stdout.write(s),
+    writeErr: (s: string) => void io.stderr.write(s),
+    outputError: (s: string, write: (s: string) => void) => {
+      write(errorLine(s));
+      write(helpHint(name));
+    },
+  });
+  const configure = (command: Command, name: string) =>
+    command
+      .exitOverride()
+      .configureOutput(output(name))
+      .configureHelp({ helpWidth: narrowWidth })
+      .showSuggestionAfterError(true);
+  configure(program, 'pipeline')
+    .description(
+      "Operates the local pipeline started by `npm start`, through its HTTP API. With --stack (a deployed stack, e.g. ContentPipeline-sandbox), every command goes to that stack's API, found from its outputs and SigV4-signed with your AWS credentials.",
+    )
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show help (also after any command)')
+    .helpCommand('help [command]', 'show help for a command')
+    .addHelpText(
+      'after',
+      `${epilogue}\n\nExample:\n  pipeline tasks create --title "Spring launch copy" -o json`,
     );
+  for (const option of globalOptions()) program.addOption(option);
+  const groups = new Map<string, Command>();
+  for (const spec of commands) {
+    let parent = program;
+    for (const word of spec.words.slice(0, -1)) {
+      let group = groups.get(word);
+      if (!group) {
+        group = configure(parent.command(word), `pipeline ${word}`)
+          .description(`${word} commands`)
+          .helpCommand(false);
+        groups.set(word, group);
+      }
+      parent = group;
+    }
+    const name = `pipeline ${spec.words.join(' ')}`;
+    const sub = configure(parent.command(spec.words.at(-1) as string), name)
+      .description(spec.summary)
+      .addHelpText('after', `\nExample:\n  ${spec.example}\n${globalHint}`);
+    for (const arg of spec.args ?? []) sub.argument(arg);
+    for (const option of spec.options?.() ?? []) sub.addOption(option);
+    sub.action((...params: unknown[]) => {
+      const command = params.at(-1) as Command;
+      ran.spec = spec;
+      ran.path = name;
+      ran.args = params.slice(0, (spec.args ?? []).length) as string[];
+      ran.values = command.optsWithGlobals<Values>();
+    });
   }
-  throw new CliError('usage', `unknown command "${first}"`);
+  // Group descriptions name their commands, so `pipeline --help` shows what each holds.
+  for (const [word, group] of groups) {
+    group.description(`${word} ${group.commands.map((c) => c.name()).join('|')}`);
+  }
+  return program;
 }
+
+/** The command table, for the tests that check each command's help. */
+export const cliCommands: readonly Pick<CommandSpec, 'words' | 'args' | 'summary' | 'example'>[] = commands;
 
 /**
  * Runs one CLI invocation and returns its exit status; never throws and never exits the process,
- * so tests can drive it. Errors go to stderr as one clear message.
+ * so tests can drive it. Errors go to stderr as one `pipeline: …` line (and a usage hint for
+ * exit 2). Exit 0 done, 1 the server refused or failed, 2 usage (nothing was sent).
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string } = {};
   try {
-    const { values, positionals } = parse(argv);
-    if (values.help || positionals[0] === 'help') {
-      io.stdout.write(usage);
-      return 0;
+    await buildProgram(io, ran).parseAsync([...argv], { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0; a group without its subcommand
+      // printed its help on stderr (exit code 1 in commander), which is a usage error here.
+      return err.exitCode === 0 ? 0 : exitCodes.usage;
     }
-    const command = findCommand(positionals);
-    const args = positionals.slice(command.words.length);
-    const name = command.words.join(' ');
-    if (args.length !== command.positionals.length) {
-      const expected = command.positionals.map((p) => `<${p}>`).join(' ');
-      throw new CliError(
-        'usage',
-        args.length > command.positionals.length
-          ? `${name}: unexpected argument "${args[command.positionals.length]}"`
-          : `${name}: missing ${expected}`,
-      );
-    }
-    for (const option of Object.keys(values) as OptionName[]) {
-      if (!globalOptions.includes(option) && !command.options.includes(option)) {
-        throw new CliError('usage', `${name} does not take --${option}`);
-      }
-    }
-    for (const option of command.required ?? []) {
-      if (values[option] === undefined) throw new CliError('usage', `${name} needs --${option}`);
-    }
-    if (values.stack !== undefined && values.url !== undefined) {
-      throw new CliError('usage', '--stack and --url exclude each other');
-    }
-    if (command.needsStack && values.stack === undefined) {
-      throw new CliError(
-        'usage',
-        `${name} needs --stack <name> (a deployed stack, e.g. ContentPipeline-sandbox)`,
-      );
-    }
-    let stack: Context['stack'];
-    let url: string;
-    if (values.stack !== undefined) {
-      if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(values.stack)) {
-        throw new CliError('usage', `--stack "${values.stack}" is not a CloudFormation stack name`);
-      }
-      const outputs = await stackOutputs(values.stack, io);
-      if (!outputs.ApiUrl) throw new CliError('request', `stack ${values.stack} has no ApiUrl output`);
-      stack = { name: values.stack, outputs };
-      url = baseUrl({ url: outputs.ApiUrl }, io.env);
-    } else {
-      url = baseUrl(values, io.env);
-    }
-    const color = io.stdout.isTTY === true && !values.json && (io.env.NO_COLOR ?? '') === '';
-    await command.run({ client: clientFor(url, io), stack, io, values, args, paint: paint(color) });
+    return reportUnexpected(io, err);
+  }
+  const { spec, values = {}, path = 'pipeline' } = ran;
+  if (!spec) return 0;
+  try {
+    await execute(spec, values, ran.args ?? [], io);
     return 0;
   } catch (err) {
     if (err instanceof CliError) {
       io.stderr.write(`pipeline: ${err.message}\n`);
-      if (err.code === 'usage') io.stderr.write('Run `pipeline --help` for usage.\n');
+      if (err.code === 'usage') io.stderr.write(helpHint(path));
       return exitCodes[err.code];
     }
-    // A bug, not a user error: show the stack so it can be reported.
-    io.stderr.write(
-      `pipeline: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    return 1;
+    return reportUnexpected(io, err);
   }
+}
+
+async function execute(spec: CommandSpec, values: Values, args: readonly string[], io: CliIo): Promise<void> {
+  const name = spec.words.join(' ');
+  if (values.stack === undefined && (values.region !== undefined || values.profile !== undefined)) {
+    throw new CliError('usage', '--region and --profile go with --stack <name>');
+  }
+  if (spec.needsStack && values.stack === undefined) {
+    throw new CliError(
+      'usage',
+      `${name} needs --stack <name> (a deployed stack, e.g. ContentPipeline-sandbox)`,
+    );
+  }
+  const target: AwsTarget = { region: values.region, profile: values.profile };
+  let stack: Context['stack'];
+  let url: string;
+  if (values.stack !== undefined) {
+    if (!/^[A-Za-z][A-Za-z0-9-]{0,127}$/.test(values.stack)) {
+      throw new CliError('usage', `--stack "${values.stack}" is not a CloudFormation stack name`);
+    }
+    const outputs = await stackOutputs(values.stack, io, target);
+    if (!outputs.ApiUrl) throw new CliError('request', `stack ${values.stack} has no ApiUrl output`);
+    stack = { name: values.stack, outputs };
+    url = baseUrl(outputs.ApiUrl, io.env);
+  } else {
+    url = baseUrl(values.url, io.env);
+  }
+  const json = values.json === true || values.output === 'json';
+  const color = io.stdout.isTTY === true && !json && (io.env.NO_COLOR ?? '') === '';
+  await spec.run({
+    client: clientFor(url, io, target),
+    stack,
+    target,
+    io,
+    values,
+    args,
+    paint: paint(color),
+    width: values.wide ? Number.POSITIVE_INFINITY : narrowWidth,
+    json,
+  });
+}
+
+// A bug, not a user error: show the stack so it can be reported.
+function reportUnexpected(io: CliIo, err: unknown): number {
+  io.stderr.write(
+    `pipeline: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  return 1;
 }

@@ -89,7 +89,8 @@ export function answerClientErrorsAsJson(
         : status === 408
           ? 'the request was not sent in time'
           : `malformed HTTP request (${err.code ?? err.message})`;
-    const body = JSON.stringify(errorBody(status, message));
+    // Ended by a newline, as every JSON answer of the local server.
+    const body = `${JSON.stringify(errorBody(status, message))}\n`;
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
         `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

@@ -68,6 +68,19 @@ const dashboardHeaders = {
   'x-frame-options': 'DENY',
 };
 
+/**
+ * A JSON answer's text: ended by a newline, as a terminal user of `curl` expects (the shell's
+ * prompt otherwise lands on the answer's last line). JSON parsers skip the trailing whitespace.
+ */
+const jsonText = (body: unknown) => `${JSON.stringify(body)}\n`;
+
+/** A handler's JSON answer ended by a newline; any other body as it is. */
+function withNewline(body: string, headers: APIGatewayProxyResult['headers']): string {
+  const type = Object.entries(headers ?? {}).find(([name]) => name.toLowerCase() === 'content-type')?.[1];
+  const json = jsonMediaType.test(String(type ?? '').split(';')[0]?.trim().toLowerCase() ?? '');
+  return json && body !== '' && !body.endsWith('\n') ? `${body}\n` : body;
+}
+
 const stateChanging = (method: string) => method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
 const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
 
@@ -112,7 +125,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<{ url
               'content-type': 'application/json',
               'retry-after': String(retryAfterSeconds),
             })
-            .end(JSON.stringify({ error: `${unavailable}; try again later` }));
+            .end(jsonText({ error: `${unavailable}; try again later` }));
         } else send(res, 500, { error: 'internal error' });
       });
     },
@@ -177,7 +190,7 @@ async function handle(
       res,
       413,
       { ...commonHeaders, 'content-type': 'application/json' },
-      JSON.stringify({ error: err.message, maxBytes: err.maxBytes }),
+      jsonText({ error: err.message, maxBytes: err.maxBytes }),
     );
     return;
   }
@@ -203,7 +216,10 @@ async function handle(
       event,
       localLambdaContext(api.name) as Context,
     )) as APIGatewayProxyResult;
-    const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body;
+    // The Lambda handlers answer as they do on AWS; the local front door adds the newline.
+    const body = result.isBase64Encoded
+      ? Buffer.from(result.body, 'base64')
+      : withNewline(result.body, result.headers);
     res
       .writeHead(result.statusCode, { ...commonHeaders, ...(result.headers as Record<string, string>) })
       .end(body);
@@ -213,7 +229,7 @@ async function handle(
     if (method !== 'GET' && method !== 'HEAD') {
       res.writeHead(405, { ...commonHeaders, 'content-type': 'application/json', allow: 'GET, HEAD' });
       res.end(
-        JSON.stringify({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }),
+        jsonText({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }),
       );
       return;
     }
@@ -276,10 +292,10 @@ function refuse(res: ServerResponse, status: number, error: string): void {
     res,
     status,
     { ...commonHeaders, 'content-type': 'application/json' },
-    JSON.stringify({ error }),
+    jsonText({ error }),
   );
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { ...commonHeaders, 'content-type': 'application/json' }).end(JSON.stringify(body));
+  res.writeHead(status, { ...commonHeaders, 'content-type': 'application/json' }).end(jsonText(body));
 }

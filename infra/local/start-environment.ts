@@ -1,8 +1,9 @@
 import * as z from 'zod';
 import { blankIsUnset, parseEnvironment } from '../../shared/env';
+import { defaultPort } from './ports';
 
-/** The local server's port when PORT is unset: what the ops CLI calls too. */
-export const defaultPort = 3000;
+// The ops CLI reads the default port from ./ports, which does not load zod.
+export { defaultPort };
 
 /** `npm start`'s settings. */
 export interface StartEnvironment {

@@ -3,8 +3,11 @@
  * PORT (3000), PIPELINE_DATA_DIR (./.pipeline), PIPELINE_DYNAMO (dynalite | dynamodb-local),
  * PIPELINE_FAULTS and PIPELINE_FAULT_SEED (fault injection in the local adapters).
  */
+// First: before any module below builds an AWS SDK client.
+import './quiet-sdk-warning';
 import { isPipelineError } from '../../shared/errors';
 import { type FaultRates, parseFaults } from './faults';
+import { defaultPort, portMessage, portUnavailable } from './ports';
 import { startRuntime } from './runtime';
 import { parseStartEnvironment, type StartEnvironment } from './start-environment';
 
@@ -20,6 +23,15 @@ const oneLine = (err: unknown) =>
   (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' | ');
 
 let ready = false;
+
+// A reader that went away (`npm start | tee log`, and Ctrl-C reaches tee first) makes the next
+// write fail with EPIPE, emitted as an 'error' on the stream; unhandled, it would end the process
+// before the shutdown stopped PostgreSQL. Output that cannot be written is dropped: the shutdown
+// goes on, and what it would have said is lost with the terminal that closed.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+
+/** The host the local HTTP server listens on (the runtime's default). */
+const host = '127.0.0.1';
 
 // A start waiting on something that can no longer happen (nothing left to keep the event loop
 // alive) would otherwise end with exit code 0 and no word: say so, and fail.
@@ -42,6 +54,15 @@ async function main(): Promise<void> {
   }
   const seed = config.PIPELINE_FAULT_SEED ?? Date.now() % 2 ** 31;
   if (Object.values(faults).some((r) => r > 0)) log('fault injection on', { ...faults, seed });
+
+  // Before PostgreSQL is created and migrated (seconds): a taken port fails the start at once.
+  if (config.PORT !== 0) {
+    const unavailable = await portUnavailable(config.PORT, host);
+    if (unavailable) {
+      console.error(`pipeline failed to start: ${portMessage(config.PORT, host, unavailable.code)}`);
+      process.exit(1);
+    }
+  }
 
   const runtime = await startRuntime({
     dataDir: config.PIPELINE_DATA_DIR,
@@ -83,6 +104,13 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  // The port taken between the check and the server's listen.
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    const port = Number(process.env.PORT?.trim() || defaultPort);
+    console.error(`pipeline failed to start: ${portMessage(port, host, code)}`);
+    process.exit(1);
+  }
   console.error(`pipeline failed to start: ${oneLine(err)}`);
   process.exit(1);
 });

@@ -34,9 +34,11 @@ describe('bin/pipeline.mjs without a pipeline', () => {
     const bad = await pipeline(['inbox', 'dead', '--consumer', 'search']);
 
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: pipeline <command> \[options\]/);
+    expect(help.stdout).toMatch(/^Usage: pipeline \[options\] \[command\]/);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('unknown consumer "search"; one of index, notify, archive');
+    expect(bad.stderr).toContain(
+      "option '--consumer <name>' argument 'search' is invalid. Allowed choices are index, notify, archive.",
+    );
   });
 
   it('exits 1 asking whether `npm start` is running when nothing listens on PORT', async () => {
@@ -104,7 +106,7 @@ describe('bin/pipeline.mjs against the local runtime', () => {
       expect(shown.task.reviewer).toBe('local:cli-tester');
       expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
 
-      const human = await pipeline([...at(), 'tasks', 'show', taskId]);
+      const human = await pipeline([...at(), 'tasks', 'show', taskId, '--wide']);
       expect(human.stdout).toContain('title     CLI task');
       expect(human.stdout).toMatch(
         /content\.approved\s+2\s+delivered \(1\).*PROCESSED \(1\)\s+PROCESSED \(1\)\s+PROCESSED \(1\)$/m,

@@ -168,7 +168,7 @@ describe('the delivery audit on the local runtime', () => {
     // An operator's view and redrive, through the launcher a user runs, against the runtime.
     runtime.bus.enableRule('content-withdrawn');
     const cli = (...argv: string[]) => pipeline([...argv, '--url', runtime.url]);
-    const listed = await cli('audit');
+    const listed = await cli('audit', '--wide'); // one line per finding
     expect(listed.code).toBe(0);
     for (const id of withdrawn) expect(listed.stdout).toMatch(new RegExp(`${id}\\s+index\\s+\\d{4}-`));
     const redriven = await cli('audit', '--redrive');

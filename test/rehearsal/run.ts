@@ -4,6 +4,8 @@
  * `{"functions","awsCalls","deniedCalls","conditionChecks","missingEnv"}`.
  * Exits 1 when a call would be denied, an environment is incomplete, or a step failed.
  */
+// First: before any module below builds an AWS SDK client.
+import '../../infra/local/quiet-sdk-warning';
 import { runRehearsal } from './rehearsal';
 
 const report = await runRehearsal({ log: (line) => process.stderr.write(`${line}\n`) });

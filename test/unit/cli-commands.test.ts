@@ -119,7 +119,7 @@ describe('status', () => {
     expect(r.stdout).toMatch(/notify\s+4\s+0\s+0\s+1\s+-\s+-\s+0/);
     // The design's three inbox figures per consumer, and what the audit found missing.
     expect(r.stdout).toMatch(
-      /inbox\s+processed\s+in progress\s+failed\s+dead\s+oldest lease\s+retry age\s+undelivered/,
+      /inbox\s+processed\s+in progress\s+failed\s+dead\s+lease age\s+retry age\s+undelivered/,
     );
     expect(r.stdout).toMatch(/archive\s+5\s+2\s+1\s+0\s+3m 10s\s+2h 05m\s+3/);
     expect(r.stdout).toContain('audit         last run 2026-05-04T10:01:00.000Z   behind 0s');
@@ -275,10 +275,10 @@ describe('tasks', () => {
     ],
   };
 
-  it("show reads the task and its trace and prints each event with every consumer's inbox state", async () => {
+  it("show --wide reads the task and its trace and prints each event with every consumer's inbox state on one line", async () => {
     const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? trace : task }));
 
-    const r = await run(['tasks', 'show', taskId], api.fetch);
+    const r = await run(['tasks', 'show', taskId, '--wide'], api.fetch);
 
     expect(r.code).toBe(0);
     expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual([
@@ -294,6 +294,20 @@ describe('tasks', () => {
     expect(lines.find((l) => l.startsWith(eventW))).toMatch(
       /pending \(0\).*not received\s+not routed\s+not routed$/,
     );
+    expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
+  });
+
+  it('show fits 80 columns: each event is a block of `label value` lines', async () => {
+    const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? trace : task }));
+
+    const r = await run(['tasks', 'show', taskId], api.fetch);
+
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
+    expect(r.stdout).toContain(`event      ${eventA}\ntype       content.approved\nversion    2\n`);
+    expect(r.stdout).toContain('index      PROCESSED (1)\nnotify     DEAD (5)\narchive    not received');
+    expect(r.stdout).toContain('index      not received\nnotify     not routed\narchive    not routed');
     expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
   });
 
@@ -318,10 +332,10 @@ describe('dead lists', () => {
     },
   ];
 
-  it('outbox dead lists the dead events as a table, one line each', async () => {
+  it('outbox dead --wide lists the dead events as a table, one line each', async () => {
     const api = fakeApi(() => ({ body: outboxDead }));
 
-    const r = await run(['outbox', 'dead'], api.fetch);
+    const r = await run(['outbox', 'dead', '--wide'], api.fetch);
 
     expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /ops/outbox/dead']);
     const lines = r.stdout.trimEnd().split('\n');
@@ -339,7 +353,7 @@ describe('dead lists', () => {
 
     const a = await run(['inbox', 'dead', '--consumer', 'notify', '--json'], api.fetch);
     const b = await run(['dead-letters', '--json'], api.fetch);
-    const c = await run(['inbox', 'dead', '--consumer', 'notify'], api.fetch);
+    const c = await run(['inbox', 'dead', '--consumer', 'notify', '--wide'], api.fetch);
 
     expect(api.calls.map((x) => x.path)).toEqual([
       '/ops/inbox/notify/dead',
@@ -514,7 +528,7 @@ describe('audit', () => {
   it('lists what the audit found missing: event id, consumer, delivered at', async () => {
     const api = fakeApi(() => ({ body: listing }));
 
-    const r = await run(['audit'], api.fetch);
+    const r = await run(['audit', '--wide'], api.fetch);
 
     expect(r.code).toBe(0);
     expect(api.calls.map((c) => `${c.method} ${c.path}`)).toEqual(['GET /ops/audit']);

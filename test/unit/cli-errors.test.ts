@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runCli, usage } from '../../infra/local/cli';
+import { runCli } from '../../infra/local/cli';
 import type { FetchLike } from '../../infra/local/cli-client';
 
 // Bad arguments exit 2 before any request; failed requests exit 1 with the server's own words.
@@ -32,35 +32,62 @@ const answer =
 
 describe('bad arguments', () => {
   it.each([
-    [[], 'no command given'],
-    [['frobnicate'], 'unknown command "frobnicate"'],
-    [['tasks'], 'tasks: which one? create, approve, withdraw, show'],
+    [['frobnicate'], "unknown command 'frobnicate'", 'pipeline'],
+    [['stauts'], "unknown command 'stauts' (did you mean status?)", 'pipeline'],
+    [['tasks', 'delete', taskId], "unknown command 'delete'", 'pipeline tasks'],
+    [['tasks', 'lsit'], "unknown command 'lsit' (did you mean list?)", 'pipeline tasks'],
+    [['status', '--verbose'], "unknown option '--verbose'", 'pipeline status'],
+    [['status', '--title', 'x'], "unknown option '--title'", 'pipeline status'],
+    [['tasks', 'create'], "required option '--title <t>' not specified", 'pipeline tasks create'],
+    [['tasks', 'create', '--title'], "option '--title <t>' argument missing", 'pipeline tasks create'],
+    [['tasks', 'approve', taskId, '--by', 'rita'], "unknown option '--by'", 'pipeline tasks approve'],
+    [['tasks', 'approve'], "missing required argument 'taskId'", 'pipeline tasks approve'],
     [
-      ['tasks', 'delete', taskId],
-      'unknown command "tasks delete"; tasks commands: create, approve, withdraw, show',
+      ['tasks', 'show', taskId, 'extra'],
+      "too many arguments for 'show'. Expected 1 argument but got 2.",
+      'pipeline tasks show',
     ],
-    [['status', '--verbose'], "Unknown option '--verbose'"],
-    [['status', '--title', 'x'], 'status does not take --title'],
-    [['tasks', 'create'], 'tasks create needs --title'],
-    [['tasks', 'create', '--title'], "Option '--title <value>' argument missing"],
-    [['tasks', 'approve', taskId, '--by', 'rita'], "Unknown option '--by'"],
-    [['tasks', 'approve'], 'tasks approve: missing <taskId>'],
-    [['tasks', 'show', taskId, 'extra'], 'tasks show: unexpected argument "extra"'],
-    [['tasks', 'show', '../ops/status'], 'task id "../ops/status" is not a UUID'],
-    [['inbox', 'dead'], 'inbox dead needs --consumer'],
-    [['inbox', 'dead', '--consumer', 'search'], 'unknown consumer "search"; one of index, notify, archive'],
-    [['outbox', 'dead', '--redrive', taskId, '--all'], '--redrive and --all exclude each other'],
-    [['dead-letters', '--redrive', ''], '--redrive needs an id'],
-    [['status', '--url', 'not a url'], '--url "not a url" is not a URL'],
-    [['status', '--url', 'ftp://host'], '--url "ftp://host" is not an http(s) URL'],
-  ])('%j exits 2 with "%s" and sends nothing', async (argv, message) => {
+    [['tasks', 'show', '../ops/status'], 'task id "../ops/status" is not a UUID', 'pipeline tasks show'],
+    [['inbox', 'dead'], "required option '--consumer <name>' not specified", 'pipeline inbox dead'],
+    [
+      ['inbox', 'dead', '--consumer', 'search'],
+      "option '--consumer <name>' argument 'search' is invalid. Allowed choices are index, notify, archive.",
+      'pipeline inbox dead',
+    ],
+    [
+      ['outbox', 'dead', '--redrive', taskId, '--all'],
+      "option '--redrive <eventId>' cannot be used with option '--all'",
+      'pipeline outbox dead',
+    ],
+    // A bad id exits 2 before any request wherever an id must be a UUID, as in `tasks show`.
+    [['outbox', 'dead', '--redrive', 'nope'], 'event id "nope" is not a UUID', 'pipeline outbox dead'],
+    [['dead-letters', '--redrive', ''], '--redrive needs an id', 'pipeline dead-letters'],
+    [['status', '--url', 'not a url'], '--url "not a url" is not a URL', 'pipeline status'],
+    [['status', '--url', 'ftp://host'], '--url "ftp://host" is not an http(s) URL', 'pipeline status'],
+    [['status', '-o', 'yaml'], "option '-o, --output <format>' argument 'yaml' is invalid.", 'pipeline'],
+  ])('%j exits 2 with "%s" and sends nothing', async (argv, message, command) => {
     const r = await run(argv);
 
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`pipeline: ${message}`);
-    expect(r.stderr).toContain('Run `pipeline --help` for usage.');
+    // One style for every usage error: one `pipeline: ` line, then where the help is.
+    expect(r.stderr).toBe(
+      `pipeline: ${message}${message.endsWith('invalid.') ? ' Allowed choices are table, json.' : ''}\nRun \`${command} --help\` for usage.\n`,
+    );
     expect(r.stdout).toBe('');
     expect(r.requests).toEqual([]);
+  });
+
+  it('no command, or a group without its command, prints that help on stderr and exits 2', async () => {
+    for (const [argv, usageLine] of [
+      [[], 'Usage: pipeline [options] [command]'],
+      [['tasks'], 'Usage: pipeline tasks [options] [command]'],
+    ] as const) {
+      const r = await run([...argv]);
+      expect(r.code).toBe(2);
+      expect(r.stderr.startsWith(usageLine)).toBe(true);
+      expect(r.stdout).toBe('');
+      expect(r.requests).toEqual([]);
+    }
   });
 
   it('refuses a PORT that is not a port', async () => {
@@ -70,19 +97,17 @@ describe('bad arguments', () => {
     expect(r.stderr).toContain('PORT=eighty is not a TCP port');
   });
 
-  it('--help prints the usage on stdout, exits 0 and sends nothing, wherever it appears', async () => {
-    for (const argv of [
-      ['--help'],
-      ['-h'],
-      ['help'],
-      ['tasks', 'approve', '--help'],
-      ['frobnicate', '--help'],
-    ]) {
-      const r = await run(argv);
-      expect(r).toEqual({ code: 0, stdout: usage, stderr: '', requests: [], slept: [] });
+  it("--help prints that command's help on stdout, exits 0 and sends nothing, wherever it appears", async () => {
+    const top = await run(['--help']);
+    expect(top).toMatchObject({ code: 0, stderr: '', requests: [] });
+    expect(top.stdout).toMatch(/^Usage: pipeline \[options\] \[command\]/);
+    for (const argv of [['-h'], ['help'], ['frobnicate', '--help']]) {
+      expect(await run(argv)).toEqual({ code: 0, stdout: top.stdout, stderr: '', requests: [], slept: [] });
     }
-    expect(usage).toContain('tasks show <taskId>');
-    expect(usage).toContain('inbox dead --consumer <index|notify|archive>');
+    const approve = await run(['tasks', 'approve', '--help']);
+    expect(approve).toMatchObject({ code: 0, stderr: '', requests: [] });
+    expect(approve.stdout).toMatch(/^Usage: pipeline tasks approve \[options\] <taskId>/);
+    expect((await run(['tasks', 'approve', taskId, '-h'])).stdout).toBe(approve.stdout);
   });
 });
 

@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../infra/local/cli';
 import type { FetchLike } from '../../infra/local/cli-client';
 
@@ -30,12 +33,16 @@ beforeEach(() => {
   });
 });
 
-async function run(argv: string[], fetch: FetchLike = async () => new Response('{}')) {
+async function run(
+  argv: string[],
+  fetch: FetchLike = async () => new Response('{}'),
+  env: Record<string, string> = credentials,
+) {
   let stdout = '';
   let stderr = '';
   const code = await runCli(argv, {
     fetch,
-    env: credentials,
+    env,
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { write: (s: string) => (stderr += s) },
   });
@@ -71,7 +78,7 @@ describe('the ops CLI against a deployed stack (--stack)', () => {
     expect(missing.stderr).toMatch(/cannot read stack Nope|stack Nope not found/);
     const both = await run(['--stack', stackName, '--url', 'http://127.0.0.1:3000', 'status']);
     expect(both.code).toBe(2);
-    expect(both.stderr).toContain('--stack and --url exclude each other');
+    expect(both.stderr).toContain("option '--url <url>' cannot be used with option '--stack <name>'");
   });
 
   it('alarms test sets the chosen alarm to ALARM and tells the user to expect the email', async () => {
@@ -141,5 +148,49 @@ describe('the ops CLI against a deployed stack (--stack)', () => {
     expect(stdout).toContain(
       `aws cloudwatch set-alarm-state --alarm-name ${stackName}-outbox-dead --state-value OK`,
     );
+  });
+
+  it('--region and --profile set the CloudFormation client and the signing credentials', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-profile-'));
+    try {
+      // The SDK reads the profile files named by the process environment.
+      const file = join(dir, 'credentials');
+      writeFileSync(file, '[ops]\naws_access_key_id = AKIDPROFILE\naws_secret_access_key = profile-secret\n');
+      vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', file);
+      vi.stubEnv('AWS_CONFIG_FILE', join(dir, 'none'));
+      const seen: (string | null)[] = [];
+      const fetch: FetchLike = async (_url, init) => {
+        seen.push(new Headers(init?.headers).get('authorization'));
+        return new Response('[]', { headers: { 'content-type': 'application/json' } });
+      };
+
+      const r = await run(
+        ['--stack', stackName, '--region', 'ap-south-1', '--profile', 'ops', 'outbox', 'dead'],
+        fetch,
+      );
+
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const client = cloudFormation.call(0).thisValue as CloudFormationClient;
+      expect(await client.config.region()).toBe('ap-south-1');
+      expect(client.config.profile).toBe('ops');
+      // The profile's keys sign, not the environment's; the API's region comes from its URL.
+      expect(seen[0]).toMatch(/Credential=AKIDPROFILE\/\d{8}\/eu-west-1\/execute-api\//);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('--region and --profile without --stack are refused before any request', async () => {
+    for (const flag of ['--region', '--profile']) {
+      const r = await run([flag, 'x', 'status'], async () => {
+        throw new Error('this test expects no request');
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        'pipeline: --region and --profile go with --stack <name>\nRun `pipeline status --help` for usage.\n',
+      );
+    }
   });
 });
