@@ -217,7 +217,10 @@ export class PipelineStack extends Stack {
     });
 
     const opsQueues: OpsQueue[] = [
-      ...this.fanout.targets.map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
+      // One per consumer (its rules share it): listed under the consumer's first rule.
+      ...this.fanout.targets
+        .filter((t, i, all) => all.findIndex((o) => o.deadLetterQueue === t.deadLetterQueue) === i)
+        .map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
       // Every consumer's: each message names the function it failed in.
       { queue: this.retries.deadLetters, rule: onFailureRule },
     ];

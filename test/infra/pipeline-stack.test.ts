@@ -474,18 +474,19 @@ describe('event fan-out', () => {
     });
   });
 
-  it('gives each rule target the consumer retry policy and its own encrypted dead-letter queue', () => {
-    const dlqIds = new Set<string>();
+  it("gives each rule target the consumer retry policy and the consumer's encrypted dead-letter queue, one per consumer whichever rule", () => {
+    const dlqOf = new Map<string, string>();
     for (const spec of topology.rules) {
       const rule = resourcesOfType(s, 'AWS::Events::Rule').find(
         ([, r]) => r.Properties?.Name === s.stack.ruleName(spec.name),
       );
       const targets = rule?.[1].Properties?.Targets as Record<string, { 'Fn::GetAtt': string[] }>[];
-      for (const target of targets) {
+      for (const [i, target] of targets.entries()) {
+        const consumer = spec.targets[i] as string;
         const dlq = target.DeadLetterConfig as unknown as { Arn: { 'Fn::GetAtt': string[] } };
         const dlqId = dlq.Arn['Fn::GetAtt'][0] as string;
-        expect(dlqIds.has(dlqId)).toBe(false);
-        dlqIds.add(dlqId);
+        expect(dlqOf.get(consumer) ?? dlqId).toBe(dlqId);
+        dlqOf.set(consumer, dlqId);
         expect(s.json.Resources[dlqId]?.Properties).toMatchObject({ SqsManagedSseEnabled: true });
       }
       expect(targets.map((t) => t.RetryPolicy)).toEqual(
@@ -495,6 +496,8 @@ describe('event fan-out', () => {
         })),
       );
     }
+    // No two consumers share one.
+    expect(new Set(dlqOf.values()).size).toBe(dlqOf.size);
   });
 
   it('lets EventBridge write to each DLQ only from its own rule, over TLS only', () => {
@@ -911,13 +914,14 @@ describe('alarms', () => {
       expect(a.MetricName, String(a.AlarmName)).not.toBe('FailedInvocations');
       expect(String(a.AlarmName)).not.toContain('failed-invocations');
     }
-    // What pages instead: every rule target's DLQ has its not-empty alarm, and `undelivered`.
-    for (const rule of topology.rules) {
-      for (const target of rule.targets) {
-        expect(alarms.map((a) => a.AlarmName)).toContain(
-          `ContentPipeline-sandbox-queue-not-empty-dlq-${rule.name}-${target}`,
-        );
-      }
+    // What pages instead: every consumer's rule DLQ (shared by its rules, named after its
+    // first) has its not-empty alarm, and `undelivered`.
+    for (const consumer of Object.keys(topology.consumers)) {
+      const first = topology.rules.find((r) => (r.targets as readonly string[]).includes(consumer));
+      if (!first) continue;
+      expect(alarms.map((a) => a.AlarmName)).toContain(
+        `ContentPipeline-sandbox-queue-not-empty-dlq-${first.name}-${consumer}`,
+      );
     }
     expect(alarms.map((a) => a.AlarmName)).toContain('ContentPipeline-sandbox-undelivered');
   });

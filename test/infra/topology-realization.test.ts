@@ -56,8 +56,8 @@ describe('the AWS stack realizes shared/topology', () => {
     expect([...targeted].sort()).toEqual(Object.keys(topology.consumers).sort());
   });
 
-  it('has one dead-letter queue per rule target and one for every consumer’s given-up retries, all alarmed', () => {
-    const targets = topology.rules.reduce((n, r) => n + r.targets.length, 0);
+  it('has one rule dead-letter queue per consumer a rule targets and one for every consumer’s given-up retries, all alarmed', () => {
+    const targets = new Set(topology.rules.flatMap((r) => r.targets)).size;
     // ...the consumers' retry queue (routine: Lambda's on-failure records on their way back) and
     // the relay's wake queue, which holds no event (only "run now" or "run then").
     expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + 1 + 2);

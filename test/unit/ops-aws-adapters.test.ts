@@ -84,6 +84,35 @@ describe('SqsDeadLetters', () => {
     archive: 'fn-archive',
   });
 
+  it("a consumer's queue is shared by its rules: each message is listed under the rule its RULE_ARN names", async () => {
+    const withdrawn = dlqMessage('e3', 'c');
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({
+        Messages: [
+          {
+            ...withdrawn,
+            MessageAttributes: {
+              ...withdrawn.MessageAttributes,
+              RULE_ARN: {
+                DataType: 'String',
+                StringValue: 'arn:aws:events:us-east-1:123:rule/content-bus/stack-sandbox-content-withdrawn',
+              },
+            },
+          },
+          dlqMessage('e4', 'd'),
+        ],
+      })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    const letters = await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).list(10);
+    // The first names the withdrawn rule; the second names none, so it is the queue's (its first rule).
+    expect(letters.map((l) => [l.id, l.rule])).toEqual([
+      ['e3', 'content-withdrawn'],
+      ['e4', 'content-approved'],
+    ]);
+  });
+
   it('lists both kinds of message and makes each visible again right after', async () => {
     sqs
       .on(ReceiveMessageCommand, { QueueUrl: dlq.url })

@@ -25,7 +25,10 @@ export interface EventFanoutProps {
   readonly archiveRetention: Duration;
 }
 
-/** One rule target: which consumer, and the queue that catches invokes EventBridge gave up on. */
+/**
+ * One rule target: which consumer, and the queue that catches invokes EventBridge gave up on
+ * (one per consumer, shared by its rules).
+ */
 export interface FanoutTarget {
   readonly rule: string;
   readonly consumer: ConsumerName;
@@ -58,8 +61,8 @@ export function toCdkPattern(pattern: RulePattern): EventPattern {
 
 /**
  * The custom bus, its archive and the topology's rules. Each rule target is a consumer
- * function with the consumer's retry policy (`targetRetry`) and its own encrypted dead-letter
- * queue: those cover only failed invokes (throttles, a missing function or permission); the
+ * function with the consumer's retry policy (`targetRetry`) and the consumer's encrypted
+ * dead-letter queue (one per consumer, whichever rule could not deliver): those cover only failed invokes (throttles, a missing function or permission); the
  * function's own errors go to its on-failure destination (see `Consumer`).
  */
 export class EventFanout extends Construct {
@@ -85,6 +88,7 @@ export class EventFanout extends Construct {
 
     const rules = new Map<string, Rule>();
     const targets: FanoutTarget[] = [];
+    const deadLetterQueues = new Map<ConsumerName, DeadLetterQueue>();
     for (const spec of props.rules) {
       const rule = new Rule(this, `Rule-${spec.name}`, {
         eventBus: this.bus,
@@ -94,10 +98,17 @@ export class EventFanout extends Construct {
       });
       for (const consumer of spec.targets) {
         const policy = props.consumers[consumer];
-        const deadLetterQueue = new DeadLetterQueue(this, `Dlq-${spec.name}-${consumer}`, {
-          purpose: `events rule ${spec.name} could not deliver to the ${consumer} consumer`,
-          retention: Duration.seconds(policy.deadLetterRetentionSeconds),
-        });
+        // One queue per consumer, whichever of its rules could not deliver (each message names
+        // its rule: the RULE_ARN attribute): a queue and its alarm per rule and consumer would
+        // add $0.10 a month of idle cost for each rule a consumer gains. The queue keeps the id
+        // of the consumer's first rule, so adding a rule replaces no queue a stack already has.
+        const deadLetterQueue =
+          deadLetterQueues.get(consumer) ??
+          new DeadLetterQueue(this, `Dlq-${spec.name}-${consumer}`, {
+            purpose: `events rules could not deliver to the ${consumer} consumer`,
+            retention: Duration.seconds(policy.deadLetterRetentionSeconds),
+          });
+        deadLetterQueues.set(consumer, deadLetterQueue);
         rule.addTarget(
           new LambdaFunction(props.targets[consumer], {
             deadLetterQueue,

@@ -6,7 +6,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { ConsumerName } from '../../../topology';
+import { type ConsumerName, topology } from '../../../topology';
 import type { ConsumerRedelivery, DeadLetter, DeadLetterStore } from '../../ops-ports';
 
 /**
@@ -275,10 +275,24 @@ export function toDeadLetter(
   return {
     id: event.id,
     consumer: queue.consumer,
-    rule: queue.rule,
+    rule: ruleOf(attribute('RULE_ARN')) ?? queue.rule,
     attempts: Number(attribute('RETRY_ATTEMPTS') ?? 0),
     error: [attribute('ERROR_CODE'), attribute('ERROR_MESSAGE')].filter(Boolean).join(': ') || 'unknown',
     deadAt,
     event,
   };
+}
+
+/**
+ * The topology rule a rule DLQ message names in its RULE_ARN attribute
+ * (docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html): a consumer's queue is
+ * shared by its rules. The deployed rule's name ends with the topology's (`<stack>-<rule>`).
+ */
+function ruleOf(ruleArn: string | undefined): string | undefined {
+  const deployed = ruleArn?.split('/').at(-1);
+  if (!deployed) return undefined;
+  return topology.rules
+    .map((r) => r.name)
+    .filter((name) => deployed === name || deployed.endsWith(`-${name}`))
+    .sort((a, b) => b.length - a.length)[0];
 }
