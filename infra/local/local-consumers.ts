@@ -112,8 +112,12 @@ export interface LocalConsumersOptions {
   readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
   /** Told once a dead engine serves again. */
   readonly onRecovered?: (component: StatusComponent) => void;
-  /** Each consumer invocation's timeout, as a Lambda function's (10 s; tests shorten it). */
-  readonly invocationTimeoutMs?: number;
+  /**
+   * Each consumer invocation's timeout, as a Lambda function's (10 s), or a function read at
+   * each invocation: a test shortens it for the attempt it is about, then lengthens it for
+   * the ones after, whose time is the machine's.
+   */
+  readonly invocationTimeoutMs?: number | (() => number);
 }
 
 /** The counters of what the effects did: their names, and what one effect result adds to each. */
@@ -201,7 +205,8 @@ const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => u
  */
 export async function startLocalConsumers(options: LocalConsumersOptions): Promise<LocalConsumers> {
   const { dataDir, faults, log } = options;
-  const timeoutMs = options.invocationTimeoutMs ?? invocationTimeoutMs;
+  const timeoutOption = options.invocationTimeoutMs ?? invocationTimeoutMs;
+  const timeoutOf = typeof timeoutOption === 'function' ? timeoutOption : () => timeoutOption;
   const startEngine = (port?: number) =>
     options.engine === 'dynamodb-local'
       ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
@@ -361,6 +366,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     health: () => supervisor.state,
     inbox,
     invoke(consumer, event) {
+      const timeoutMs = timeoutOf();
       const invocation = functions[consumer](
         event as unknown as EventBridgeEvent<string, unknown>,
         localLambdaContext(consumerServiceName(consumer), timeoutMs),
