@@ -77,7 +77,12 @@ const jsonText = (body: unknown) => `${JSON.stringify(body)}\n`;
 /** A handler's JSON answer ended by a newline; any other body as it is. */
 function withNewline(body: string, headers: APIGatewayProxyResult['headers']): string {
   const type = Object.entries(headers ?? {}).find(([name]) => name.toLowerCase() === 'content-type')?.[1];
-  const json = jsonMediaType.test(String(type ?? '').split(';')[0]?.trim().toLowerCase() ?? '');
+  const json = jsonMediaType.test(
+    String(type ?? '')
+      .split(';')[0]
+      ?.trim()
+      .toLowerCase() ?? '',
+  );
   return json && body !== '' && !body.endsWith('\n') ? `${body}\n` : body;
 }
 
@@ -228,9 +233,7 @@ async function handle(
   if (url.pathname === '/' || url.pathname === '/index.html') {
     if (method !== 'GET' && method !== 'HEAD') {
       res.writeHead(405, { ...commonHeaders, 'content-type': 'application/json', allow: 'GET, HEAD' });
-      res.end(
-        jsonText({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }),
-      );
+      res.end(jsonText({ error: `method ${method} not allowed on ${url.pathname}`, allow: ['GET', 'HEAD'] }));
       return;
     }
     res.writeHead(200, dashboardHeaders).end(options.dashboardHtml());
@@ -288,12 +291,7 @@ function originAuthority(origin: string): string {
 
 function refuse(res: ServerResponse, status: number, error: string): void {
   // The body was not read: answer and close, so the connection carries nothing more.
-  sendAndClose(
-    res,
-    status,
-    { ...commonHeaders, 'content-type': 'application/json' },
-    jsonText({ error }),
-  );
+  sendAndClose(res, status, { ...commonHeaders, 'content-type': 'application/json' }, jsonText({ error }));
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
