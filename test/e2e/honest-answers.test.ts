@@ -7,7 +7,13 @@ import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import { topology } from '../../shared/topology';
 import { deferred } from '../support/gates';
-import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import {
+  converged,
+  deliveryBoundMs,
+  type FullStatus,
+  pipelineClient,
+  tempDataDir,
+} from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
 import { waitFor } from '../support/wait-for';
 
@@ -64,16 +70,11 @@ async function endSessions(role: Parameters<typeof roleName>[0]): Promise<void> 
 /** Every effect counted, once the pipeline has settled with `approvals` approvals delivered. */
 async function settledWith(approvals: number): Promise<FullStatus> {
   const client = pipelineClient(runtime.url);
-  return waitFor(
-    client.status,
-    (s) =>
-      s.outbox.pending === 0 &&
-      s.effects.archivedObjects >= approvals &&
-      s.effects.indexDocuments >= approvals &&
-      s.effects.notificationsSent >= approvals &&
-      Object.values(s.consumers).every((c) => c.inProgress + c.failed === 0),
-    { timeoutMs: deliveryBoundMs, intervalMs: 200, what: `${approvals} approvals delivered` },
-  );
+  return waitFor(client.status, (s) => converged(s, approvals), {
+    timeoutMs: deliveryBoundMs,
+    intervalMs: 200,
+    what: `${approvals} approvals delivered`,
+  });
 }
 
 describe('the local runtime under faults answers honestly', () => {

@@ -7,7 +7,13 @@ import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
 import type { StatusComponent } from '../../shared/ops/ops-ports';
 import { deferred } from '../support/gates';
-import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import {
+  converged,
+  deliveryBoundMs,
+  type FullStatus,
+  pipelineClient,
+  tempDataDir,
+} from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
 import { waitFor } from '../support/wait-for';
 
@@ -97,12 +103,7 @@ afterAll(async () => {
 async function settledWith(approvals: number) {
   const status: FullStatus = await waitFor(
     pipelineClient(runtime.url).status,
-    (s) =>
-      s.outbox.pending === 0 &&
-      s.effects.archivedObjects >= approvals &&
-      s.effects.indexDocuments >= approvals &&
-      s.effects.notificationsSent >= approvals &&
-      Object.values(s.consumers).every((c) => c.inProgress + c.failed === 0),
+    (s) => converged(s, approvals),
     { timeoutMs: deliveryBoundMs, intervalMs: 250, what: `${approvals} approvals delivered` },
   );
   await runtime.bus.idle();
