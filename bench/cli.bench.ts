@@ -5,7 +5,7 @@
  * `node -e 0`, `node bin/pipeline.mjs --help`, and `node bin/pipeline.mjs status` against a local
  * runtime this script starts (embedded PostgreSQL, dynalite, the local bus). Reported: the median
  * of N rounds (default 10) of each, and the two ratios to `node -e 0` (goals: --help within 2.5
- * times, status within 3 times). `--readme` writes the figures into README.md between the
+ * times, status within 3 times). `--readme` writes the figures into docs/operations.md between the
  * `bench:cli` markers. A benchmark, not a test: nothing asserts.
  */
 // First: the runtime's SDK clients must find the Node-version notice switched off.
@@ -20,7 +20,7 @@ import { isMain, numberArg, progress } from './support/cli';
 import { median, round } from './support/stats';
 
 const bin = fileURLToPath(new URL('../bin/pipeline.mjs', import.meta.url));
-const readme = new URL('../README.md', import.meta.url);
+const readme = new URL('../docs/operations.md', import.meta.url);
 
 /** Medians in ms and the ratios to `node -e 0`. */
 export interface CliBenchResult {
@@ -85,7 +85,7 @@ export async function measureCli(rounds: number): Promise<CliBenchResult> {
   }
 }
 
-/** The README's lines for a result. */
+/** The lines docs/operations.md carries for a result. */
 export function readmeLines(r: CliBenchResult, machine: string): string {
   return [
     `Measured by \`npm run bench:cli\` (medians of ${r.rounds} runs in alternation, ${machine}):`,
@@ -107,12 +107,12 @@ if (isMain(import.meta.url)) {
     const machine = `Node ${process.versions.node}, ${cpus().length} cores`;
     const text = readFileSync(readme, 'utf8');
     const marked = /(<!-- bench:cli -->\n)[\s\S]*?(<!-- \/bench:cli -->)/;
-    if (!marked.test(text)) throw new Error('README.md has no <!-- bench:cli --> markers');
+    if (!marked.test(text)) throw new Error('docs/operations.md has no <!-- bench:cli --> markers');
     writeFileSync(
       readme,
       text.replace(marked, (_, open, close) => `${open}${readmeLines(result, machine)}\n${close}`),
     );
-    progress('cli: README.md updated');
+    progress('cli: docs/operations.md updated');
   }
   process.exit(0);
 }

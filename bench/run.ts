@@ -9,7 +9,7 @@
  *   20/s on the schedule alone; under the latency model at 20 and 100/s, the approve API's
  *   answer and request -> all three effects (bench/e2e.bench.ts);
  * - cold start of each Lambda bundle (bench/cold-start.bench.ts).
- * Writes bench/results/latest.json, latest.md (the table the README carries) and
+ * Writes bench/results/latest.json, latest.md (the table docs/performance.md carries) and
  * e2e-latency.svg; `--quick` (or BENCH_QUICK=1) runs everything small, to try the benchmark
  * itself, and writes quick.* instead. With `--json`, stdout is exactly one line: the report
  * (bench/support/report.ts names its fields). `--only` runs some parts and prints what they

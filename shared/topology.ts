@@ -75,7 +75,7 @@ export interface RelayConfig {
   /**
    * The safety sweep: a relay run this often catches what a lost nudge left behind. Long on
    * purpose, so that an idle Aurora Serverless v2 cluster reaches its auto-pause time between
-   * sweeps (see `infra/aws/cost/` for what that saves and README "Relay schedule" for the bounds).
+   * sweeps (see `infra/aws/cost/` for what that saves and docs/aws.md "Relay schedule" for the bounds).
    */
   readonly sweepSeconds: number;
   /**
@@ -140,7 +140,7 @@ const relay: RelayConfig = {
    * Rows claimed per statement, at most: a claim is also bounded by `claimBytes`, which cuts it
    * short for large payloads. Two statements (claim, mark) per batch: 1,000 rows keep a drain
    * at about 2 database round trips (Data API calls) per 1,000 events; measured in
-   * `npm run bench` against a grid of batch sizes and connections (README "Performance").
+   * `npm run bench` against a grid of batch sizes and connections (docs/performance.md).
    */
   claimBatchSize: 1_000,
   /**

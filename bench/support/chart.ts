@@ -1,5 +1,5 @@
 /**
- * The end-to-end latency chart the README embeds (bench/results/e2e-latency.svg): the
+ * The end-to-end latency chart docs/performance.md embeds (bench/results/e2e-latency.svg): the
  * distribution of commit -> all consumers processed as one curve per run, latency on a
  * logarithmic axis (the nudge's milliseconds and the schedule's seconds fit one picture) against
  * the percentile on a "nines" axis (50%, 90%, 99%, 99.9% equally spaced), so the tail that p99

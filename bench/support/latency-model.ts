@@ -209,7 +209,7 @@ export const latencyModel: LatencyModel = {
       'to load my application code with 3 AWS clients and an additional 125 ms to make the first https request to ' +
       'DynamoDB" ("The Fastest Node 22 Lambda Coldstart Configuration", 2025-07-21, ' +
       'https://speedrun.nobackspacecrew.com/blog/2025/07/21/the-fastest-node-22-lambda-coldstart-configuration.html); our ' +
-      "bundles are 441-657 KiB of minified ESM with one to three SDK clients (README, AWS). The spread is the runtime's: " +
+      "bundles are 441-657 KiB of minified ESM with one to three SDK clients (docs/aws.md). The spread is the runtime's: " +
       'maxday/lambda-perf (https://github.com/maxday/lambda-perf, data/last.json generated 2026-08-22), ten cold starts of ' +
       'a hello-world nodejs22.x zip on arm64 at 512 MB: Init Duration 101.6 to 180.3 ms, median 130.4. Per new execution ' +
       'environment (the first HTTPS connection included), charged when no idle one is left.',

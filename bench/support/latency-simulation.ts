@@ -12,7 +12,7 @@
  * runtime does the real work of every function on this machine's two cores, about 25 ms of CPU
  * an approval, so at 100 approvals/s it measures the machine; on AWS every function has cores
  * of its own, and only the hops remain. At 20/s both are run: they agree within the spread of
- * the hops (README "Performance").
+ * the hops (docs/performance.md).
  */
 import { seededRandom } from '../../infra/local/faults';
 import { type Hop, type LatencyModel, latencyModel, sampler } from './latency-model';

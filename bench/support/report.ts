@@ -1,6 +1,6 @@
 /**
  * The one report `npm run bench` produces: the JSON line (`-- --json`), bench/results/latest.json
- * and the markdown table the README carries. Its shape is a zod schema, so a figure that goes
+ * and the markdown table docs/performance.md carries. Its shape is a zod schema, so a figure that goes
  * missing or comes out NaN fails the run instead of vanishing from the line.
  */
 
@@ -229,7 +229,7 @@ const n = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => `${n(x)} ms`;
 const check = (g: { met: boolean }) => (g.met ? 'met' : '**not met**');
 
-/** The markdown the README's Performance section carries (and bench/results/latest.md holds). */
+/** The markdown docs/performance.md carries (and bench/results/latest.md holds). */
 export function toMarkdown(report: BenchReport): string {
   const g = report.goals;
   const s = report.relaySettings;

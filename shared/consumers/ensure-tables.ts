@@ -155,7 +155,7 @@ function isCurrentShape(table: TableDescription | undefined): boolean {
  * that died while filling it copies again (PutItem is idempotent), and the old table is deleted
  * only after the marker is there, so no record is lost at any point. A backup left by an older
  * version (its own shape, its own marker) is read the same way. Local data directories only:
- * on AWS a new shape is a new table (README, "Deploy to a sandbox account").
+ * on AWS a new shape is a new table (docs/aws.md, "Deploy to a sandbox account").
  */
 async function ensureCurrentShape(
   client: DynamoDBClient,

@@ -7,7 +7,7 @@ import { waitFor } from '../support/wait-for';
 
 // Through the local runtime's HTTP server, as an operator reaches it: a pending task is found
 // again with GET /tasks, and its rejection travels the outbox and the bus to notify, which
-// tells the assignee why; the index and the archive are not sent it (README "Tasks").
+// tells the assignee why; the index and the archive are not sent it (docs/architecture.md "Tasks API").
 
 interface Trace {
   events: { eventType: string; consumers: Record<string, { status: string } | null> }[];

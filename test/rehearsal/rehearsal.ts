@@ -67,7 +67,7 @@ export interface RehearsalReport {
   readonly functionsRun: Readonly<
     Record<string, { bundleBytes: number; initMs: number; firstInvokeMs: number | undefined }>
   >;
-  /** The actions each function called, for the README and for reading. */
+  /** The actions each function called, for docs/aws.md and for reading. */
   readonly actionsByFunction: Readonly<Record<string, readonly string[]>>;
   /** Each function's Powertools service name (`outbox-relay`, `consumer-index`, ...), by logical id. */
   readonly serviceNames: Readonly<Record<string, string>>;

@@ -36,7 +36,7 @@ const routePath = (route: ApiRoute) => route.resource.replace(/\{[^}]+\}/g, '*')
  * routes) never reaches the ops routes, whose dead lists hold whole payloads and whose redrives
  * re-run effects; an operator's (the ops routes) can read and redrive but never approve, and
  * the API records every approval under the caller's own identity. Attach one to a user, group
- * or role (README "Deploy"); a principal with neither, or with a policy of its own that does
+ * or role (README "Deploy", docs/aws.md); a principal with neither, or with a policy of its own that does
  * not name these routes, is refused with 403 by API Gateway.
  */
 export class ApiAccess extends Construct {

@@ -107,7 +107,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
     // keeps needing its VPC, subnets, security group, subnet group and master secret, which a
     // stack deletion would otherwise delete under it (DELETE_FAILED on the network, orphaned
     // credentials). A snapshot needs none of them; restore it into a new stack
-    // (README "Destroy"). Everything else of the database goes with the stack.
+    // (docs/aws.md, "Destroy"). Everything else of the database goes with the stack.
     const removalPolicy = RemovalPolicy.DESTROY;
     const clusterRemovalPolicy = props.retain ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY;
 

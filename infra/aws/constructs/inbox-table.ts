@@ -19,7 +19,7 @@ export const inboxActions = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:U
  * The id of the table within this construct. It names the table's logical id, and with it the
  * physical name: a key schema cannot change in place, so the table keyed `<consumer>#<eventId>`
  * has an id of its own, and a stack that had the one keyed `(consumer, eventId)` (id `Table`)
- * creates it anew on update and then removes the old one (README, "Deploy to a sandbox account").
+ * creates it anew on update and then removes the old one (docs/aws.md, "Deploy to a sandbox account").
  */
 export const inboxTableId = 'EventKeyedTable';
 

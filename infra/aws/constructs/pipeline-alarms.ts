@@ -339,7 +339,7 @@ export class PipelineAlarms extends Construct {
     // `/ops/status` and the CLI, which say whose. CloudWatch bills each alarm.
     this.inboxDead = alarm(
       alarmIds.inboxDead,
-      'A consumer has DEAD inbox records: npx pipeline status shows whose; inspect and redrive with npx pipeline inbox dead (README "Is anything stuck?").',
+      'A consumer has DEAD inbox records: npx pipeline status shows whose; inspect and redrive with npx pipeline inbox dead (docs/operations.md "Is anything stuck?").',
       this.metrics.inboxGauge(undefined, 'dead'),
       t.inboxDeadRecords,
       { missing: TreatMissingData.IGNORE },
@@ -349,14 +349,14 @@ export class PipelineAlarms extends Construct {
     const limits = props.inboxThresholds;
     this.oldestLease = alarm(
       alarmIds.inboxOldestLease,
-      `An attempt of a consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: stuck mid-effect, or killed with nothing left to take its record over. npx pipeline status shows whose (README "Is anything stuck?").`,
+      `An attempt of a consumer has held its inbox record more than ${limits.oldestLeaseSeconds} s: stuck mid-effect, or killed with nothing left to take its record over. npx pipeline status shows whose (docs/operations.md "Is anything stuck?").`,
       this.metrics.inboxGauge(undefined, 'oldestLease'),
       limits.oldestLeaseSeconds,
       { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },
     );
     this.retryAge = alarm(
       alarmIds.inboxRetryAge,
-      `A FAILED inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry that succeeds. npx pipeline status shows whose (README "Is anything stuck?").`,
+      `A FAILED inbox record was first attempted more than ${limits.retryAgeSeconds} s ago and still waits for a retry that succeeds. npx pipeline status shows whose (docs/operations.md "Is anything stuck?").`,
       this.metrics.inboxGauge(undefined, 'retryAge'),
       limits.retryAgeSeconds,
       { comparison: ComparisonOperator.GREATER_THAN_THRESHOLD, missing: TreatMissingData.IGNORE },

@@ -172,7 +172,7 @@ export class PipelineDashboard extends Construct {
       }),
     );
     // The design's third way to fail silently: the inbox's own state machine stuck while the
-    // transport looks consumed (README "Is anything stuck?").
+    // transport looks consumed (docs/operations.md "Is anything stuck?").
     const annotations = (of: (t: InboxHealthThresholds) => number): HorizontalAnnotation[] => [
       { value: of(props.inboxThresholds), label: 'alarm' },
     ];
