@@ -1,36 +1,27 @@
 /**
- * `npm run bench:cli [-- --rounds N] [-- --json] [-- --readme]`: how long `npx pipeline` takes to
+ * `npm run bench:cli [-- --rounds N] [-- --json] [-- --docs]`: how long `npx pipeline` takes to
  * answer, against how long Node takes to start and do nothing. Each round runs, one after the
  * other (in alternation, so a busy spell of the machine weighs on all three alike):
  * `node -e 0`, `node bin/pipeline.mjs --help`, and `node bin/pipeline.mjs status` against a local
  * runtime this script starts (embedded PostgreSQL, dynalite, the local bus). Reported: the median
  * of N rounds (default 10) of each, and the two ratios to `node -e 0` (goals: --help within 2.5
- * times, status within 3 times). `--readme` writes the figures into docs/operations.md between the
- * `bench:cli` markers. A benchmark, not a test: nothing asserts.
+ * times, status within 3 times). `--docs` writes the result to bench/results/cli.json and its
+ * table into docs/operations.md. A benchmark, not a test: nothing asserts.
  */
 // First: the runtime's SDK clients must find the Node-version notice switched off.
 import '../infra/local/quiet-sdk-warning';
 import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { writeSection } from '../infra/docs/doc-section';
 import { startRuntime } from '../infra/local/runtime';
 import { tempDataDir } from '../test/support/pipeline-client';
 import { isMain, numberArg, progress } from './support/cli';
+import { type CliBenchResult, cliMarkdown } from './support/cli-report';
 import { median, round } from './support/stats';
 
 const bin = fileURLToPath(new URL('../bin/pipeline.mjs', import.meta.url));
-const readme = new URL('../docs/operations.md', import.meta.url);
-
-/** Medians in ms and the ratios to `node -e 0`. */
-export interface CliBenchResult {
-  readonly rounds: number;
-  readonly nodeMs: number;
-  readonly helpMs: number;
-  readonly statusMs: number;
-  readonly helpRatio: number;
-  readonly statusRatio: number;
-}
 
 /** Wall time of one process from spawn to exit; a failed run fails the bench. */
 function timeRun(args: readonly string[]): Promise<number> {
@@ -78,6 +69,7 @@ export async function measureCli(rounds: number): Promise<CliBenchResult> {
       statusMs: round(statusMs),
       helpRatio: round(helpMs / nodeMs, 2),
       statusRatio: round(statusMs / nodeMs, 2),
+      machine: `Node ${process.versions.node}, ${cpus().length} cores`,
     };
   } finally {
     await runtime.stop();
@@ -85,34 +77,16 @@ export async function measureCli(rounds: number): Promise<CliBenchResult> {
   }
 }
 
-/** The lines docs/operations.md carries for a result. */
-export function readmeLines(r: CliBenchResult, machine: string): string {
-  return [
-    `Measured by \`npm run bench:cli\` (medians of ${r.rounds} runs in alternation, ${machine}):`,
-    '',
-    '| command | median | times `node -e 0` | goal |',
-    '|---|---|---|---|',
-    `| \`node -e 0\` | ${r.nodeMs} ms | 1 | |`,
-    `| \`pipeline --help\` | ${r.helpMs} ms | ${r.helpRatio} | 2.5 |`,
-    `| \`pipeline status\` (local runtime) | ${r.statusMs} ms | ${r.statusRatio} | 3 |`,
-  ].join('\n');
-}
-
 if (isMain(import.meta.url)) {
   const args = process.argv.slice(2);
   const result = await measureCli(numberArg(args, '--rounds', 10));
   if (args.includes('--json')) process.stdout.write(`${JSON.stringify(result)}\n`);
-  else process.stdout.write(`${readmeLines(result, 'this machine')}\n`);
-  if (args.includes('--readme')) {
-    const machine = `Node ${process.versions.node}, ${cpus().length} cores`;
-    const text = readFileSync(readme, 'utf8');
-    const marked = /(<!-- bench:cli -->\n)[\s\S]*?(<!-- \/bench:cli -->)/;
-    if (!marked.test(text)) throw new Error('docs/operations.md has no <!-- bench:cli --> markers');
-    writeFileSync(
-      readme,
-      text.replace(marked, (_, open, close) => `${open}${readmeLines(result, machine)}\n${close}`),
+  else process.stdout.write(`${cliMarkdown(result)}\n`);
+  if (args.includes('--docs')) {
+    writeFileSync(new URL('results/cli.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+    progress(
+      `cli: bench/results/cli.json and ${writeSection('docs/operations.md', 'cli', cliMarkdown(result))} updated`,
     );
-    progress('cli: docs/operations.md updated');
   }
   process.exit(0);
 }

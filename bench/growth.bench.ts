@@ -1,5 +1,5 @@
 /**
- * `npm run bench:growth [-- --json] [-- --rows 1000000,5000000] [-- --effects 100000]`: does
+ * `npm run bench:growth [-- --json] [-- --docs] [-- --rows 1000000,5000000] [-- --effects 100000]`: does
  * what the pipeline does on its hot path, and what an operator reads, cost more as the
  * delivered history grows? One local runtime, measured with 0 delivered rows in the outbox,
  * then with each row count of `--rows` seeded by SQL (rows an hour to six days old, inside the
@@ -15,10 +15,13 @@
  * the machine falls on every size alike, so the ratios hold on a busy machine where one size
  * after the other would compare quiet minutes with busy ones. The JSON line has the figures by
  * row count and `growthRatio`, the largest ratio of a figure at the largest size to the same
- * figure at 0 (goal: at most 1.5).
+ * figure at 0 (goal: at most 1.5). `--docs` writes the result to bench/results/growth.json and
+ * its table into docs/performance.md.
  */
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { setTimeout as pause } from 'node:timers/promises';
+import { writeSection } from '../infra/docs/doc-section';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
 import { DeliveryAuditStore } from '../shared/audit/audit-store';
 import { taskCounts } from '../shared/ops/ops-queries';
@@ -29,27 +32,11 @@ import { seedPending } from '../test/support/outbox-fixtures';
 import { fullStatus, pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
 import { isMain, progress } from './support/cli';
+import { type GrowthFigures, type GrowthResult, growthMarkdown } from './support/growth-report';
 import { median, round } from './support/stats';
 
-/** The figures at one size, in milliseconds. */
-export type GrowthFigures = Readonly<Record<string, number>>;
 /** Samples of each figure at one size, in milliseconds. */
 type GrowthSamples = Record<string, number[]>;
-
-export interface GrowthResult {
-  readonly rows: Readonly<Record<string, GrowthFigures>>;
-  /**
-   * Each source `GET /ops/status` reads, timed alone, by row count: a diagnosis for when the
-   * status grows, not a figure of the goal (some are a read of two rows, well under a
-   * millisecond, whose ratio is the machine's noise).
-   */
-  readonly statusSources: Readonly<Record<string, GrowthFigures>>;
-  readonly effects: number;
-  /** The largest (figure at the largest size) / (figure at 0) over the figures of `rows`. */
-  readonly growthRatio: number;
-  /** Which figure that is. */
-  readonly growthRatioOf: string;
-}
 
 const samples = 20;
 const runsPerSample = 10;
@@ -283,6 +270,7 @@ export async function measureGrowth(options: {
   rows: readonly number[];
   effects: number;
 }): Promise<GrowthResult> {
+  const loadAtStart = loadavg()[0] ?? 0;
   const sizes = [0, ...[...options.rows].sort((a, b) => a - b)];
   const largestSize = sizes.at(-1) ?? 0;
   const sites: { size: number; label: string; runtime: Runtime; dir: string }[] = [];
@@ -365,6 +353,12 @@ export async function measureGrowth(options: {
       effects: options.effects,
       growthRatio: round(growthRatio, 2),
       growthRatioOf,
+      measuredAt: new Date().toISOString(),
+      machine: {
+        node: process.versions.node,
+        cores: cpus().length,
+        load1: [round(loadAtStart, 1), round(loadavg()[0] ?? 0, 1)],
+      },
     };
   } finally {
     for (const site of sites) {
@@ -399,6 +393,15 @@ if (isMain(import.meta.url)) {
       finished = true;
       if (args.includes('--json')) console.log(JSON.stringify(result));
       else console.log(JSON.stringify(result, null, 2));
+      if (args.includes('--docs')) {
+        writeFileSync(
+          new URL('results/growth.json', import.meta.url),
+          `${JSON.stringify(result, null, 2)}\n`,
+        );
+        progress(
+          `growth: bench/results/growth.json and ${writeSection('docs/performance.md', 'growth', growthMarkdown(result))} updated`,
+        );
+      }
     })
     .catch((err) => {
       finished = true;

@@ -1,5 +1,6 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { priceBook } from '../../infra/aws/cost/prices';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
@@ -67,6 +68,8 @@ describe('Data API answers lost after the statement ran', () => {
 
     expect(approveCalls).toEqual(['Execute']);
     expect(server.calls.slice(mid)).toEqual(['Execute']);
+    // The cost and capacity models price an approve at the calls it makes.
+    expect(priceBook.assumptions.approveDataApiCalls.value).toBe(approveCalls.length);
   });
 
   it('an approve whose answer was lost after it committed is resent by the SDK and still answers with its change (once)', async () => {

@@ -332,7 +332,7 @@ const assumptions = {
   tasksApiSeconds: {
     value: 0.1,
     unit: 's',
-    why: 'one approve: a four-call Data API transaction and an async Invoke',
+    why: 'one approve: one Data API statement and an async Invoke',
   },
   relayNudgeSeconds: {
     value: 0.2,
@@ -341,9 +341,9 @@ const assumptions = {
   },
   consumerSeconds: { value: 0.15, unit: 's', why: 'inbox begin, the effect, inbox complete' },
   approveDataApiCalls: {
-    value: 4,
+    value: 1,
     unit: 'requests',
-    why: 'BeginTransaction, UPDATE tasks, INSERT outbox, CommitTransaction',
+    why: 'one ExecuteStatement: the task change and its outbox row in one statement (test/integration/data-api-lost-answers.test.ts counts it)',
   },
   relayDataApiCallsPerEvent: {
     value: 4,

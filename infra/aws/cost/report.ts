@@ -1,85 +1,18 @@
 import { topology } from '../../../shared/topology';
-import type { Stage } from '../settings';
+import { writeSection } from '../../docs/doc-section';
 import { synthesizeStage } from '../synthesize';
-import {
-  type CfnTemplate,
-  type CostPart,
-  type IdleMonthlyCost,
-  idleMonthlyCost,
-  type PerMillionApprovalsCost,
-  perMillionApprovals,
-  sandboxGoal,
-} from './model';
+import { type CfnTemplate, type CostPart, idleMonthlyCost, perMillionApprovals } from './model';
 import { priceBook } from './prices';
+import { costText, type StageCost, stages } from './render';
+
+const cents = (usd: number): number => Math.round(usd * 100) / 100;
 
 /**
  * `npm run cost`: synthesizes each stage offline (no credentials, no bundling), prices its
  * template with `./model.ts`, and prints a table per stage. `npm run cost -- --json` prints
- * exactly one JSON line on stdout instead; progress always goes to stderr.
+ * exactly one JSON line on stdout instead; progress always goes to stderr. `--docs` also
+ * writes the tables into docs/aws.md (its `generated:cost` section).
  */
-
-const stages: readonly Stage[] = ['sandbox', 'prod'];
-
-interface StageCost {
-  readonly stage: Stage;
-  readonly idle: IdleMonthlyCost;
-  readonly perMillion: PerMillionApprovalsCost;
-}
-
-const cents = (usd: number): number => Math.round(usd * 100) / 100;
-const money = (usd: number): string => usd.toFixed(2);
-const percent = (fraction: number): string => `${(fraction * 100).toFixed(1)}%`;
-
-function table(title: string, parts: readonly CostPart[], total: number, unit: string): string {
-  const width = Math.max(...parts.map((p) => p.name.length), 'total'.length);
-  const usdWidth = Math.max(unit.length, ...parts.map((p) => money(p.usd).length));
-  const row = (name: string, usd: string, detail: string) =>
-    `  ${name.padEnd(width)}  ${usd.padStart(usdWidth)}  ${detail}`.trimEnd();
-  return [
-    title,
-    row('part', unit, 'detail'),
-    ...parts.map((p) => row(p.name, money(p.usd), p.detail)),
-    row('total', money(total), ''),
-  ].join('\n');
-}
-
-function text(costs: readonly StageCost[]): string {
-  const all = Object.values(priceBook.prices);
-  const confirmed = Object.entries(priceBook.prices)
-    .filter(([, p]) => p.confirmed)
-    .map(([name]) => name);
-  const lines = [
-    `AWS list prices, ${priceBook.region}, as of ${priceBook.asOf}; free tiers not applied. ` +
-      `${confirmed.length} of ${all.length} prices confirmed on AWS pages (${confirmed.join(', ')}); ` +
-      'the rest are marked unconfirmed in infra/aws/cost/prices.ts.',
-  ];
-  for (const { stage, idle, perMillion } of costs) {
-    lines.push(
-      '',
-      table(`Idle monthly cost, ${stage}`, idle.parts, idle.totalUsd, 'USD/month'),
-      `  Aurora paused ${percent(idle.auroraPausedFraction)} of an idle day`,
-    );
-    if (stage === 'sandbox') {
-      const met =
-        idle.totalUsd <= sandboxGoal.idleMonthlyUsd &&
-        idle.auroraPausedFraction >= sandboxGoal.auroraPausedFraction;
-      lines.push(
-        `  goal: idle at most $${money(sandboxGoal.idleMonthlyUsd)} with Aurora paused at least ` +
-          `${percent(sandboxGoal.auroraPausedFraction)}: ${met ? 'met' : 'not met'}`,
-      );
-    }
-    lines.push(
-      '',
-      table(
-        `Per million approvals spread over a month, ${stage} (added to the idle bill)`,
-        perMillion.parts,
-        perMillion.totalUsd,
-        'USD',
-      ),
-    );
-  }
-  return lines.join('\n');
-}
 
 const byName = (parts: readonly CostPart[]) => Object.fromEntries(parts.map((p) => [p.name, cents(p.usd)]));
 
@@ -100,9 +33,11 @@ function json(costs: readonly StageCost[]): string {
 }
 
 function main(args: readonly string[]): number {
-  const unknown = args.filter((a) => a !== '--json');
+  const unknown = args.filter((a) => a !== '--json' && a !== '--docs');
   if (unknown.length > 0) {
-    process.stderr.write(`cost: unknown argument ${unknown.join(' ')}\nusage: npm run cost [-- --json]\n`);
+    process.stderr.write(
+      `cost: unknown argument ${unknown.join(' ')}\nusage: npm run cost [-- --json] [-- --docs]\n`,
+    );
     return 2;
   }
   const costs: StageCost[] = [];
@@ -128,7 +63,10 @@ function main(args: readonly string[]): number {
       return 1;
     }
   }
-  process.stdout.write(`${args.includes('--json') ? json(costs) : text(costs)}\n`);
+  const text = costText(costs);
+  process.stdout.write(`${args.includes('--json') ? json(costs) : text}\n`);
+  if (args.includes('--docs'))
+    process.stderr.write(`cost: ${writeSection('docs/aws.md', 'cost', text)} updated\n`);
   return 0;
 }
 

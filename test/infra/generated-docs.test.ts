@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { readMeasuredCosts } from '../../infra/aws/capacity/measured';
+import { capacityModel } from '../../infra/aws/capacity/model';
+import { quotas } from '../../infra/aws/capacity/quotas';
+import { capacityText, rates, stages } from '../../infra/aws/capacity/render';
+import { idleMonthlyCost, perMillionApprovals } from '../../infra/aws/cost/model';
+import { priceBook } from '../../infra/aws/cost/prices';
+import { costText } from '../../infra/aws/cost/render';
+import { synthesizeStage } from '../../infra/aws/synthesize';
+import { readDoc, readSection } from '../../infra/docs/doc-section';
+import { topology } from '../../shared/topology';
+
+// The cost and capacity tables in docs/aws.md are what `npm run cost -- --docs` and
+// `npm run capacity -- --docs` wrote, never typed: each is rendered again here from the stacks
+// as they synthesize now, so a change that moves a figure fails until the docs are written
+// again with those commands.
+describe('the generated sections of docs/aws.md', () => {
+  const templates = new Map(stages.map((stage) => [stage, synthesizeStage(stage)]));
+  const template = (stage: (typeof stages)[number]) =>
+    templates.get(stage) as ReturnType<typeof synthesizeStage>;
+  const docs = readDoc('docs/aws.md');
+
+  it('carries what npm run cost prints now', () => {
+    const costs = stages.map((stage) => ({
+      stage,
+      idle: idleMonthlyCost(template(stage), topology, priceBook),
+      perMillion: perMillionApprovals(template(stage), topology, priceBook),
+    }));
+    expect(readSection(docs, 'cost')).toBe(costText(costs));
+  });
+
+  it('carries what npm run capacity prints now', () => {
+    const measured = readMeasuredCosts();
+    const results = stages.map((stage) => ({
+      stage,
+      report: capacityModel(
+        { template: template(stage), topology, quotas, prices: priceBook, measured },
+        rates,
+      ),
+    }));
+    expect(readSection(docs, 'capacity')).toBe(capacityText(results, measured.measuredAt));
+  });
+});

@@ -1,0 +1,66 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { type CliBenchResult, cliMarkdown } from '../../bench/support/cli-report';
+import { type GrowthResult, growthMarkdown } from '../../bench/support/growth-report';
+import { type DocPage, readDoc, readSection, replaceSection } from '../../infra/docs/doc-section';
+
+// Figures a script measures are written into docs/ by that script (`--docs`), between markers
+// naming the command, never typed: each section here is rendered again from the result the
+// script committed beside it and must be what the docs carry. (The cost and capacity sections
+// are rendered from the synthesized stacks: test/infra/generated-docs.test.ts.)
+
+const result = <T>(name: string): T =>
+  JSON.parse(readFileSync(new URL(`../../bench/results/${name}`, import.meta.url), 'utf8')) as T;
+
+/** Every generated section of every docs page, and the test that holds it. */
+const heldBy: Readonly<Record<string, DocPage>> = {
+  growth: 'docs/performance.md',
+  cli: 'docs/operations.md',
+  cost: 'docs/aws.md',
+  capacity: 'docs/aws.md',
+};
+
+describe('generated sections of docs/', () => {
+  it('carries bench:growth as bench/results/growth.json has it', () => {
+    expect(readSection(readDoc('docs/performance.md'), 'growth')).toBe(
+      growthMarkdown(result<GrowthResult>('growth.json')),
+    );
+  });
+
+  it('carries bench:cli as bench/results/cli.json has it', () => {
+    expect(readSection(readDoc('docs/operations.md'), 'cli')).toBe(
+      cliMarkdown(result<CliBenchResult>('cli.json')),
+    );
+  });
+
+  it('has no generated section that no test holds to its source', () => {
+    const found: string[] = [];
+    for (const file of readdirSync(new URL('../../docs/', import.meta.url))) {
+      const text = readDoc(`docs/${file}` as DocPage);
+      for (const m of text.matchAll(/<!-- generated:([a-z0-9-]+) \(/g)) found.push(`${m[1]} in docs/${file}`);
+    }
+    expect(found.sort()).toEqual(
+      Object.entries(heldBy)
+        .map(([name, page]) => `${name} in ${page}`)
+        .sort(),
+    );
+  });
+});
+
+describe('replaceSection', () => {
+  const page =
+    'intro\n<!-- generated:x (npm run x -- --docs) -->\nold\nlines\n<!-- /generated:x -->\nafter\n';
+
+  it('replaces only what lies between the markers, keeping both', () => {
+    const next = replaceSection(page, 'x', 'new\n');
+    expect(next).toBe(
+      'intro\n<!-- generated:x (npm run x -- --docs) -->\nnew\n<!-- /generated:x -->\nafter\n',
+    );
+    expect(readSection(next, 'x')).toBe('new');
+  });
+
+  it('refuses a page without the markers rather than writing nowhere', () => {
+    expect(() => replaceSection('no markers here\n', 'x', 'new')).toThrow(/no <!-- generated:x/);
+    expect(readSection('no markers here\n', 'x')).toBeUndefined();
+  });
+});
