@@ -1,361 +1,67 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import {
-  consumerDimension,
-  consumerEnv,
-  consumerServiceName,
-  deliveryAuditServiceName,
-  inboxGaugesServiceName,
-} from '../../shared/consumers/contract';
-import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
-import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
-import { inboxHealthThresholds } from '../../shared/inbox/settings';
-import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
-import { alarmIds } from '../../shared/ops/alarm-ids';
-import { opsApiRoutes } from '../../shared/ops/ops-api';
-import { relayServiceName } from '../../shared/outbox/relay-metrics';
-import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
-import { ApiAccess } from './constructs/api-access';
-import { ArchiveBucket } from './constructs/archive-bucket';
-import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
-import { ConsumerRetries } from './constructs/consumer-retries';
-import { ContentIndexTable } from './constructs/content-index-table';
-import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
-import { DeliveryAudit } from './constructs/delivery-audit';
-import { EventFanout } from './constructs/event-fanout';
-import { InboxGauges } from './constructs/inbox-gauges';
-import { InboxTable } from './constructs/inbox-table';
-import { NotificationTopic } from './constructs/notification-topic';
-import { OpsApi, type OpsQueue } from './constructs/ops-api';
-import { OutboxRelay } from './constructs/outbox-relay';
-import { alarmName, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
-import { PipelineDashboard } from './constructs/pipeline-dashboard';
-import { sqlAdapterContextKey } from './constructs/pipeline-function';
-import { SchemaMigration } from './constructs/schema-migration';
-import { TasksApi } from './constructs/tasks-api';
-import { type PipelineSettings, resourcePrefix } from './settings';
-
-/** The consumers' dead-letter queue as its alarm names it (`queue-not-empty-consumer-dead-letters`). */
-export const consumerDeadLettersQueueName = 'consumer-dead-letters';
+import type { Topology } from '../../shared/topology';
+import { AuroraDatabase } from './constructs/database';
+import { alarmName } from './constructs/pipeline-alarms';
+import { ContentPipeline } from './content-pipeline';
+import type { PipelineSettings } from './settings';
 
 export interface PipelineStackProps extends StackProps {
+  /** What the app read from context (`parseSettings`). */
   readonly settings: PipelineSettings;
   /** The pipeline description this stack realizes; tests may pass a variant. @default shared/topology */
   readonly topology?: Topology;
 }
 
 /**
- * The content pipeline on AWS: the topology realized. Database (Aurora Serverless v2 with the
- * Data API, or a PostgreSQL URL on LocalStack), schema migration on deploy, the tasks API,
- * the outbox relay, the bus with its rules, one function per consumer, their stores, alarms,
- * a dashboard and the outputs an operator needs.
+ * The app's stack: a `ContentPipeline` with the settings from context, and the outputs an
+ * operator needs (the ops CLI finds the API, the alarms and the rest by these output keys).
  */
 export class PipelineStack extends Stack {
-  public readonly database: PipelineDatabase;
-  public readonly migration: SchemaMigration;
-  public readonly relay: OutboxRelay;
-  public readonly tasksApi: TasksApi;
-  public readonly opsApi: OpsApi;
-  /** The reviewer's and the operator's managed policies: who may call which routes. */
-  public readonly access: ApiAccess;
-  public readonly inboxGauges: InboxGauges;
-  public readonly audit: DeliveryAudit;
-  public readonly fanout: EventFanout;
-  public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
-  /** The consumers' retry queue, the function that retries them, and their dead letters. */
-  public readonly retries: ConsumerRetries;
-  public readonly inbox: InboxTable;
-  public readonly contentIndex: ContentIndexTable;
-  public readonly archive: ArchiveBucket;
-  public readonly notifications: NotificationTopic;
-  public readonly alarms: PipelineAlarms;
-  public readonly dashboard: PipelineDashboard | undefined;
-  /** The physical name of a topology rule in this stack. */
-  public readonly ruleName: (rule: string) => string;
+  public readonly pipeline: ContentPipeline;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
-    const { settings } = props;
-    // Before any function exists: on AWS every bundle is built for the Data API only.
-    if (settings.target === 'aws') this.node.setContext(sqlAdapterContextKey, 'data-api');
-    const topology = props.topology ?? defaultTopology;
-    const prod = settings.stage === 'prod';
-    const removalPolicy = prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
-    const logRetention = prod ? RetentionDays.THREE_MONTHS : RetentionDays.TWO_WEEKS;
-    const common = { logRetention, removalPolicy };
-    const names = resourcePrefix(settings);
-    this.ruleName = (rule) => `${names}-${rule}`;
+    // Id `Default`: CDK leaves a construct of that id out of its children's logical ids
+    // (https://docs.aws.amazon.com/cdk/api/v2/docs/constructs.Node.html#addr), so every resource
+    // keeps the logical id it had when the stack built them itself, and an update replaces nothing.
+    this.pipeline = new ContentPipeline(this, 'Default', { ...props.settings, topology: props.topology });
+    this.addOutputs();
+  }
 
-    const aurora =
-      settings.target === 'aws'
-        ? new AuroraDatabase(this, 'Database', {
-            minCapacity: settings.dbMinCapacity,
-            maxCapacity: settings.dbMaxCapacity,
-            retain: prod,
-            backupRetention: Duration.days(prod ? 14 : 1),
-            logRetention,
-          })
-        : undefined;
-    this.database = aurora ?? new UrlDatabase(settings.databaseUrl);
-
-    this.migration = new SchemaMigration(this, 'Schema', {
-      database: this.database.owner,
-      credentialsVersion: settings.roleCredentialsVersion,
-      dependsOn: aurora?.cluster,
-      ...common,
-    });
-
-    this.inbox = new InboxTable(this, 'Inbox', { removalPolicy, deletionProtection: prod });
-    this.contentIndex = new ContentIndexTable(this, 'ContentIndex', {
-      removalPolicy,
-      deletionProtection: prod,
-    });
-    this.archive = new ArchiveBucket(this, 'Archive', {
-      removalPolicy,
-      autoDeleteObjects: !prod,
-      logRetention,
-    });
-    this.notifications = new NotificationTopic(this, 'Notifications');
-
-    // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
-    const effects: Readonly<Record<ConsumerName, ConsumerEffectResources>> = {
-      index: {
-        environment: { [consumerEnv.indexTable]: this.contentIndex.table.tableName },
-        grant: (g) => this.contentIndex.grantUpsert(g),
-      },
-      notify: {
-        environment: { [consumerEnv.notifyTopic]: this.notifications.topic.topicArn },
-        grant: (g) => this.notifications.grantPublish(g),
-      },
-      archive: {
-        // The archive snapshot reads the task from PostgreSQL, as its own read-only role.
-        environment: {
-          [consumerEnv.archiveBucket]: this.archive.bucket.bucketName,
-          ...this.database.access('archive').environment,
-        },
-        grant: (g) => {
-          this.archive.grantSnapshots(g);
-          this.database.access('archive').grant(g);
-        },
-      },
-    };
-    const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
-    for (const name of consumerNames) assertRetryDelayFitsSqs(name, topology.consumers[name]);
-    this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
-      // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
-      deadLetterRetention: Duration.seconds(
-        Math.max(...consumerNames.map((n) => topology.consumers[n].deadLetterRetentionSeconds)),
-      ),
-      ...common,
-    });
-    const consumers = new Map<ConsumerName, Consumer>();
-    for (const name of consumerNames) {
-      consumers.set(
-        name,
-        new Consumer(this, `Consumer-${name}`, {
-          name,
-          policy: topology.consumers[name],
-          inbox: this.inbox,
-          effect: effects[name],
-          onFailure: this.retries.queue,
-          ...common,
-        }),
-      );
-    }
-    this.consumers = consumers;
-    this.retries.retry(
-      Object.fromEntries([...consumers].map(([n, c]) => [n, c.function])) as Record<
-        ConsumerName,
-        Consumer['function']
-      >,
-    );
-    const consumerFunction = (name: ConsumerName) => {
-      const consumer = consumers.get(name);
-      if (!consumer) throw new Error(`rule targets consumer "${name}", which the topology does not define`);
-      return consumer.function;
-    };
-
-    this.fanout = new EventFanout(this, 'Fanout', {
-      busName: `${topology.busName}-${settings.stage}`,
-      ruleName: this.ruleName,
-      source: topology.source,
-      rules: topology.rules,
-      consumers: topology.consumers,
-      targets: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
-      archiveRetention: Duration.days(topology.archiveRetentionDays),
-    });
-
-    const relaySweep = Duration.minutes(settings.relaySweepMinutes);
-    this.relay = new OutboxRelay(this, 'Relay', {
-      database: this.database.access('relay'),
-      eventBus: this.fanout.bus,
-      relay: topology.relay,
-      sweep: relaySweep,
-      reservedConcurrency: settings.relayReservedConcurrency,
-      namePrefix: names,
-      ...common,
-    });
-    this.fanout.acceptPipelineEventsOnlyFrom(this.relay.function);
-    // The relay must not run before the schema exists: not from a sweep, nor from a wake-up (a
-    // fresh stack's wake queue is empty, but nothing should depend on that).
-    this.relay.schedule.node.addDependency(this.migration.resource);
-    this.relay.wakeMapping.node.addDependency(this.migration.resource);
-    this.migration.runAfterMigrating(this.relay.function);
-
-    this.tasksApi = new TasksApi(this, 'TasksApi', {
-      database: this.database.access('tasksApi'),
-      apiName: names,
-      relayFunction: this.relay.function,
-      tasksRatePerSecond: settings.apiRatePerSecond,
-      defaultRatePerSecond: settings.opsRatePerSecond,
-      ...common,
-    });
-
-    const opsQueues: OpsQueue[] = [
-      // One per consumer (its rules share it): listed under the consumer's first rule.
-      ...this.fanout.targets
-        .filter((t, i, all) => all.findIndex((o) => o.deadLetterQueue === t.deadLetterQueue) === i)
-        .map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
-      // Every consumer's: each message names the function it failed in.
-      { queue: this.retries.deadLetters, rule: onFailureRule },
-    ];
-    const queues: WatchedQueue[] = opsQueues.map((q) => ({
-      name: q.rule === onFailureRule ? consumerDeadLettersQueueName : `dlq-${q.rule}-${q.consumer}`,
-      queue: q.queue,
-    }));
-    const alarmPrefix = alarmName(this.stackName, '');
-    this.inboxGauges = new InboxGauges(this, 'InboxGauges', {
-      inbox: this.inbox,
-      alarmNames: Object.fromEntries(inboxGaugeAlarmIds().map((id) => [id, alarmName(this.stackName, id)])),
-      period: Duration.seconds(topology.alarms.gaugePeriodSeconds),
-      ...common,
-    });
-
-    // On the relay's sweep schedule: one wake of an idle Aurora per period for both.
-    this.audit = new DeliveryAudit(this, 'DeliveryAudit', {
-      database: this.database.access('audit'),
-      inbox: this.inbox,
-      audit: topology.audit,
-      schedule: this.relay.schedule,
-      alarmNames: { [alarmIds.undelivered]: alarmName(this.stackName, alarmIds.undelivered) },
-      ...common,
-    });
-
-    const rules = [...this.fanout.rules.keys()].map((name) => ({ name, physicalName: this.ruleName(name) }));
-    this.alarms = new PipelineAlarms(this, 'Alarms', {
-      thresholds: topology.alarms,
-      dimensions: {
-        relay: { service: relayServiceName },
-        consumer: (name) => ({ service: consumerServiceName(name), [consumerDimension]: name }),
-        inboxGauge: (name) => ({
-          service: inboxGaugesServiceName,
-          ...(name === undefined ? {} : { [consumerDimension]: name }),
-        }),
-        audit: (name) => ({
-          service: deliveryAuditServiceName,
-          ...(name === undefined ? {} : { [consumerDimension]: name }),
-        }),
-      },
-      relayFunction: this.relay.function,
-      gaugesFunction: this.inboxGauges.function,
-      inboxThresholds: inboxHealthThresholds(topology),
-      auditFunction: this.audit.function,
-      relaySweep,
-      queues,
-      email: settings.alarmEmail,
-      removalPolicy,
-    });
-    // Created once the first relay run (at the end of the migration) has reported.
-    this.alarms.relaySilent.node.addDependency(this.migration.resource);
-    this.opsApi = new OpsApi(this, 'OpsApi', {
-      api: this.tasksApi,
-      database: this.database.access('ops'),
-      inbox: this.inbox,
-      queues: opsQueues,
-      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
-      relayFunction: this.relay.function,
-      alarmNames: this.alarms.all.map((a) => a.alarmName),
-      alarmPrefix,
-      ...common,
-    });
-    this.access = new ApiAccess(this, 'ApiAccess', {
-      api: this.tasksApi.api,
-      reviewerRoutes: tasksApiRoutes,
-      operatorRoutes: opsApiRoutes,
-      namePrefix: names,
-    });
-    this.dashboard = settings.dashboard
-      ? new PipelineDashboard(this, 'Dashboard', {
-          metrics: this.alarms.metrics,
-          thresholds: topology.alarms,
-          relayFunction: this.relay.function,
-          consumers: [...consumers.values()].map((c) => ({ name: c.name, function: c.function })),
-          queues,
-          bus: this.fanout.bus,
-          rules,
-          api: this.tasksApi.api,
-          alarms: this.alarms.all,
-          inboxThresholds: inboxHealthThresholds(topology),
-          auditFunction: this.audit.function,
-        })
-      : undefined;
-
+  private addOutputs(): void {
+    const p = this.pipeline;
     const out = (id: string, value: string, description: string) =>
       new CfnOutput(this, id, { value, description });
-    out(
-      'ApiUrl',
-      this.tasksApi.url,
-      'Tasks and ops API base URL (IAM/SigV4 auth; the ops CLI finds it here)',
-    );
-    out('EventBusName', this.fanout.bus.eventBusName, 'Custom event bus the relay publishes to');
-    out('RelayFunctionName', this.relay.function.functionName, 'Outbox relay function');
-    if (aurora) {
-      out('ClusterArn', aurora.cluster.clusterArn, 'Aurora cluster (Data API resource ARN)');
-      out('SecretArn', aurora.secret.secretArn, 'Master database credentials (the migrate function only)');
-      out('DatabaseName', aurora.databaseName, 'Database name');
+    out('ApiUrl', p.tasksApi.url, 'Tasks and ops API base URL (IAM/SigV4 auth; the ops CLI finds it here)');
+    out('EventBusName', p.fanout.bus.eventBusName, 'Custom event bus the relay publishes to');
+    out('RelayFunctionName', p.relay.function.functionName, 'Outbox relay function');
+    if (p.database instanceof AuroraDatabase) {
+      out('ClusterArn', p.database.cluster.clusterArn, 'Aurora cluster (Data API resource ARN)');
+      out(
+        'SecretArn',
+        p.database.secret.secretArn,
+        'Master database credentials (the migrate function only)',
+      );
+      out('DatabaseName', p.database.databaseName, 'Database name');
     }
-    out('SchemaVersion', this.migration.schemaVersion, 'Highest applied migration');
-    out('InboxTableName', this.inbox.table.tableName, 'Consumers inbox table');
-    out('ContentIndexTableName', this.contentIndex.table.tableName, 'Content index table');
-    out('ArchiveBucketName', this.archive.bucket.bucketName, 'Task snapshot bucket');
-    out('NotifyTopicArn', this.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
-    out('AlarmTopicArn', this.alarms.topic.topicArn, 'Alarm topic');
-    out('AlarmNamePrefix', alarmPrefix, 'Every alarm of this stack starts with this');
+    out('SchemaVersion', p.migration.schemaVersion, 'Highest applied migration');
+    out('InboxTableName', p.inbox.table.tableName, 'Consumers inbox table');
+    out('ContentIndexTableName', p.contentIndex.table.tableName, 'Content index table');
+    out('ArchiveBucketName', p.archive.bucket.bucketName, 'Task snapshot bucket');
+    out('NotifyTopicArn', p.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
+    out('AlarmTopicArn', p.alarms.topic.topicArn, 'Alarm topic');
+    out('AlarmNamePrefix', alarmName(this.stackName, ''), 'Every alarm of this stack starts with this');
     out(
       'ReviewerPolicyArn',
-      this.access.reviewer.managedPolicyArn,
+      p.access.reviewer.managedPolicyArn,
       'Attach to whoever reviews: the tasks routes only (create, list, read, approve, reject, withdraw)',
     );
     out(
       'OperatorPolicyArn',
-      this.access.operator.managedPolicyArn,
+      p.access.operator.managedPolicyArn,
       'Attach to whoever operates: the ops routes only (status, traces, dead lists, redrives)',
     );
-    if (this.dashboard) out('DashboardUrl', this.dashboard.url, 'CloudWatch dashboard');
-
-    this.acknowledgeStackWide();
-  }
-
-  /** Findings that hold for every function of ours alike, acknowledged once with the reason. */
-  private acknowledgeStackWide(): void {
-    Validations.of(this).acknowledge(
-      {
-        id: 'AwsSolutions-L1',
-        reason:
-          'Functions target Node.js 22 on purpose (the runtime the code, Powertools and the tests are pinned to); moving to a newer runtime is a deliberate upgrade.',
-      },
-      {
-        id: 'Serverless-LambdaLatestVersion',
-        reason: 'Node.js 22 is the pinned runtime (see AwsSolutions-L1).',
-      },
-    );
+    if (p.dashboard) out('DashboardUrl', p.dashboard.url, 'CloudWatch dashboard');
   }
 }

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { parseEnvironment } from '../../shared/env';
+import { type ConfigField, configError, configFields } from '../../shared/env';
 import { topology } from '../../shared/topology';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */
@@ -8,115 +8,221 @@ export type DeployTarget = 'aws' | 'localstack';
 /** What a stage changes: whether data survives a `cdk destroy` and whether deletion is guarded. */
 export type Stage = 'sandbox' | 'prod';
 
-/** The settings the CDK app takes from `-c key=value` context, validated. */
-export interface PipelineSettings {
-  readonly stage: Stage;
-  readonly target: DeployTarget;
-  /** Alarm notifications go here (an SNS email subscription the owner must confirm). */
-  readonly alarmEmail: string | undefined;
-  /** LocalStack only: the PostgreSQL the functions reach (`DATABASE_URL`). */
-  readonly databaseUrl: string;
-  /** Aurora Serverless v2 capacity in ACUs; 0 lets the cluster auto-pause. */
-  readonly dbMinCapacity: number;
-  readonly dbMaxCapacity: number;
+/** A default that differs by stage. */
+export interface ByStage<T> {
+  readonly byStage: Readonly<Record<Stage, T>>;
+}
+
+/**
+ * One setting of the pipeline: its context key (its name in `settingSpecs`, and the name of the
+ * `ContentPipeline` prop that takes it), what it accepts, its default and what it does.
+ */
+export interface SettingSpec<T> {
+  /** What it does, in a sentence or two: docs/aws.md's context table prints it. */
+  readonly description: string;
   /**
-   * Reserved concurrency of the relay; `undefined` (the default) reserves none. A new account's
-   * concurrency quota can be as low as 10, and Lambda refuses any reservation that would leave
-   * fewer unreserved than its minimum, so a default reservation would fail the first deploy.
-   * Reserve (`-c relayReservedConcurrency=3`) once the quota is raised, to cap relay runs.
+   * Checks a given value: a string from `-c key=value`, a JSON value from cdk.json or a test,
+   * or a construct prop.
    */
-  readonly relayReservedConcurrency: number | undefined;
-  /** The relay's safety sweep period in minutes (sandbox: the topology's hour; prod: 1). */
-  readonly relaySweepMinutes: number;
-  /** Whether the stack has a CloudWatch dashboard ($3 a month at list price; prod: yes, sandbox: no). */
-  readonly dashboard: boolean;
-  /**
-   * Requests per second each tasks route (create, list, read, approve, reject, withdraw) takes before API
-   * Gateway answers 429, burst twice that (at most the account's 5,000). Prod: 15,000, about
-   * what Aurora's 128 ACU ceiling serves (`npm run capacity`: 7.7 ACU per 1,000 approvals/s),
-   * so the throttle guards the database and the account's own API Gateway quota (10,000
-   * requests/s by default, raised on request) binds first. Sandbox: 100 (raise it with
-   * `-c apiRatePerSecond=2000`). Past 10,000 a second across all routes, raise the account's
-   * quota: https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html
-   */
-  readonly apiRatePerSecond: number;
-  /** Requests per second each ops route takes (an operator's tools), burst twice that. */
-  readonly opsRatePerSecond: number;
-  /** Bump it (`-c roleCredentialsVersion=2`) after putting new values in the role secrets: the deploy then resets the passwords. */
-  readonly roleCredentialsVersion: string;
+  readonly schema: z.ZodType<T>;
+  /** The value when the key is not given (absent, or blank). */
+  readonly default: T | ByStage<T>;
+}
+
+/** The stage when none is given: the one that keeps nothing when destroyed. */
+const defaultStage: Stage = 'sandbox';
+
+const setting = <T>(spec: SettingSpec<T>): SettingSpec<T> => spec;
+
+/** The LocalStack default: the docker-compose PostgreSQL as the Lambda containers see it. */
+export const defaultLocalStackDatabaseUrl = 'postgres://pipeline:pipeline@postgres:5432/pipeline';
+
+// Context values arrive as strings from `-c`, as JSON values from cdk.json, tests and props.
+const num = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number());
+
+/**
+ * Every setting the pipeline takes, in one table: `parseSettings` reads them from CDK context,
+ * `ContentPipeline` takes them as props, and docs/aws.md's context table is written from it
+ * (`npm run docs:settings`; a test keeps the two equal).
+ */
+export const settingSpecs = {
+  stage: setting<Stage>({
+    description:
+      'What survives a `cdk destroy` (prod keeps its tables, bucket, logs and a final database snapshot, with deletion protection; a sandbox keeps nothing), how long logs and backups are kept, and the prefix of every physical name, so stages deploy side by side.',
+    schema: z.enum(['sandbox', 'prod']),
+    default: defaultStage,
+  }),
+  target: setting<DeployTarget>({
+    description:
+      'Where the stack deploys: `aws` (Aurora Serverless v2, reached through the Data API) or `localstack` (the PostgreSQL at `databaseUrl`, through the pg adapter).',
+    schema: z.enum(['aws', 'localstack']),
+    default: 'aws',
+  }),
+  alarmEmail: setting<string | undefined>({
+    description: 'Subscribed by email to the alarm topic (the owner confirms the subscription).',
+    schema: z.email('must be an email address'),
+    default: undefined,
+  }),
+  databaseUrl: setting<string>({
+    description: 'LocalStack only: the PostgreSQL the functions reach (`DATABASE_URL`).',
+    schema: z.string().regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL'),
+    default: defaultLocalStackDatabaseUrl,
+  }),
+  dbMinCapacity: setting<number>({
+    description: 'Aurora Serverless v2 minimum capacity in ACUs; 0 lets the cluster auto-pause.',
+    schema: num.pipe(z.number().min(0).max(256)),
+    // Sandbox pauses when idle; prod keeps half an ACU warm so the first request is not a resume.
+    default: { byStage: { sandbox: 0, prod: 0.5 } },
+  }),
+  dbMaxCapacity: setting<number>({
+    description: 'Aurora Serverless v2 maximum capacity in ACUs (billed by use, not by the ceiling).',
+    schema: num.pipe(z.number().min(1).max(256)),
+    // Prod's ceiling is sized by `npm run capacity` for 10,000 approvals/s (the database CPU the
+    // statements measure, at a quarter vCPU per ACU, needs about 80 ACU there). A sandbox stays small.
+    default: { byStage: { sandbox: 2, prod: 128 } },
+  }),
+  relayReservedConcurrency: setting<number | undefined>({
+    description:
+      "The relay's reserved concurrency, or `none`. Reserve (to cap relay runs) once the account's concurrency quota is raised: a new account's may be 10, all of which Lambda keeps unreserved, and any reservation then fails the deploy.",
+    schema: z.union([
+      z.literal('none').transform(() => undefined),
+      num.pipe(z.number().int().min(1).max(100)),
+    ]),
+    default: undefined,
+  }),
+  relaySweepMinutes: setting<number>({
+    description:
+      "The relay's safety sweep period in minutes: a run this often catches what a lost nudge left behind (the delivery audit runs with it).",
+    schema: num.pipe(z.number().int().min(1).max(1440)),
+    // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing;
+    // a sandbox sweeps at the topology's period, long enough for an idle Aurora to pause.
+    default: { byStage: { sandbox: Math.round(topology.relay.sweepSeconds / 60), prod: 1 } },
+  }),
+  dashboard: setting<boolean>({
+    description: 'Whether the stack has a CloudWatch dashboard ($3 a month at list price).',
+    schema: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]),
+    default: { byStage: { sandbox: false, prod: true } },
+  }),
+  apiRatePerSecond: setting<number>({
+    description:
+      "Requests a second each tasks route (create, list, read, approve, reject, withdraw) takes before API Gateway answers 429, burst twice that (at most the account's 5,000). Past 10,000 a second across all routes, raise the account's API Gateway quota first.",
+    schema: num.pipe(z.number().int().min(1).max(100_000)),
+    // Prod: about what Aurora's 128 ACU ceiling serves (`npm run capacity`), so the throttle
+    // guards the database and the account's own API Gateway quota (10,000 requests/s by default,
+    // raised on request: https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html)
+    // binds first.
+    default: { byStage: { sandbox: 100, prod: 15_000 } },
+  }),
+  opsRatePerSecond: setting<number>({
+    description: "Requests a second each ops route (an operator's tools) takes, burst twice that.",
+    schema: num.pipe(z.number().int().min(1).max(10_000)),
+    default: 20,
+  }),
+  roleCredentialsVersion: setting<string>({
+    description:
+      "Bump it after putting new values in the database roles' secrets: the deploy then re-runs the migration, which resets the roles' passwords.",
+    schema: z
+      .union([z.string(), z.number()])
+      .transform(String)
+      .pipe(z.string().regex(/^[\w.-]{1,64}$/, 'must be a short version label')),
+    default: '1',
+  }),
+};
+
+/** A setting's name: its context key and its `ContentPipeline` prop. */
+export type SettingKey = keyof typeof settingSpecs;
+
+type SettingValue<S> = S extends SettingSpec<infer T> ? T : never;
+
+/** Every setting with its value: what the app read from context, or a construct's props with defaults filled in. */
+export type PipelineSettings = { readonly [K in SettingKey]: SettingValue<(typeof settingSpecs)[K]> };
+
+/** The context keys the app reads; anything else in context is CDK's own (feature flags). */
+export const contextKeys = Object.keys(settingSpecs) as readonly SettingKey[];
+
+const isByStage = (value: unknown): value is ByStage<unknown> =>
+  typeof value === 'object' && value !== null && 'byStage' in value;
+
+/** A setting's default in `stage`. */
+export function settingDefault<K extends SettingKey>(key: K, stage: Stage): PipelineSettings[K] {
+  const d = settingSpecs[key].default;
+  return (isByStage(d) ? d.byStage[stage] : d) as PipelineSettings[K];
+}
+
+const givenSchema = z.object(
+  Object.fromEntries(contextKeys.map((k) => [k, settingSpecs[k].schema.optional()])) as {
+    [K in SettingKey]: z.ZodOptional<z.ZodType<SettingValue<(typeof settingSpecs)[K]>>>;
+  },
+);
+
+/**
+ * Checks the settings given (by context key; a key absent, undefined or blank is unset) and
+ * fills in the stage's defaults. Throws one PipelineError CONFIG naming every bad key (never
+ * echoing a value: a URL may hold a password), so a typo fails the synth instead of deploying
+ * a default. `what` names the source in the message ("CDK context", "ContentPipeline props").
+ */
+export function resolveSettings(
+  given: Readonly<Partial<Record<SettingKey, unknown>>>,
+  what: string,
+): PipelineSettings {
+  const set = Object.fromEntries(
+    contextKeys
+      .map((k) => [k, given[k]] as const)
+      .filter(([, v]) => v !== undefined && !(typeof v === 'string' && v.trim() === '')),
+  );
+  const parsed = givenSchema.safeParse(set);
+  if (!parsed.success) throw configError(what, configFields(parsed.error));
+  const stage = parsed.data.stage ?? defaultStage;
+  const settings = Object.fromEntries(
+    contextKeys.map((k) => [k, k in parsed.data ? parsed.data[k] : settingDefault(k, stage)]),
+  ) as PipelineSettings;
+  // Checked with the defaults filled in: a sandbox's `dbMinCapacity=4` exceeds its default maximum.
+  const crossed: ConfigField[] = [];
+  if (settings.dbMinCapacity > settings.dbMaxCapacity) {
+    crossed.push({
+      path: 'dbMinCapacity',
+      message: `must not exceed dbMaxCapacity (${settings.dbMinCapacity} > ${settings.dbMaxCapacity})`,
+    });
+  }
+  if (crossed.length > 0) throw configError(what, crossed);
+  return settings;
+}
+
+/** Reads the app's settings from CDK context (`-c key=value`, cdk.json), checked as `resolveSettings` does. */
+export function parseSettings(tryGetContext: (key: string) => unknown): PipelineSettings {
+  return resolveSettings(Object.fromEntries(contextKeys.map((k) => [k, tryGetContext(k)])), 'CDK context');
 }
 
 /** The prefix of every physical name the stack sets itself, so stages deploy side by side. */
 export const resourcePrefix = (settings: Pick<PipelineSettings, 'stage'>): string =>
   `content-pipeline-${settings.stage}`;
 
-/** The LocalStack default: the docker-compose PostgreSQL as the Lambda containers see it. */
-export const defaultLocalStackDatabaseUrl = 'postgres://pipeline:pipeline@postgres:5432/pipeline';
+/** A default as docs/aws.md and the props' `@default` write it: `none` for unset, per stage where it differs. */
+export function renderDefault(key: SettingKey): string {
+  const text = (v: unknown) => (v === undefined ? 'none' : String(v));
+  const d = settingSpecs[key].default;
+  return isByStage(d) ? `sandbox ${text(d.byStage.sandbox)}, prod ${text(d.byStage.prod)}` : text(d);
+}
 
-// Context values arrive as strings from `-c`, as JSON values from cdk.json or tests.
-const num = z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' ? Number(v) : v), z.number());
+/** docs/aws.md's context table: every setting, its default and what it does. */
+export function contextTable(): string {
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  return [
+    '| context key | default | what it does |',
+    '|---|---|---|',
+    ...contextKeys.map(
+      (k) => `| \`${k}\` | ${cell(renderDefault(k))} | ${cell(settingSpecs[k].description)} |`,
+    ),
+  ].join('\n');
+}
 
-const contextSchema = z
-  .object({
-    stage: z.enum(['sandbox', 'prod']).default('sandbox'),
-    target: z.enum(['aws', 'localstack']).default('aws'),
-    alarmEmail: z.email('must be an email address').optional(),
-    databaseUrl: z
-      .string()
-      .regex(/^postgres(?:ql)?:\/\/\S+$/, 'must be a postgres:// URL')
-      .default(defaultLocalStackDatabaseUrl),
-    dbMinCapacity: num.pipe(z.number().min(0).max(256)).optional(),
-    dbMaxCapacity: num.pipe(z.number().min(1).max(256)).optional(),
-    relayReservedConcurrency: z
-      .union([z.literal('none'), num.pipe(z.number().int().min(1).max(100))])
-      .default('none'),
-    relaySweepMinutes: num.pipe(z.number().int().min(1).max(1440)).optional(),
-    dashboard: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional(),
-    apiRatePerSecond: num.pipe(z.number().int().min(1).max(100_000)).optional(),
-    opsRatePerSecond: num.pipe(z.number().int().min(1).max(10_000)).default(20),
-    roleCredentialsVersion: z
-      .union([z.string(), z.number()])
-      .transform(String)
-      .pipe(z.string().regex(/^[\w.-]{1,64}$/, 'must be a short version label'))
-      .default('1'),
-  })
-  .refine((c) => (c.dbMinCapacity ?? 0) <= (c.dbMaxCapacity ?? 256), {
-    message: 'dbMinCapacity must not exceed dbMaxCapacity',
-    path: ['dbMinCapacity'],
-  });
+const tableMarkers = /(<!-- settings:context -->\n)[\s\S]*?(<!-- \/settings:context -->)/;
 
-/** The context keys the app reads; anything else in context is CDK's own (feature flags). */
-export const contextKeys = Object.keys(contextSchema.shape) as readonly string[];
-
-/**
- * Reads the app's settings from CDK context. Throws one PipelineError CONFIG listing every bad
- * key, so a typo in `-c` fails the synth instead of deploying a default.
- */
-export function parseSettings(tryGetContext: (key: string) => unknown): PipelineSettings {
-  const raw = Object.fromEntries(contextKeys.map((k) => [k, tryGetContext(k)]));
-  const c = parseEnvironment(
-    contextSchema,
-    Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== '')),
-    'CDK context',
+/** `markdown` (docs/aws.md) with the context table between its `settings:context` markers written anew. */
+export function withContextTable(markdown: string): string {
+  if (!tableMarkers.test(markdown)) throw new Error('no <!-- settings:context --> markers in the page');
+  return markdown.replace(
+    tableMarkers,
+    (_all, start: string, end: string) => `${start}${contextTable()}\n${end}`,
   );
-  const prod = c.stage === 'prod';
-  return {
-    stage: c.stage,
-    target: c.target,
-    alarmEmail: c.alarmEmail,
-    databaseUrl: c.databaseUrl,
-    // Sandbox pauses when idle; prod keeps half an ACU warm so the first request is not a resume.
-    dbMinCapacity: c.dbMinCapacity ?? (prod ? 0.5 : 0),
-    // Prod's ceiling is sized by `npm run capacity` for 10,000 approvals/s (the database CPU the
-    // statements measure, at a quarter vCPU per ACU, needs about 80 ACU there); Serverless v2
-    // bills the capacity used, not the ceiling. A sandbox stays small: `-c dbMaxCapacity=N`.
-    dbMaxCapacity: c.dbMaxCapacity ?? (prod ? 128 : 2),
-    relayReservedConcurrency: c.relayReservedConcurrency === 'none' ? undefined : c.relayReservedConcurrency,
-    // Prod's Aurora never pauses (0.5 ACU minimum), so sweeping it every minute costs nothing.
-    relaySweepMinutes: c.relaySweepMinutes ?? (prod ? 1 : Math.round(topology.relay.sweepSeconds / 60)),
-    dashboard: c.dashboard ?? prod,
-    apiRatePerSecond: c.apiRatePerSecond ?? (prod ? 15_000 : 100),
-    opsRatePerSecond: c.opsRatePerSecond,
-    roleCredentialsVersion: c.roleCredentialsVersion,
-  };
 }

@@ -15,11 +15,13 @@ const logicalId = (c: IConstruct) => s.stack.getLogicalId(c.node.defaultChild as
 
 /** The numbers the deployed stack keeps a delivery by, for one consumer, read from the template. */
 function realizedPaths(consumer: ConsumerName) {
-  const c = s.stack.consumers.get(consumer);
+  const c = s.stack.pipeline.consumers.get(consumer);
   if (!c) throw new Error(`no ${consumer} consumer`);
   const queueSeconds = [
-    logicalId(s.stack.retries.deadLetters),
-    ...s.stack.fanout.targets.filter((t) => t.consumer === consumer).map((t) => logicalId(t.deadLetterQueue)),
+    logicalId(s.stack.pipeline.retries.deadLetters),
+    ...s.stack.pipeline.fanout.targets
+      .filter((t) => t.consumer === consumer)
+      .map((t) => logicalId(t.deadLetterQueue)),
   ].map((id) => propertiesOf(s, id).MessageRetentionPeriod as number);
   const invokeConfig = resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig').find(
     ([, r]) => (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === logicalId(c.function),

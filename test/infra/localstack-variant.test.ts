@@ -16,10 +16,10 @@ describe('the LocalStack variant (-c target=localstack)', () => {
       }
     ).Variables;
   const dbFunctions = () => [
-    s.stack.tasksApi.function,
-    s.stack.relay.function,
-    s.stack.migration.function,
-    s.stack.consumers.get('archive')?.function,
+    s.stack.pipeline.tasksApi.function,
+    s.stack.pipeline.relay.function,
+    s.stack.pipeline.migration.function,
+    s.stack.pipeline.consumers.get('archive')?.function,
   ];
 
   it('replaces Aurora, its VPC and the Data API with the PostgreSQL URL', () => {
@@ -37,7 +37,7 @@ describe('the LocalStack variant (-c target=localstack)', () => {
       for (const key of ['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']) expect(env).not.toHaveProperty(key);
     }
     for (const name of ['index', 'notify'] as const) {
-      const env = envOf(s.stack.consumers.get(name)?.function.node.defaultChild as CfnFunction);
+      const env = envOf(s.stack.pipeline.consumers.get(name)?.function.node.defaultChild as CfnFunction);
       expect(env).not.toHaveProperty('DATABASE_URL');
     }
   });

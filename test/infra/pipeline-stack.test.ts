@@ -48,15 +48,15 @@ const arnOf = (c: IConstruct) => ({ 'Fn::GetAtt': [logicalId(c), 'Arn'] });
 const envOf = (c: IConstruct) =>
   (propertiesOf(s, logicalId(c)).Environment as { Variables: Record<string, unknown> }).Variables;
 const pipelineFunctions = () => [
-  s.stack.tasksApi.function,
-  s.stack.opsApi.function,
-  s.stack.relay.function,
-  s.stack.migration.function,
-  s.stack.inboxGauges.function,
-  s.stack.audit.function,
-  ...[...s.stack.consumers.values()].map((c) => c.function),
+  s.stack.pipeline.tasksApi.function,
+  s.stack.pipeline.opsApi.function,
+  s.stack.pipeline.relay.function,
+  s.stack.pipeline.migration.function,
+  s.stack.pipeline.inboxGauges.function,
+  s.stack.pipeline.audit.function,
+  ...[...s.stack.pipeline.consumers.values()].map((c) => c.function),
 ];
-const aurora = () => s.stack.database as AuroraDatabase;
+const aurora = () => s.stack.pipeline.database as AuroraDatabase;
 /** The statements of every policy attached to `fn`'s role. */
 /** The API stage's method settings (throttles, logging), as the template has them. */
 const methodSettingsOf = (synth: typeof s) => {
@@ -108,11 +108,11 @@ describe('database', () => {
 
   it('gives each function its own database role: its own secret, and a grant on that secret only', () => {
     const owned: [IConstruct, FunctionRole][] = [
-      [s.stack.tasksApi.function, 'tasksApi'],
-      [s.stack.opsApi.function, 'ops'],
-      [s.stack.relay.function, 'relay'],
-      [s.stack.consumers.get('archive')?.function as IConstruct, 'archive'],
-      [s.stack.audit.function, 'audit'],
+      [s.stack.pipeline.tasksApi.function, 'tasksApi'],
+      [s.stack.pipeline.opsApi.function, 'ops'],
+      [s.stack.pipeline.relay.function, 'relay'],
+      [s.stack.pipeline.consumers.get('archive')?.function as IConstruct, 'archive'],
+      [s.stack.pipeline.audit.function, 'audit'],
     ];
     for (const [fn, role] of owned) {
       const secret = ref(aurora().roleSecrets.get(role) as unknown as IConstruct);
@@ -130,13 +130,16 @@ describe('database', () => {
         role,
       ).toEqual([s.stack.resolve(aurora().cluster.clusterArn)]);
     }
-    for (const fn of [s.stack.consumers.get('index')?.function, s.stack.consumers.get('notify')?.function]) {
+    for (const fn of [
+      s.stack.pipeline.consumers.get('index')?.function,
+      s.stack.pipeline.consumers.get('notify')?.function,
+    ]) {
       expect(JSON.stringify(statementsOf(fn as IConstruct))).not.toMatch(/secretsmanager|rds-data/);
     }
   });
 
   it('lets the migrate function log in as the owner and read every role secret, whose passwords it sets', () => {
-    const migrate = s.stack.migration.function;
+    const migrate = s.stack.pipeline.migration.function;
     expect(envOf(migrate).DB_SECRET_ARN).toEqual(ref(aurora().secret as unknown as IConstruct));
     const roleSecrets = JSON.stringify(envOf(migrate).DB_ROLE_SECRETS);
     for (const role of allFunctionRoles) {
@@ -161,10 +164,10 @@ describe('database', () => {
       expect(s.json.Resources[logicalId(fn)]?.Properties?.VpcConfig).toBeUndefined();
     }
     for (const fn of [
-      s.stack.tasksApi.function,
-      s.stack.opsApi.function,
-      s.stack.relay.function,
-      s.stack.migration.function,
+      s.stack.pipeline.tasksApi.function,
+      s.stack.pipeline.opsApi.function,
+      s.stack.pipeline.relay.function,
+      s.stack.pipeline.migration.function,
     ]) {
       expect(Object.keys(envOf(fn))).toEqual(
         expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
@@ -182,10 +185,10 @@ describe('schema migration', () => {
     const writer = resourcesOfType(s, 'AWS::RDS::DBInstance')[0]?.[0];
     expect(resource?.DependsOn).toEqual(expect.arrayContaining([writer]));
     s.template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: { USER_ON_EVENT_FUNCTION_ARN: arnOf(s.stack.migration.function) } },
+      Environment: { Variables: { USER_ON_EVENT_FUNCTION_ARN: arnOf(s.stack.pipeline.migration.function) } },
     });
     // Enough time for an auto-paused cluster to resume inside the Data API client's retries.
-    expect(s.json.Resources[logicalId(s.stack.migration.function)]?.Properties?.Timeout).toBe(300);
+    expect(s.json.Resources[logicalId(s.stack.pipeline.migration.function)]?.Properties?.Timeout).toBe(300);
   });
 });
 
@@ -248,8 +251,8 @@ describe('tasks API', () => {
       resourcesOfType(s, 'AWS::ApiGateway::Method').filter(([, m]) =>
         target(m.Properties ?? {}).includes(logicalId(fn)),
       ).length;
-    expect(byFunction(s.stack.opsApi.function)).toBe(opsApiRoutes.length);
-    expect(byFunction(s.stack.tasksApi.function)).toBe(tasksApiRoutes.length);
+    expect(byFunction(s.stack.pipeline.opsApi.function)).toBe(opsApiRoutes.length);
+    expect(byFunction(s.stack.pipeline.tasksApi.function)).toBe(tasksApiRoutes.length);
   });
 
   it('throttles, access-logs in JSON, traces, and keeps bodies out of the execution logs', () => {
@@ -299,11 +302,17 @@ describe('tasks API', () => {
   });
 
   it('lets the tasks-api nudge the relay by name and nothing else', () => {
-    expect(envOf(s.stack.tasksApi.function).RELAY_FUNCTION_NAME).toEqual(ref(s.stack.relay.function));
+    expect(envOf(s.stack.pipeline.tasksApi.function).RELAY_FUNCTION_NAME).toEqual(
+      ref(s.stack.pipeline.relay.function),
+    );
     s.template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
-          { Action: 'lambda:InvokeFunction', Effect: 'Allow', Resource: arnOf(s.stack.relay.function) },
+          {
+            Action: 'lambda:InvokeFunction',
+            Effect: 'Allow',
+            Resource: arnOf(s.stack.pipeline.relay.function),
+          },
         ]),
       },
     });
@@ -316,29 +325,32 @@ describe('outbox relay', () => {
       ScheduleExpression: 'rate(1 hour)',
       State: 'ENABLED',
       Targets: Match.arrayWith([
-        Match.objectLike({ Arn: arnOf(s.stack.relay.function), RetryPolicy: { MaximumRetryAttempts: 2 } }),
+        Match.objectLike({
+          Arn: arnOf(s.stack.pipeline.relay.function),
+          RetryPolicy: { MaximumRetryAttempts: 2 },
+        }),
       ]),
     });
     expect(topology.relay.sweepSeconds).toBe(3600); // the literal above is this value, spelt as EventBridge does
-    const props = s.json.Resources[logicalId(s.stack.relay.function)]?.Properties;
+    const props = s.json.Resources[logicalId(s.stack.pipeline.relay.function)]?.Properties;
     expect(props?.Timeout).toBe(topology.relay.timeoutSeconds);
     expect(props).not.toHaveProperty('ReservedConcurrentExecutions');
     s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
-      FunctionName: ref(s.stack.relay.function),
+      FunctionName: ref(s.stack.pipeline.relay.function),
       MaximumRetryAttempts: 2,
     });
-    expect(envOf(s.stack.relay.function).EVENT_BUS_NAME).toEqual(ref(s.stack.fanout.bus));
+    expect(envOf(s.stack.pipeline.relay.function).EVENT_BUS_NAME).toEqual(ref(s.stack.pipeline.fanout.bus));
   });
 
   it('wakes itself through a queue it may only send to, never by switching a rule (no control-plane call per run)', () => {
-    const queue = s.stack.relay.wakeQueue;
-    expect(envOf(s.stack.relay.function).RELAY_WAKE_QUEUE_URL).toEqual(ref(queue));
+    const queue = s.stack.pipeline.relay.wakeQueue;
+    expect(envOf(s.stack.pipeline.relay.function).RELAY_WAKE_QUEUE_URL).toEqual(ref(queue));
     s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
-      FunctionName: ref(s.stack.relay.function),
+      FunctionName: ref(s.stack.pipeline.relay.function),
       EventSourceArn: arnOf(queue),
       BatchSize: 1,
     });
-    const relayActions = statementsOf(s.stack.relay.function).flatMap((st) => [st.Action].flat());
+    const relayActions = statementsOf(s.stack.pipeline.relay.function).flatMap((st) => [st.Action].flat());
     expect(relayActions).toContain('sqs:SendMessage');
     expect(
       relayActions.filter((a) => /^events:(Enable|Disable|Put)Rule|^events:.*Target/.test(String(a))),
@@ -354,7 +366,7 @@ describe('outbox relay', () => {
     s.template.hasResourceProperties('AWS::IAM::Policy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
-          { Action: 'events:PutEvents', Effect: 'Allow', Resource: arnOf(s.stack.fanout.bus) },
+          { Action: 'events:PutEvents', Effect: 'Allow', Resource: arnOf(s.stack.pipeline.fanout.bus) },
         ]),
       },
     });
@@ -368,22 +380,27 @@ describe('delivery audit', () => {
     );
     expect(sweeps).toHaveLength(1);
     const targets = (sweeps[0]?.[1].Properties?.Targets ?? []) as Record<string, unknown>[];
-    expect(targets.map((t) => t.Arn)).toEqual([arnOf(s.stack.relay.function), arnOf(s.stack.audit.function)]);
+    expect(targets.map((t) => t.Arn)).toEqual([
+      arnOf(s.stack.pipeline.relay.function),
+      arnOf(s.stack.pipeline.audit.function),
+    ]);
     expect(targets[1]).toMatchObject({ RetryPolicy: { MaximumRetryAttempts: 0 } });
     // No schedule of its own: every rule that targets the audit is the sweep.
     const targeting = resourcesOfType(s, 'AWS::Events::Rule').filter(([, r]) =>
-      JSON.stringify(r.Properties?.Targets ?? []).includes(logicalId(s.stack.audit.function)),
+      JSON.stringify(r.Properties?.Targets ?? []).includes(logicalId(s.stack.pipeline.audit.function)),
     );
     expect(targeting.map(([id]) => id)).toEqual([sweeps[0]?.[0]]);
-    expect(propertiesOf(s, logicalId(s.stack.audit.function))?.Timeout).toBe(topology.audit.timeoutSeconds);
+    expect(propertiesOf(s, logicalId(s.stack.pipeline.audit.function))?.Timeout).toBe(
+      topology.audit.timeoutSeconds,
+    );
     s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
-      FunctionName: ref(s.stack.audit.function),
+      FunctionName: ref(s.stack.pipeline.audit.function),
       MaximumRetryAttempts: 0,
     });
   });
 
   it('may read which inbox records exist by key (BatchGetItem), its own database role and its own alarms, nothing more', () => {
-    const statements = statementsOf(s.stack.audit.function).filter(
+    const statements = statementsOf(s.stack.pipeline.audit.function).filter(
       (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
     );
     const actions = statements.flatMap((st) => [st.Action].flat()).sort();
@@ -401,14 +418,16 @@ describe('delivery audit', () => {
     expect(statements.find((st) => st.Action === 'dynamodb:BatchGetItem')).toEqual({
       Action: 'dynamodb:BatchGetItem',
       Effect: 'Allow',
-      Resource: arnOf(s.stack.inbox.table),
+      Resource: arnOf(s.stack.pipeline.inbox.table),
     });
     const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
     expect(JSON.stringify(alarms?.Resource)).toMatch(/:alarm:ContentPipeline-sandbox-undelivered"\]\]\}$/);
-    expect(JSON.parse(String(envOf(s.stack.audit.function).GAUGE_ALARMS))).toEqual({
+    expect(JSON.parse(String(envOf(s.stack.pipeline.audit.function).GAUGE_ALARMS))).toEqual({
       undelivered: 'ContentPipeline-sandbox-undelivered',
     });
-    expect(envOf(s.stack.audit.function)[consumerEnv.inboxTable]).toEqual(ref(s.stack.inbox.table));
+    expect(envOf(s.stack.pipeline.audit.function)[consumerEnv.inboxTable]).toEqual(
+      ref(s.stack.pipeline.inbox.table),
+    );
   });
 
   it('alarms on UndeliveredToConsumer of all consumers with the dimensions the audit writes, and on its own errors', async () => {
@@ -452,14 +471,14 @@ describe('delivery audit', () => {
       Threshold: topology.alarms.undeliveredEvents,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       TreatMissingData: 'ignore',
-      AlarmActions: [ref(s.stack.alarms.topic)],
+      AlarmActions: [ref(s.stack.pipeline.alarms.topic)],
     });
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: 'ContentPipeline-sandbox-delivery-audit-errors',
       Namespace: 'AWS/Lambda',
       MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.audit.function) }],
-      AlarmActions: [ref(s.stack.alarms.topic)],
+      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.pipeline.audit.function) }],
+      AlarmActions: [ref(s.stack.pipeline.alarms.topic)],
     });
   });
 });
@@ -468,7 +487,7 @@ describe('event fan-out', () => {
   it('archives every pipeline event of the custom bus', () => {
     s.template.hasResourceProperties('AWS::Events::EventBus', { Name: `${topology.busName}-sandbox` });
     s.template.hasResourceProperties('AWS::Events::Archive', {
-      SourceArn: arnOf(s.stack.fanout.bus),
+      SourceArn: arnOf(s.stack.pipeline.fanout.bus),
       EventPattern: { source: [topology.source] },
       RetentionDays: 30,
     });
@@ -478,7 +497,7 @@ describe('event fan-out', () => {
     const dlqOf = new Map<string, string>();
     for (const spec of topology.rules) {
       const rule = resourcesOfType(s, 'AWS::Events::Rule').find(
-        ([, r]) => r.Properties?.Name === s.stack.ruleName(spec.name),
+        ([, r]) => r.Properties?.Name === s.stack.pipeline.ruleName(spec.name),
       );
       const targets = rule?.[1].Properties?.Targets as Record<string, { 'Fn::GetAtt': string[] }>[];
       for (const [i, target] of targets.entries()) {
@@ -501,7 +520,7 @@ describe('event fan-out', () => {
   });
 
   it('lets EventBridge write to each DLQ only from its own rule, over TLS only', () => {
-    for (const target of s.stack.fanout.targets) {
+    for (const target of s.stack.pipeline.fanout.targets) {
       s.template.hasResourceProperties('AWS::SQS::QueuePolicy', {
         Queues: [ref(target.deadLetterQueue)],
         PolicyDocument: {
@@ -522,26 +541,26 @@ describe('event fan-out', () => {
 describe('consumers', () => {
   it('retry their own errors through async invoke and then fail over to the consumers’ retry queue', () => {
     for (const name of consumerNames) {
-      const consumer = s.stack.consumers.get(name);
+      const consumer = s.stack.pipeline.consumers.get(name);
       if (!consumer) throw new Error(`no ${name} consumer`);
       s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
         FunctionName: ref(consumer.function),
         MaximumRetryAttempts: topology.consumers[name].asyncInvoke.retryAttempts,
         MaximumEventAgeInSeconds: topology.consumers[name].asyncInvoke.maximumEventAgeSeconds,
-        DestinationConfig: { OnFailure: { Destination: arnOf(s.stack.retries.queue) } },
+        DestinationConfig: { OnFailure: { Destination: arnOf(s.stack.pipeline.retries.queue) } },
       });
       expect(envOf(consumer.function)).toMatchObject({
         [consumerEnv.consumerName]: name,
-        [consumerEnv.inboxTable]: ref(s.stack.inbox.table),
+        [consumerEnv.inboxTable]: ref(s.stack.pipeline.inbox.table),
       });
     }
   });
 
   it('each get the store their effect writes to, and archive the database too', () => {
-    const env = (n: ConsumerName) => envOf(s.stack.consumers.get(n)?.function as IConstruct);
-    expect(env('index')[consumerEnv.indexTable]).toEqual(ref(s.stack.contentIndex.table));
-    expect(env('notify')[consumerEnv.notifyTopic]).toEqual(ref(s.stack.notifications.topic));
-    expect(env('archive')[consumerEnv.archiveBucket]).toEqual(ref(s.stack.archive.bucket));
+    const env = (n: ConsumerName) => envOf(s.stack.pipeline.consumers.get(n)?.function as IConstruct);
+    expect(env('index')[consumerEnv.indexTable]).toEqual(ref(s.stack.pipeline.contentIndex.table));
+    expect(env('notify')[consumerEnv.notifyTopic]).toEqual(ref(s.stack.pipeline.notifications.topic));
+    expect(env('archive')[consumerEnv.archiveBucket]).toEqual(ref(s.stack.pipeline.archive.bucket));
     expect(Object.keys(env('archive'))).toEqual(
       expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
     );
@@ -550,14 +569,14 @@ describe('consumers', () => {
 
   it('touch only their own inbox records: every key they name starts with their name and #', () => {
     for (const name of consumerNames) {
-      const inbox = statementsOf(s.stack.consumers.get(name)?.function as IConstruct).filter((st) =>
-        JSON.stringify(st.Resource).includes(logicalId(s.stack.inbox.table)),
+      const inbox = statementsOf(s.stack.pipeline.consumers.get(name)?.function as IConstruct).filter((st) =>
+        JSON.stringify(st.Resource).includes(logicalId(s.stack.pipeline.inbox.table)),
       );
       expect(inbox, name).toEqual([
         {
           Action: [...inboxActions].sort(),
           Effect: 'Allow',
-          Resource: arnOf(s.stack.inbox.table),
+          Resource: arnOf(s.stack.pipeline.inbox.table),
           Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${name}#*`] } },
         },
       ]);
@@ -576,7 +595,7 @@ describe('stores', () => {
   });
 
   it('inbox: one partition key per record, <consumer>#<eventId>; TTL expiresAt, point-in-time recovery', () => {
-    expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties).toMatchObject({
+    expect(s.json.Resources[logicalId(s.stack.pipeline.inbox.table)]?.Properties).toMatchObject({
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
@@ -587,7 +606,7 @@ describe('stores', () => {
   });
 
   it('inbox: the operator’s index holds keys only, under sharded <consumer>#<status>#<shard> keys sorted by time', () => {
-    const table = s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties ?? {};
+    const table = s.json.Resources[logicalId(s.stack.pipeline.inbox.table)]?.Properties ?? {};
     expect(table.GlobalSecondaryIndexes).toEqual([
       {
         IndexName: 'open-records',
@@ -614,41 +633,41 @@ describe('stores', () => {
 
   it('inbox: a table of its own, so a stack that had the one keyed by consumer creates it anew', () => {
     // A key schema cannot change in place; the old table's logical id was Inbox/Table.
-    expect(logicalId(s.stack.inbox.table)).toMatch(/^InboxEventKeyedTable[0-9A-F]{8}$/);
+    expect(logicalId(s.stack.pipeline.inbox.table)).toMatch(/^InboxEventKeyedTable[0-9A-F]{8}$/);
     expect(resourcesOfType(s, 'AWS::DynamoDB::Table').map(([id]) => id)).not.toContainEqual(
       expect.stringMatching(/^InboxTable[0-9A-F]{8}$/),
     );
     // Named by CloudFormation from the logical id: a new id is a new table, never a clash.
-    expect(s.json.Resources[logicalId(s.stack.inbox.table)]?.Properties?.TableName).toBeUndefined();
+    expect(s.json.Resources[logicalId(s.stack.pipeline.inbox.table)]?.Properties?.TableName).toBeUndefined();
   });
 
   it('inbox: the ops API queries the index and reads records by key, never a scan', () => {
-    const inbox = statementsOf(s.stack.opsApi.function).filter((st) =>
-      JSON.stringify(st.Resource).includes(logicalId(s.stack.inbox.table)),
+    const inbox = statementsOf(s.stack.pipeline.opsApi.function).filter((st) =>
+      JSON.stringify(st.Resource).includes(logicalId(s.stack.pipeline.inbox.table)),
     );
     expect(inbox).toEqual([
       {
         Action: 'dynamodb:Query',
         Effect: 'Allow',
-        Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
+        Resource: { 'Fn::Join': ['', [arnOf(s.stack.pipeline.inbox.table), '/index/open-records']] },
       },
       {
         Action: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
         Effect: 'Allow',
-        Resource: arnOf(s.stack.inbox.table),
+        Resource: arnOf(s.stack.pipeline.inbox.table),
       },
     ]);
   });
 
   it('content index: partition key taskId', () => {
-    expect(s.json.Resources[logicalId(s.stack.contentIndex.table)]?.Properties).toMatchObject({
+    expect(s.json.Resources[logicalId(s.stack.pipeline.contentIndex.table)]?.Properties).toMatchObject({
       KeySchema: [{ AttributeName: 'taskId', KeyType: 'HASH' }],
       AttributeDefinitions: [{ AttributeName: 'taskId', AttributeType: 'S' }],
     });
   });
 
   it('archive bucket: encrypted, versioned, public access blocked, TLS only', () => {
-    expect(s.json.Resources[logicalId(s.stack.archive.bucket)]?.Properties).toMatchObject({
+    expect(s.json.Resources[logicalId(s.stack.pipeline.archive.bucket)]?.Properties).toMatchObject({
       BucketEncryption: {
         ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
       },
@@ -661,7 +680,7 @@ describe('stores', () => {
       },
     });
     s.template.hasResourceProperties('AWS::S3::BucketPolicy', {
-      Bucket: ref(s.stack.archive.bucket),
+      Bucket: ref(s.stack.pipeline.archive.bucket),
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
@@ -671,7 +690,7 @@ describe('stores', () => {
   });
 
   it('notification topic: encrypted, publishable by the notify consumer only', () => {
-    expect(s.json.Resources[logicalId(s.stack.notifications.topic)]?.Properties).toMatchObject({
+    expect(s.json.Resources[logicalId(s.stack.pipeline.notifications.topic)]?.Properties).toMatchObject({
       KmsMasterKeyId: expect.anything(),
     });
     const publishers = resourcesOfType(s, 'AWS::IAM::Policy').filter(([, p]) =>
@@ -828,7 +847,7 @@ describe('alarms', () => {
       EvaluationPeriods: topology.alarms.evaluationPeriods,
       DatapointsToAlarm: topology.alarms.datapointsToAlarm,
       TreatMissingData: 'ignore',
-      AlarmActions: [ref(s.stack.alarms.topic)],
+      AlarmActions: [ref(s.stack.pipeline.alarms.topic)],
     });
   });
 
@@ -881,7 +900,7 @@ describe('alarms', () => {
         Threshold: threshold,
         ComparisonOperator: 'GreaterThanThreshold',
         TreatMissingData: 'ignore',
-        AlarmActions: [ref(s.stack.alarms.topic)],
+        AlarmActions: [ref(s.stack.pipeline.alarms.topic)],
       });
     }
   });
@@ -897,8 +916,8 @@ describe('alarms', () => {
       Threshold: topology.alarms.inboxDeadRecords,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       TreatMissingData: 'ignore',
-      AlarmActions: [ref(s.stack.alarms.topic)],
-      OKActions: [ref(s.stack.alarms.topic)],
+      AlarmActions: [ref(s.stack.pipeline.alarms.topic)],
+      OKActions: [ref(s.stack.pipeline.alarms.topic)],
     });
     const names = resourcesOfType(s, 'AWS::CloudWatch::Alarm').map(([, a]) =>
       String(a.Properties?.AlarmName),
@@ -929,17 +948,17 @@ describe('alarms', () => {
   it('count DEAD inbox records on a schedule from the operator’s index, never the database', () => {
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
-      Targets: [Match.objectLike({ Arn: arnOf(s.stack.inboxGauges.function) })],
+      Targets: [Match.objectLike({ Arn: arnOf(s.stack.pipeline.inboxGauges.function) })],
     });
     expect(topology.alarms.gaugePeriodSeconds).toBe(300);
-    const statements = statementsOf(s.stack.inboxGauges.function).filter(
+    const statements = statementsOf(s.stack.pipeline.inboxGauges.function).filter(
       (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
     );
     expect(statements).toHaveLength(2);
     expect(statements[0]).toEqual({
       Action: 'dynamodb:Query',
       Effect: 'Allow',
-      Resource: { 'Fn::Join': ['', [arnOf(s.stack.inbox.table), '/index/open-records']] },
+      Resource: { 'Fn::Join': ['', [arnOf(s.stack.pipeline.inbox.table), '/index/open-records']] },
     });
     // It reads its own alarms' states (a zero is sent only while one is not OK), nothing else.
     expect(statements[1]?.Action).toBe('cloudwatch:DescribeAlarms');
@@ -947,10 +966,10 @@ describe('alarms', () => {
     const fed = ['inbox-dead', 'inbox-oldest-lease', 'inbox-retry-age'];
     expect(statements[1]?.Resource).toHaveLength(fed.length);
     for (const id of fed) expect(alarmArns).toContain(`:alarm:ContentPipeline-sandbox-${id}"`);
-    expect(JSON.parse(String(envOf(s.stack.inboxGauges.function).GAUGE_ALARMS))).toEqual(
+    expect(JSON.parse(String(envOf(s.stack.pipeline.inboxGauges.function).GAUGE_ALARMS))).toEqual(
       Object.fromEntries(fed.map((id) => [id, `ContentPipeline-sandbox-${id}`])),
     );
-    expect(Object.keys(envOf(s.stack.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
+    expect(Object.keys(envOf(s.stack.pipeline.inboxGauges.function))).not.toContain('DB_CLUSTER_ARN');
   });
 
   it('may reach a person: CloudWatch may publish to the topic and use its key, for this stack’s alarms only', () => {
@@ -974,7 +993,7 @@ describe('alarms', () => {
       },
     };
     s.template.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      Topics: [ref(s.stack.alarms.topic)],
+      Topics: [ref(s.stack.pipeline.alarms.topic)],
       PolicyDocument: {
         Statement: Match.arrayWith([
           {
@@ -982,7 +1001,7 @@ describe('alarms', () => {
             Effect: 'Allow',
             Principal: { Service: 'cloudwatch.amazonaws.com' },
             Action: 'sns:Publish',
-            Resource: ref(s.stack.alarms.topic),
+            Resource: ref(s.stack.pipeline.alarms.topic),
             Condition: ourAlarms,
           },
         ]),
@@ -1006,7 +1025,7 @@ describe('alarms', () => {
     s.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/Lambda',
       MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.relay.function) }],
+      Dimensions: [{ Name: 'FunctionName', Value: ref(s.stack.pipeline.relay.function) }],
       Threshold: topology.alarms.relayErrors,
     });
   });
@@ -1015,7 +1034,7 @@ describe('alarms', () => {
     s.template.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'email',
       Endpoint: 'ops@example.com',
-      TopicArn: ref(s.stack.alarms.topic),
+      TopicArn: ref(s.stack.pipeline.alarms.topic),
     });
     s.template.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Delete' }); // sandbox: no $1/month leftover
     s.template.hasResourceProperties('AWS::KMS::Key', {

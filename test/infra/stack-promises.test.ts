@@ -149,7 +149,7 @@ describe('who may do what', () => {
       const busArn = resolver.getAtt(busId, 'Arn');
       const statements = resourcePolicyStatements(resolver, busArn);
       const relayRole = resolver.getAtt(
-        s.stack.getLogicalId(s.stack.relay.function.role?.node.defaultChild as never),
+        s.stack.getLogicalId(s.stack.pipeline.relay.function.role?.node.defaultChild as never),
         'Arn',
       );
       const someoneElse = 'arn:aws:iam::123456789012:role/admin';
@@ -316,7 +316,7 @@ describe('smaller defects of the AWS review', () => {
   });
 
   it('says truly what records the archive bucket’s object calls (CloudTrail data events, off by default)', () => {
-    const bucket = sandbox.stack.archive.bucket as IConstruct;
+    const bucket = sandbox.stack.pipeline.archive.bucket as IConstruct;
     const reasons = bucket.node.metadata
       .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
       .flatMap((m) => Object.entries(m.data as Record<string, string>))

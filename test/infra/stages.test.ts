@@ -27,7 +27,7 @@ describe('the prod stage (-c stage=prod)', () => {
       ServerlessV2ScalingConfiguration: { MinCapacity: 0.5, MaxCapacity: 128 },
       BackupRetentionPeriod: 14,
     });
-    const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);
+    const relay = s.stack.getLogicalId(s.stack.pipeline.relay.function.node.defaultChild as never);
     expect(s.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
     s.template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(1 minute)',
@@ -158,11 +158,13 @@ describe('sandbox and prod in one account and region', () => {
 
   it('reserve no relay concurrency unless asked, so a first deploy fits a new account’s quota', () => {
     for (const s of [sandbox, prod]) {
-      const relay = s.stack.getLogicalId(s.stack.relay.function.node.defaultChild as never);
+      const relay = s.stack.getLogicalId(s.stack.pipeline.relay.function.node.defaultChild as never);
       expect(s.json.Resources[relay]?.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
     }
     const reserved = synthPipeline({ stage: 'sandbox', relayReservedConcurrency: '3' });
-    const relay = reserved.stack.getLogicalId(reserved.stack.relay.function.node.defaultChild as never);
+    const relay = reserved.stack.getLogicalId(
+      reserved.stack.pipeline.relay.function.node.defaultChild as never,
+    );
     expect(reserved.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBe(3);
   });
 });

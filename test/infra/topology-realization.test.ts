@@ -1,6 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { ContentPipeline } from '../../infra/aws/content-pipeline';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { type ConsumerName, type Topology, topology } from '../../shared/topology';
@@ -29,7 +30,7 @@ function realizedRules(s: Pick<Synthesized, 'json'>, functionIds: Map<string, Co
 
 function consumerFunctionIds(stack: PipelineStack): Map<string, ConsumerName> {
   return new Map(
-    [...stack.consumers.values()].map((c) => [
+    [...stack.pipeline.consumers.values()].map((c) => [
       stack.getLogicalId(c.function.node.defaultChild as never),
       c.name,
     ]),
@@ -37,8 +38,8 @@ function consumerFunctionIds(stack: PipelineStack): Map<string, ConsumerName> {
 }
 
 /** The rules a stack should have: the topology's, under the stack's stage-qualified names. */
-const expected = (t: Pick<Topology, 'rules'>, stack: Pick<PipelineStack, 'ruleName'>): RealizedRule[] =>
-  t.rules.map((r) => ({ name: stack.ruleName(r.name), pattern: r.pattern, targets: [...r.targets] }));
+const expected = (t: Pick<Topology, 'rules'>, pipeline: Pick<ContentPipeline, 'ruleName'>): RealizedRule[] =>
+  t.rules.map((r) => ({ name: pipeline.ruleName(r.name), pattern: r.pattern, targets: [...r.targets] }));
 
 describe('the AWS stack realizes shared/topology', () => {
   let s: Synthesized;
@@ -47,11 +48,11 @@ describe('the AWS stack realizes shared/topology', () => {
   });
 
   it('has exactly the topology rules: names, patterns and target consumers', () => {
-    expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology, s.stack));
+    expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology, s.stack.pipeline));
   });
 
   it('has exactly one function per topology consumer, each a target of some rule', () => {
-    expect([...s.stack.consumers.keys()].sort()).toEqual(Object.keys(topology.consumers).sort());
+    expect([...s.stack.pipeline.consumers.keys()].sort()).toEqual(Object.keys(topology.consumers).sort());
     const targeted = new Set(topology.rules.flatMap((r) => r.targets));
     expect([...targeted].sort()).toEqual(Object.keys(topology.consumers).sort());
   });
@@ -108,10 +109,10 @@ describe('the AWS stack realizes shared/topology', () => {
     const settings = parseSettings((k) => app.node.tryGetContext(k));
     const stack = new PipelineStack(app, 'Variant', { settings, topology: variant });
     const json = Template.fromStack(stack).toJSON() as Synthesized['json'];
-    expect(realizedRules({ json }, consumerFunctionIds(stack))).toEqual(expected(variant, stack));
+    expect(realizedRules({ json }, consumerFunctionIds(stack))).toEqual(expected(variant, stack.pipeline));
     const archiveTarget = JSON.stringify(
       resourcesOfType({ json }, 'AWS::Events::Rule').find(
-        ([, r]) => r.Properties?.Name === stack.ruleName('content-withdrawn-archive'),
+        ([, r]) => r.Properties?.Name === stack.pipeline.ruleName('content-withdrawn-archive'),
       ),
     );
     expect(archiveTarget).toContain('"MaximumRetryAttempts":7');

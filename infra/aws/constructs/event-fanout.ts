@@ -1,5 +1,13 @@
 import { Duration } from 'aws-cdk-lib';
-import { type Archive, type CfnArchive, EventBus, type EventPattern, Rule } from 'aws-cdk-lib/aws-events';
+import {
+  Archive,
+  type CfnArchive,
+  CfnEventBusPolicy,
+  EventBus,
+  type EventPattern,
+  type IEventBus,
+  Rule,
+} from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -8,8 +16,14 @@ import type { ConsumerName, ConsumerPolicy, RulePattern, RuleSpec } from '../../
 import { DeadLetterQueue } from './dead-letter-queue';
 
 export interface EventFanoutProps {
-  /** The bus's physical name (stage-qualified, so stages deploy side by side). */
+  /** The bus's physical name (stage-qualified, so stages deploy side by side); unused with `existingBus`. */
   readonly busName: string;
+  /**
+   * A bus of the user's to put the archive, the rules and the resource policy on, instead of
+   * creating one. It must be in this stack's account and Region (rules live beside their bus).
+   * @default a bus of its own, named `busName`
+   */
+  readonly existingBus?: IEventBus;
   /** Gives a topology rule its physical name (stage-qualified); the alarms use the same. */
   readonly ruleName: (rule: string) => string;
   /** The pipeline's event source: the archive keeps every event from it. */
@@ -60,28 +74,42 @@ export function toCdkPattern(pattern: RulePattern): EventPattern {
 }
 
 /**
- * The custom bus, its archive and the topology's rules. Each rule target is a consumer
- * function with the consumer's retry policy (`targetRetry`) and the consumer's encrypted
- * dead-letter queue (one per consumer, whichever rule could not deliver): those cover only failed invokes (throttles, a missing function or permission); the
- * function's own errors go to its on-failure destination (see `Consumer`).
+ * The custom bus (or the user's, `existingBus`), its archive and the topology's rules. Each rule
+ * target is a consumer function with the consumer's retry policy (`targetRetry`) and the
+ * consumer's encrypted dead-letter queue (one per consumer, whichever rule could not deliver):
+ * those cover only failed invokes (throttles, a missing function or permission); the function's
+ * own errors go to its on-failure destination (see `Consumer`).
  */
 export class EventFanout extends Construct {
-  public readonly bus: EventBus;
+  public readonly bus: IEventBus;
   public readonly archive: Archive;
+  /** The bus this construct created, to take a resource policy statement directly; none with `existingBus`. */
+  private readonly ownBus: EventBus | undefined;
   public readonly rules: ReadonlyMap<string, Rule>;
   public readonly targets: readonly FanoutTarget[];
 
   constructor(scope: Construct, id: string, props: EventFanoutProps) {
     super(scope, id);
-    this.bus = new EventBus(this, 'Bus', {
-      eventBusName: props.busName,
-      description: 'Content pipeline events (CloudEvents in detail)',
-    });
-    this.archive = this.bus.archive('Archive', {
+    if (props.existingBus) {
+      this.ownBus = undefined;
+      this.bus = props.existingBus;
+    } else {
+      this.ownBus = new EventBus(this, 'Bus', {
+        eventBusName: props.busName,
+        description: 'Content pipeline events (CloudEvents in detail)',
+      });
+      this.bus = this.ownBus;
+    }
+    const archiveProps = {
       description: 'Every pipeline event, for replay',
       eventPattern: { source: [props.source] },
       retention: props.archiveRetention,
-    });
+    };
+    // `bus.archive()` puts the archive under the bus's construct: for a bus of the user's that is
+    // wherever they imported it (another stack, even), so theirs gets an archive of our own.
+    this.archive = this.ownBus
+      ? this.ownBus.archive('Archive', archiveProps)
+      : new Archive(this, 'Archive', { ...archiveProps, sourceEventBus: this.bus });
     // CDK writes `KmsKeyIdentifier: ""` when no key is given, which some Regions refuse
     // (https://github.com/aws/aws-cdk/issues/37847); absent, the archive uses an AWS owned key.
     (this.archive.node.defaultChild as CfnArchive).addPropertyDeletionOverride('KmsKeyIdentifier');
@@ -140,19 +168,30 @@ export class EventFanout extends Construct {
   acceptPipelineEventsOnlyFrom(publisher: IFunction): void {
     const role = publisher.role;
     if (!role) throw new Error('the publisher has no role to name in the bus policy');
-    this.bus.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'OnlyTheRelayPublishesPipelineEvents',
-        effect: Effect.DENY,
-        principals: [new AnyPrincipal()],
-        actions: ['events:PutEvents'],
-        resources: [this.bus.eventBusArn],
-        conditions: {
-          StringLike: { 'events:source': [pipelineSourceFamily(this.source)] },
-          ArnNotEquals: { 'aws:PrincipalArn': role.roleArn },
-        },
-      }),
-    );
+    const statement = new PolicyStatement({
+      sid: 'OnlyTheRelayPublishesPipelineEvents',
+      effect: Effect.DENY,
+      principals: [new AnyPrincipal()],
+      actions: ['events:PutEvents'],
+      resources: [this.bus.eventBusArn],
+      conditions: {
+        StringLike: { 'events:source': [pipelineSourceFamily(this.source)] },
+        ArnNotEquals: { 'aws:PrincipalArn': role.roleArn },
+      },
+    });
+    if (this.ownBus) {
+      this.ownBus.addToResourcePolicy(statement);
+      return;
+    }
+    // An imported bus's addToResourcePolicy only warns; an AWS::Events::EventBusPolicy adds one
+    // statement to any bus's policy by name, leaving its other statements as they are
+    // (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-events-eventbuspolicy.html).
+    const statementId = `cdk-${statement.sid}`;
+    new CfnEventBusPolicy(this, 'OnlyTheRelayPublishesPipelineEvents', {
+      eventBusName: this.bus.eventBusName,
+      statementId,
+      statement: { ...statement.toStatementJson(), Sid: statementId },
+    });
   }
 }
 

@@ -1,5 +1,13 @@
-import type { RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { type RemovalPolicy, Stack } from 'aws-cdk-lib';
+import {
+  AttributeType,
+  BillingMode,
+  CfnTable,
+  type ITable,
+  ProjectionType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { inboxTableSchema } from '../../../shared/inbox/dynamo-inbox-store';
@@ -7,6 +15,14 @@ import { inboxTableSchema } from '../../../shared/inbox/dynamo-inbox-store';
 export interface InboxTableProps {
   readonly removalPolicy: RemovalPolicy;
   readonly deletionProtection: boolean;
+  /**
+   * A table of the user's to hold the inbox instead of one of ours: keyed, indexed and expiring
+   * as `inboxTableShape` says (checked when the table is defined in this app; an imported one
+   * is taken on trust), encrypted with a key DynamoDB holds (our grants name no KMS key).
+   * `removalPolicy` and `deletionProtection` then do nothing.
+   * @default a table of its own
+   */
+  readonly existingTable?: ITable;
 }
 
 /**
@@ -33,11 +49,21 @@ export const inboxTableId = 'EventKeyedTable';
  * (`inboxTableSchema`); the shard count from the topology (`topology.inbox.openIndexShards`).
  */
 export class InboxTable extends Construct {
-  public readonly table: Table;
+  public readonly table: ITable;
 
   constructor(scope: Construct, id: string, props: InboxTableProps) {
     super(scope, id);
-    this.table = new Table(this, inboxTableId, {
+    if (props.existingTable) {
+      const problems = inboxTableMismatches(props.existingTable);
+      if (problems.length > 0) {
+        throw new Error(
+          `the existing inbox table ${props.existingTable.node.path} does not fit the inbox: ${problems.join('; ')}`,
+        );
+      }
+      this.table = props.existingTable;
+      return;
+    }
+    const table = new Table(this, inboxTableId, {
       partitionKey: { name: inboxTableSchema.partitionKey, type: AttributeType.STRING },
       timeToLiveAttribute: inboxTableSchema.ttlAttribute,
       billingMode: BillingMode.PAY_PER_REQUEST,
@@ -47,7 +73,7 @@ export class InboxTable extends Construct {
       deletionProtection: props.deletionProtection,
       removalPolicy: props.removalPolicy,
     });
-    this.table.addGlobalSecondaryIndex({
+    table.addGlobalSecondaryIndex({
       indexName: inboxTableSchema.openIndex.name,
       partitionKey: { name: inboxTableSchema.openIndex.partitionKey, type: AttributeType.STRING },
       sortKey: { name: inboxTableSchema.openIndex.sortKey, type: AttributeType.STRING },
@@ -55,6 +81,7 @@ export class InboxTable extends Construct {
       // events from the table by key.
       projectionType: ProjectionType.KEYS_ONLY,
     });
+    this.table = table;
   }
 
   /** The operator's index's ARN. */
@@ -111,4 +138,50 @@ export class InboxTable extends Construct {
       }),
     );
   }
+}
+
+/**
+ * What the inbox needs of its table, in words: the store's key names (`inboxTableSchema`), all strings.
+ * The operator's index may project more than its keys; the dead lists read records by key anyway.
+ */
+export const inboxTableShape = [
+  `partition key "${inboxTableSchema.partitionKey}" and no sort key`,
+  `a global secondary index "${inboxTableSchema.openIndex.name}" with partition key "${inboxTableSchema.openIndex.partitionKey}" and sort key "${inboxTableSchema.openIndex.sortKey}"`,
+  `time to live on "${inboxTableSchema.ttlAttribute}"`,
+] as const;
+
+/**
+ * How `table` differs from `inboxTableShape`, as far as this app can tell: a table defined in it
+ * (its `AWS::DynamoDB::Table`) is read; an imported one (`Table.fromTableName`) shows nothing.
+ */
+export function inboxTableMismatches(table: ITable): string[] {
+  const problems: string[] = [];
+  if (table.encryptionKey) {
+    problems.push('it is encrypted with a customer managed KMS key, which the pipeline grants no use of');
+  }
+  const cfn = table.node.defaultChild;
+  if (!(cfn instanceof CfnTable)) return problems;
+  const resolve = <T>(value: unknown): T | undefined => Stack.of(cfn).resolve(value) as T | undefined;
+  const attributes = resolve<CfnTable.AttributeDefinitionProperty[]>(cfn.attributeDefinitions) ?? [];
+  const isString = (name: string) =>
+    attributes.some((a) => a.attributeName === name && a.attributeType === 'S');
+  const keyed = (keys: CfnTable.KeySchemaProperty[] | undefined, hash: string, range?: string) =>
+    JSON.stringify((keys ?? []).map((k) => [k.keyType, k.attributeName])) ===
+      JSON.stringify([['HASH', hash], ...(range ? [['RANGE', range]] : [])]) &&
+    isString(hash) &&
+    (range === undefined || isString(range));
+
+  const { partitionKey, openIndex, ttlAttribute } = inboxTableSchema;
+  if (!keyed(resolve(cfn.keySchema), partitionKey)) problems.push(`it must have ${inboxTableShape[0]}`);
+  const index = (resolve<CfnTable.GlobalSecondaryIndexProperty[]>(cfn.globalSecondaryIndexes) ?? []).find(
+    (i) => i.indexName === openIndex.name,
+  );
+  if (!index || !keyed(resolve(index.keySchema), openIndex.partitionKey, openIndex.sortKey)) {
+    problems.push(`it must have ${inboxTableShape[1]}`);
+  }
+  const ttl = resolve<CfnTable.TimeToLiveSpecificationProperty>(cfn.timeToLiveSpecification);
+  if (ttl?.attributeName !== ttlAttribute || ttl.enabled === false) {
+    problems.push(`it must have ${inboxTableShape[2]}`);
+  }
+  return problems;
 }

@@ -12,7 +12,7 @@ import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { Topic } from 'aws-cdk-lib/aws-sns';
+import { type ITopic, Subscription, SubscriptionProtocol, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -61,6 +61,14 @@ export interface PipelineAlarmsProps {
   readonly email?: string;
   /** Of the topic's KMS key: a retained key goes on costing $1/month after `cdk destroy`. */
   readonly removalPolicy: RemovalPolicy;
+  /**
+   * A topic of the user's to send the alarms to instead of one of ours. Its access policy must
+   * let `cloudwatch.amazonaws.com` publish to it, and its KMS key (if any) let CloudWatch use
+   * it: an imported topic's policy cannot be changed from here
+   * (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html).
+   * @default a topic of its own, encrypted with a key of its own
+   */
+  readonly existingTopic?: ITopic;
 }
 
 /**
@@ -181,7 +189,8 @@ export class PipelineMetrics {
  * until someone redrove or discarded them.
  */
 export class PipelineAlarms extends Construct {
-  public readonly topic: Topic;
+  /** Where every alarm and OK goes: ours, or the user's (`existingTopic`). */
+  public readonly topic: ITopic;
   public readonly metrics: PipelineMetrics;
   public readonly oldestPendingAge: Alarm;
   public readonly relaySilent: Alarm;
@@ -202,54 +211,22 @@ export class PipelineAlarms extends Construct {
     const prefix = Stack.of(this).stackName;
     this.metrics = new PipelineMetrics(t, props.dimensions);
 
-    // CloudWatch may use the key and publish to the topic for this stack's alarms only: the
-    // confused-deputy conditions of docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
-    // (a topic policy replaces SNS's default policy, so without this statement nothing may publish).
-    const stack = Stack.of(this);
-    const cloudwatch = new ServicePrincipal('cloudwatch.amazonaws.com');
-    const ourAlarms = {
-      StringEquals: { 'aws:SourceAccount': stack.account },
-      ArnLike: {
-        'aws:SourceArn': stack.formatArn({
-          service: 'cloudwatch',
-          resource: 'alarm',
-          resourceName: `${prefix}-*`,
-          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-        }),
-      },
-    };
-    // CloudWatch cannot publish to a topic under the AWS managed SNS key: a key of our own
-    // whose policy lets CloudWatch use it.
-    const key = new Key(this, 'TopicKey', {
-      description: 'Encrypts the content pipeline alarm topic',
-      enableKeyRotation: true,
-      removalPolicy: props.removalPolicy,
-      pendingWindow: Duration.days(7),
-    });
-    key.addToResourcePolicy(
-      new PolicyStatement({
-        principals: [cloudwatch],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'],
-        conditions: ourAlarms,
-      }),
-    );
-    this.topic = new Topic(this, 'Topic', {
-      displayName: 'Content pipeline alarms',
-      masterKey: key,
-      enforceSSL: true,
-    });
-    this.topic.addToResourcePolicy(
-      new PolicyStatement({
-        sid: 'CloudWatchAlarmsOfThisStack',
-        principals: [cloudwatch],
-        actions: ['sns:Publish'],
-        resources: [this.topic.topicArn],
-        conditions: ourAlarms,
-      }),
-    );
+    let ownTopic: Topic | undefined;
+    if (props.existingTopic) {
+      this.topic = props.existingTopic;
+    } else {
+      ownTopic = this.ownTopic(props.removalPolicy);
+      this.topic = ownTopic;
+    }
     if (props.email) {
-      const subscription = this.topic.addSubscription(new EmailSubscription(props.email));
+      const subscription = ownTopic
+        ? ownTopic.addSubscription(new EmailSubscription(props.email))
+        : // Here, not under the user's topic's construct, which may live in another stack.
+          new Subscription(this, 'EmailSubscription', {
+            topic: this.topic,
+            protocol: SubscriptionProtocol.EMAIL,
+            endpoint: props.email,
+          });
       Validations.of(subscription).acknowledge({
         id: 'Serverless-SNSRedrivePolicy',
         reason:
@@ -403,5 +380,57 @@ export class PipelineAlarms extends Construct {
     // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-monitoring.html
     // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html
     this.all = all;
+  }
+
+  /** The alarm topic when the user brings none: encrypted, and open to this stack's alarms only. */
+  private ownTopic(removalPolicy: RemovalPolicy): Topic {
+    // CloudWatch may use the key and publish to the topic for this stack's alarms only: the
+    // confused-deputy conditions of docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Notify_Users_Alarm_Changes.html
+    // (a topic policy replaces SNS's default policy, so without this statement nothing may publish).
+    const stack = Stack.of(this);
+    const prefix = stack.stackName;
+    const cloudwatch = new ServicePrincipal('cloudwatch.amazonaws.com');
+    const ourAlarms = {
+      StringEquals: { 'aws:SourceAccount': stack.account },
+      ArnLike: {
+        'aws:SourceArn': stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: `${prefix}-*`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
+    };
+    // CloudWatch cannot publish to a topic under the AWS managed SNS key: a key of our own
+    // whose policy lets CloudWatch use it.
+    const key = new Key(this, 'TopicKey', {
+      description: 'Encrypts the content pipeline alarm topic',
+      enableKeyRotation: true,
+      removalPolicy,
+      pendingWindow: Duration.days(7),
+    });
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [cloudwatch],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: ourAlarms,
+      }),
+    );
+    const topic = new Topic(this, 'Topic', {
+      displayName: 'Content pipeline alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    topic.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'CloudWatchAlarmsOfThisStack',
+        principals: [cloudwatch],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: ourAlarms,
+      }),
+    );
+    return topic;
   }
 }
