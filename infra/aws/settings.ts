@@ -215,14 +215,3 @@ export function contextTable(): string {
     ),
   ].join('\n');
 }
-
-const tableMarkers = /(<!-- settings:context -->\n)[\s\S]*?(<!-- \/settings:context -->)/;
-
-/** `markdown` (docs/aws.md) with the context table between its `settings:context` markers written anew. */
-export function withContextTable(markdown: string): string {
-  if (!tableMarkers.test(markdown)) throw new Error('no <!-- settings:context --> markers in the page');
-  return markdown.replace(
-    tableMarkers,
-    (_all, start: string, end: string) => `${start}${contextTable()}\n${end}`,
-  );
-}

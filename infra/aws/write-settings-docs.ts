@@ -1,7 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { withContextTable } from './settings';
+import { writeSection } from '../docs/doc-section';
+import { contextTable } from './settings';
 
-// `npm run docs:settings`: writes docs/aws.md's context table from `settingSpecs`.
-const page = fileURLToPath(new URL('../../docs/aws.md', import.meta.url));
-writeFileSync(page, withContextTable(readFileSync(page, 'utf8')));
+// `npm run docs:settings`: writes docs/aws.md's context table (its `generated:settings` section) from `settingSpecs`.
+process.stderr.write(`settings: ${writeSection('docs/aws.md', 'settings', contextTable())} updated\n`);

@@ -18,6 +18,7 @@ const heldBy: Readonly<Record<string, DocPage>> = {
   cli: 'docs/operations.md',
   cost: 'docs/aws.md',
   capacity: 'docs/aws.md',
+  settings: 'docs/aws.md', // test/unit/settings.test.ts
 };
 
 describe('generated sections of docs/', () => {
