@@ -1,3 +1,7 @@
+import { consumers as registry } from '../functions/consumers/registry';
+import type { ConsumerDefinition, ConsumerPolicy } from './consumers/define-consumer';
+import { allEventTypes, eventTypes, ruleNameOf } from './events/event-types';
+
 /**
  * The one description of the pipeline. `infra/aws` (CDK) and `infra/local` (the embedded
  * runtime) both realize exactly this: change a rule, a consumer or a threshold here and both
@@ -10,30 +14,6 @@
  */
 export type RulePattern = Readonly<Record<string, unknown>>;
 
-/**
- * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
- * rule target's retries, the function's async invoke, and how long their queues keep a message.
- */
-export interface ConsumerPolicy {
-  readonly description: string;
-  /**
-   * Transient failures (throttling, 5xx, timeouts, connection errors) and attempts that lost
-   * their lease (a crash, a timeout) are retried, with capped backoff, until the event's first
-   * attempt is this old; one after that makes the record `DEAD`.
-   */
-  readonly maxEventAgeSeconds: number;
-  /** Permanent failures (validation, 4xx other than throttling) before a record goes `DEAD`; poison is `DEAD` at once. */
-  readonly maxPermanentAttempts: number;
-  /** Inbox backoff between attempts (full jitter), capped at `maxMs`. */
-  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
-  /** Rule target retry policy: only failed invokes (throttles, missing function) use it. */
-  readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
-  /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
-  readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
-  /** How long the consumer's rule-target DLQs and the consumers' dead letters keep a message (SQS: at most 14 days). */
-  readonly deadLetterRetentionSeconds: number;
-}
-
 export interface RuleSpec {
   readonly name: string;
   readonly description: string;
@@ -41,34 +21,13 @@ export interface RuleSpec {
   readonly targets: readonly ConsumerName[];
 }
 
-export const eventTypes = {
-  approved: 'content.approved',
-  withdrawn: 'content.withdrawn',
-  rejected: 'content.rejected',
-} as const;
+export type { ConsumerPolicy } from './consumers/define-consumer';
+export { type EventType, eventTypes } from './events/event-types';
 
-export type EventType = (typeof eventTypes)[keyof typeof eventTypes];
-
-export type ConsumerName = 'index' | 'notify' | 'archive';
+/** A consumer's name: one of the registry's (`functions/consumers/registry.ts`). */
+export type ConsumerName = (typeof registry)[number]['name'];
 
 const source = 'content.pipeline';
-
-const defaultConsumerPolicy = {
-  // A day of transient failures, as long as EventBridge keeps retrying a target. On AWS one
-  // delivery gets Lambda's async attempts (1 + 2 retries); a transient failure that outlasts
-  // them goes, its record FAILED, to the consumers' retry queue, whose function invokes the
-  // consumer again after a backoff until this age (shared/consumers/retries.ts). Locally the
-  // bus retries until this age.
-  maxEventAgeSeconds: 24 * 3600,
-  maxPermanentAttempts: 3,
-  // Capped at Lambda's first async retry delay (one minute, then two), so those retries find
-  // the backoff passed: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
-  backoff: { baseMs: 1_000, maxMs: 60_000 },
-  targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
-  asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
-  // The longest SQS keeps a message: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
-  deadLetterRetentionSeconds: 14 * 24 * 3600,
-} as const;
 
 /** Relay settings: how often, how much, how long, and when to give up. */
 export interface RelayConfig {
@@ -117,15 +76,6 @@ export interface RelayConfig {
     readonly maxBatchesPerRun: number;
   };
 }
-
-const consumers: Readonly<Record<ConsumerName, ConsumerPolicy>> = {
-  index: { description: 'Keeps the content search index in step with approvals', ...defaultConsumerPolicy },
-  notify: {
-    description: 'Tells the assignee their content was approved or rejected',
-    ...defaultConsumerPolicy,
-  },
-  archive: { description: 'Stores an immutable snapshot of each approved version', ...defaultConsumerPolicy },
-};
 
 const relay: RelayConfig = {
   sweepSeconds: 3600,
@@ -351,6 +301,32 @@ const alarms: AlarmThresholds = {
   relaySilentSweeps: 2,
 };
 
+/** Each consumer's policy, by name, in the registry's order. */
+function consumerPolicies<N extends string>(
+  registry: readonly ConsumerDefinition<N>[],
+): Readonly<Record<N, ConsumerPolicy>> {
+  return Object.fromEntries(registry.map((c) => [c.name, c.policy])) as Record<N, ConsumerPolicy>;
+}
+
+/**
+ * One rule per event type that has subscribers: it routes the type to each consumer of the
+ * registry that subscribes to it, in the registry's order.
+ */
+export function rulesFor(registry: readonly ConsumerDefinition[]): readonly RuleSpec[] {
+  return allEventTypes.flatMap((type) => {
+    const targets = registry.filter((c) => c.subscribes.includes(type)).map((c) => c.name as ConsumerName);
+    if (targets.length === 0) return [];
+    return [
+      {
+        name: ruleNameOf(type),
+        description: `Routes ${type} to ${targets.join(', ')}`,
+        pattern: { source: [source], 'detail-type': [type] },
+        targets,
+      },
+    ];
+  });
+}
+
 export const topology = {
   /** EventBridge `Source` of every event the pipeline publishes. */
   source,
@@ -361,29 +337,8 @@ export const topology = {
    */
   archiveRetentionDays: 30,
   eventTypes,
-  consumers,
-  rules: [
-    {
-      name: 'content-approved',
-      description: 'Fans content.approved out to every consumer',
-      pattern: { source: [source], 'detail-type': [eventTypes.approved] },
-      targets: ['index', 'notify', 'archive'],
-    },
-    {
-      name: 'content-withdrawn',
-      description: 'Withdrawals only change the index',
-      pattern: { source: [source], 'detail-type': [eventTypes.withdrawn] },
-      targets: ['index'],
-    },
-    {
-      name: 'content-rejected',
-      // Only a pending task can be rejected: it was never approved, so the index holds nothing
-      // of it and the archive (approved versions) has nothing to keep. The assignee must hear why.
-      description: 'Rejections only tell the assignee',
-      pattern: { source: [source], 'detail-type': [eventTypes.rejected] },
-      targets: ['notify'],
-    },
-  ] as readonly RuleSpec[],
+  consumers: consumerPolicies(registry),
+  rules: rulesFor(registry),
   relay,
   inbox,
   audit,
@@ -392,5 +347,17 @@ export const topology = {
 
 export type Topology = typeof topology;
 
-/** Every consumer's name, in the topology's order (a non-empty tuple, as `z.enum` takes it). */
-export const consumerNames = Object.keys(consumers) as [ConsumerName, ...ConsumerName[]];
+/** Every consumer's name, in the registry's order (a non-empty tuple, as `z.enum` takes it). */
+export const consumerNames = registry.map((c) => c.name) as [ConsumerName, ...ConsumerName[]];
+
+/**
+ * The topology with a registry of consumers other than the project's: a test's variant (a
+ * fixture consumer added, one taken away). Typed as the project's, which a variant's names are not.
+ */
+export function topologyWith(consumers: readonly ConsumerDefinition[]): Topology {
+  return {
+    ...topology,
+    consumers: consumerPolicies(consumers),
+    rules: rulesFor(consumers),
+  } as unknown as Topology;
+}

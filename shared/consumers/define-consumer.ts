@@ -1,0 +1,102 @@
+import { allEventTypes, type EventType } from '../events/event-types';
+
+/**
+ * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
+ * rule target's retries, the function's async invoke, and how long their queues keep a message.
+ */
+export interface ConsumerPolicy {
+  readonly description: string;
+  /**
+   * Transient failures (throttling, 5xx, timeouts, connection errors) and attempts that lost
+   * their lease (a crash, a timeout) are retried, with capped backoff, until the event's first
+   * attempt is this old; one after that makes the record `DEAD`.
+   */
+  readonly maxEventAgeSeconds: number;
+  /** Permanent failures (validation, 4xx other than throttling) before a record goes `DEAD`; poison is `DEAD` at once. */
+  readonly maxPermanentAttempts: number;
+  /** Inbox backoff between attempts (full jitter), capped at `maxMs`. */
+  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  /** Rule target retry policy: only failed invokes (throttles, missing function) use it. */
+  readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
+  /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
+  readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
+  /** How long the consumer's rule-target DLQs and the consumers' dead letters keep a message (SQS: at most 14 days). */
+  readonly deadLetterRetentionSeconds: number;
+}
+
+/** What a consumer does not set of its policy. */
+export const defaultConsumerPolicy: Omit<ConsumerPolicy, 'description'> = {
+  // A day of transient failures, as long as EventBridge keeps retrying a target. On AWS one
+  // delivery gets Lambda's async attempts (1 + 2 retries); a transient failure that outlasts
+  // them goes, its record FAILED, to the consumers' retry queue, whose function invokes the
+  // consumer again after a backoff until this age (shared/consumers/retries.ts). Locally the
+  // bus retries until this age.
+  maxEventAgeSeconds: 24 * 3600,
+  maxPermanentAttempts: 3,
+  // Capped at Lambda's first async retry delay (one minute, then two), so those retries find
+  // the backoff passed: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+  backoff: { baseMs: 1_000, maxMs: 60_000 },
+  targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
+  asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
+  // The longest SQS keeps a message: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
+  deadLetterRetentionSeconds: 14 * 24 * 3600,
+};
+
+/** A consumer as its folder declares it (`functions/consumers/<name>/consumer.ts`). */
+export interface ConsumerSpec<N extends string> {
+  /** Its name: lowercase letters, digits and dashes, a letter first (it names its function, queues, alarms and inbox records). */
+  readonly name: N;
+  /** One line: what its effect does. */
+  readonly description: string;
+  /** The event types it takes: the bus routes each to it. */
+  readonly subscribes: readonly EventType[];
+  /** What it changes of `defaultConsumerPolicy`. */
+  readonly policy?: Partial<Omit<ConsumerPolicy, 'description'>>;
+}
+
+/** A consumer of the registry: its spec, checked, with its whole policy. */
+export interface ConsumerDefinition<N extends string = string> {
+  readonly name: N;
+  readonly description: string;
+  readonly subscribes: readonly EventType[];
+  readonly policy: ConsumerPolicy;
+}
+
+/**
+ * Declares a consumer. Throws on a spec no realization could build (a name that cannot name an
+ * AWS resource, no event or an unknown one), so a mistake fails where it is written, before a
+ * synth or a start.
+ */
+export function defineConsumer<const N extends string>(spec: ConsumerSpec<N>): ConsumerDefinition<N> {
+  const problems: string[] = [];
+  // Short enough for `<stack>-<consumer>-...` physical names (Lambda: 64 characters).
+  if (!/^[a-z][a-z0-9-]{0,19}$/.test(spec.name))
+    problems.push('its name must be 1-20 lowercase letters, digits or dashes, a letter first');
+  if (spec.description.trim() === '') problems.push('it needs a description');
+  if (spec.subscribes.length === 0) problems.push('it must subscribe to at least one event type');
+  for (const type of spec.subscribes)
+    if (!allEventTypes.includes(type))
+      problems.push(
+        `it subscribes to ${JSON.stringify(type)}, which is not an event type (${allEventTypes.join(', ')})`,
+      );
+  if (new Set(spec.subscribes).size !== spec.subscribes.length)
+    problems.push('it subscribes to an event type twice');
+  if (problems.length > 0) throw new Error(`consumer ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
+  return Object.freeze({
+    name: spec.name,
+    description: spec.description,
+    subscribes: Object.freeze([...spec.subscribes]),
+    policy: Object.freeze({ description: spec.description, ...defaultConsumerPolicy, ...spec.policy }),
+  });
+}
+
+/**
+ * Checks a registry: names unique. Returns it, typed as listed.
+ */
+export function consumerRegistry<const T extends readonly ConsumerDefinition[]>(consumers: T): T {
+  const names = consumers.map((c) => c.name);
+  const twice = names.filter((n, i) => names.indexOf(n) !== i);
+  if (twice.length > 0) throw new Error(`the consumer registry lists ${twice.join(', ')} more than once`);
+  if (consumers.length === 0) throw new Error('the consumer registry is empty');
+  return consumers;
+}

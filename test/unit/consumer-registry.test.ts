@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { consumers } from '../../functions/consumers/registry';
+import {
+  consumerRegistry,
+  defaultConsumerPolicy,
+  defineConsumer,
+} from '../../shared/consumers/define-consumer';
+import { eventTypes } from '../../shared/events/event-types';
+import { consumerNames, topology, topologyWith } from '../../shared/topology';
+
+// A consumer is declared once, in its folder (functions/consumers/<name>/consumer.ts), and listed
+// once in the registry: the topology's consumers and its rules' targets come from there.
+
+const fixture = defineConsumer({
+  name: 'translate',
+  description: 'Translates each approved version',
+  subscribes: [eventTypes.approved],
+  policy: { maxPermanentAttempts: 5 },
+});
+
+describe('the consumer registry', () => {
+  it('is where the topology takes its consumers and their policies from', () => {
+    expect(consumerNames).toEqual(consumers.map((c) => c.name));
+    for (const c of consumers) expect(topology.consumers[c.name]).toEqual(c.policy);
+  });
+
+  it('routes each event type to the consumers that subscribe to it, one rule per type', () => {
+    expect(topology.rules.map((r) => [r.name, r.pattern, r.targets])).toEqual([
+      [
+        'content-approved',
+        { source: [topology.source], 'detail-type': ['content.approved'] },
+        ['index', 'notify', 'archive'],
+      ],
+      ['content-withdrawn', { source: [topology.source], 'detail-type': ['content.withdrawn'] }, ['index']],
+      ['content-rejected', { source: [topology.source], 'detail-type': ['content.rejected'] }, ['notify']],
+    ]);
+  });
+
+  it('takes a consumer added to it into the rules of the events it subscribes to, and nowhere else', () => {
+    const variant = topologyWith([...consumers, fixture]);
+    expect(Object.keys(variant.consumers)).toEqual([...consumerNames, 'translate']);
+    const targets = Object.fromEntries(variant.rules.map((r) => [r.name, r.targets as readonly string[]]));
+    expect(targets).toEqual({
+      'content-approved': ['index', 'notify', 'archive', 'translate'],
+      'content-withdrawn': ['index'],
+      'content-rejected': ['notify'],
+    });
+    expect((variant.consumers as Record<string, unknown>).translate).toEqual({
+      description: 'Translates each approved version',
+      ...defaultConsumerPolicy,
+      maxPermanentAttempts: 5,
+    });
+  });
+
+  it('has no rule for an event type nobody subscribes to', () => {
+    const onlyArchive = consumers.filter((c) => c.name === 'archive');
+    expect(topologyWith(onlyArchive).rules.map((r) => r.name)).toEqual(['content-approved']);
+  });
+});
+
+describe('defineConsumer', () => {
+  const spec = { name: 'translate', description: 'x', subscribes: [eventTypes.approved] } as const;
+
+  it.each([
+    ['a name that cannot name an AWS resource', { ...spec, name: 'Translate_1' }, /name must be/],
+    ['a name too long for its function', { ...spec, name: 'a'.repeat(21) }, /name must be/],
+    ['no description', { ...spec, description: ' ' }, /needs a description/],
+    ['no event', { ...spec, subscribes: [] }, /at least one event type/],
+    ['an event type that does not exist', { ...spec, subscribes: ['content.archived'] }, /not an event type/],
+    ['an event type twice', { ...spec, subscribes: [eventTypes.approved, eventTypes.approved] }, /twice/],
+  ])('refuses %s', (_, bad, message) => {
+    expect(() => defineConsumer(bad as never)).toThrow(message);
+  });
+
+  it('refuses a registry that lists a name twice', () => {
+    expect(() => consumerRegistry([fixture, fixture])).toThrow(/translate more than once/);
+  });
+});
