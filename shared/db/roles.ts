@@ -4,9 +4,10 @@ import type { SqlClient } from './sql-client';
 /**
  * The PostgreSQL role of each function that reaches the database. Migrations create the roles
  * and grant them their privileges (0002, 0008) with these names, and the code logs in with
- * them: one list for both. Applied migrations are history, so a name here never changes: a
- * rename is a new migration and a new entry (`test/unit/migrations-history.test.ts` fails on
- * any edit that would change an applied migration's statements).
+ * them: one list for both. Applied migrations are history, so a name here never changes in
+ * place: a rename is a new migration (`ALTER ROLE … RENAME TO`), and the applied ones keep the
+ * old name (`test/unit/migrations-history.test.ts` fails on any edit that would change their
+ * statements).
  */
 export const functionRoles = {
   /** The outbox relay: claims, settles and purges outbox rows; never sees `tasks`. */
