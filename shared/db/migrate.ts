@@ -1,4 +1,5 @@
-import { migrations as allMigrations, type Migration } from './migrations/index';
+import type { Migration } from './migration';
+import { migrations as allMigrations } from './migrations/index';
 import type { SqlClient } from './sql-client';
 
 /** Any fixed key works; this one is 'content-pipeline migrations' hashed by PostgreSQL. */

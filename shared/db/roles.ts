@@ -1,15 +1,31 @@
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { functionRoles as firstRoles } from './migrations/0002-function-roles';
-import { auditRole } from './migrations/0008-delivery-audit';
 import type { SqlClient } from './sql-client';
 
-/** The database role of each function, as the append-only migrations created them (0002, 0008). */
-export const functionRoles = { ...firstRoles, ...auditRole } as const;
+/**
+ * The PostgreSQL role of each function that reaches the database. Migrations create the roles
+ * and grant them their privileges (0002, 0008) with these names, and the code logs in with
+ * them: one list for both. Applied migrations are history, so a name here never changes in
+ * place: a rename is a new migration (`ALTER ROLE … RENAME TO`), and the applied ones keep the
+ * old name (`test/unit/migrations-history.test.ts` fails on any edit that would change their
+ * statements).
+ */
+export const functionRoles = {
+  /** The outbox relay: claims, settles and purges outbox rows; never sees `tasks`. */
+  relay: 'pipeline_relay',
+  /** The tasks API: reads and writes `tasks`, appends to `outbox`. */
+  tasksApi: 'pipeline_tasks_api',
+  /** The archive consumer: reads the task it snapshots. */
+  archive: 'pipeline_archive',
+  /** The ops API: reads tasks and the outbox, puts dead outbox rows back to pending. */
+  ops: 'pipeline_ops',
+  /** The delivery audit (`shared/audit/`): reads delivered rows, keeps its cursor and findings. */
+  audit: 'pipeline_audit',
+} as const;
 
 /** Which function a database role belongs to (`relay`, `tasksApi`, `archive`, `ops`, `audit`). */
 export type FunctionRole = keyof typeof functionRoles;
 
-/** The PostgreSQL role name of each function (the names migration 0002 creates). */
+/** The PostgreSQL role name of a function. */
 export const roleName = (role: FunctionRole): string => functionRoles[role];
 
 /** Every function role, in declaration order. */

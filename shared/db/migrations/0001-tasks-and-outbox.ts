@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from '../migration';
 
 /** Tasks and the transactional outbox (see ../shared/design.md, "Data model"). */
 export const migration0001: Migration = {

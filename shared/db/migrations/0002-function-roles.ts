@@ -1,24 +1,5 @@
-import type { Migration } from './index';
-
-/**
- * The database role of each function that reaches PostgreSQL, with only the privileges its
- * statements need. The names are fixed here, in an append-only migration: a rename is a new
- * migration, never an edit. `shared/db/roles.ts` reads them from this object.
- *
- * Roles are created `NOLOGIN`: whoever owns the passwords (the migrate custom resource on AWS,
- * from each role's Secrets Manager secret; the local runtime and the tests, their own) turns
- * login on with `setRolePasswords`, so no password ever sits in a migration.
- */
-export const functionRoles = {
-  /** The outbox relay: claims, settles and purges outbox rows; never sees `tasks`. */
-  relay: 'pipeline_relay',
-  /** The tasks API: reads and writes `tasks`, appends to `outbox`. */
-  tasksApi: 'pipeline_tasks_api',
-  /** The archive consumer: reads the task it snapshots. */
-  archive: 'pipeline_archive',
-  /** The ops API: reads tasks and the outbox, puts dead outbox rows back to pending. */
-  ops: 'pipeline_ops',
-} as const;
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
 /**
  * Roles are cluster-wide, so a second database on the same server (every test file makes one)
@@ -31,11 +12,22 @@ const createRole = (name: string) =>
    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
    END $$`;
 
+/** The roles this migration creates, in this order; the audit's came later, with the audit (0008). */
+const firstRoles = [functionRoles.relay, functionRoles.tasksApi, functionRoles.archive, functionRoles.ops];
+
+/**
+ * The database role of each function that reaches PostgreSQL, with only the privileges its
+ * statements need.
+ *
+ * Roles are created `NOLOGIN`: whoever owns the passwords (the migrate custom resource on AWS,
+ * from each role's Secrets Manager secret; the local runtime and the tests, their own) turns
+ * login on with `setRolePasswords`, so no password ever sits in a migration.
+ */
 export const migration0002: Migration = {
   version: 2,
   name: 'function-roles',
   statements: [
-    ...Object.values(functionRoles).map(createRole),
+    ...firstRoles.map(createRole),
     // SELECT because the claim and the settles read what they update (WHERE, RETURNING);
     // DELETE for the purge of delivered rows past retention.
     `GRANT SELECT, UPDATE, DELETE ON outbox TO ${functionRoles.relay}`,

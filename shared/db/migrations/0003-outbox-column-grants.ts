@@ -1,5 +1,5 @@
-import { functionRoles } from './0002-function-roles';
-import type { Migration } from './index';
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
 /**
  * What a committed event says (its type, aggregate, payload, commit time) is written once, by

@@ -1,5 +1,5 @@
-import { functionRoles } from './0002-function-roles';
-import type { Migration } from './index';
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
 /**
  * `unsettled_claims` counts the claims of a row in a row that never settled: the relay took it,

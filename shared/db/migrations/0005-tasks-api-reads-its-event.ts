@@ -1,5 +1,5 @@
-import { functionRoles } from './0002-function-roles';
-import type { Migration } from './index';
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
 /**
  * The tasks API may read one column of the outbox, `event_id`: after a commit whose answer was

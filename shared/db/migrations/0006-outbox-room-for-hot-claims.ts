@@ -1,4 +1,4 @@
-import type { Migration } from './index';
+import type { Migration } from '../migration';
 
 /**
  * Leaves 30% of each outbox page free, so that a claim's update (owner, token, lease,

@@ -1,5 +1,5 @@
-import { functionRoles } from './0002-function-roles';
-import type { Migration } from './index';
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
 /** Counter shards per counter: each statement adds to its backend's, so no row is hot. */
 const counterShards = 16;

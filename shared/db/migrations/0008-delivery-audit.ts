@@ -1,10 +1,7 @@
-import { functionRoles } from './0002-function-roles';
-import type { Migration } from './index';
+import type { Migration } from '../migration';
+import { functionRoles } from '../roles';
 
-/** The delivery audit's own database role (`shared/audit/`), fixed here as 0002 fixed the others. */
-export const auditRole = { audit: 'pipeline_audit' } as const;
-
-const audit = auditRole.audit;
+const audit = functionRoles.audit;
 
 /**
  * The delivery audit: it walks the delivered outbox rows behind a cursor it keeps and records

@@ -1,3 +1,4 @@
+import type { Migration } from '../migration';
 import { migration0001 } from './0001-tasks-and-outbox';
 import { migration0002 } from './0002-function-roles';
 import { migration0003 } from './0003-outbox-column-grants';
@@ -9,18 +10,10 @@ import { migration0008 } from './0008-delivery-audit';
 import { migration0009 } from './0009-task-listing-and-rejection';
 
 /**
- * A versioned schema change. Migrations are TypeScript modules rather than `.sql` files so
- * that esbuild bundles them into the migrate custom resource with no asset copying, and the
- * local runtime imports the very same objects. One statement per entry: the Data API runs
- * one statement per call.
+ * Every migration, in version order. Append only: never edit one that has shipped. This list is
+ * the one module that imports a migration; code that needs a fact a migration also uses (a
+ * role's name) reads it from its own module, as the migration does.
  */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly statements: readonly string[];
-}
-
-/** Every migration, in version order. Append only: never edit one that has shipped. */
 export const migrations: readonly Migration[] = [
   migration0001,
   migration0002,
