@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npx pipeline …`: the ops CLI, run from dist/cli.mjs, the JavaScript `npm ci` built from
-// infra/local/cli.ts (the `prepare` script). A source newer than the build (an edit, a checkout)
-// is built again first, in about a quarter of a second; every other run compiles nothing.
+// infra/ops-tools/cli/cli.ts (the `prepare` script). A source newer than the build (an edit, a
+// checkout, a move: dist/cli.meta.json names each file it was built from) is built again first,
+// in about a quarter of a second; every other run compiles nothing.
 import { readFileSync, statSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
@@ -19,7 +20,7 @@ function fresh() {
   }
 }
 
-if (!fresh()) await (await import('../infra/local/build-cli.mjs')).buildCli();
+if (!fresh()) await (await import('../infra/ops-tools/cli/build-cli.mjs')).buildCli();
 
 // `pipeline … | head` closes the pipe early; that is not an error worth a stack trace.
 process.stdout.on('error', (err) => {

@@ -12,7 +12,7 @@ import {
 import { retryAfterSeconds, unavailableCause } from '../../shared/http/unavailable';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { dashboardContentSecurityPolicy } from './dashboard';
+import { dashboardContentSecurityPolicy } from '../ops-tools/dashboard/page';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
 
 /** An API Gateway proxy handler as the tasks and ops APIs are (middy-wrapped). */

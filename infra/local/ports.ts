@@ -1,8 +1,5 @@
 import { createServer } from 'node:net';
 
-/** The local server's port when PORT is unset (`npm start`), and where the ops CLI looks for it. */
-export const defaultPort = 3000;
-
 /** A free TCP port on loopback, chosen by the kernel (so leftovers of a killed run never collide). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

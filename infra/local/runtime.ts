@@ -32,9 +32,9 @@ import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-me
 import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import { type AuditConfig, type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import { dashboardHtml } from '../ops-tools/dashboard/page';
 import { AuditRunner } from './audit-runner';
 import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
-import { dashboardHtml } from './dashboard';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { type BusEvent, LocalBus } from './local-bus';

@@ -1,9 +1,6 @@
 import * as z from 'zod';
 import { blankIsUnset, parseEnvironment } from '../../shared/env';
-import { defaultPort } from './ports';
-
-// The ops CLI reads the default port from ./ports, which does not load zod.
-export { defaultPort };
+import { defaultPort } from '../../shared/local-port';
 
 /** `npm start`'s settings. */
 export interface StartEnvironment {

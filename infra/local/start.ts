@@ -6,8 +6,9 @@
 // First: before any module below builds an AWS SDK client.
 import './quiet-sdk-warning';
 import { isPipelineError } from '../../shared/errors';
+import { defaultPort } from '../../shared/local-port';
 import { type FaultRates, parseFaults } from './faults';
-import { defaultPort, portMessage, portUnavailable } from './ports';
+import { portMessage, portUnavailable } from './ports';
 import { startRuntime } from './runtime';
 import { parseStartEnvironment, type StartEnvironment } from './start-environment';
 

@@ -3,8 +3,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { dashboardHtml } from '../../infra/local/dashboard';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
+import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 
 /*

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
-import type { FetchLike } from '../../infra/local/cli-client';
+import { runCli } from '../../infra/ops-tools/cli/cli';
+import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
 
 // Each command against a fake fetch: the requests it makes (method, URL, body) and what it prints.
 

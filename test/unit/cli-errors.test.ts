@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
-import type { FetchLike } from '../../infra/local/cli-client';
+import { runCli } from '../../infra/ops-tools/cli/cli';
+import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
 
 // Bad arguments exit 2 before any request; failed requests exit 1 with the server's own words.
 

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CliError, nodeHttpFetch, OpsClient } from '../../infra/local/cli-client';
 import { freePort } from '../../infra/local/ports';
+import { CliError, nodeHttpFetch, OpsClient } from '../../infra/ops-tools/cli/cli-client';
 
 // The CLI's fetch on node:http (global fetch costs a second of undici loading on Node 20): what
 // the OpsClient needs of it against a real socket, answers, failures and a silent server.

@@ -1,8 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
-import type { FetchLike } from '../../infra/local/cli-client';
-import { executeApiRegion, sigv4Fetch } from '../../infra/local/cli-sigv4';
+import { runCli } from '../../infra/ops-tools/cli/cli';
+import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
+import { executeApiRegion, sigv4Fetch } from '../../infra/ops-tools/cli/cli-sigv4';
 
 const taskId = '3f1c2b7e-8d4a-4c1e-9b0a-5e6f7a8b9c0d';
 const apiUrl = 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/sandbox/';

@@ -5,8 +5,8 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import { CloudWatchClient, DescribeAlarmsCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../../infra/local/cli';
-import type { FetchLike } from '../../infra/local/cli-client';
+import { runCli } from '../../infra/ops-tools/cli/cli';
+import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
 
 const cloudFormation = mockClient(CloudFormationClient);
 const cloudWatch = mockClient(CloudWatchClient);

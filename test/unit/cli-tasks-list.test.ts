@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
+import { runCli } from '../../infra/ops-tools/cli/cli';
 
 // `tasks list` and `tasks reject` against a stub HTTP server speaking the tasks API's contract
 // (GET /tasks?status&limit&cursor, POST /tasks/{id}/reject): the CLI's real fetch, a real socket.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../infra/local/cli';
-import type { FetchLike } from '../../infra/local/cli-client';
+import { runCli } from '../../infra/ops-tools/cli/cli';
+import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
 
 // Every command's human output fits 80 columns (a terminal's default), with long ids, times and
 // error texts; `--wide` is the way to get one line per row whatever its width.

@@ -26,7 +26,7 @@ interface ChartHelpers {
   total(values: Series): number;
   historySamples(history: unknown): Sample[];
 }
-const appJs = '../../infra/local/dashboard/app.js';
+const appJs = '../../infra/ops-tools/dashboard/app.js';
 const {
   addSample,
   chartSeries,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { dashboardHtml } from '../../infra/local/dashboard';
+import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { uuidPattern } from '../../shared/ids';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
@@ -43,9 +43,9 @@ describe('the dashboard page', () => {
     expect(html.match(/<script\b/g)).toHaveLength(2); // the code and its JSON config
   });
 
-  it('inlines the app.js and style.css of infra/local/dashboard/ as they are', () => {
+  it('inlines the app.js and style.css of infra/ops-tools/dashboard/ as they are', () => {
     const file = (name: string) =>
-      readFileSync(new URL(`../../infra/local/dashboard/${name}`, import.meta.url), 'utf8');
+      readFileSync(new URL(`../../infra/ops-tools/dashboard/${name}`, import.meta.url), 'utf8');
 
     expect(inline(moduleScript)).toEqual([file('app.js')]);
     expect(inline('<style>')).toEqual([file('style.css')]);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 interface SummaryHelpers {
   healthSummary(status: unknown): { text: string; ok: boolean };
 }
-const appJs = '../../infra/local/dashboard/app.js';
+const appJs = '../../infra/ops-tools/dashboard/app.js';
 const { healthSummary } = (await import(appJs)) as SummaryHelpers;
 
 const up = { postgres: { up: true }, dynamo: { up: true }, bus: { up: true } };

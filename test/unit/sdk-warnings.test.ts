@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { quietSdkNodeVersionWarning, supportedNodeMajor } from '../../infra/local/sdk-warnings';
+import { quietSdkNodeVersionWarning, supportedNodeMajor } from '../../shared/sdk-warnings';
 
 const flag = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
 

@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { backoffDelay, sleep } from '../../shared/db/retry';
+import { backoffDelay, sleep } from '../../../shared/db/retry';
 /** Why a CLI run failed; each code has its exit status (see `exitCodes`). */
 export type CliErrorCode = 'usage' | 'request' | 'unreachable';
 

@@ -1,6 +1,7 @@
 /**
  * The oldest Node major the project supports (package.json `engines`: `>=20`; a test keeps the
- * two equal). Lambda runs Node 22; the local runtime, the CLI and the tests run on 20 and up.
+ * two equal). Lambda runs Node 22; the local runtime, the ops CLI and the tests run on 20 and up,
+ * and each of them quiets the notice below with this one switch.
  */
 export const supportedNodeMajor = 20;
 

@@ -12,11 +12,14 @@ import { readFileSync } from 'node:fs';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { Command, CommanderError, Option } from 'commander';
-import { uuidPattern } from '../../shared/ids';
+import { uuidPattern } from '../../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
 
 export { nodeHttpFetch } from './cli-client';
 
+import { defaultPort } from '../../../shared/local-port';
+import { quietSdkNodeVersionWarning } from '../../../shared/sdk-warnings';
+import { consumerNames } from '../trace-view';
 import {
   formatAudit,
   formatDeadLetters,
@@ -32,9 +35,6 @@ import {
   paint,
 } from './cli-format';
 import { credentialsFrom, executeApiRegion, sigv4Fetch } from './cli-sigv4';
-import { consumerNames } from './cli-trace';
-import { defaultPort } from './ports';
-import { quietSdkNodeVersionWarning } from './sdk-warnings';
 
 /** Where `--region` / `--profile` point the AWS clients; unset, the SDK's own chain decides. */
 export interface AwsTarget {
@@ -611,7 +611,7 @@ function baseUrl(raw: string | undefined, env: CliIo['env']): string {
 
 /** The project's version, from the package.json above this file (source or built bundle). */
 function packageVersion(): string {
-  for (const up of ['../../package.json', '../package.json']) {
+  for (const up of ['../../../package.json', '../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
         name?: string;

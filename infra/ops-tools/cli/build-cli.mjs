@@ -1,15 +1,15 @@
-// Builds the ops CLI (infra/local/cli.ts and what it imports from this repository) into one
-// JavaScript file, dist/cli.mjs, so `npx pipeline` runs without compiling TypeScript: tsx took
-// 1.5 to 2 s of every run. npm runs it as the root package's `prepare` script on `npm ci`;
+// Builds the ops CLI (infra/ops-tools/cli/cli.ts and what it imports from this repository) into
+// one JavaScript file, dist/cli.mjs, so `npx pipeline` runs without compiling TypeScript: tsx
+// took 1.5 to 2 s of every run. npm runs it as the root package's `prepare` script on `npm ci`;
 // bin/pipeline.mjs runs it again when a source file changed since (a checkout, an edit).
 // Plain JavaScript: it must run before anything is built.
 import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
+const root = fileURLToPath(new URL('../../../', import.meta.url));
 /** The built CLI and the record of what it was built from. */
-export const cliBundle = new URL('../../dist/cli.mjs', import.meta.url);
-export const cliBundleMeta = new URL('../../dist/cli.meta.json', import.meta.url);
+export const cliBundle = new URL('../../../dist/cli.mjs', import.meta.url);
+export const cliBundleMeta = new URL('../../../dist/cli.meta.json', import.meta.url);
 
 /**
  * Bundles the CLI; packages stay imports of node_modules (`packages: 'external'`), so the AWS
@@ -20,7 +20,7 @@ export async function buildCli() {
   const { build } = await import('esbuild');
   const result = await build({
     absWorkingDir: root,
-    entryPoints: ['infra/local/cli.ts'],
+    entryPoints: ['infra/ops-tools/cli/cli.ts'],
     outfile: 'dist/cli.mjs',
     bundle: true,
     platform: 'node',
@@ -32,7 +32,7 @@ export async function buildCli() {
     write: false,
     logLevel: 'error',
     banner: {
-      js: '// Built from infra/local/cli.ts by infra/local/build-cli.mjs: edit the source, not this file.',
+      js: '// Built from infra/ops-tools/cli/cli.ts by infra/ops-tools/cli/build-cli.mjs: edit the source, not this file.',
     },
   });
   // Each input with its size and time, as bin/pipeline.mjs compares them before every run.

@@ -1,6 +1,6 @@
 // @ts-check
 /*
- * The local dashboard's code. The server (infra/local/dashboard.ts) inlines this file as the
+ * The local dashboard's code. The server (infra/ops-tools/dashboard/page.ts) inlines this file as the
  * page's one module script, allowed by its sha256 hash in the Content-Security-Policy, so nothing
  * else runs. It never assigns markup: every value becomes a text node or an attribute, so a title
  * holding markup shows as text. Type-checked by ./tsconfig.json (DOM lib), linted by Biome.

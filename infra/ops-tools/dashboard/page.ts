@@ -1,18 +1,18 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { uuidPattern } from '../../shared/ids';
-import { consumerNames, routingTable } from './cli-trace';
+import { uuidPattern } from '../../../shared/ids';
+import { consumerNames, routingTable } from '../trace-view';
 
 /** How often the page reads the ops API again. */
 export const dashboardRefreshMs = 2_000;
 
 /**
- * The page's files (infra/local/dashboard/: index.html, app.js, style.css), read once when this
+ * The page's files (this folder: index.html, app.js, style.css), read once when this
  * module loads, so a missing or broken file stops the runtime at start rather than at the first
  * request.
  */
 function readPart(name: string): string {
-  return readFileSync(new URL(`./dashboard/${name}`, import.meta.url), 'utf8');
+  return readFileSync(new URL(`./${name}`, import.meta.url), 'utf8');
 }
 
 /**
@@ -21,7 +21,9 @@ function readPart(name: string): string {
  */
 function inlineable(text: string, tag: 'script' | 'style', file: string): string {
   if (text.toLowerCase().includes(`</${tag}`)) {
-    throw new Error(`infra/local/dashboard/${file} contains "</${tag}": it cannot be inlined in the page`);
+    throw new Error(
+      `infra/ops-tools/dashboard/${file} contains "</${tag}": it cannot be inlined in the page`,
+    );
   }
   return text;
 }
@@ -39,7 +41,7 @@ function fillSlots(template: string, slots: readonly (readonly [slot: string, fi
     const parts = page.split(slot);
     if (parts.length !== 2)
       throw new Error(
-        `infra/local/dashboard/index.html must hold ${slot} once, not ${parts.length - 1} times`,
+        `infra/ops-tools/dashboard/index.html must hold ${slot} once, not ${parts.length - 1} times`,
       );
     return parts.join(filled);
   }, template);

@@ -1,5 +1,5 @@
-import type { ConsumerName } from '../../shared/topology';
-import { consumerNames, type InboxState, inboxState, routedConsumers } from './cli-trace';
+import type { ConsumerName } from '../../../shared/topology';
+import { consumerNames, type InboxState, inboxState, routedConsumers } from '../trace-view';
 
 /** Colours ALARM/OK when writing to a terminal; plain text otherwise (and with NO_COLOR set). */
 export interface Paint {
