@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { HttpError } from './http-error';
+import { HttpError } from './error-responses';
 import type { ApiResource } from './resource-match';
 
 /** One route: an API Gateway resource template (`/tasks/{taskId}`), a method, and the name the API dispatches on. */

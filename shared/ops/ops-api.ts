@@ -4,8 +4,13 @@ import * as z from 'zod';
 import { type AuditState, DeliveryAuditStore, type ListedFinding } from '../audit/audit-store';
 import type { SqlClient } from '../db/sql-client';
 import { type BusIdentity, deliveredBusEvent, localBusIdentity } from '../events/bus-event';
-import { HttpError, toFieldErrors, validationError } from '../http/http-error';
-import { type ErrorLogger, httpErrors } from '../http/http-errors';
+import {
+  type ErrorLogger,
+  HttpError,
+  httpErrors,
+  toFieldErrors,
+  validationError,
+} from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type RouteSpec } from '../http/router';

@@ -3,8 +3,13 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
 import { type CallerIdentity, iamCaller } from '../http/caller';
-import { HttpError, toFieldErrors, validationError } from '../http/http-error';
-import { type ErrorLogger, httpErrors } from '../http/http-errors';
+import {
+  type ErrorLogger,
+  HttpError,
+  httpErrors,
+  toFieldErrors,
+  validationError,
+} from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type RouteSpec } from '../http/router';
