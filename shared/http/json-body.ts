@@ -1,6 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { HttpError, validationError } from './http-error';
+import { HttpError, validationError } from './error-responses';
 import { getHeader } from './responses';
 
 /** An API Gateway event after {@link jsonBody}: `jsonBody` is the parsed body, `undefined` when none was sent. */

@@ -4,11 +4,10 @@ import * as z from 'zod';
 import { type AuditState, DeliveryAuditStore, type ListedFinding } from '../audit/audit-store';
 import type { SqlClient } from '../db/sql-client';
 import { type BusIdentity, deliveredBusEvent, localBusIdentity } from '../events/bus-event';
-import { HttpError, toFieldErrors, validationError } from '../http/http-error';
-import { type ErrorLogger, httpErrors } from '../http/http-errors';
+import { type ErrorLogger, HttpError, httpErrors } from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
-import { createRouter, type RouteSpec } from '../http/router';
+import { createRouter, type Route, routeFor } from '../http/router';
 import { isInboxError } from '../inbox/errors';
 import { inboxHealth } from '../inbox/inbox-health';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
@@ -28,7 +27,14 @@ import {
   type StatusComponent,
   statusComponents,
 } from './ops-ports';
-import { latestEvents, maxEventsLimit, taskCounts, taskEvents, taskExists } from './ops-queries';
+import {
+  type EventRow,
+  latestEvents,
+  maxEventsLimit,
+  taskCounts,
+  taskEvents,
+  taskExists,
+} from './ops-queries';
 
 /**
  * `GET /ops/status`: the figures the alarms watch, the alarms themselves, and whether each
@@ -110,40 +116,8 @@ export interface OpsApiDeps {
 /** The ops API as one callable: an API Gateway REST proxy event in, a proxy result out. */
 export type OpsApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Error, Context>;
 
-type RouteName =
-  | 'status'
-  | 'events'
-  | 'outboxDead'
-  | 'outboxRedrive'
-  | 'inboxDead'
-  | 'inboxRedrive'
-  | 'deadLetters'
-  | 'deadLettersRedrive'
-  | 'audit'
-  | 'auditRedrive'
-  | 'trace';
-
-const routes: readonly RouteSpec<RouteName>[] = [
-  { resource: '/ops/status', method: 'GET', name: 'status' },
-  { resource: '/ops/events', method: 'GET', name: 'events' },
-  { resource: '/ops/outbox/dead', method: 'GET', name: 'outboxDead' },
-  { resource: '/ops/outbox/dead/redrive', method: 'POST', name: 'outboxRedrive' },
-  { resource: '/ops/inbox/{consumer}/dead', method: 'GET', name: 'inboxDead' },
-  { resource: '/ops/inbox/{consumer}/dead/redrive', method: 'POST', name: 'inboxRedrive' },
-  { resource: '/ops/dead-letters', method: 'GET', name: 'deadLetters' },
-  { resource: '/ops/dead-letters/redrive', method: 'POST', name: 'deadLettersRedrive' },
-  { resource: '/ops/audit', method: 'GET', name: 'audit' },
-  { resource: '/ops/audit/redrive', method: 'POST', name: 'auditRedrive' },
-  { resource: '/ops/tasks/{taskId}/trace', method: 'GET', name: 'trace' },
-];
-
-/** The paths the ops API serves: the CDK builds its API Gateway resources from this table. */
-export const opsApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
-
 /** The largest lists the API returns in one answer (a Lambda response holds 6 MB; stored events go along). */
 export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50, audit: 500 } as const;
-
-const resolveRoute = createRouter(routes);
 
 /** What a redrive answers: how many, and whether that was everything (a redrive of all may stop early). */
 interface Redriven {
@@ -168,6 +142,9 @@ const auditRedriveBody = z.union([
   z.strictObject({ eventId: z.uuid('must be a UUID'), consumer: consumerField.optional() }),
   redriveAll,
 ]);
+/** What a redrive names: one event (for one consumer, where the list holds several), or everything. */
+type RedriveTarget = { eventId: string } | { all: true };
+type ConsumerRedriveTarget = { eventId: string; consumer?: ConsumerName } | { all: true };
 /** Findings an audit redrive of everything reads and re-sends per round. */
 const auditRedriveBatch = 100;
 const eventsLimit = z
@@ -177,15 +154,10 @@ const eventsLimit = z
   .pipe(
     z.number().int().min(1, 'must be at least 1').max(maxEventsLimit, `must be at most ${maxEventsLimit}`),
   );
-const taskIdParam = z.uuid('must be a UUID');
+const taskIdParams = z.object({ taskId: z.uuid('must be a UUID') });
 
+/** The 400's message for a redrive body its schema refuses. */
 const redriveShape = 'body must be {"eventId": "..."} or {"all": true}';
-
-function parseBody<T extends z.ZodType>(schema: T, event: JsonBodyEvent): z.output<T> {
-  const parsed = schema.safeParse(event.jsonBody ?? {});
-  if (!parsed.success) throw validationError(redriveShape, toFieldErrors(parsed.error));
-  return parsed.data;
-}
 
 /** An error's message as a component's cause: what an operator reads first. */
 const causeOf = (err: unknown): string =>
@@ -201,6 +173,119 @@ function consumerOf(name: string | undefined): ConsumerName {
   }
   return name as ConsumerName;
 }
+
+/** A task's way through the pipeline: its events, and each consumer's inbox state for each. */
+export interface TaskTrace {
+  readonly taskId: string;
+  readonly events: readonly (EventRow & { readonly consumers: Record<ConsumerName, TraceEntry | null> })[];
+}
+
+/** What the ops routes' handlers use, built once per API by {@link createOpsApi}. */
+export interface OpsRouteDeps {
+  readonly db: SqlClient;
+  readonly inbox: InboxStore;
+  readonly outbox: OutboxStore;
+  readonly deadLetters: DeadLetterStore;
+  status(): Promise<OpsStatus>;
+  /** 404 for a task that does not exist. */
+  trace(taskId: string): Promise<TaskTrace>;
+  auditListing(consumer: ConsumerName | undefined): Promise<AuditListing>;
+  redriveOutbox(target: RedriveTarget, stopBy: number): Promise<Redriven>;
+  redriveInbox(consumer: ConsumerName, target: RedriveTarget, stopBy: number): Promise<Redriven>;
+  redriveDeadLetters(target: ConsumerRedriveTarget, stopBy: number): Promise<Redriven>;
+  redriveAudit(
+    target: ConsumerRedriveTarget,
+    stopBy: number,
+    bus: BusIdentity,
+  ): Promise<Redriven & { readonly skipped: number }>;
+  /**
+   * When a redrive of everything stops, so that it answers before API Gateway gives up (29 s):
+   * the answer says `complete: false`, and the same request goes on from where it stopped.
+   */
+  stopBy(context: Context): number;
+  /** The bus's account and Region, for an event an audit redrive re-sends. */
+  bus(context: Context): BusIdentity;
+}
+
+/** A 200 an operator's tools never cache: every answer is the pipeline's state now. */
+const ok = (body: unknown) => jsonResponse(200, body, { 'cache-control': 'no-store' });
+
+const route = routeFor<OpsRouteDeps>();
+
+/**
+ * The ops API's routes: each one's resource, method, schemas and handler. The router dispatches
+ * from this table, the local server matches resources with it, and the CDK builds the API
+ * Gateway resources, methods, query parameters and request models from it.
+ */
+export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
+  route({ method: 'GET', resource: '/ops/status', handler: async (_, ops) => ok(await ops.status()) }),
+  route({
+    method: 'GET',
+    resource: '/ops/events',
+    query: z.object({ limit: eventsLimit.optional() }),
+    handler: async ({ query }, { db }) => ok(await latestEvents(db, query.limit ?? 20)),
+  }),
+  route({
+    method: 'GET',
+    resource: '/ops/outbox/dead',
+    handler: async (_, { outbox }) => ok(await outbox.listDead(opsListLimits.outboxDead)),
+  }),
+  route({
+    method: 'POST',
+    resource: '/ops/outbox/dead/redrive',
+    body: outboxRedriveBody,
+    invalid: redriveShape,
+    handler: async ({ body, context }, ops) => ok(await ops.redriveOutbox(body, ops.stopBy(context))),
+  }),
+  route({
+    method: 'GET',
+    resource: '/ops/inbox/{consumer}/dead',
+    handler: async ({ params }, { inbox }) =>
+      ok((await inbox.listDead(consumerOf(params.consumer), { limit: opsListLimits.inboxDead })).records),
+  }),
+  route({
+    method: 'POST',
+    resource: '/ops/inbox/{consumer}/dead/redrive',
+    body: inboxRedriveBody,
+    invalid: redriveShape,
+    handler: async ({ params, body, context }, ops) =>
+      ok(await ops.redriveInbox(consumerOf(params.consumer), body, ops.stopBy(context))),
+  }),
+  route({
+    method: 'GET',
+    resource: '/ops/dead-letters',
+    handler: async (_, { deadLetters }) => ok(await deadLetters.list(opsListLimits.deadLetters)),
+  }),
+  route({
+    method: 'POST',
+    resource: '/ops/dead-letters/redrive',
+    body: deadLetterRedriveBody,
+    invalid: redriveShape,
+    handler: async ({ body, context }, ops) => ok(await ops.redriveDeadLetters(body, ops.stopBy(context))),
+  }),
+  route({
+    method: 'GET',
+    resource: '/ops/audit',
+    query: z.object({ consumer: consumerField.optional() }),
+    handler: async ({ query }, ops) => ok(await ops.auditListing(query.consumer)),
+  }),
+  route({
+    method: 'POST',
+    resource: '/ops/audit/redrive',
+    body: auditRedriveBody,
+    invalid: redriveShape,
+    handler: async ({ body, context }, ops) =>
+      ok(await ops.redriveAudit(body, ops.stopBy(context), ops.bus(context))),
+  }),
+  route({
+    method: 'GET',
+    resource: '/ops/tasks/{taskId}/trace',
+    params: taskIdParams,
+    handler: async ({ params }, ops) => ok(await ops.trace(params.taskId)),
+  }),
+];
+
+const dispatch = createRouter(opsApiRoutes);
 
 /**
  * Builds the ops API: status, latest events, a task's trace through every consumer, the dead
@@ -292,10 +377,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     };
   }
 
-  async function redriveOutbox(
-    target: { eventId: string } | { all: true },
-    stopBy: number,
-  ): Promise<Redriven> {
+  async function redriveOutbox(target: RedriveTarget, stopBy: number): Promise<Redriven> {
     let redriven = 0;
     let complete = true;
     if ('eventId' in target) {
@@ -370,7 +452,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
 
   async function redriveInbox(
     consumer: ConsumerName,
-    target: { eventId: string } | { all: true },
+    target: RedriveTarget,
     stopBy: number,
   ): Promise<Redriven> {
     if ('eventId' in target) {
@@ -399,10 +481,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     throw err;
   };
 
-  async function redriveDeadLetters(
-    target: { eventId: string; consumer?: ConsumerName } | { all: true },
-    stopBy: number,
-  ): Promise<Redriven> {
+  async function redriveDeadLetters(target: ConsumerRedriveTarget, stopBy: number): Promise<Redriven> {
     if ('eventId' in target) {
       const redriven = await deadLetters.redrive({ id: target.eventId, consumer: target.consumer });
       if (redriven === 0) throw new HttpError(404, `no dead letter ${target.eventId}`);
@@ -436,7 +515,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
    * outbox no longer keeps (purged after its retention) cannot be rebuilt: 409 for one, skipped in all.
    */
   async function redriveAudit(
-    target: { eventId: string; consumer?: ConsumerName } | { all: true },
+    target: ConsumerRedriveTarget,
     stopBy: number,
     bus: BusIdentity,
   ): Promise<Redriven & { readonly skipped: number }> {
@@ -483,7 +562,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     }
   }
 
-  async function trace(taskId: string) {
+  async function trace(taskId: string): Promise<TaskTrace> {
     if (!(await taskExists(db, taskId))) throw new HttpError(404, `no task ${taskId}`);
     const events = await taskEvents(db, taskId);
     return {
@@ -510,58 +589,28 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     };
   }
 
-  async function run(event: JsonBodyEvent, context: Context): Promise<APIGatewayProxyResult> {
-    const route = resolveRoute(event);
-    // A redrive of everything stops in time to answer (API Gateway gives up at 29 s): the
-    // answer says `complete: false`, and the same request goes on from where it stopped.
-    const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
-    const stopBy = clock() + remaining - answerMarginMs;
-    const ok = (body: unknown) => jsonResponse(200, body, { 'cache-control': 'no-store' });
-    switch (route.name) {
-      case 'status':
-        return ok(await status());
-      case 'events': {
-        const raw = event.queryStringParameters?.limit;
-        const limit = raw === undefined ? { success: true as const, data: 20 } : eventsLimit.safeParse(raw);
-        if (!limit.success) throw validationError('invalid request', toFieldErrors(limit.error, ['limit']));
-        return ok(await latestEvents(db, limit.data));
-      }
-      case 'outboxDead':
-        return ok(await outbox.listDead(opsListLimits.outboxDead));
-      case 'outboxRedrive':
-        return ok(await redriveOutbox(parseBody(outboxRedriveBody, event), stopBy));
-      case 'inboxDead': {
-        const consumer = consumerOf(route.pathParameters.consumer);
-        return ok((await inbox.listDead(consumer, { limit: opsListLimits.inboxDead })).records);
-      }
-      case 'inboxRedrive': {
-        const consumer = consumerOf(route.pathParameters.consumer);
-        return ok(await redriveInbox(consumer, parseBody(inboxRedriveBody, event), stopBy));
-      }
-      case 'deadLetters':
-        return ok(await deadLetters.list(opsListLimits.deadLetters));
-      case 'deadLettersRedrive':
-        return ok(await redriveDeadLetters(parseBody(deadLetterRedriveBody, event), stopBy));
-      case 'audit': {
-        const raw = event.queryStringParameters?.consumer;
-        const consumer =
-          raw === undefined ? { success: true as const, data: undefined } : consumerField.safeParse(raw);
-        if (!consumer.success) {
-          throw validationError('invalid request', toFieldErrors(consumer.error, ['consumer']));
-        }
-        return ok(await auditListing(consumer.data));
-      }
-      case 'auditRedrive':
-        return ok(await redriveAudit(parseBody(auditRedriveBody, event), stopBy, busOf(context)));
-      case 'trace': {
-        const id = taskIdParam.safeParse(route.pathParameters.taskId);
-        if (!id.success) throw validationError('invalid request', toFieldErrors(id.error, ['taskId']));
-        return ok(await trace(id.data));
-      }
-    }
-  }
+  const routeDeps: OpsRouteDeps = {
+    db,
+    inbox,
+    outbox,
+    deadLetters,
+    status,
+    trace,
+    auditListing,
+    redriveOutbox,
+    redriveInbox,
+    redriveDeadLetters,
+    redriveAudit,
+    stopBy(context) {
+      const remaining = context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+      return clock() + remaining - answerMarginMs;
+    },
+    bus: busOf,
+  };
 
-  return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(run)
+  return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(
+    (event: JsonBodyEvent, context: Context) => dispatch(event, context, routeDeps),
+  )
     .use(httpErrors({ logger }))
     .use(jsonBody());
 }

@@ -3,11 +3,10 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
 import { type CallerIdentity, iamCaller } from '../http/caller';
-import { HttpError, toFieldErrors, validationError } from '../http/http-error';
-import { type ErrorLogger, httpErrors } from '../http/http-errors';
+import { type ErrorLogger, HttpError, httpErrors, validationError } from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
-import { createRouter, type RouteSpec } from '../http/router';
+import { createRouter, type Route, routeFor } from '../http/router';
 import {
   approveTask,
   type Clock,
@@ -48,27 +47,8 @@ export interface TasksApiDeps {
 /** The tasks API as one callable: an API Gateway REST proxy event in, a proxy result out. */
 export type TasksApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Error, Context>;
 
-type RouteName = 'create' | 'list' | 'get' | 'approve' | 'reject' | 'withdraw';
-
-const routes: readonly RouteSpec<RouteName>[] = [
-  { resource: '/tasks', method: 'POST', name: 'create' },
-  { resource: '/tasks', method: 'GET', name: 'list' },
-  { resource: '/tasks/{taskId}', method: 'GET', name: 'get' },
-  { resource: '/tasks/{taskId}/approve', method: 'POST', name: 'approve' },
-  { resource: '/tasks/{taskId}/reject', method: 'POST', name: 'reject' },
-  { resource: '/tasks/{taskId}/withdraw', method: 'POST', name: 'withdraw' },
-];
-
-/** The query string parameters `GET /tasks` reads (API Gateway declares them, optional). */
-export const taskListQueryParameters = ['status', 'limit', 'cursor'] as const;
-
 /** How many tasks one `GET /tasks` page holds unless `limit` says, and at most. */
 export const taskListLimits = { default: 20, max: 100 } as const;
-
-/** The paths the API serves, so an infra realization (CDK resources, local server) can check it routes them all. */
-export const tasksApiRoutes: readonly { readonly resource: string; readonly method: string }[] = routes;
-
-const resolveRoute = createRouter(routes);
 
 const required = (iss: { input: unknown }) => (iss.input === undefined ? 'required' : undefined);
 
@@ -85,7 +65,14 @@ const storableString = () =>
     .string({ error: required })
     .refine((s) => !s.includes('\u0000'), 'must not contain NUL (U+0000)')
     .refine((s) => !loneSurrogate.test(s), 'must not contain a lone UTF-16 surrogate');
-const text = (max: number) => storableString().trim().min(1, 'must not be empty').max(max);
+// Trimmed, then measured. A pipe rather than `.trim().max(n)`: the request model API Gateway
+// checks is this schema's JSON Schema, and zod writes `.trim().max(n)` as a `maxLength` on the
+// untrimmed input, which would refuse a padded value the function accepts. The pipe's input is
+// the plain string, so the model leaves lengths to the function's field-by-field 400.
+const text = (max: number) =>
+  storableString()
+    .transform((s) => s.trim())
+    .pipe(z.string().min(1, 'must not be empty').max(max));
 const optionalText = (max: number) => text(max).nullable().optional();
 
 /** A task's title as the API accepts it (the notify effect's SNS subject is cut from it). */
@@ -158,15 +145,125 @@ function decodeListCursor(cursor: string, status: TaskStatus | undefined): TaskL
   if (!content.success || content.data.s !== (status ?? null)) return undefined;
   return { createdAt: content.data.at, taskId: content.data.id };
 }
-const taskIdParam = z.uuid({ error: 'must be a UUID' });
+const taskIdParams = z.object({ taskId: z.uuid({ error: 'must be a UUID' }) });
 // An IAM ARN is at most 2,048 characters: https://docs.aws.amazon.com/IAM/latest/APIReference/API_User.html
 const callerIdentity = storableString().max(2048);
 
-// An absent body counts as an empty object, so a 400 names the missing fields rather than "body".
-const bodyOf = (event: JsonBodyEvent): unknown => (event.jsonBody === undefined ? {} : event.jsonBody);
+/** What the tasks routes' handlers use, built once per API by {@link createTasksApi}. */
+export interface TasksRouteDeps {
+  readonly db: SqlClient;
+  readonly ids?: IdGenerator;
+  readonly clock?: Clock;
+  /** The caller to record as reviewer, rejecter or withdrawer; throws a 403 when none is usable. */
+  caller(event: JsonBodyEvent): string;
+  /** Wakes the relay after a committed change; a failure is logged, never thrown. */
+  nudgeRelay(change: TaskChange): Promise<void>;
+}
 
-const fieldsOf = (result: z.ZodSafeParseResult<unknown>, prefix: readonly PropertyKey[] = []) =>
-  result.success ? [] : toFieldErrors(result.error, prefix);
+function changed(change: TaskChange): APIGatewayProxyResult {
+  const { task, eventId } = change;
+  return jsonResponse(200, { taskId: task.taskId, status: task.status, version: task.version, eventId });
+}
+
+const route = routeFor<TasksRouteDeps>();
+
+/**
+ * The tasks API's routes: each one's resource, method, schemas and handler. The router
+ * dispatches from this table, the local server matches resources with it, and the CDK builds
+ * the API Gateway resources, methods, query parameters and request models from it.
+ */
+export const tasksApiRoutes: readonly Route<TasksRouteDeps>[] = [
+  route({
+    method: 'POST',
+    resource: '/tasks',
+    body: createTaskBody,
+    handler: async ({ body }, { db, ids }) => {
+      const task = await createTask(body, { db, ids });
+      return jsonResponse(
+        201,
+        { taskId: task.taskId, status: task.status, version: task.version },
+        { location: `/tasks/${task.taskId}` },
+      );
+    },
+  }),
+  route({
+    method: 'GET',
+    resource: '/tasks',
+    query: listQuery,
+    handler: async ({ query }, { db }) => {
+      const { status, limit = taskListLimits.default, cursor } = query;
+      const after = cursor === undefined ? undefined : decodeListCursor(cursor, status);
+      if (cursor !== undefined && !after) {
+        throw validationError('invalid request', [
+          {
+            path: 'cursor',
+            message:
+              'is not a cursor this API gave for this status: pass nextCursor as given, with the same status',
+          },
+        ]);
+      }
+      const page = await listTasks(db, { status, limit, after });
+      return jsonResponse(200, {
+        tasks: page.tasks,
+        nextCursor: page.next ? encodeListCursor(status, page.next) : null,
+      });
+    },
+  }),
+  route({
+    method: 'GET',
+    resource: '/tasks/{taskId}',
+    params: taskIdParams,
+    handler: async ({ params }, { db }) =>
+      jsonResponse(200, toTaskJson(await getTask(params.taskId, { db }))),
+  }),
+  route({
+    method: 'POST',
+    resource: '/tasks/{taskId}/approve',
+    params: taskIdParams,
+    body: approveBody,
+    handler: async ({ event, params }, deps) => {
+      const { db, ids, clock } = deps;
+      const change = await approveTask(
+        { taskId: params.taskId, approvedBy: deps.caller(event) },
+        { db, ids, clock },
+      );
+      await deps.nudgeRelay(change);
+      return changed(change);
+    },
+  }),
+  route({
+    method: 'POST',
+    resource: '/tasks/{taskId}/reject',
+    params: taskIdParams,
+    body: rejectBody,
+    handler: async ({ event, params, body }, deps) => {
+      const { db, ids, clock } = deps;
+      const change = await rejectTask(
+        { taskId: params.taskId, rejectedBy: deps.caller(event), reason: body.reason },
+        { db, ids, clock },
+      );
+      await deps.nudgeRelay(change);
+      return changed(change);
+    },
+  }),
+  route({
+    method: 'POST',
+    resource: '/tasks/{taskId}/withdraw',
+    params: taskIdParams,
+    body: withdrawBody,
+    handler: async ({ event, params, body }, deps) => {
+      const { db, ids, clock } = deps;
+      const change = await withdrawTask(
+        { taskId: params.taskId, withdrawnBy: deps.caller(event), reason: body.reason },
+        { db, ids, clock },
+      );
+      await deps.nudgeRelay(change);
+      return changed(change);
+    },
+  }),
+];
+
+const dispatch = createRouter(tasksApiRoutes);
 
 /**
  * Builds the tasks API: routing, validation, the task commands and the relay nudge, wrapped
@@ -177,120 +274,43 @@ export function createTasksApi(deps: TasksApiDeps): TasksApi {
   const { db, nudger, logger, ids, clock } = deps;
   const callerOf = deps.caller ?? iamCaller;
 
-  /**
-   * The caller to record. A request no one vouches for changes nothing (403), nor does an
-   * identity PostgreSQL could not store as sent (NUL, a lone surrogate) or longer than an IAM
-   * ARN may be (2,048): no platform sends one, so it is nobody's.
-   */
-  function caller(event: JsonBodyEvent): string {
-    const who = callerOf(event)?.trim();
-    if (!who) throw new HttpError(403, 'no caller identity: the request was not authenticated');
-    if (!callerIdentity.safeParse(who).success) throw new HttpError(403, 'the caller identity is not usable');
-    return who;
-  }
-
-  // Called only after the change committed: the relay must find the row when it wakes. A change
-  // that found a relay run draining leaves it to that run: at a thousand approvals a second a
-  // nudge each would start a thousand invocations to find the work taken.
-  async function nudgeRelay(change: TaskChange): Promise<void> {
-    if (!change.relayIdle) return;
-    try {
-      await nudger.nudge();
-    } catch (err) {
-      logger.warn('relay nudge failed; the scheduled run will deliver the event', {
-        eventId: change.eventId,
-        error: err,
-      });
-    }
-  }
-
-  function changed(change: TaskChange): APIGatewayProxyResult {
-    const { task, eventId } = change;
-    return jsonResponse(200, { taskId: task.taskId, status: task.status, version: task.version, eventId });
-  }
-
-  async function run(event: JsonBodyEvent): Promise<APIGatewayProxyResult> {
-    const route = resolveRoute(event);
-    const taskId = route.pathParameters.taskId;
-    switch (route.name) {
-      case 'create': {
-        const body = createTaskBody.safeParse(bodyOf(event));
-        if (!body.success) throw validationError('invalid request', fieldsOf(body));
-        const task = await createTask(body.data, { db, ids });
-        return jsonResponse(
-          201,
-          { taskId: task.taskId, status: task.status, version: task.version },
-          { location: `/tasks/${task.taskId}` },
-        );
-      }
-      case 'list': {
-        const query = listQuery.safeParse(event.queryStringParameters ?? {});
-        if (!query.success) throw validationError('invalid request', fieldsOf(query));
-        const { status, limit = taskListLimits.default, cursor } = query.data;
-        const after = cursor === undefined ? undefined : decodeListCursor(cursor, status);
-        if (cursor !== undefined && !after) {
-          throw validationError('invalid request', [
-            {
-              path: 'cursor',
-              message:
-                'is not a cursor this API gave for this status: pass nextCursor as given, with the same status',
-            },
-          ]);
-        }
-        const page = await listTasks(db, { status, limit, after });
-        return jsonResponse(200, {
-          tasks: page.tasks,
-          nextCursor: page.next ? encodeListCursor(status, page.next) : null,
+  const routeDeps: TasksRouteDeps = {
+    db,
+    ids,
+    clock,
+    /**
+     * The caller to record. A request no one vouches for changes nothing (403), nor does an
+     * identity PostgreSQL could not store as sent (NUL, a lone surrogate) or longer than an IAM
+     * ARN may be (2,048): no platform sends one, so it is nobody's.
+     */
+    caller(event) {
+      const who = callerOf(event)?.trim();
+      if (!who) throw new HttpError(403, 'no caller identity: the request was not authenticated');
+      if (!callerIdentity.safeParse(who).success)
+        throw new HttpError(403, 'the caller identity is not usable');
+      return who;
+    },
+    // Called only after the change committed: the relay must find the row when it wakes. A change
+    // that found a relay run draining leaves it to that run: at a thousand approvals a second a
+    // nudge each would start a thousand invocations to find the work taken.
+    async nudgeRelay(change) {
+      if (!change.relayIdle) return;
+      try {
+        await nudger.nudge();
+      } catch (err) {
+        logger.warn('relay nudge failed; the scheduled run will deliver the event', {
+          eventId: change.eventId,
+          error: err,
         });
       }
-      case 'get': {
-        const id = taskIdParam.safeParse(taskId);
-        if (!id.success) throw validationError('invalid request', fieldsOf(id, ['taskId']));
-        return jsonResponse(200, toTaskJson(await getTask(id.data, { db })));
-      }
-      case 'approve': {
-        // Id and body checked together so one 400 lists every bad field.
-        const id = taskIdParam.safeParse(taskId);
-        const body = approveBody.safeParse(bodyOf(event));
-        if (!id.success || !body.success) {
-          throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
-        }
-        const change = await approveTask({ taskId: id.data, approvedBy: caller(event) }, { db, ids, clock });
-        await nudgeRelay(change);
-        return changed(change);
-      }
-      case 'reject': {
-        const id = taskIdParam.safeParse(taskId);
-        const body = rejectBody.safeParse(bodyOf(event));
-        if (!id.success || !body.success) {
-          throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
-        }
-        const change = await rejectTask(
-          { taskId: id.data, rejectedBy: caller(event), reason: body.data.reason },
-          { db, ids, clock },
-        );
-        await nudgeRelay(change);
-        return changed(change);
-      }
-      case 'withdraw': {
-        const id = taskIdParam.safeParse(taskId);
-        const body = withdrawBody.safeParse(bodyOf(event));
-        if (!id.success || !body.success) {
-          throw validationError('invalid request', [...fieldsOf(id, ['taskId']), ...fieldsOf(body)]);
-        }
-        const change = await withdrawTask(
-          { taskId: id.data, withdrawnBy: caller(event), reason: body.data.reason },
-          { db, ids, clock },
-        );
-        await nudgeRelay(change);
-        return changed(change);
-      }
-    }
-  }
+    },
+  };
 
   // The body is checked (413/415/400) before routing, as HTTP body parsers do; middy runs
   // `before` in `use` order and `onError` in reverse, so httpErrors sees every failure.
-  return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(run)
+  return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(
+    (event: JsonBodyEvent, context: Context) => dispatch(event, context, routeDeps),
+  )
     .use(httpErrors({ logger }))
     .use(jsonBody({ maxBytes: deps.maxBodyBytes }));
 }

@@ -1,5 +1,4 @@
 import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { JsonSchemaType } from 'aws-cdk-lib/aws-apigateway';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -43,14 +42,6 @@ export interface OpsApiProps {
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
-
-const redriveBody = {
-  properties: {
-    eventId: { type: JsonSchemaType.STRING },
-    all: { type: JsonSchemaType.BOOLEAN },
-    consumer: { type: JsonSchemaType.STRING },
-  },
-};
 
 /**
  * The ops API on AWS: the same handler (`shared/ops/ops-api.ts`) and routes as the local
@@ -121,16 +112,7 @@ export class OpsApi extends Construct {
       new PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }),
     );
 
-    props.api.addRoutes({
-      routes: opsApiRoutes,
-      function: this.function,
-      bodies: Object.fromEntries(
-        opsApiRoutes
-          .filter((r) => r.method === 'POST')
-          .map((r) => [`${r.method} ${r.resource}`, redriveBody]),
-      ),
-      queryParameters: { 'GET /ops/events': ['limit'] },
-    });
+    props.api.addRoutes({ routes: opsApiRoutes, function: this.function });
 
     const sync = 'Invoked synchronously by API Gateway only; the caller sees every failure.';
     Validations.of(this.function).acknowledge(

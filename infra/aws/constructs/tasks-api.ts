@@ -6,7 +6,6 @@ import {
   EndpointType,
   type IModel,
   type JsonSchema,
-  JsonSchemaType,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
@@ -19,7 +18,9 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { taskListQueryParameters, tasksApiRoutes } from '../../../shared/tasks/tasks-api';
+import * as z from 'zod';
+import type { HttpRoute } from '../../../shared/http/router';
+import { tasksApiRoutes } from '../../../shared/tasks/tasks-api';
 import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
 
@@ -44,62 +45,35 @@ export interface TasksApiProps {
   readonly removalPolicy: RemovalPolicy;
 }
 
-/**
- * JSON schemas API Gateway checks before invoking the function. Deliberately no stricter than
- * the function's own zod schemas (types, required fields, no unknown fields): anything that
- * passes here still gets the function's field-by-field 400.
- */
-const bodySchemas: Readonly<Record<'create' | 'approve' | 'reject' | 'withdraw', JsonSchema>> = {
-  create: {
-    required: ['title'],
-    properties: {
-      title: { type: JsonSchemaType.STRING },
-      body: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
-      assignee: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
-    },
-  },
-  // Who approves, rejects or withdraws is the IAM caller (`requestContext.identity.userArn`), not a field.
-  approve: { properties: {} },
-  reject: {
-    required: ['reason'],
-    properties: { reason: { type: JsonSchemaType.STRING } },
-  },
-  withdraw: {
-    properties: {
-      reason: { type: [JsonSchemaType.STRING, JsonSchemaType.NULL] },
-    },
-  },
-};
-
 /** The API's one stage (part of its URL, its execute-api ARNs and its execution-log group's name). */
 export const apiStageName = 'v1';
 const stageName = apiStageName;
 
-/** Which body model each POST route takes, keyed by the API's own route table. */
-const bodyModelOf: Readonly<Record<string, keyof typeof bodySchemas>> = {
-  'POST /tasks': 'create',
-  'POST /tasks/{taskId}/approve': 'approve',
-  'POST /tasks/{taskId}/reject': 'reject',
-  'POST /tasks/{taskId}/withdraw': 'withdraw',
-};
+/**
+ * A zod schema as the JSON Schema API Gateway validates with. API Gateway models are JSON
+ * Schema draft 4 (https://docs.aws.amazon.com/apigateway/latest/developerguide/models-mappings-models.html),
+ * which zod writes itself with `target: 'draft-04'`; `io: 'input'` describes what a caller may
+ * send, not what parsing yields (https://zod.dev/json-schema). What zod checks in code
+ * (refinements, transforms) has no JSON Schema and is left out, so the gateway refuses a subset
+ * of what the function refuses, and the function still answers those with its field-by-field 400.
+ */
+const jsonSchemaOf = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-04', io: 'input' });
 
 /** Routes of a proxy-integrated API: each method needs IAM and is validated, path parameters required. */
 export interface ProxyRoutes {
-  readonly routes: readonly { readonly resource: string; readonly method: string }[];
+  /** The API's route table: its bodies become request models, its query keys declared parameters. */
+  readonly routes: readonly HttpRoute[];
   readonly function: IFunction;
-  /** The JSON schema of a route's body, by `METHOD /resource`. */
-  readonly bodies?: Readonly<Record<string, JsonSchema>>;
   /** Requests per second each of these routes takes (burst twice that); absent: the stage's default. */
   readonly ratePerSecond?: number;
-  /** Query string parameters a route reads (optional ones), by `METHOD /resource`. */
-  readonly queryParameters?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
  * The tasks API: an API Gateway REST API (LocalStack's free tier has REST, not HTTP APIs)
  * whose every method needs IAM (SigV4) authorization, validates its request, is throttled
- * and access-logged, and proxies to the tasks-api function. The routes come from the API's
- * own route table (`tasksApiRoutes`), so the gateway and the function cannot disagree.
+ * and access-logged, and proxies to the tasks-api function. The routes, their query parameters
+ * and their request models come from the API's own route table (`tasksApiRoutes`), so the
+ * gateway and the function cannot disagree.
  */
 export class TasksApi extends Construct {
   public readonly function: PipelineFunction;
@@ -201,11 +175,7 @@ export class TasksApi extends Construct {
     this.addRoutes({
       routes: tasksApiRoutes,
       function: this.function,
-      bodies: Object.fromEntries(
-        Object.entries(bodyModelOf).map(([route, name]) => [route, bodySchemas[name]]),
-      ),
       ratePerSecond: props.tasksRatePerSecond ?? 100,
-      queryParameters: { 'GET /tasks': taskListQueryParameters },
     });
 
     Validations.of(this.api).acknowledge(
@@ -253,9 +223,9 @@ export class TasksApi extends Construct {
 
   /**
    * Adds routes proxied to `routes.function` (the ops API uses this too, on the same API):
-   * every method IAM-authorized, its path parameters required, its body checked against its
-   * JSON schema (no stricter than the function's own zod schemas, which still answer the
-   * field-by-field 400).
+   * every method IAM-authorized, its path parameters required, its query parameters declared
+   * (required where the route's query schema requires them), its body checked against the
+   * request model generated from the route's zod body.
    */
   addRoutes(routes: ProxyRoutes): void {
     const integration = new LambdaIntegration(routes.function, { proxy: true, allowTestInvoke: false });
@@ -263,17 +233,21 @@ export class TasksApi extends Construct {
       const key = `${route.method} ${route.resource}`;
       const resource = this.resourceAt(route.resource);
       const pathParams = [...route.resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      const body = routes.bodies?.[key];
+      const query = route.query ? jsonSchemaOf(route.query) : undefined;
+      const requiredQuery = new Set(query?.required ?? []);
       resource.addMethod(route.method, integration, {
         authorizationType: AuthorizationType.IAM,
         requestValidator: this.validator,
         requestParameters: {
           ...Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
           ...Object.fromEntries(
-            (routes.queryParameters?.[key] ?? []).map((q) => [`method.request.querystring.${q}`, false]),
+            Object.keys(query?.properties ?? {}).map((q) => [
+              `method.request.querystring.${q}`,
+              requiredQuery.has(q),
+            ]),
           ),
         },
-        requestModels: body ? { 'application/json': this.modelFor(key, body) } : undefined,
+        requestModels: route.body ? { 'application/json': this.modelFor(key, route.body) } : undefined,
       });
       if (routes.ratePerSecond !== undefined) {
         this.routeThrottles.push({
@@ -287,13 +261,15 @@ export class TasksApi extends Construct {
     }
   }
 
-  private modelFor(route: string, schema: JsonSchema): IModel {
+  private modelFor(route: string, body: z.ZodType): IModel {
     const name = route.replace(/[^A-Za-z0-9]/g, '');
     let model = this.models.get(name);
     if (!model) {
       model = this.api.addModel(`${name}Body`, {
         contentType: 'application/json',
-        schema: { type: JsonSchemaType.OBJECT, additionalProperties: false, ...schema },
+        // CDK's JsonSchema types the same draft-4 document; its `type` enum holds the draft's
+        // type names, which are what zod writes. (CDK renames only `schema` and `ref` keys.)
+        schema: jsonSchemaOf(body) as JsonSchema,
       });
       this.models.set(name, model);
     }
