@@ -11,6 +11,7 @@ import { jsonResponse } from '../http/responses';
 import { createRouter, type RouteSpec } from '../http/router';
 import { isInboxError } from '../inbox/errors';
 import { inboxHealth } from '../inbox/inbox-health';
+import type { InboxOps } from '../inbox/inbox-ops';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
@@ -85,8 +86,13 @@ export interface OpsApiLogger extends ErrorLogger {
 export interface OpsApiDeps {
   /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
   readonly db: SqlClient;
-  /** The consumers' inbox (one table; each consumer's records keyed `<consumer>#<eventId>`). */
-  readonly inbox: InboxStore;
+  /** The consumers' inbox as operators read and redrive it (one table; each consumer's records keyed `<consumer>#<eventId>`). */
+  readonly inbox: InboxOps;
+  /**
+   * The same table through the consumers' port, for one write: a redriven record whose re-send
+   * failed goes back `DEAD` (`markDead`, fenced on the redrive's ownership), so it stays listed.
+   */
+  readonly inboxStore: Pick<InboxStore, 'markDead'>;
   readonly deadLetters: DeadLetterStore;
   readonly redelivery: ConsumerRedelivery;
   readonly health: PipelineHealth;
@@ -208,7 +214,7 @@ function consumerOf(name: string | undefined): ConsumerName {
  * routes and JSON wherever it runs. Inbox reads use the inbox's operator index, never a scan.
  */
 export function createOpsApi(deps: OpsApiDeps): OpsApi {
-  const { db, inbox, deadLetters, redelivery, health, nudger, logger } = deps;
+  const { db, inbox, inboxStore, deadLetters, redelivery, health, nudger, logger } = deps;
   const clock = deps.clock ?? Date.now;
   const outbox = new OutboxStore(db);
   const audits = new DeliveryAuditStore(db);
@@ -354,7 +360,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       await redelivery.redeliver(consumer, reset.event);
     } catch (err) {
       const now = clock();
-      await inbox.markDead(
+      await inboxStore.markDead(
         { consumer, eventId },
         { status: 'FAILED', leaseOwner: reset.leaseOwner },
         {
