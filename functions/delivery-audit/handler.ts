@@ -13,7 +13,7 @@ import { functionIdentity } from '../../shared/aws/function-identity';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { consumerEnv, deliveryAuditServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import {
   cloudWatchOkAlarms,
   gaugeAlarmsEnv,
@@ -34,7 +34,7 @@ const env = parseEnvironment(
 const logger = new Logger({ serviceName: deliveryAuditServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName });
 const store = new DeliveryAuditStore(createSqlClient(config));
-const inbox = new DynamoInboxStore(new DynamoDBClient({}), {
+const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 const okAlarms = cloudWatchOkAlarms(

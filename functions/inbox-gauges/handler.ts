@@ -5,7 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
 import { consumerEnv, inboxGaugesServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
 import {
   cloudWatchOkAlarms,
@@ -23,7 +23,7 @@ const env = parseEnvironment(
   process.env,
   'inbox gauges configuration',
 );
-const inbox = new DynamoInboxStore(new DynamoDBClient({}), {
+const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName });

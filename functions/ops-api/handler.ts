@@ -6,6 +6,7 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { functionIdentity } from '../../shared/aws/function-identity';
 import { createSqlClient, parseConfig } from '../../shared/config';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
 import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
@@ -20,11 +21,13 @@ const ops = parseOpsConfig();
 const logger = new Logger({ serviceName: 'ops-api' });
 const lambda = new LambdaClient({});
 const redelivery = new LambdaRedelivery(lambda, ops.consumerFunctions);
+const dynamo = new DynamoDBClient({});
 
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
 export const handler = createOpsApi({
   db: createSqlClient(config),
-  inbox: new DynamoInboxStore(new DynamoDBClient({}), { tableName: ops.inboxTable }),
+  inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
+  inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
   deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery, {
     consumerFunctions: ops.consumerFunctions,
   }),

@@ -12,8 +12,10 @@ import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-in
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { FileNotifier, type Notifier, notifyEffect } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import type { InboxPresence, InboxStore } from '../../shared/inbox/inbox-store';
+import type { InboxOps, InboxPresence } from '../../shared/inbox/inbox-ops';
+import type { InboxStore } from '../../shared/inbox/inbox-store';
 import type { ComponentState, EffectCounts, StatusComponent } from '../../shared/ops/ops-ports';
 import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
@@ -72,8 +74,10 @@ export interface LocalConsumers {
   readonly dynamo: Pick<LocalDynamo, 'endpoint' | 'engine' | 'kill'>;
   /** Whether the DynamoDB engine serves, and if not, why and since when (its supervisor's word). */
   health(): ComponentState;
-  /** The consumers' inbox table, for the ops API and the delivery audit (the same table every consumer writes). */
-  readonly inbox: InboxStore & InboxPresence;
+  /** The consumers' inbox table as operators read it, for the ops API and the delivery audit (the same table every consumer writes). */
+  readonly inbox: InboxOps & InboxPresence;
+  /** The same table through the consumers' port, for the ops API's one write there (a redrive whose re-send failed goes back DEAD). */
+  readonly inboxStore: Pick<InboxStore, 'markDead'>;
   invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
   /** What the effects did: maintained counters (LocalCounters), never a scan or a listing. */
   effectCounts(): Promise<EffectCounts>;
@@ -283,7 +287,8 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
   };
 
-  const inbox = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
+  const inbox = new DynamoInboxOps(client, { ...inboxOptions, tableName: tables.inboxTable });
+  const inboxStore = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
 
   const countEffects = async (): Promise<EffectCounts> => {
     let indexDocuments = 0;
@@ -365,6 +370,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     dynamo,
     health: () => supervisor.state,
     inbox,
+    inboxStore,
     invoke(consumer, event) {
       const timeoutMs = timeoutOf();
       const invocation = functions[consumer](

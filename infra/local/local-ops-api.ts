@@ -38,6 +38,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
   return createOpsApi({
     db,
     inbox: consumers.inbox,
+    inboxStore: consumers.inboxStore,
     deadLetters: new BusDeadLetters(bus),
     redelivery: new BusRedelivery(bus),
     health: new LocalHealth({

@@ -5,7 +5,7 @@ import {
   paginateQuery,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { inboxTableSchema, openKeys, openStatuses } from '../../shared/inbox/dynamo-inbox-store';
+import { inboxTableSchema, openKeys, openStatuses } from '../../shared/inbox/dynamo-inbox-table';
 import { consumerNames } from '../../shared/topology';
 
 const { partitionKey: pk, openIndex } = inboxTableSchema;

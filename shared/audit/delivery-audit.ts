@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type BusIdentity, deliveredBusEvent } from '../events/bus-event';
 import { routedConsumers } from '../events/event-routing';
-import { recordKey } from '../inbox/dynamo-inbox-store';
-import type { InboxKey, InboxPresence } from '../inbox/inbox-store';
+import { recordKey } from '../inbox/dynamo-inbox-table';
+import type { InboxPresence } from '../inbox/inbox-ops';
+import type { InboxKey } from '../inbox/inbox-store';
 import { type AuditConfig, type ConsumerName, consumerNames, type RuleSpec, topology } from '../topology';
 import type { DeliveredRow, DeliveryAuditStore, Finding } from './audit-store';
 

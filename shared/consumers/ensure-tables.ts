@@ -22,7 +22,7 @@ import {
   openSince,
   openStatuses,
   recordKey,
-} from '../inbox/dynamo-inbox-store';
+} from '../inbox/dynamo-inbox-table';
 import { topology } from '../topology';
 
 /** Table names of the consumer side. */
@@ -53,7 +53,7 @@ export async function ensureTables(
   tables: ConsumerTables,
   options: {
     readonly timeoutMs?: number;
-    /** The shard count the inbox's stores use (`DynamoInboxStoreOptions`): a rebuild indexes records by it. */
+    /** The shard count the inbox's adapters use (`DynamoInboxTableOptions`): a rebuild indexes records by it. */
     readonly openIndexShards?: number;
   } = {},
 ): Promise<void> {

@@ -3,7 +3,7 @@ import { consumerDimension, inboxGaugeMetricNames } from '../consumers/contract'
 import { alarmIds } from '../ops/alarm-ids';
 import type { ConsumerName } from '../topology';
 import { type InboxHealth, inboxHealth } from './inbox-health';
-import type { InboxStore } from './inbox-store';
+import type { InboxOps } from './inbox-ops';
 
 /**
  * The gauges that go out together, each group watched by one alarm for all consumers at once:
@@ -85,7 +85,7 @@ const groupGauges: Readonly<Record<InboxGaugeGroup, readonly Gauge[]>> = {
  * so an attempt in flight for less than a second sends no lease gauge.
  */
 export async function emitInboxGauges(deps: {
-  readonly inbox: Pick<InboxStore, 'openFigures'>;
+  readonly inbox: Pick<InboxOps, 'openFigures'>;
   readonly metrics: Pick<Metrics, 'addMetric' | 'addDimension' | 'publishStoredMetrics'>;
   readonly consumers: readonly ConsumerName[];
   readonly okAlarms?: OkAlarms;

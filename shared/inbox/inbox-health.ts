@@ -1,4 +1,4 @@
-import type { OpenFigures } from './inbox-store';
+import type { OpenFigures } from './inbox-ops';
 
 /**
  * One consumer's inbox as an operator watches it, the design's three figures among them: the

@@ -1,9 +1,11 @@
 /**
- * The inbox port: one record per (consumer, event id) that decides whether this delivery of an
- * event may run the consumer's side effect. The state machine (`process-once.ts`) drives it;
- * the DynamoDB adapter (`dynamo-inbox-store.ts`) implements it on AWS DynamoDB, dynalite and
- * DynamoDB Local alike. Every time is passed in by the caller (epoch milliseconds), so a test
- * clock controls leases and backoff and the store itself never reads a clock.
+ * The inbox's hot-path port: one record per (consumer, event id) that decides whether this
+ * delivery of an event may run the consumer's side effect. The state machine (`process-once.ts`)
+ * drives it, and it holds only the writes that machine makes; what operators read and redrive is
+ * another port (`inbox-ops.ts`), so a store for the consumers need not answer ops queries. The
+ * DynamoDB adapter (`dynamo-inbox-store.ts`) implements it on AWS DynamoDB, dynalite and DynamoDB
+ * Local alike. Every time is passed in by the caller (epoch milliseconds), so a test clock
+ * controls leases and backoff and the store itself never reads a clock.
  */
 
 import type { FailureKind } from './failure-kind';
@@ -91,30 +93,6 @@ export interface PoisonRecord extends InboxKey {
   readonly expiresAt: number;
 }
 
-/** One status of a consumer's open records, as the operator's index tells it. */
-export interface OpenFigure {
-  readonly count: number;
-  /**
-   * Epoch ms the oldest record of the status ages from (null when there is none): the start of
-   * its current lease (`PROCESSING`), its first attempt (`FAILED`: the retry age), its death (`DEAD`).
-   */
-  readonly oldestSince: number | null;
-}
-
-/** One consumer's records in the states an operator watches (all but `PROCESSED`). */
-export type OpenFigures = Readonly<Record<Exclude<InboxStatus, 'PROCESSED'>, OpenFigure>>;
-
-/** The counts of {@link OpenFigures}, status by status. */
-export function openCounts(figures: OpenFigures): Readonly<Record<keyof OpenFigures, number>> {
-  return { PROCESSING: figures.PROCESSING.count, FAILED: figures.FAILED.count, DEAD: figures.DEAD.count };
-}
-
-/** One page of records; pass `cursor` back to get the next page. */
-export interface InboxPage {
-  readonly records: readonly InboxRecord[];
-  readonly cursor?: string;
-}
-
 /** A failed attempt, as `InboxStore.fail` records it. */
 export interface InboxFailure {
   readonly now: number;
@@ -140,9 +118,13 @@ export interface InboxDeath {
 }
 
 /**
- * The inbox store. Conditional writes throw the inbox's domain errors (errors.ts), never SDK
- * errors: `RECORD_CHANGED` from a lost take-over, `FENCED_OUT` from a write by an attempt that
- * lost its lease, `RECORD_EXISTS` from a create-only write.
+ * The inbox store: the few primitives the state machine needs (begin, take over, renew,
+ * complete, fail, dead, poison), as Powertools' persistence layer holds only what its
+ * idempotency handler calls (https://docs.aws.amazon.com/powertools/typescript/latest/api/modules/_aws-lambda-powertools_idempotency.persistence.html).
+ * Listing and counting for operators is `InboxOps` (inbox-ops.ts). Conditional writes throw the
+ * inbox's domain errors (errors.ts), never SDK errors: `RECORD_CHANGED` from a lost take-over,
+ * `FENCED_OUT` from a write by an attempt that lost its lease, `RECORD_EXISTS` from a
+ * create-only write.
  */
 export interface InboxStore {
   /**
@@ -182,36 +164,4 @@ export interface InboxStore {
   markDead(key: InboxKey, expected: ExpectedState, death: InboxDeath): Promise<void>;
   /** Writes a poison record `DEAD`; throws RECORD_EXISTS when it is already recorded `DEAD`. */
   recordPoison(record: PoisonRecord): Promise<void>;
-  /** A strongly consistent read of one record. */
-  get(key: InboxKey): Promise<InboxRecord | undefined>;
-  /**
-   * Counts one consumer's `PROCESSING`, `FAILED` and `DEAD` records from the operator's index,
-   * with the time the oldest of each ages from: its cost follows the open records, never the
-   * history (`PROCESSED` records are not in the index).
-   */
-  openFigures(consumer: string): Promise<OpenFigures>;
-  /**
-   * Lists one consumer's `DEAD` records, oldest death first (ties by event id), with their
-   * stored events: found through the operator's index, read from the table.
-   */
-  listDead(
-    consumer: string,
-    page?: { readonly limit?: number; readonly cursor?: string },
-  ): Promise<InboxPage>;
-  /**
-   * Resets a `DEAD` record to `FAILED`, attempts 0, due now, a fresh first-attempt time and
-   * permanent budget, so the next delivery of its event (the caller re-sends `record.event`)
-   * runs the effect again. Throws NOT_FOUND or NOT_DEAD.
-   */
-  redrive(key: InboxKey, now: number): Promise<InboxRecord>;
-}
-
-/**
- * Which records exist, whatever their state: what the delivery audit asks of the inbox for each
- * event it checks. Apart from {@link InboxStore}: only the audit needs it, and it reads many
- * keys of every consumer at once (eventually consistent: it looks at events delivered minutes ago).
- */
-export interface InboxPresence {
-  /** The table keys (`recordKey`, `<consumer>#<eventId>`) of those of `keys` that have a record. */
-  present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>>;
 }

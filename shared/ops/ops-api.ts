@@ -10,6 +10,7 @@ import { jsonResponse } from '../http/responses';
 import { createRouter, type Route, routeFor } from '../http/router';
 import { isInboxError } from '../inbox/errors';
 import { inboxHealth } from '../inbox/inbox-health';
+import type { InboxOps } from '../inbox/inbox-ops';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
@@ -91,8 +92,13 @@ export interface OpsApiLogger extends ErrorLogger {
 export interface OpsApiDeps {
   /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
   readonly db: SqlClient;
-  /** The consumers' inbox (one table; each consumer's records keyed `<consumer>#<eventId>`). */
-  readonly inbox: InboxStore;
+  /** The consumers' inbox as operators read and redrive it (one table; each consumer's records keyed `<consumer>#<eventId>`). */
+  readonly inbox: InboxOps;
+  /**
+   * The same table through the consumers' port, for one write: a redriven record whose re-send
+   * failed goes back `DEAD` (`markDead`, fenced on the redrive's ownership), so it stays listed.
+   */
+  readonly inboxStore: Pick<InboxStore, 'markDead'>;
   readonly deadLetters: DeadLetterStore;
   readonly redelivery: ConsumerRedelivery;
   readonly health: PipelineHealth;
@@ -293,7 +299,7 @@ const dispatch = createRouter(opsApiRoutes);
  * routes and JSON wherever it runs. Inbox reads use the inbox's operator index, never a scan.
  */
 export function createOpsApi(deps: OpsApiDeps): OpsApi {
-  const { db, inbox, deadLetters, redelivery, health, nudger, logger } = deps;
+  const { db, inbox, inboxStore, deadLetters, redelivery, health, nudger, logger } = deps;
   const clock = deps.clock ?? Date.now;
   const outbox = new OutboxStore(db);
   const audits = new DeliveryAuditStore(db);
@@ -436,7 +442,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       await redelivery.redeliver(consumer, reset.event);
     } catch (err) {
       const now = clock();
-      await inbox.markDead(
+      await inboxStore.markDead(
         { consumer, eventId },
         { status: 'FAILED', leaseOwner: reset.leaseOwner },
         {

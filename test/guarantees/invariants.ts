@@ -11,7 +11,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { archiveKey } from '../../shared/effects/archive';
 import { contentIndexTableSchema } from '../../shared/effects/content-index';
 import { matchesPattern } from '../../shared/events/event-pattern';
-import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
+import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-table';
 import type { InboxStatus } from '../../shared/inbox/inbox-store';
 import type { TaskStatus } from '../../shared/tasks/task-store';
 import { type ConsumerName, consumerNames, eventTypes, type Topology, topology } from '../../shared/topology';

@@ -17,7 +17,7 @@ import {
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
-import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-store';
+import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-table';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';

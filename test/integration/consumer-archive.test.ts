@@ -13,6 +13,7 @@ import {
   type TaskSnapshot,
 } from '../../shared/effects/archive';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -35,6 +36,7 @@ describeEachEngine('archive consumer', (fixture) => {
   let closeDb: () => Promise<void>;
   let dataDir: string;
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let clock: TestClock;
 
   beforeAll(async () => {
@@ -54,6 +56,7 @@ describeEachEngine('archive consumer', (fixture) => {
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'archive-consumer-'));
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     clock = new TestClock();
     return () => rmSync(dataDir, { recursive: true, force: true });
   });
@@ -168,7 +171,7 @@ describeEachEngine('archive consumer', (fixture) => {
   it('an event for a task the repository does not have fails (and is retried), it is not archived', async () => {
     const row = approvedRow({ taskId: randomUUID() });
     await expect(build()(busEvent(row), lambdaContext())).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    expect(await inbox.get({ consumer: 'archive', eventId: row.eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'archive', eventId: row.eventId })).toMatchObject({
       status: 'FAILED',
       lastError: expect.stringContaining('PipelineError'),
     });

@@ -4,6 +4,7 @@ import { InjectedFaultError } from '../../infra/local/faults';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { retryDelaySeconds } from '../../shared/consumers/retries';
 import type { ConsumerEffect } from '../../shared/effects/effect';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -47,11 +48,13 @@ const lambdaRetryDelaysMs = [60_000, 120_000].slice(0, topology.consumers.notify
 
 describeEachEngine('consumer failure limits: DEAD only for what needs a person', (fixture) => {
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let clock: TestClock;
   let calls: number;
 
   beforeEach(() => {
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     clock = new TestClock();
     calls = 0;
   });
@@ -84,7 +87,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
     const row = approvedRow();
     for (let i = 1; i <= 20; i++) {
       await expect(run(busEvent(row), lambdaContext())).rejects.toThrow();
-      const record = await inbox.get({ consumer: 'notify', eventId: row.eventId });
+      const record = await inboxOps.get({ consumer: 'notify', eventId: row.eventId });
       expect(record, `failure ${i}`).toMatchObject({
         status: 'FAILED',
         attempts: i,
@@ -93,7 +96,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
       clock.now = record?.nextAttemptAt ?? clock.now;
     }
     expect(await run(busEvent(row), lambdaContext())).toMatchObject({ status: 'processed', attempt: 21 });
-    expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
       status: 'PROCESSED',
     });
     expect(calls).toBe(21);
@@ -115,7 +118,9 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
     const last = await run(busEvent(row), lambdaContext());
     expect(last).toMatchObject({ status: 'dead', attempt: budget });
     expect(last.reason).toContain('InvalidParameterException');
-    expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({ status: 'DEAD' });
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      status: 'DEAD',
+    });
     // Within a single Lambda async delivery (1 + 2 attempts): never to the on-failure queue.
     expect(budget).toBeLessThanOrEqual(1 + topology.consumers.notify.asyncInvoke.retryAttempts);
   });
@@ -142,7 +147,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
 
     for (let delivery = 1; delivery <= 3; delivery++) {
       expect(await lambdaDelivery()).toBe('on-failure record');
-      expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
         status: 'FAILED',
         attempts: delivery * (1 + lambdaRetryDelaysMs.length),
       });
@@ -153,7 +158,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
       clock.advance(retryDelaySeconds(topology.consumers.notify, () => 0) * 1_000);
     }
     expect(await lambdaDelivery()).toMatchObject({ status: 'processed', attempt: 10 });
-    expect(await inbox.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
       status: 'PROCESSED',
     });
   });

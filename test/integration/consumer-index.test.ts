@@ -3,6 +3,7 @@ import { beforeEach, expect, it } from 'vitest';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames } from '../../shared/consumers/contract';
 import { type ContentIndex, DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxInProgressError } from '../../shared/inbox/errors';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
@@ -22,6 +23,7 @@ import {
 
 describeEachEngine('index consumer', (fixture) => {
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let index: DynamoContentIndex;
   let clock: TestClock;
   /** Index writes that changed the index: the effect as the outside world sees it. */
@@ -29,6 +31,7 @@ describeEachEngine('index consumer', (fixture) => {
 
   beforeEach(() => {
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     index = new DynamoContentIndex(fixture().client, fixture().indexTable);
     clock = new TestClock();
     applied = 0;
@@ -141,7 +144,7 @@ describeEachEngine('index consumer', (fixture) => {
       effect: { outcome: 'stale' },
     });
     expect(applied).toBe(1);
-    expect(await inbox.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({
       status: 'PROCESSED',
     });
   });
@@ -186,7 +189,9 @@ describeEachEngine('index consumer', (fixture) => {
     await expect(run(busEvent(row), lambdaContext())).rejects.toThrow('Rate exceeded');
     expect(takeMetrics(metrics).values[consumerMetricNames.failed]).toBe(1);
     expect(logger.lines.at(-1)).toMatchObject({ level: 'error', message: 'attempt failed' });
-    expect(await inbox.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({ status: 'FAILED' });
+    expect(await inboxOps.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({
+      status: 'FAILED',
+    });
     down = false;
     clock.advance(1_000);
     expect(await run(busEvent(row), lambdaContext())).toMatchObject({ status: 'processed', attempt: 2 });
@@ -217,7 +222,7 @@ describeEachEngine('index consumer', (fixture) => {
       [consumerMetricNames.failed]: 1,
       [consumerMetricNames.dead]: 1,
     });
-    expect((await inbox.listDead('index', { limit: 1000 })).records.map((r) => r.eventId)).toContain(
+    expect((await inboxOps.listDead('index', { limit: 1000 })).records.map((r) => r.eventId)).toContain(
       row.eventId,
     );
   });

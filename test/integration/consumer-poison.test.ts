@@ -5,7 +5,9 @@ import { beforeEach, expect, it } from 'vitest';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames, consumerServiceName } from '../../shared/consumers/contract';
 import type { ConsumerEffect } from '../../shared/effects/effect';
-import { DynamoInboxStore, maxErrorBytes } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { maxErrorBytes } from '../../shared/inbox/dynamo-inbox-table';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { poisonKey } from '../../shared/inbox/process-once';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -26,10 +28,12 @@ type AnyEvent = EventBridgeEvent<string, unknown>;
 
 describeEachEngine('consumer poison handling', (fixture) => {
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let effectCalls: number;
 
   beforeEach(() => {
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     effectCalls = 0;
   });
 
@@ -69,7 +73,7 @@ describeEachEngine('consumer poison handling', (fixture) => {
 
     const detail = (event as { detail?: unknown } | null)?.detail;
     const key = poisonKey(first.eventId, payloadHash(detail ?? event ?? null));
-    const record = await inbox.get({ consumer: name, eventId: key });
+    const record = await inboxOps.get({ consumer: name, eventId: key });
     expect(record).toMatchObject({ status: 'DEAD', poison: true, attempts: 0 });
     expect(record?.lastError).toContain(reason);
     expect(record?.event).toEqual(event);
@@ -135,7 +139,7 @@ describeEachEngine('consumer poison handling', (fixture) => {
       const { run } = build();
       const first = await run(event as unknown as AnyEvent, lambdaContext());
       expect(first, what).toMatchObject({ status: 'poison' });
-      const record = await inbox.get({
+      const record = await inboxOps.get({
         consumer: 'index',
         eventId: poisonKey(first.eventId, payloadHash(event.detail)),
       });
@@ -173,7 +177,7 @@ describeEachEngine('consumer poison handling', (fixture) => {
       [consumerMetricNames.poison]: 1,
       [consumerMetricNames.dead]: 1,
     });
-    expect(await inbox.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'index', eventId: row.eventId })).toMatchObject({
       status: 'PROCESSED',
     });
     expect(await run(changed, lambdaContext())).toMatchObject({ status: 'duplicate' });
@@ -185,13 +189,13 @@ describeEachEngine('consumer poison handling', (fixture) => {
     (event.detail as { subject: string }).subject = randomUUID();
     const { run } = build('archive');
     const first = await run(event, lambdaContext());
-    const dead = (await inbox.listDead('archive', { limit: 1000 })).records.find(
+    const dead = (await inboxOps.listDead('archive', { limit: 1000 })).records.find(
       (r) => r.cloudEventId === first.eventId,
     );
     expect(dead?.lastError).toContain('disagrees with data.taskId');
-    const redriven = await inbox.redrive(dead ?? { consumer: 'archive', eventId: 'missing' }, Date.now());
+    const redriven = await inboxOps.redrive(dead ?? { consumer: 'archive', eventId: 'missing' }, Date.now());
     expect(await run(redriven.event as AnyEvent, lambdaContext())).toMatchObject({ status: 'poison' });
-    expect(await inbox.get(redriven)).toMatchObject({ status: 'DEAD' });
+    expect(await inboxOps.get(redriven)).toMatchObject({ status: 'DEAD' });
     expect(effectCalls).toBe(0);
   });
 });

@@ -14,7 +14,8 @@ import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-in
 import type { ConsumerEffect } from '../../shared/effects/effect';
 import { FileNotifier, notifyEffect } from '../../shared/effects/notify';
 import { uuidPattern } from '../../shared/ids';
-import { DynamoInboxStore, maxErrorBytes } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { maxErrorBytes } from '../../shared/inbox/dynamo-inbox-table';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { poisonKey } from '../../shared/inbox/process-once';
 import { type ConsumerName, consumerNames, eventTypes, topology } from '../../shared/topology';
@@ -175,7 +176,7 @@ describeEachEngine(
     let db: TestDatabase;
     let pg: PgSqlClient;
     let dir: string;
-    let inbox: DynamoInboxStore;
+    let inbox: DynamoInboxOps;
     const effectCalls: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
     const handlers = {} as Record<ConsumerName, (event: AnyEvent, context: Context) => Promise<unknown>>;
 
@@ -184,7 +185,7 @@ describeEachEngine(
       pg = new PgSqlClient({ connectionString: db.urlAs('archive'), maxConnections: 2 });
       dir = mkdtempSync(join(tmpdir(), 'consumer-properties-'));
       const { client, inboxTable, indexTable } = fixture();
-      inbox = new DynamoInboxStore(client, { tableName: inboxTable });
+      inbox = new DynamoInboxOps(client, { tableName: inboxTable });
       // The effects each handler wires, over the local adapters (the same effect code as on AWS).
       const effects: Record<ConsumerName, ConsumerEffect> = {
         index: indexEffect(new DynamoContentIndex(client, indexTable)),

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { recordKey } from '../../shared/inbox/dynamo-inbox-store';
-import type { InboxKey, InboxPresence } from '../../shared/inbox/inbox-store';
+import { recordKey } from '../../shared/inbox/dynamo-inbox-table';
+import type { InboxPresence } from '../../shared/inbox/inbox-ops';
+import type { InboxKey } from '../../shared/inbox/inbox-store';
 import { type AuditConfig, type ConsumerName, topology } from '../../shared/topology';
 import { openTestDatabase, type SqlAdapterFactory, sqlAdapters } from '../support/sql-adapters';
 

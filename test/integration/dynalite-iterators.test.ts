@@ -7,6 +7,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeIteratorsOnReturn } from '../../infra/local/dynalite-iterators.mjs';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 
 // dynalite in this thread (the runtime runs it in a worker, which applies the same fix), so
@@ -60,6 +61,7 @@ describe('local DynamoDB (dynalite): a Query leaves no LevelDB iterator open', (
 
   it("the inbox's figures (a Query per shard and status) leave no iterator open behind them", async () => {
     const store = new DynamoInboxStore(client, { tableName: 'inbox', openIndexShards: 4 });
+    const ops = new DynamoInboxOps(client, { tableName: 'inbox', openIndexShards: 4 });
     // One open record, so some of the Queries stop at their Limit before the range's end.
     await store.begin({
       consumer: 'index',
@@ -73,7 +75,7 @@ describe('local DynamoDB (dynalite): a Query leaves no LevelDB iterator open', (
       now: 1_000,
     });
     for (let i = 0; i < 10; i++) {
-      const figures = await store.openFigures('index');
+      const figures = await ops.openFigures('index');
       expect(figures.PROCESSING.count).toBe(1);
     }
     // 120 Queries answered. An iterator closes just after its stream ends, after the answer

@@ -9,8 +9,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { expect, it } from 'vitest';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
-import { DynamoInboxStore, inboxTableSchema } from '../../shared/inbox/dynamo-inbox-store';
-import { openCounts } from '../../shared/inbox/inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-table';
+import { openCounts } from '../../shared/inbox/inbox-ops';
 import { describeEachEngine } from '../support/dynamo';
 import { waitFor } from '../support/wait-for';
 
@@ -101,8 +102,8 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
         await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
         const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
         expect(Table?.KeySchema).toEqual([{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }]);
-        const store = new DynamoInboxStore(client, { tableName: table });
-        expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+        const inbox = new DynamoInboxOps(client, { tableName: table });
+        expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
         // Nothing is lost on the way, the processed record included, each under its new key.
         for (const [eventId, status] of [
           ['a', 'PROCESSED'],
@@ -111,15 +112,15 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
           ['d', 'PROCESSING'],
           ['e', 'DEAD'],
         ]) {
-          expect(await store.get({ consumer: 'index', eventId: eventId as string })).toMatchObject({
+          expect(await inbox.get({ consumer: 'index', eventId: eventId as string })).toMatchObject({
             status,
             event: { id: eventId },
           });
         }
-        expect((await store.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
+        expect((await inbox.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
         // A second start finds the current shape and changes nothing.
         await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-        expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+        expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       } finally {
         await dropAll(client, [table, `${table}-index`]);
       }
@@ -143,10 +144,10 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
     await putOld(client, backup, 'a', 'PROCESSED');
     try {
       await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-      const store = new DynamoInboxStore(client, { tableName: table });
+      const inbox = new DynamoInboxOps(client, { tableName: table });
       for (const id of ['a', 'b', 'c'])
-        expect(await store.get({ consumer: 'index', eventId: id })).toBeDefined();
-      expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
+        expect(await inbox.get({ consumer: 'index', eventId: id })).toBeDefined();
+      expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
     } finally {
       await dropAll(client, [table, backup, `${table}-index`]);
@@ -169,9 +170,9 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
     );
     try {
       await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
-      const store = new DynamoInboxStore(client, { tableName: table });
-      expect(await store.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
-      expect(openCounts(await store.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
+      const inbox = new DynamoInboxOps(client, { tableName: table });
+      expect(await inbox.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
+      expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();
     } finally {
       await dropAll(client, [table, backup, `${table}-index`]);

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxBackoffError, InboxFencedOutError, InboxInProgressError } from '../../shared/inbox/errors';
 import { TransientError } from '../../shared/inbox/failure-kind';
@@ -18,6 +19,7 @@ import {
 
 describeEachEngine('processOnce state machine', (fixture) => {
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let clock: TestClock;
   let settings: InboxSettings;
   /** The side effect the work performs: how many times it ran, per event id. */
@@ -25,6 +27,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
 
   beforeEach(() => {
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     clock = new TestClock();
     settings = testInboxSettings();
     runs = new Map();
@@ -51,7 +54,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(first).toMatchObject({ kind: 'processed', attempt: 1, takenOver: false, result: 'done' });
     expect(second).toEqual({ kind: 'duplicate', status: 'PROCESSED' });
     expect(runs.get(event.eventId)).toBe(1);
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
   });
 
   it('costs two writes for a first delivery and one call for a duplicate (two on dynalite)', async () => {
@@ -123,7 +126,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     await expect(processOnce(event, effect(event), deps('a', { inbox: crashing }))).rejects.toThrow(
       'process died',
     );
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSING', leaseOwner: 'a' });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSING', leaseOwner: 'a' });
 
     // Redelivered while the dead attempt's lease still runs: not yet.
     await expect(processOnce(event, effect(event), deps('b'))).rejects.toBeInstanceOf(InboxInProgressError);
@@ -132,7 +135,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(retried).toMatchObject({ kind: 'processed', attempt: 2, takenOver: true });
     // The inbox does not hide a crash: the work ran twice, which is why effects are idempotent too.
     expect(runs.get(event.eventId)).toBe(2);
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'c' });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'c' });
   });
 
   it('an attempt whose lease was taken over cannot complete the record', async () => {
@@ -157,7 +160,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     gate.resolve();
     const err = await stale.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InboxFencedOutError);
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'b' });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'b' });
   });
 
   it('a failed attempt is recorded FAILED with backoff and rethrown; no retry before the backoff', async () => {
@@ -166,7 +169,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
       throw new Error('index unavailable');
     };
     await expect(processOnce(event, failing, deps('a'))).rejects.toThrow('index unavailable');
-    const failed = await inbox.get(event);
+    const failed = await inboxOps.get(event);
     // random 0.999 of a 1 s base for attempt 1.
     expect(failed).toMatchObject({ status: 'FAILED', attempts: 1, lastError: 'Error: index unavailable' });
     expect(failed?.nextAttemptAt).toBe(clock.now + 999);
@@ -195,7 +198,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
         },
         deps(`o${i}`, { random: () => 1 }),
       ).catch(() => undefined);
-      const record = await inbox.get(event);
+      const record = await inboxOps.get(event);
       delays.push((record?.nextAttemptAt ?? 0) - clock.now);
       clock.advance(10_000);
     }
@@ -216,7 +219,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     };
     for (let i = 1; i <= 20; i++) {
       await expect(processOnce(event, flaky, deps(`o${i}`))).rejects.toThrow('Rate exceeded');
-      const failed = await inbox.get(event);
+      const failed = await inboxOps.get(event);
       expect(failed).toMatchObject({
         status: 'FAILED',
         attempts: i,
@@ -227,7 +230,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     }
     expect(await processOnce(event, flaky, deps('last'))).toMatchObject({ kind: 'processed', attempt: 21 });
     expect(runs.get(event.eventId)).toBe(1);
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 21 });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSED', attempts: 21 });
   });
 
   it('a transient failure once the first attempt is the maximum event age old makes the record DEAD', async () => {
@@ -244,7 +247,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     expect(outcome.kind === 'dead' && outcome.reason).toMatch(
       /^failing transiently for 6\d s since the first attempt \(max event age 60 s\)/,
     );
-    expect(await inbox.get(event)).toMatchObject({ status: 'DEAD', attempts: 3 });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'DEAD', attempts: 3 });
   });
 
   it('a permanent failure spends the small budget, whatever transient failures came before', async () => {
@@ -262,7 +265,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
       await expect(processOnce(event, failing, deps(`o${i}`))).rejects.toThrow();
       clock.advance(settings.backoff.maxMs);
     }
-    expect(await inbox.get(event)).toMatchObject({
+    expect(await inboxOps.get(event)).toMatchObject({
       status: 'FAILED',
       permanentFailures: 2,
       lastFailure: 'permanent',
@@ -295,7 +298,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
     clock.advance(10_000);
     expect(await processOnce(event, failing, deps('d'))).toEqual({ kind: 'duplicate', status: 'DEAD' });
     expect(calls).toBe(3);
-    expect(await inbox.get(event)).toMatchObject({
+    expect(await inboxOps.get(event)).toMatchObject({
       status: 'DEAD',
       attempts: 3,
       lastError: third.kind === 'dead' ? third.reason : '',
@@ -341,12 +344,12 @@ describeEachEngine('processOnce state machine', (fixture) => {
     const key = poisonKey(row.eventId, tampered.payloadHash);
     expect(outcome).toMatchObject({ kind: 'poison', poisonKey: key });
     expect(outcome.kind === 'poison' && outcome.reason).toContain('payload differs');
-    expect(await inbox.get({ consumer: 'index', eventId: key })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'index', eventId: key })).toMatchObject({
       status: 'DEAD',
       poison: true,
       cloudEventId: row.eventId,
     });
-    expect(await inbox.get(original)).toMatchObject({
+    expect(await inboxOps.get(original)).toMatchObject({
       status: 'PROCESSED',
       payloadHash: original.payloadHash,
     });
@@ -363,14 +366,14 @@ describeEachEngine('processOnce state machine', (fixture) => {
     await processOnce(
       event,
       async () => {
-        const record = await inbox.get(event);
+        const record = await inboxOps.get(event);
         // 2 s left in the invocation + 1 s grace, not the 10 s maximum lease.
         expect(record?.leaseUntil).toBe(clock.now + 3_000);
         return 'ok';
       },
       deps('a', { deadline: clock.now + 2_000 }),
     );
-    expect(await inbox.get(event)).toMatchObject({ status: 'PROCESSED' });
+    expect(await inboxOps.get(event)).toMatchObject({ status: 'PROCESSED' });
   });
 
   it('a redriven DEAD record runs again on its next delivery', async () => {
@@ -384,7 +387,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
       deps('a'),
     );
     expect(dead.kind).toBe('dead');
-    const redriven = await inbox.redrive(event, clock.now);
+    const redriven = await inboxOps.redrive(event, clock.now);
     expect(await processOnce({ ...event, event: redriven.event }, effect(event), deps('b'))).toMatchObject({
       kind: 'processed',
       attempt: 1,

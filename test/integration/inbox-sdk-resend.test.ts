@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { type InboxEvent, processOnce } from '../../shared/inbox/process-once';
 import { describeEachEngine, dynamoClient } from '../support/dynamo';
@@ -53,6 +54,8 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
   const store = () => new DynamoInboxStore(client, { tableName: fixture().inboxTable });
   const plain = () =>
     new DynamoInboxStore(dynamoClient(fixture().endpoint), { tableName: fixture().inboxTable });
+  const plainOps = () =>
+    new DynamoInboxOps(dynamoClient(fixture().endpoint), { tableName: fixture().inboxTable });
   const work = async () => {
     runs++;
     return 'done';
@@ -73,7 +76,7 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
     expect(wire.sent()).toBe(2);
     expect(outcome).toMatchObject({ kind: 'processed', attempt: 1, takenOver: false });
     expect(runs).toBe(1);
-    expect(await plain().get(event)).toMatchObject({ status: 'PROCESSED', attempts: 1, leaseOwner: 'a' });
+    expect(await plainOps().get(event)).toMatchObject({ status: 'PROCESSED', attempts: 1, leaseOwner: 'a' });
   });
 
   it('a resent take-over finds its own lease and runs the effect once', async () => {
@@ -99,7 +102,7 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
     expect(wire.sent()).toBe(2);
     expect(outcome).toMatchObject({ kind: 'processed', attempt: 2, takenOver: true });
     expect(runs).toBe(1);
-    expect(await plain().get(event)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'b' });
+    expect(await plainOps().get(event)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'b' });
   });
 
   it('a resent completion finds the record already PROCESSED by this attempt and succeeds', async () => {
@@ -114,7 +117,7 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
     expect(wire.lost()).toBe(1);
     expect(outcome).toMatchObject({ kind: 'processed', attempt: 1 });
     expect(runs).toBe(1);
-    expect(await plain().get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
+    expect(await plainOps().get(event)).toMatchObject({ status: 'PROCESSED', leaseOwner: 'a' });
   });
 
   it('a resent failure record finds the record already FAILED by this attempt and rethrows the work error', async () => {
@@ -134,6 +137,6 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
 
     expect(wire.lost()).toBe(1);
     expect((err as Error).name).toBe('ThrottlingException');
-    expect(await plain().get(event)).toMatchObject({ status: 'FAILED', attempts: 1, leaseOwner: 'a' });
+    expect(await plainOps().get(event)).toMatchObject({ status: 'FAILED', attempts: 1, leaseOwner: 'a' });
   });
 });

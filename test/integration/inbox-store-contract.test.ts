@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import {
-  DynamoInboxStore,
   inboxTableSchema,
   type OpenStatus,
   openKeys,
   openShard,
   openSinceTime,
   recordKey,
-} from '../../shared/inbox/dynamo-inbox-store';
+} from '../../shared/inbox/dynamo-inbox-table';
 import {
   InboxError,
   InboxFencedOutError,
@@ -18,16 +19,11 @@ import {
   InboxRecordExistsError,
   InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
-import {
-  type InboxKey,
-  type InboxPresence,
-  type InboxStore,
-  type NewInboxRecord,
-  openCounts,
-  type PoisonRecord,
-} from '../../shared/inbox/inbox-store';
+import { type InboxOps, type InboxPresence, openCounts } from '../../shared/inbox/inbox-ops';
+import type { InboxKey, InboxStore, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
 import { topology } from '../../shared/topology';
 import { describeEachEngine, dynamoClient } from '../support/dynamo';
+import { MemoryInboxOps } from '../support/memory-inbox-ops';
 import { type IndexEntry, MemoryInboxStore } from '../support/memory-inbox-store';
 
 const t0 = Date.parse('2026-11-30T12:00:00.000Z');
@@ -43,10 +39,12 @@ function idsOnOneShard(n: number, shard = 0): string[] {
   return ids;
 }
 
-/** One implementation of the inbox port under the contract, and what the contract reads beside it. */
+/** One implementation of the inbox ports under the contract, and what the contract reads beside them. */
 interface ContractSubject {
   /** A store over the suite's one table; `options` as the DynamoDB adapter takes them. */
-  store(options?: { readonly maxStoredEventBytes?: number }): InboxStore & InboxPresence;
+  store(options?: { readonly maxStoredEventBytes?: number }): InboxStore;
+  /** The operator's reads and redrive over the same table. */
+  ops(): InboxOps & InboxPresence;
   /**
    * The index entries of `consumer`'s `status` records, read from the index itself (every
    * shard), in sort-key order.
@@ -59,7 +57,8 @@ interface ContractSubject {
 describeEachEngine('inbox store contract', (fixture) => {
   inboxStoreContract(() => ({
     store: (options) =>
-      new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, pageSize: 3, ...options }),
+      new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, ...options }),
+    ops: () => new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable, pageSize: 3 }),
     async indexed(consumer, status) {
       const { partitionKey, sortKey } = inboxTableSchema.openIndex;
       const shardsRead = await Promise.all(
@@ -111,7 +110,8 @@ describeEachEngine('inbox store contract', (fixture) => {
       },
       { step: 'initialize', name: 'countQueries' },
     );
-    const store = new DynamoInboxStore(client, { tableName: fixture().inboxTable, pageSize: 3 });
+    const store = new DynamoInboxStore(client, { tableName: fixture().inboxTable });
+    const ops = new DynamoInboxOps(client, { tableName: fixture().inboxTable, pageSize: 3 });
     const consumer = `c-${randomUUID().slice(0, 8)}`;
     const done = Array.from({ length: 40 }, () => randomUUID());
     for (const eventId of done) {
@@ -129,7 +129,7 @@ describeEachEngine('inbox store contract', (fixture) => {
       await store.complete({ consumer, eventId }, 'o', { now: t0, expiresAt: 1 });
     }
     queries.length = 0;
-    expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 0 });
+    expect(openCounts(await ops.openFigures(consumer))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 0 });
     // 3 statuses x every shard, each one Query of one entry: the processed history is not read.
     expect(queries).toEqual(Array.from({ length: 3 * shards }, () => ({ limit: 1, count: false })));
     client.destroy();
@@ -163,21 +163,25 @@ describe('inbox store contract [memory]', () => {
   });
   inboxStoreContract(() => ({
     store: (options) => (options ? new MemoryInboxStore({ ...options, sharing: memory }) : memory),
+    ops: () => new MemoryInboxOps(memory),
     indexed: async (consumer, status) => memory.indexEntries(consumer, status),
     storedKey: async (k) => ((await memory.get(k)) ? recordKey(k) : undefined),
   }));
 });
 
 /**
- * The inbox port's contract: what the state machine relies on from every store, held alike by
- * the DynamoDB adapter on each engine and by the in-memory store the timing tests run on.
+ * The inbox ports' contract: what the state machine relies on from every store, and what the
+ * operator reads of what it wrote, held alike by the DynamoDB adapters on each engine and by the
+ * in-memory ones the timing tests run on.
  */
 function inboxStoreContract(subject: () => ContractSubject): void {
-  let store: InboxStore & InboxPresence;
+  let store: InboxStore;
+  let ops: InboxOps & InboxPresence;
   let consumer: string;
 
   beforeEach(() => {
     store = subject().store();
+    ops = subject().ops();
     // A consumer name per test keeps counts and dead lists independent on the shared table.
     consumer = `c-${randomUUID().slice(0, 8)}`;
   });
@@ -220,7 +224,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const record = fresh();
       const begun = await store.begin(record);
       expect(begun.created).toBe(true);
-      const stored = await store.get(keyOf(record));
+      const stored = await ops.get(keyOf(record));
       expect(stored).toMatchObject({
         status: 'PROCESSING',
         attempts: 1,
@@ -241,7 +245,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const second = await store.begin({ ...first, owner: 'owner-b', payloadHash: 'hash-2', now: t0 + 5 });
       expect(second.created).toBe(false);
       expect(second.record).toMatchObject({ leaseOwner: 'owner-a', payloadHash: 'hash-1', attempts: 1 });
-      expect(await store.get(keyOf(first))).toEqual(second.record);
+      expect(await ops.get(keyOf(first))).toEqual(second.record);
     });
 
     it('leaves a finished record finished: status, TTL and owner stay', async () => {
@@ -250,7 +254,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.complete(keyOf(record), 'owner-a', { now: t0 + 1, expiresAt: 1_900_000_000 });
       const again = await store.begin({ ...record, owner: 'owner-b', now: t0 + 2 });
       expect(again).toMatchObject({ created: false, record: { status: 'PROCESSED' } });
-      expect(await store.get(keyOf(record))).toMatchObject({
+      expect(await ops.get(keyOf(record))).toMatchObject({
         status: 'PROCESSED',
         leaseOwner: 'owner-a',
         expiresAt: 1_900_000_000,
@@ -261,7 +265,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const small = subject().store({ maxStoredEventBytes: 100 });
       const record = fresh({ event: { padding: 'x'.repeat(500) } });
       await small.begin(record);
-      const stored = await small.get(keyOf(record));
+      const stored = await ops.get(keyOf(record));
       expect(typeof stored?.event).toBe('string');
       expect(String(stored?.event)).toHaveLength(100);
     });
@@ -374,7 +378,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.begin(record);
       const k = keyOf(record);
       await store.renew(k, 'owner-a', t0 + 99_000, t0 + 1);
-      expect((await store.get(k))?.leaseUntil).toBe(t0 + 99_000);
+      expect((await ops.get(k))?.leaseUntil).toBe(t0 + 99_000);
       await expect(store.renew(k, 'owner-b', t0 + 1, t0 + 1)).rejects.toBeInstanceOf(InboxFencedOutError);
       await expect(store.complete(k, 'owner-b', { now: t0, expiresAt: 1 })).rejects.toBeInstanceOf(
         InboxFencedOutError,
@@ -386,7 +390,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         details: { operation: 'fail', owner: 'owner-b' },
       });
       await store.complete(k, 'owner-a', { now: t0 + 2, expiresAt: 1_900_000_000 });
-      expect(await store.get(k)).toMatchObject({
+      expect(await ops.get(k)).toMatchObject({
         status: 'PROCESSED',
         updatedAt: t0 + 2,
         expiresAt: 1_900_000_000,
@@ -406,7 +410,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         kind: 'permanent',
         permanentFailures: 1,
       });
-      expect(await store.get(keyOf(record))).toMatchObject({
+      expect(await ops.get(keyOf(record))).toMatchObject({
         status: 'FAILED',
         lastError: 'Error: down',
         nextAttemptAt: t0 + 2_000,
@@ -433,7 +437,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         { status: 'PROCESSING', leaseOwner: 'owner-a' },
         { now: t0 + 1, reason: 'max attempts', expiresAt: 1_900_000_000 },
       );
-      expect(await store.get(k)).toMatchObject({
+      expect(await ops.get(k)).toMatchObject({
         status: 'DEAD',
         lastError: 'max attempts',
         expiresAt: 1_900_000_000,
@@ -460,14 +464,14 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await expect(store.complete(k, 'owner-a', { now: t0 + 3, expiresAt: 1 })).rejects.toBeInstanceOf(
         InboxFencedOutError,
       );
-      expect(await store.get(k)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'owner-b' });
+      expect(await ops.get(k)).toMatchObject({ status: 'PROCESSED', attempts: 2, leaseOwner: 'owner-b' });
 
       const doomed = fresh();
       await store.begin(doomed);
       const death = { now: t0 + 1, reason: 'r', expiresAt: 1_900_000_000 };
       await store.markDead(keyOf(doomed), { status: 'PROCESSING', leaseOwner: 'owner-a' }, death);
       await store.markDead(keyOf(doomed), { status: 'PROCESSING', leaseOwner: 'owner-a' }, death);
-      expect((await store.get(keyOf(doomed)))?.status).toBe('DEAD');
+      expect((await ops.get(keyOf(doomed)))?.status).toBe('DEAD');
     });
   });
 
@@ -486,7 +490,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
           leaseLapsedBy: t0 + 5_000,
         }),
       ).rejects.toBeInstanceOf(InboxFencedOutError);
-      expect((await store.get(k))?.status).toBe('PROCESSING');
+      expect((await ops.get(k))?.status).toBe('PROCESSING');
 
       await store.markDead(k, expected, {
         now: t0 + 11_000,
@@ -494,7 +498,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         expiresAt: 5,
         leaseLapsedBy: t0 + 11_000,
       });
-      expect((await store.get(k))?.status).toBe('DEAD');
+      expect((await ops.get(k))?.status).toBe('DEAD');
     });
   });
 
@@ -502,7 +506,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
     it('records DEAD once; a second recording of the same poison is RECORD_EXISTS', async () => {
       const record = poison();
       await store.recordPoison(record);
-      expect(await store.get(keyOf(record))).toMatchObject({
+      expect(await ops.get(keyOf(record))).toMatchObject({
         status: 'DEAD',
         poison: true,
         lastError: record.reason,
@@ -515,9 +519,9 @@ function inboxStoreContract(subject: () => ContractSubject): void {
     it('overwrites a redriven poison record back to DEAD', async () => {
       const record = poison();
       await store.recordPoison(record);
-      await store.redrive(keyOf(record), t0 + 1);
+      await ops.redrive(keyOf(record), t0 + 1);
       await store.recordPoison({ ...record, now: t0 + 2 });
-      expect(await store.get(keyOf(record))).toMatchObject({ status: 'DEAD', updatedAt: t0 + 2 });
+      expect(await ops.get(keyOf(record))).toMatchObject({ status: 'DEAD', updatedAt: t0 + 2 });
     });
   });
 
@@ -579,7 +583,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         { now: t0 + 40_000, reason: 'r', expiresAt: 1 },
       );
       expect(await times('DEAD')).toEqual([[c.eventId, t0 + 40_000]]);
-      await store.redrive(keyOf(c), t0 + 50_000);
+      await ops.redrive(keyOf(c), t0 + 50_000);
       expect(await times('FAILED')).toEqual([
         [a.eventId, t0 + 300],
         [c.eventId, t0 + 50_000],
@@ -604,7 +608,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.complete(keyOf(doneOne), 'owner-a', { now: t0, expiresAt: 1 });
       await store.recordPoison(poison());
       await store.begin(fresh({ consumer: `${consumer}-other` }));
-      expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 8, FAILED: 1, DEAD: 2 });
+      expect(openCounts(await ops.openFigures(consumer))).toEqual({ PROCESSING: 8, FAILED: 1, DEAD: 2 });
     });
 
     it('counts open records from the sparse index: a processed record leaves it, a duplicate begin does not bring it back', async () => {
@@ -622,14 +626,14 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       await store.begin(fresh({ consumer: `${consumer}-other` }));
       // The duplicate delivery of the processed record finds it and changes nothing.
       expect((await store.begin({ ...done, owner: 'owner-b' })).created).toBe(false);
-      expect(openCounts(await store.openFigures(consumer))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
+      expect(openCounts(await ops.openFigures(consumer))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       expect((await subject().indexed(consumer, 'PROCESSING')).map((e) => e.eventId)).toEqual([
         records[3]?.eventId,
       ]);
     });
 
     it('reads the time the oldest record of each status ages from, across shards and pages: lease start, first attempt, death', async () => {
-      expect(await store.openFigures(consumer)).toEqual({
+      expect(await ops.openFigures(consumer)).toEqual({
         PROCESSING: { count: 0, oldestSince: null },
         FAILED: { count: 0, oldestSince: null },
         DEAD: { count: 0, oldestSince: null },
@@ -663,7 +667,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         { now: t0 + 7_000, reason: 'r', expiresAt: 1 },
       );
       await store.begin(fresh({ consumer: `${consumer}-other`, now: t0 }));
-      expect(await store.openFigures(consumer)).toEqual({
+      expect(await ops.openFigures(consumer)).toEqual({
         PROCESSING: { count: 8, oldestSince: t0 + 10 },
         FAILED: { count: 2, oldestSince: failA.now },
         DEAD: { count: 1, oldestSince: t0 + 7_000 },
@@ -675,7 +679,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         { status: 'PROCESSING', leaseOwner: 'owner-a' },
         { owner: 'owner-b', leaseUntil: t0 + 99_000, now: oldest.leaseUntil + 1 },
       );
-      expect((await store.openFigures(consumer)).PROCESSING).toEqual({ count: 8, oldestSince: t0 + 20 });
+      expect((await ops.openFigures(consumer)).PROCESSING).toEqual({ count: 8, oldestSince: t0 + 20 });
     });
 
     it('tells which records exist, of any consumer and in any state, and nothing of those that do not', async () => {
@@ -692,22 +696,22 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       // More keys than one request takes (100), most of them absent, one asked twice.
       const absent = Array.from({ length: 230 }, () => ({ consumer, eventId: randomUUID() }));
       const asked = [keyOf(open), ...absent, keyOf(done), keyOf(dead), keyOf(other), keyOf(open)];
-      expect([...(await store.present(asked))].sort()).toEqual(
+      expect([...(await ops.present(asked))].sort()).toEqual(
         [open, done, dead, other].map((r) => `${r.consumer}#${r.eventId}`).sort(),
       );
-      expect((await store.present([])).size).toBe(0);
+      expect((await ops.present([])).size).toBe(0);
     });
 
     it('lists DEAD records page by page with their events, and the cursor resumes exactly', async () => {
       const dead = Array.from({ length: 5 }, (_, i) => poison({ eventId: `dead-${i}`, event: { n: i } }));
       for (const r of dead) await store.recordPoison(r);
       for (let i = 0; i < 4; i++) await store.begin(fresh({ eventId: `live-${i}` }));
-      const first = await store.listDead(consumer, { limit: 2 });
+      const first = await ops.listDead(consumer, { limit: 2 });
       expect(first.records.map((r) => r.eventId)).toEqual(['dead-0', 'dead-1']);
       expect(first.records[1]?.event).toEqual({ n: 1 });
-      const second = await store.listDead(consumer, { limit: 2, cursor: first.cursor });
+      const second = await ops.listDead(consumer, { limit: 2, cursor: first.cursor });
       expect(second.records.map((r) => r.eventId)).toEqual(['dead-2', 'dead-3']);
-      const last = await store.listDead(consumer, { limit: 2, cursor: second.cursor });
+      const last = await ops.listDead(consumer, { limit: 2, cursor: second.cursor });
       expect(last.records.map((r) => r.eventId)).toEqual(['dead-4']);
       expect(last.cursor).toBeUndefined();
     });
@@ -728,7 +732,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const page = await store.listDead(consumer, { limit: 3, cursor });
+        const page = await ops.listDead(consumer, { limit: 3, cursor });
         expect(page.records.length).toBeLessThanOrEqual(3);
         for (const r of page.records) expect(r.event).toEqual({ d: r.eventId });
         seen.push(...page.records.map((r) => r.eventId));
@@ -751,7 +755,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const seen: string[] = [];
       let cursor: string | undefined;
       do {
-        const page = await store.listDead(consumer, { limit: 8, cursor });
+        const page = await ops.listDead(consumer, { limit: 8, cursor });
         seen.push(...page.records.map((r) => r.eventId));
         cursor = page.cursor;
       } while (cursor);
@@ -785,7 +789,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         { status: 'PROCESSING', leaseOwner: 'owner-a' },
         { now: t0, reason: 'max attempts', expiresAt: 1_900_000_000 },
       );
-      const redriven = await store.redrive(k, t0 + 10);
+      const redriven = await ops.redrive(k, t0 + 10);
       expect(redriven).toMatchObject({
         status: 'FAILED',
         attempts: 0,
@@ -809,8 +813,8 @@ function inboxStoreContract(subject: () => ContractSubject): void {
     it('redrive refuses a record that is not DEAD, or is not there', async () => {
       const record = fresh();
       await store.begin(record);
-      await expect(store.redrive(keyOf(record), t0)).rejects.toBeInstanceOf(InboxNotDeadError);
-      await expect(store.redrive({ consumer, eventId: 'nope' }, t0)).rejects.toBeInstanceOf(
+      await expect(ops.redrive(keyOf(record), t0)).rejects.toBeInstanceOf(InboxNotDeadError);
+      await expect(ops.redrive({ consumer, eventId: 'nope' }, t0)).rejects.toBeInstanceOf(
         InboxRecordNotFoundError,
       );
     });

@@ -4,8 +4,9 @@ import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repairOpenIndex } from '../../infra/local/open-index-repair';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
-import { DynamoInboxStore, inboxTableSchema, openKey } from '../../shared/inbox/dynamo-inbox-store';
-import { openCounts } from '../../shared/inbox/inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { inboxTableSchema, openKey } from '../../shared/inbox/dynamo-inbox-table';
+import { openCounts } from '../../shared/inbox/inbox-ops';
 
 const require = createRequire(import.meta.url);
 
@@ -42,7 +43,7 @@ describe('repairOpenIndex', () => {
   };
   let store: DynaliteStore;
   let client: DynamoDBClient;
-  let inbox: DynamoInboxStore;
+  let inbox: DynamoInboxOps;
 
   beforeAll(async () => {
     // Captures the store dynalite makes: its module calls `db.create` through the exports object.
@@ -65,7 +66,7 @@ describe('repairOpenIndex', () => {
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     });
     await ensureTables(client, tables, { openIndexShards: shards });
-    inbox = new DynamoInboxStore(client, { tableName: tables.inboxTable, openIndexShards: shards });
+    inbox = new DynamoInboxOps(client, { tableName: tables.inboxTable, openIndexShards: shards });
   });
 
   afterAll(async () => {

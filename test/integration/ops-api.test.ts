@@ -8,9 +8,10 @@ import { PgSqlClient } from '../../shared/db/pg-client';
 import { type SqlClient, sqlParam } from '../../shared/db/sql-client';
 import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
-import type { InboxStore } from '../../shared/inbox/inbox-store';
+import type { InboxOps } from '../../shared/inbox/inbox-ops';
 import { createOpsApi, type OpsApiDeps, opsApiRoutes } from '../../shared/ops/ops-api';
 import type {
   ConsumerRedelivery,
@@ -54,6 +55,7 @@ describeEachEngine('ops API', (fixture) => {
   let owner: SqlClient;
   let asOps: SqlClient;
   let inbox: DynamoInboxStore;
+  let inboxOps: DynamoInboxOps;
   let deadLetters: MemoryDeadLetters;
   let redelivered: { consumer: ConsumerName; event: unknown }[];
   let nudges: number;
@@ -73,6 +75,7 @@ describeEachEngine('ops API', (fixture) => {
     await owner.query('DELETE FROM outbox');
     await owner.query('DELETE FROM tasks');
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
     deadLetters = new MemoryDeadLetters();
     redelivered = [];
     nudges = 0;
@@ -84,7 +87,8 @@ describeEachEngine('ops API', (fixture) => {
     };
     return createOpsApi({
       db: asOps,
-      inbox,
+      inbox: inboxOps,
+      inboxStore: inbox,
       deadLetters,
       redelivery,
       health,
@@ -171,7 +175,7 @@ describeEachEngine('ops API', (fixture) => {
     const down = (what: string) => async () => {
       throw new Error(`connect ECONNREFUSED 127.0.0.1:1 (${what})`);
     };
-    const failingInbox = new Proxy(inbox, {
+    const failingInbox = new Proxy(inboxOps, {
       get: (target, name, receiver) =>
         name === 'openFigures' ? down('inbox') : Reflect.get(target, name, receiver),
     });
@@ -241,7 +245,7 @@ describeEachEngine('ops API', (fixture) => {
     try {
       return await runDeliveryAudit({
         store: new DeliveryAuditStore(asAudit),
-        inbox,
+        inbox: inboxOps,
         bus: { account: '123456789012', region: 'us-east-1' },
       });
     } finally {
@@ -394,7 +398,7 @@ describeEachEngine('ops API', (fixture) => {
       body: { redriven: 0, complete: false },
     });
     for (const eventId of ids) {
-      expect(await inbox.get({ consumer: 'archive', eventId })).toMatchObject({ status: 'DEAD' });
+      expect(await inboxOps.get({ consumer: 'archive', eventId })).toMatchObject({ status: 'DEAD' });
     }
     expect(await call('POST', '/ops/inbox/archive/dead/redrive', { all: true })).toMatchObject({
       body: { redriven: 2, complete: true },
@@ -409,7 +413,10 @@ describeEachEngine('ops API', (fixture) => {
       body: { redriven: 1 },
     });
     expect(redelivered).toEqual([{ consumer: 'index', event }]);
-    expect(await inbox.get({ consumer: 'index', eventId })).toMatchObject({ status: 'FAILED', attempts: 0 });
+    expect(await inboxOps.get({ consumer: 'index', eventId })).toMatchObject({
+      status: 'FAILED',
+      attempts: 0,
+    });
     expect((await call('POST', '/ops/inbox/index/dead/redrive', { eventId })).status).toBe(404);
   });
 
@@ -427,7 +434,7 @@ describeEachEngine('ops API', (fixture) => {
       { redelivery: failing },
     );
     expect(status).toBe(500);
-    expect(await inbox.get({ consumer: 'archive', eventId })).toMatchObject({
+    expect(await inboxOps.get({ consumer: 'archive', eventId })).toMatchObject({
       status: 'DEAD',
       lastError: expect.stringContaining('Lambda throttled the invoke'),
     });
@@ -435,7 +442,7 @@ describeEachEngine('ops API', (fixture) => {
 
   it('answers 500, never 404, when the inbox store fails during a redrive', async () => {
     const eventId = await deadRecord('notify');
-    const broken: InboxStore = Object.assign(Object.create(inbox) as InboxStore, {
+    const broken: InboxOps = Object.assign(Object.create(inboxOps) as InboxOps, {
       redrive: async () => {
         throw new InboxError('STORE_ERROR', 'DynamoDB is throttling', {});
       },
@@ -488,7 +495,7 @@ describeEachEngine('ops API', (fixture) => {
     const eventId = await deadRecord('index', { huge: 'x'.repeat(70 * 1024) });
     const { status } = await call('POST', '/ops/inbox/index/dead/redrive', { eventId });
     expect(status).toBe(409);
-    expect(await inbox.get({ consumer: 'index', eventId })).toMatchObject({ status: 'DEAD' });
+    expect(await inboxOps.get({ consumer: 'index', eventId })).toMatchObject({ status: 'DEAD' });
   });
 
   it('redrives dead letters by event id (and consumer), or all; 404 for an unknown one', async () => {

@@ -22,6 +22,7 @@ import { startDynalite } from '../../infra/local/dynamo';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import { toProxyEvent } from '../../shared/http/proxy-event';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { type ConsumerName, type RuleSpec, topology } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
@@ -302,7 +303,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     cleanups.push(() => standins.close());
     queueUrl = (name) => standins.sqs.queueUrl(name);
     const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
-    const inboxStore = new DynamoInboxStore(direct, { tableName: inboxTable });
+    const inbox = new DynamoInboxOps(direct, { tableName: inboxTable });
     const lambdaAsync = new AsyncLambda({
       specs,
       configs: asyncInvokeConfigs(resolver, specs),
@@ -313,7 +314,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         const consumer = consumerOf(byName(name).spec);
         const eventId = (event as { detail?: { id?: unknown } } | null)?.detail?.id;
         if (!consumer || typeof eventId !== 'string') return;
-        const record = await inboxStore.get({ consumer, eventId });
+        const record = await inbox.get({ consumer, eventId });
         const until =
           record?.status === 'FAILED'
             ? record.nextAttemptAt
@@ -543,7 +544,8 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   const { step, byService, processes, direct, resolver, standins } = ctx;
   const run = (service: string, event: unknown) => ctx.runFunction(byService(service).name, event);
   const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
-  const inbox = new DynamoInboxStore(direct, { tableName: inboxTable });
+  const inbox = new DynamoInboxOps(direct, { tableName: inboxTable });
+  const inboxStore = new DynamoInboxStore(direct, { tableName: inboxTable });
   const consumers: ConsumerName[] = ctx.specs
     .map((s) => s.environment.CONSUMER_NAME as ConsumerName)
     .filter(Boolean);
@@ -1050,7 +1052,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   await step('redrive a DEAD inbox record: the stored event handed back, processed again', async () => {
     const record = await inbox.get({ consumer: 'index', eventId });
     check(record, 'no index record');
-    await inbox.markDead(
+    await inboxStore.markDead(
       { consumer: 'index', eventId },
       { status: record.status, leaseOwner: record.leaseOwner },
       { now: Date.now(), reason: 'rehearsal', expiresAt: Math.floor(Date.now() / 1000) + 3600 },

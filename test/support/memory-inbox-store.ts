@@ -5,15 +5,12 @@ import {
   openKey,
   openShard,
   openSince,
-  openSinceTime,
   recordKey,
-} from '../../shared/inbox/dynamo-inbox-store';
+} from '../../shared/inbox/dynamo-inbox-table';
 import {
   InboxFencedOutError,
-  InboxNotDeadError,
   InboxRecordChangedError,
   InboxRecordExistsError,
-  InboxRecordNotFoundError,
 } from '../../shared/inbox/errors';
 import type {
   BeginResult,
@@ -21,14 +18,10 @@ import type {
   InboxDeath,
   InboxFailure,
   InboxKey,
-  InboxPage,
-  InboxPresence,
   InboxRecord,
   InboxStatus,
   InboxStore,
   NewInboxRecord,
-  OpenFigure,
-  OpenFigures,
   PoisonRecord,
 } from '../../shared/inbox/inbox-store';
 import { inboxDefaults } from '../../shared/inbox/settings';
@@ -38,7 +31,7 @@ import { inboxDefaults } from '../../shared/inbox/settings';
  * exactly while the record is not `PROCESSED`) and the TTL attribute. The event is kept as the
  * JSON text it is stored as, so a caller's later change to its object never reaches the store.
  */
-interface Item {
+export interface MemoryItem {
   record: Mutable<Omit<InboxRecord, 'event'>>;
   eventJson: string;
   eventTruncated: boolean;
@@ -52,7 +45,7 @@ export interface IndexKeys {
 }
 
 /** The index keys of record `k` in `status` since `at`: the adapter's own key functions. */
-function indexKeys(k: InboxKey, status: OpenStatus, at: number): IndexKeys {
+export function indexKeys(k: InboxKey, status: OpenStatus, at: number): IndexKeys {
   return { openKey: openKey(k.consumer, status, openShard(k.eventId)), openSince: openSince(at, k.eventId) };
 }
 
@@ -61,6 +54,40 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** One entry of the operator's index: its keys and the event id of its record. */
 export interface IndexEntry extends IndexKeys {
   readonly eventId: string;
+}
+
+/**
+ * The table both in-memory adapters work on, as the two DynamoDB adapters share one: the items
+ * by the adapter's partition key, `<consumer>#<eventId>`.
+ */
+export class MemoryInboxTable {
+  private readonly items = new Map<string, MemoryItem>();
+
+  /** The item of record `k`, the stored object itself. */
+  item(k: InboxKey): MemoryItem | undefined {
+    return this.items.get(recordKey(k));
+  }
+
+  /** Whether record `k` has an item. */
+  has(k: InboxKey): boolean {
+    return this.items.has(recordKey(k));
+  }
+
+  /** Stores `item` under its record's key, replacing any item there. */
+  put(item: MemoryItem): void {
+    this.items.set(recordKey(item.record), item);
+  }
+
+  /**
+   * The entries of `<consumer>#<status>#<shard>` for every shard, merged in sort-key order, as
+   * an ops read sees them (a scan of the map is this double's shortcut, not the adapter's way).
+   */
+  indexed(consumer: string, status: OpenStatus): MemoryItem[] {
+    const prefix = `${consumer}#${status}#`;
+    return [...this.items.values()]
+      .filter((item) => item.index?.openKey.startsWith(prefix))
+      .sort((a, b) => byteOrder(a.index?.openSince ?? '', b.index?.openSince ?? ''));
+  }
 }
 
 /** Options of the in-memory store, as the DynamoDB adapter takes them. */
@@ -72,34 +99,35 @@ export interface MemoryInboxStoreOptions {
 }
 
 /**
- * The inbox port in memory, for tests that drive the state machine's timing (heartbeat,
- * backoff, leases, take-over) on fake timers: no I/O, so nothing waits on real time. It keeps
- * the DynamoDB adapter's conditions to the letter (each write is one atomic check-and-set, as a
- * conditional UpdateItem is), its own-write recognition of SDK resends, its sparse index and
- * its TTL attribute, and it passes the same contract suite as dynalite and DynamoDB Local
- * (test/integration/inbox-store-contract.test.ts). Like the adapter it never reads a clock:
- * every time comes from the caller. TTL deletion itself is not simulated (nor is it on the
- * local engines): records past `expiresAt` stay.
+ * The inbox's hot-path port in memory, for tests that drive the state machine's timing
+ * (heartbeat, backoff, leases, take-over) on fake timers: no I/O, so nothing waits on real time.
+ * It keeps the DynamoDB adapter's conditions to the letter (each write is one atomic
+ * check-and-set, as a conditional UpdateItem is), its own-write recognition of SDK resends, its
+ * sparse index and its TTL attribute, and it passes the same contract suite as dynalite and
+ * DynamoDB Local (test/integration/inbox-store-contract.test.ts). Like the adapter it never
+ * reads a clock: every time comes from the caller. TTL deletion itself is not simulated (nor is
+ * it on the local engines): records past `expiresAt` stay. The operator's reads are
+ * `MemoryInboxOps` (memory-inbox-ops.ts), over the same table.
  */
-export class MemoryInboxStore implements InboxStore, InboxPresence {
-  /** By the adapter's partition key, `<consumer>#<eventId>`. */
-  private readonly items: Map<string, Item>;
+export class MemoryInboxStore implements InboxStore {
+  /** The items, shared with `options.sharing` when given. */
+  readonly table: MemoryInboxTable;
   private readonly maxEventBytes: number;
 
   constructor(options: MemoryInboxStoreOptions = {}) {
-    this.items = options.sharing?.items ?? new Map();
+    this.table = options.sharing?.table ?? new MemoryInboxTable();
     this.maxEventBytes = options.maxStoredEventBytes ?? inboxDefaults.maxStoredEventBytes;
   }
 
   async begin(record: NewInboxRecord): Promise<BeginResult> {
-    const existing = this.item(record);
+    const existing = this.table.item(record);
     if (existing) {
       // A resend of this attempt's own begin finds its own lease: it counts as created.
       if (holds(existing, 'PROCESSING', record.owner)) return { created: true, record: decode(existing) };
       return { created: false, record: decode(existing) };
     }
     const stored = this.storedEvent(record.event);
-    const item: Item = {
+    const item: MemoryItem = {
       record: {
         consumer: record.consumer,
         eventId: record.eventId,
@@ -119,7 +147,7 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
       ...stored,
       index: indexKeys(record, 'PROCESSING', record.now),
     };
-    this.put(item);
+    this.table.put(item);
     return { created: true, record: { ...decode(item), event: record.event } };
   }
 
@@ -131,7 +159,7 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
     if (expected.status !== 'PROCESSING' && expected.status !== 'FAILED') {
       throw new TypeError(`only PROCESSING and FAILED records can be taken over, not ${expected.status}`);
     }
-    const item = this.item(k);
+    const item = this.table.item(k);
     const r = item?.record;
     const due =
       expected.status === 'PROCESSING'
@@ -218,8 +246,8 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
   async recordPoison(record: PoisonRecord): Promise<void> {
     // A redriven poison record (FAILED) is overwritten back to DEAD; one already DEAD is a
     // duplicate delivery of the same poison event.
-    if (this.item(record)?.record.status === 'DEAD') throw new InboxRecordExistsError(record);
-    this.put({
+    if (this.table.item(record)?.record.status === 'DEAD') throw new InboxRecordExistsError(record);
+    this.table.put({
       record: {
         consumer: record.consumer,
         eventId: record.eventId,
@@ -245,60 +273,10 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
     });
   }
 
+  /** A record as it is now: how a test looks at what the state machine left (the port itself never reads). */
   async get(k: InboxKey): Promise<InboxRecord | undefined> {
-    const item = this.item(k);
+    const item = this.table.item(k);
     return item ? decode(item) : undefined;
-  }
-
-  async openFigures(consumer: string): Promise<OpenFigures> {
-    const figure = (status: OpenStatus): OpenFigure => {
-      const entries = this.indexed(consumer, status);
-      const oldest = entries[0]?.index?.openSince;
-      return { count: entries.length, oldestSince: oldest === undefined ? null : openSinceTime(oldest) };
-    };
-    return { PROCESSING: figure('PROCESSING'), FAILED: figure('FAILED'), DEAD: figure('DEAD') };
-  }
-
-  async present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>> {
-    return new Set(keys.filter((k) => this.items.has(recordKey(k))).map(recordKey));
-  }
-
-  /** Removes a record, as a person deleting the item by hand (or TTL) would. */
-  delete(k: InboxKey): void {
-    this.items.delete(recordKey(k));
-  }
-
-  async listDead(consumer: string, page: { limit?: number; cursor?: string } = {}): Promise<InboxPage> {
-    const limit = Math.max(1, page.limit ?? 50);
-    const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, consumer);
-    const dead = this.indexed(consumer, 'DEAD').filter(
-      (item) => after === undefined || byteOrder(item.index?.openSince ?? '', after) > 0,
-    );
-    const shown = dead.slice(0, limit);
-    const last = shown.at(-1)?.index?.openSince;
-    const records = shown.map(decode);
-    return dead.length > limit && last ? { records, cursor: encodeCursor(consumer, last) } : { records };
-  }
-
-  async redrive(k: InboxKey, now: number): Promise<InboxRecord> {
-    const item = this.item(k);
-    if (!item) throw new InboxRecordNotFoundError(k);
-    if (item.record.status !== 'DEAD') throw new InboxNotDeadError(k, item.record.status);
-    this.update(item, {
-      status: 'FAILED',
-      attempts: 0,
-      nextAttemptAt: 0,
-      firstAttemptAt: now,
-      permanentFailures: 0,
-      leaseOwner: `redrive/${randomUUID()}`,
-      leaseUntil: 0,
-      updatedAt: now,
-      lastError: `redriven at ${new Date(now).toISOString()}`,
-    });
-    delete item.record.expiresAt;
-    delete item.record.lastFailure;
-    item.index = indexKeys(k, 'FAILED', now);
-    return decode(item);
   }
 
   /**
@@ -306,7 +284,7 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
    * what Queries of those key values return on DynamoDB (the contract compares the two).
    */
   indexEntries(consumer: string, status: OpenStatus): IndexEntry[] {
-    return this.indexed(consumer, status).map((item) => ({
+    return this.table.indexed(consumer, status).map((item) => ({
       eventId: item.record.eventId,
       ...(item.index as IndexKeys),
     }));
@@ -321,10 +299,14 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
     operation: string,
     k: InboxKey,
     owner: string,
-    write: (item: Item) => void,
-    options: { landed?: InboxStatus; status?: InboxStatus; also?: (record: Item['record']) => boolean } = {},
+    write: (item: MemoryItem) => void,
+    options: {
+      landed?: InboxStatus;
+      status?: InboxStatus;
+      also?: (record: MemoryItem['record']) => boolean;
+    } = {},
   ): void {
-    const item = this.item(k);
+    const item = this.table.item(k);
     const r = item?.record;
     const allowed =
       r !== undefined &&
@@ -339,27 +321,8 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
     throw new InboxFencedOutError(k, owner, operation);
   }
 
-  private update(item: Item, changes: Partial<Item['record']>): void {
+  private update(item: MemoryItem, changes: Partial<MemoryItem['record']>): void {
     Object.assign(item.record, changes);
-  }
-
-  private item(k: InboxKey): Item | undefined {
-    return this.items.get(recordKey(k));
-  }
-
-  private put(item: Item): void {
-    this.items.set(recordKey(item.record), item);
-  }
-
-  /**
-   * The entries of `<consumer>#<status>#<shard>` for every shard, merged in sort-key order, as
-   * an ops read sees them (a scan of the map is this double's shortcut, not the adapter's way).
-   */
-  private indexed(consumer: string, status: OpenStatus): Item[] {
-    const prefix = `${consumer}#${status}#`;
-    return [...this.items.values()]
-      .filter((item) => item.index?.openKey.startsWith(prefix))
-      .sort((a, b) => byteOrder(a.index?.openSince ?? '', b.index?.openSince ?? ''));
   }
 
   private storedEvent(event: unknown): { eventJson: string; eventTruncated: boolean } {
@@ -373,31 +336,17 @@ export class MemoryInboxStore implements InboxStore, InboxPresence {
 }
 
 /** A copy of the item's record: callers never hold the stored object. */
-function decode(item: Item): InboxRecord {
+export function decode(item: MemoryItem): InboxRecord {
   const event: unknown = item.eventTruncated ? item.eventJson : JSON.parse(item.eventJson);
   return { ...structuredClone(item.record), event };
 }
 
 /** True when `item` is in `status` under `owner`: what this attempt's own landed write left. */
-function holds(item: Item, status: InboxStatus, owner: string): boolean {
+function holds(item: MemoryItem, status: InboxStatus, owner: string): boolean {
   return item.record.status === status && item.record.leaseOwner === owner;
 }
 
 /** DynamoDB orders string sort keys by their UTF-8 bytes. */
-function byteOrder(a: string, b: string): number {
+export function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
-
-function encodeCursor(consumer: string, after: string): string {
-  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
-}
-
-/** The sort key a cursor resumes after; a cursor of another consumer is refused, as the adapter does. */
-function decodeCursor(cursor: string, consumer: string): string {
-  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
-    c?: unknown;
-    a?: unknown;
-  };
-  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
-  return parsed.a;
 }

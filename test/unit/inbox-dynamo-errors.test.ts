@@ -2,7 +2,8 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore, openShard } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { openShard } from '../../shared/inbox/dynamo-inbox-table';
 import {
   InboxError,
   InboxFencedOutError,

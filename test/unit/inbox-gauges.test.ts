@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { consumerDimension, inboxGaugeMetricNames } from '../../shared/consumers/contract';
 import { emitInboxGauges, inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
-import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-store';
+import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-ops';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { ConsumerName } from '../../shared/topology';
 

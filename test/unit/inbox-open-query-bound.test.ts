@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { topology } from '../../shared/topology';
 
 const dynamo = mockClient(DynamoDBDocumentClient);
@@ -50,7 +50,7 @@ describe("the operator's index reads: a bounded number of Queries in flight", ()
 
   it('three consumers read at once (the gauges) never have more than 16 Queries in flight', async () => {
     const queries = holdQueries();
-    const store = new DynamoInboxStore(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
+    const store = new DynamoInboxOps(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
       tableName: 'inbox',
     });
     const figures = await queries.drain(
@@ -65,14 +65,14 @@ describe("the operator's index reads: a bounded number of Queries in flight", ()
 
   it('the bound is an option', async () => {
     const queries = holdQueries();
-    const store = new DynamoInboxStore(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
+    const store = new DynamoInboxOps(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
       tableName: 'inbox',
       openQueryConcurrency: 3,
     });
     await queries.drain(store.openFigures('index'));
     expect(queries.most()).toBe(3);
     expect(
-      () => new DynamoInboxStore(new DynamoDBClient({}), { tableName: 'inbox', openQueryConcurrency: 0 }),
+      () => new DynamoInboxOps(new DynamoDBClient({}), { tableName: 'inbox', openQueryConcurrency: 0 }),
     ).toThrow(/concurrency/);
   });
 });

@@ -10,7 +10,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { inboxTableSchema } from '../../../shared/inbox/dynamo-inbox-store';
+import { inboxTableSchema } from '../../../shared/inbox/dynamo-inbox-table';
 
 export interface InboxTableProps {
   readonly removalPolicy: RemovalPolicy;
