@@ -189,7 +189,7 @@ export interface TaskTrace {
 /** What the ops routes' handlers use, built once per API by {@link createOpsApi}. */
 export interface OpsRouteDeps {
   readonly db: SqlClient;
-  readonly inbox: InboxStore;
+  readonly inbox: InboxOps;
   readonly outbox: OutboxStore;
   readonly deadLetters: DeadLetterStore;
   status(): Promise<OpsStatus>;
