@@ -7,6 +7,8 @@ import {
   DynamoInboxTable,
   type DynamoInboxTableOptions,
   decode,
+  decodeCursor,
+  encodeCursor,
   type InboxItem,
   inboxTableSchema,
   indexValues,
@@ -310,18 +312,4 @@ const batchGetRounds = 8;
 /** DynamoDB orders string keys by their UTF-8 bytes. */
 function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
-
-function encodeCursor(consumer: string, after: string): string {
-  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
-}
-
-/** The index sort key a page resumes after; a cursor of another consumer is refused. */
-function decodeCursor(cursor: string, consumer: string): string {
-  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
-    c?: unknown;
-    a?: unknown;
-  };
-  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
-  return parsed.a;
 }

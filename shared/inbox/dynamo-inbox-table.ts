@@ -327,3 +327,18 @@ export function decode(item: InboxItem): InboxRecord {
     ...(st.poison ? { poison: true, cloudEventId: st.cloudEventId ?? null } : {}),
   };
 }
+
+/** A dead-list page's cursor: the consumer and the index sort key the next page resumes after. */
+export function encodeCursor(consumer: string, after: string): string {
+  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
+}
+
+/** The index sort key a page resumes after; a cursor of another consumer is refused. */
+export function decodeCursor(cursor: string, consumer: string): string {
+  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+    c?: unknown;
+    a?: unknown;
+  };
+  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
+  return parsed.a;
+}

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type OpenStatus, openSinceTime, recordKey } from '../../shared/inbox/dynamo-inbox-table';
+import {
+  decodeCursor,
+  encodeCursor,
+  type OpenStatus,
+  openSinceTime,
+  recordKey,
+} from '../../shared/inbox/dynamo-inbox-table';
 import { InboxNotDeadError, InboxRecordNotFoundError } from '../../shared/inbox/errors';
 import type {
   InboxOps,
@@ -80,18 +86,4 @@ export class MemoryInboxOps implements InboxOps, InboxPresence {
     item.index = indexKeys(k, 'FAILED', now);
     return decode(item);
   }
-}
-
-function encodeCursor(consumer: string, after: string): string {
-  return Buffer.from(JSON.stringify({ c: consumer, a: after })).toString('base64url');
-}
-
-/** The sort key a cursor resumes after; a cursor of another consumer is refused, as the adapter does. */
-function decodeCursor(cursor: string, consumer: string): string {
-  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
-    c?: unknown;
-    a?: unknown;
-  };
-  if (parsed.c !== consumer || typeof parsed.a !== 'string') throw new TypeError('invalid inbox cursor');
-  return parsed.a;
 }
