@@ -1,6 +1,6 @@
 import { consumers as registry } from '../functions/consumers/registry';
 import type { ConsumerDefinition, ConsumerPolicy } from './consumers/define-consumer';
-import { allEventTypes, eventTypes, ruleNameOf } from './events/event-types';
+import { allEventTypes, eventSource, eventTypes, ruleNameOf } from './events/event-types';
 
 /**
  * The one description of the pipeline. `infra/aws` (CDK) and `infra/local` (the embedded
@@ -27,7 +27,7 @@ export { type EventType, eventTypes } from './events/event-types';
 /** A consumer's name: one of the registry's (`functions/consumers/registry.ts`). */
 export type ConsumerName = (typeof registry)[number]['name'];
 
-const source = 'content.pipeline';
+const source = eventSource;
 
 /** Relay settings: how often, how much, how long, and when to give up. */
 export interface RelayConfig {

@@ -6,73 +6,72 @@ import { blankIsUnset, type ConfigField, configError, configFields } from '../en
 import { DynamoInboxStore, type DynamoInboxStoreOptions } from '../inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
-import { type ConsumerName, consumerNames } from '../topology';
+import type { ConsumerName } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
 import { consumerDimension, consumerEnv, consumerServiceName } from './contract';
+import type { ConsumerDefinition } from './define-consumer';
+import { resourceEnvName } from './resources';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** A consumer's settings from its environment, validated. */
 export interface ConsumerConfig {
-  readonly name: ConsumerName;
+  readonly name: string;
   readonly inboxTable: string;
-  /** index only. */
-  readonly indexTable?: string;
-  /** archive only. */
-  readonly archiveBucket?: string;
-  /** notify only. */
-  readonly notifyTopic?: string;
+  /** Each declared table, topic and bucket by its key: the table's name, the topic's ARN, the bucket's name. */
+  readonly resources: Readonly<Record<string, string>>;
 }
 
 const tableName = z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name');
 
-const envSchema = z.object({
-  [consumerEnv.consumerName]: blankIsUnset(z.enum(consumerNames)),
-  [consumerEnv.inboxTable]: blankIsUnset(tableName),
-  [consumerEnv.indexTable]: blankIsUnset(tableName),
-  [consumerEnv.archiveBucket]: blankIsUnset(
-    z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name'),
-  ),
-  [consumerEnv.notifyTopic]: blankIsUnset(
-    z.string().regex(/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}(\.fifo)?$/, 'must be an SNS topic ARN'),
-  ),
-});
-
-/** What each consumer needs besides the inbox table. */
-const requiredBy: Readonly<Record<ConsumerName, string>> = {
-  index: consumerEnv.indexTable,
-  notify: consumerEnv.notifyTopic,
-  archive: consumerEnv.archiveBucket,
-};
+/** What each kind's variable must hold. */
+const resourceValue = {
+  table: tableName,
+  topic: z
+    .string()
+    .regex(/^arn:aws[\w-]*:sns:[\w-]+:\d{12}:[\w-]{1,256}(\.fifo)?$/, 'must be an SNS topic ARN'),
+  bucket: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name'),
+} as const;
 
 /**
- * Parses and validates consumer `name`'s environment (contract.ts names). Throws PipelineError
- * CONFIG listing every problem, so a bad deploy fails on cold start: the inbox table always,
- * and the table, topic or bucket its effect writes to. CONSUMER_NAME, when set, must be `name`.
+ * Parses and validates `consumer`'s environment: its name (CONSUMER_NAME, when set, must be
+ * its own), the inbox table, and the variable of each table, topic and bucket it declares
+ * (`resourceEnvName`). Throws PipelineError CONFIG listing every problem, so a bad deploy fails
+ * on cold start. A database resource is reached through the function's database settings
+ * (`shared/config.ts`), checked where they are read.
  */
-export function parseConsumerConfig(name: ConsumerName, env: Env = process.env): ConsumerConfig {
-  const parsed = envSchema.safeParse(env);
+export function parseConsumerConfig(
+  consumer: Pick<ConsumerDefinition, 'name' | 'resources'>,
+  env: Env = process.env,
+): ConsumerConfig {
+  const resources = Object.entries(consumer.resources).flatMap(([key, spec]) =>
+    spec.kind === 'database' ? [] : [{ key, variable: resourceEnvName(key, spec.kind), kind: spec.kind }],
+  );
+  const schema = z.object({
+    [consumerEnv.consumerName]: blankIsUnset(z.string()),
+    [consumerEnv.inboxTable]: blankIsUnset(tableName),
+    ...Object.fromEntries(resources.map((r) => [r.variable, blankIsUnset(resourceValue[r.kind])])),
+  });
+  const parsed = schema.safeParse(env);
   const problems: ConfigField[] = parsed.success ? [] : configFields(parsed.error);
   const e = (parsed.success ? parsed.data : {}) as Record<string, string | undefined>;
   const declared = e[consumerEnv.consumerName];
-  if (declared !== undefined && declared !== name) {
+  if (declared !== undefined && declared !== consumer.name) {
     problems.push({
       path: consumerEnv.consumerName,
-      message: `is ${declared}, but this is the ${name} consumer`,
+      message: `is ${declared}, but this is the ${consumer.name} consumer`,
     });
   }
   if (parsed.success) {
-    for (const variable of [consumerEnv.inboxTable, requiredBy[name]]) {
+    for (const variable of [consumerEnv.inboxTable, ...resources.map((r) => r.variable)]) {
       if (e[variable] === undefined) problems.push({ path: variable, message: 'required' });
     }
   }
-  if (problems.length > 0) throw configError(`${name} consumer configuration`, problems);
+  if (problems.length > 0) throw configError(`${consumer.name} consumer configuration`, problems);
   return {
-    name,
+    name: consumer.name,
     inboxTable: e[consumerEnv.inboxTable] as string,
-    indexTable: e[consumerEnv.indexTable],
-    archiveBucket: e[consumerEnv.archiveBucket],
-    notifyTopic: e[consumerEnv.notifyTopic],
+    resources: Object.fromEntries(resources.map((r) => [r.key, e[r.variable] as string])),
   };
 }
 

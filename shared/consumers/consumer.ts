@@ -5,7 +5,6 @@ import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { EventBridgeEvent } from 'aws-lambda';
-import type { ConsumerEffect, EffectResult } from '../effects/effect';
 import { isInboxError } from '../inbox/errors';
 import type { InboxStore } from '../inbox/inbox-store';
 import { type ProcessOutcome, poisonKey, processOnce, recordPoison } from '../inbox/process-once';
@@ -13,6 +12,7 @@ import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
 import type { ConsumerName } from '../topology';
 import { consumerDimension, consumerMetricNames } from './contract';
 import { readDelivery, type ValidDelivery } from './delivery';
+import type { ConsumerEffect, EffectResult } from './effect';
 
 /** The part of Lambda's context a consumer reads; the local runtime passes a look-alike. */
 export interface ConsumerContext {

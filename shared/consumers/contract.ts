@@ -6,16 +6,11 @@
 
 /** Environment variables of the consumer functions. */
 export const consumerEnv = {
-  /** Always set: which consumer this function is (`index`, `notify`, `archive`). */
+  /** Always set: which consumer of the registry this function is. */
   consumerName: 'CONSUMER_NAME',
   /** DynamoDB inbox table, key (consumer, eventId). */
   inboxTable: 'INBOX_TABLE_NAME',
-  /** DynamoDB content-index table (index consumer). */
-  indexTable: 'CONTENT_INDEX_TABLE_NAME',
-  /** S3 bucket of task snapshots (archive consumer). */
-  archiveBucket: 'ARCHIVE_BUCKET_NAME',
-  /** SNS topic notifications go to (notify consumer). */
-  notifyTopic: 'NOTIFY_TOPIC_ARN',
+  // Each declared table, topic and bucket has a variable of its own: `resourceEnvName` (./resources.ts).
 } as const;
 
 /** The CloudWatch dimension that tells consumers' metrics apart. */

@@ -1,4 +1,6 @@
 import { allEventTypes, type EventType } from '../events/event-types';
+import type { ConsumerEffect, EffectResult } from './effect';
+import { type Ports, type ResourceSpecs, resourceKeyPattern } from './resources';
 
 /**
  * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
@@ -42,8 +44,29 @@ export const defaultConsumerPolicy: Omit<ConsumerPolicy, 'description'> = {
   deadLetterRetentionSeconds: 14 * 24 * 3600,
 };
 
+/**
+ * A figure of what a consumer's effect did (`index documents`), shown by the ops API, the CLI
+ * and the dashboard. The local runtime keeps it as a counter that each effect result moves by
+ * `delta`, and counts it again from `counts` after an unclean stop; on AWS it is not counted
+ * (the stores would have to be scanned).
+ */
+export interface EffectCounterSpec<R extends ResourceSpecs = ResourceSpecs> {
+  /** What the CLI and the dashboard call it. */
+  readonly label: string;
+  /** What one effect result adds to it (0 for a stale write or a duplicate; may be negative). */
+  readonly delta: (result: EffectResult) => number;
+  /**
+   * Where it is counted again: the items of a table (those whose attributes equal `where`), the
+   * objects of a bucket, or the messages of a topic.
+   */
+  readonly counts: {
+    readonly resource: keyof R & string;
+    readonly where?: Readonly<Record<string, string>>;
+  };
+}
+
 /** A consumer as its folder declares it (`functions/consumers/<name>/consumer.ts`). */
-export interface ConsumerSpec<N extends string> {
+export interface ConsumerSpec<N extends string, R extends ResourceSpecs> {
   /** Its name: lowercase letters, digits and dashes, a letter first (it names its function, queues, alarms and inbox records). */
   readonly name: N;
   /** One line: what its effect does. */
@@ -52,22 +75,39 @@ export interface ConsumerSpec<N extends string> {
   readonly subscribes: readonly EventType[];
   /** What it changes of `defaultConsumerPolicy`. */
   readonly policy?: Partial<Omit<ConsumerPolicy, 'description'>>;
+  /**
+   * Its folder, `new URL('.', import.meta.url)`: where each runtime finds the rest of the
+   * plug-in, `effect.ts` (exports `effect`, built from the ports of `resources`) and
+   * `handler.ts` (exports the Lambda `handler`).
+   */
+  readonly folder: URL;
+  /** What its effect writes to or reads from, by key (`shared/consumers/resources.ts`). */
+  readonly resources?: R;
+  /** Figures of what its effect did, by the name the ops API's `effects` gives them. */
+  readonly counters?: Readonly<Record<string, EffectCounterSpec<R>>>;
 }
 
 /** A consumer of the registry: its spec, checked, with its whole policy. */
-export interface ConsumerDefinition<N extends string = string> {
+export interface ConsumerDefinition<N extends string = string, R extends ResourceSpecs = ResourceSpecs> {
   readonly name: N;
   readonly description: string;
   readonly subscribes: readonly EventType[];
   readonly policy: ConsumerPolicy;
+  readonly folder: URL;
+  readonly resources: R;
+  /** Its counters, each naming one of its resources (checked by `defineConsumer`). */
+  readonly counters: Readonly<Record<string, EffectCounterSpec>>;
 }
 
 /**
  * Declares a consumer. Throws on a spec no realization could build (a name that cannot name an
- * AWS resource, no event or an unknown one), so a mistake fails where it is written, before a
- * synth or a start.
+ * AWS resource, no event or an unknown one, a resource key that cannot name a variable, two
+ * databases, a counter of no resource), so a mistake fails where it is written, before a synth
+ * or a start.
  */
-export function defineConsumer<const N extends string>(spec: ConsumerSpec<N>): ConsumerDefinition<N> {
+export function defineConsumer<const N extends string, const R extends ResourceSpecs = Record<never, never>>(
+  spec: ConsumerSpec<N, R>,
+): ConsumerDefinition<N, R> {
   const problems: string[] = [];
   // Short enough for `<stack>-<consumer>-...` physical names (Lambda: 64 characters).
   if (!/^[a-z][a-z0-9-]{0,19}$/.test(spec.name))
@@ -81,22 +121,63 @@ export function defineConsumer<const N extends string>(spec: ConsumerSpec<N>): C
       );
   if (new Set(spec.subscribes).size !== spec.subscribes.length)
     problems.push('it subscribes to an event type twice');
+  const resources = (spec.resources ?? {}) as R;
+  for (const key of Object.keys(resources))
+    if (!resourceKeyPattern.test(key))
+      problems.push(
+        `its resource ${JSON.stringify(key)} needs a camelCase key of at most 40 letters and digits`,
+      );
+  if (Object.values(resources).filter((r) => r.kind === 'database').length > 1)
+    problems.push('it may reach the database as one role only');
+  const counters = spec.counters ?? {};
+  for (const [name, counter] of Object.entries(counters)) {
+    const counted = resources[counter.counts.resource];
+    if (!counted || counted.kind === 'database')
+      problems.push(
+        `its counter ${name} counts ${JSON.stringify(counter.counts.resource)}, which is not its table, bucket or topic`,
+      );
+    else if (counter.counts.where && counted.kind !== 'table')
+      problems.push(`its counter ${name} filters a ${counted.kind}: only a table's items can be filtered`);
+  }
   if (problems.length > 0) throw new Error(`consumer ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
   return Object.freeze({
     name: spec.name,
     description: spec.description,
     subscribes: Object.freeze([...spec.subscribes]),
     policy: Object.freeze({ description: spec.description, ...defaultConsumerPolicy, ...spec.policy }),
+    folder: spec.folder,
+    resources: Object.freeze({ ...resources }),
+    counters: Object.freeze({ ...counters }) as Readonly<Record<string, EffectCounterSpec>>,
   });
 }
 
 /**
- * Checks a registry: names unique. Returns it, typed as listed.
+ * Checks a registry: names unique, and no two consumers counting under one name (the ops API
+ * lists every counter together). Returns it, typed as listed.
  */
 export function consumerRegistry<const T extends readonly ConsumerDefinition[]>(consumers: T): T {
   const names = consumers.map((c) => c.name);
   const twice = names.filter((n, i) => names.indexOf(n) !== i);
   if (twice.length > 0) throw new Error(`the consumer registry lists ${twice.join(', ')} more than once`);
   if (consumers.length === 0) throw new Error('the consumer registry is empty');
+  const counters = consumers.flatMap((c) => Object.keys(c.counters));
+  const counted = counters.filter((n, i) => counters.indexOf(n) !== i);
+  if (counted.length > 0)
+    throw new Error(`two consumers count ${counted.join(', ')}: counter names must differ`);
   return consumers;
+}
+
+/**
+ * A consumer's effect as its folder's `effect.ts` exports it (`export const effect = ...`):
+ * built once per function (or local start) from the ports of the resources its declaration
+ * names, whichever runtime made them.
+ */
+export type EffectFactory<R extends ResourceSpecs> = (ports: Ports<R>) => ConsumerEffect;
+
+/** Types an effect factory by its consumer's declaration (the ports it gets are the resources it declared). */
+export function defineEffect<R extends ResourceSpecs>(
+  _consumer: ConsumerDefinition<string, R>,
+  build: EffectFactory<R>,
+): EffectFactory<R> {
+  return build;
 }

@@ -13,7 +13,6 @@ import {
   ScanCommand,
 } from '@aws-sdk/client-dynamodb';
 import { sleep } from '../db/retry';
-import { contentIndexTableSchema } from '../effects/content-index';
 import {
   inboxTableSchema,
   type OpenStatus,
@@ -25,10 +24,10 @@ import {
 } from '../inbox/dynamo-inbox-table';
 import { topology } from '../topology';
 
-/** Table names of the consumer side. */
+/** Table names of the consumer side: the inbox, and each table resource's name by its partition key. */
 export interface ConsumerTables {
   readonly inboxTable: string;
-  readonly indexTable: string;
+  readonly resourceTables?: readonly { readonly tableName: string; readonly partitionKey: string }[];
 }
 
 const openIndex: GlobalSecondaryIndex = {
@@ -41,8 +40,8 @@ const openIndex: GlobalSecondaryIndex = {
 };
 
 /**
- * Creates the inbox and content-index tables if they are missing and waits until both are
- * ACTIVE, for the local runtime and tests (on AWS the CDK stack owns them, with TTL on the
+ * Creates the inbox and the consumers' table resources if they are missing and waits until
+ * all are ACTIVE, for the local runtime and tests (on AWS the CDK stack owns them, with TTL on the
  * inbox's `expiresAt`; neither dynalite nor this function has a TTL API). Idempotent: an
  * existing table is left as it is, except that an inbox of an older shape (a local data
  * directory from an older version: keyed by consumer, or without the operator's index) is
@@ -66,15 +65,17 @@ export async function ensureTables(
         options.openIndexShards ?? topology.inbox.openIndexShards,
       ),
     ),
-    ensureTable(
-      client,
-      {
-        TableName: tables.indexTable,
-        BillingMode: 'PAY_PER_REQUEST',
-        KeySchema: [{ AttributeName: contentIndexTableSchema.partitionKey, KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: contentIndexTableSchema.partitionKey, AttributeType: 'S' }],
-      },
-      options.timeoutMs ?? 30_000,
+    ...(tables.resourceTables ?? []).map((t) =>
+      ensureTable(
+        client,
+        {
+          TableName: t.tableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          KeySchema: [{ AttributeName: t.partitionKey, KeyType: 'HASH' }],
+          AttributeDefinitions: [{ AttributeName: t.partitionKey, AttributeType: 'S' }],
+        },
+        options.timeoutMs ?? 30_000,
+      ),
     ),
   ]);
 }

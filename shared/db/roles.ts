@@ -14,15 +14,18 @@ export const functionRoles = {
   relay: 'pipeline_relay',
   /** The tasks API: reads and writes `tasks`, appends to `outbox`. */
   tasksApi: 'pipeline_tasks_api',
-  /** The archive consumer: reads the task it snapshots. */
-  archive: 'pipeline_archive',
+  /**
+   * Consumers that read tasks (a `database` resource): SELECT on `tasks`, nothing else. Named
+   * after its first user when migration 0002 made it; a role name is history (see above).
+   */
+  taskReader: 'pipeline_archive',
   /** The ops API: reads tasks and the outbox, puts dead outbox rows back to pending. */
   ops: 'pipeline_ops',
   /** The delivery audit (`shared/audit/`): reads delivered rows, keeps its cursor and findings. */
   audit: 'pipeline_audit',
 } as const;
 
-/** Which function a database role belongs to (`relay`, `tasksApi`, `archive`, `ops`, `audit`). */
+/** Which function a database role belongs to (`relay`, `tasksApi`, `taskReader`, `ops`, `audit`). */
 export type FunctionRole = keyof typeof functionRoles;
 
 /** The PostgreSQL role name of a function. */

@@ -16,3 +16,6 @@ export const allEventTypes: readonly EventType[] = Object.values(eventTypes);
 
 /** The name of the bus rule that routes `type` (`content.approved` -> `content-approved`). */
 export const ruleNameOf = (type: EventType): string => type.replace(/\./g, '-');
+
+/** EventBridge `Source` of every event the pipeline publishes (`topology.source`). */
+export const eventSource = 'content.pipeline';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { eventTypes, topology } from '../topology';
+import { eventSource, eventTypes } from './event-types';
 
 /**
  * The event contract: what the outbox stores as `payload`, and what a CloudEvent's `data`
@@ -41,7 +41,7 @@ export type ContentRejectedData = z.infer<typeof contentRejectedData>;
 const envelope = {
   specversion: z.literal('1.0'),
   id: z.uuid(),
-  source: z.literal(topology.source),
+  source: z.literal(eventSource),
   subject: z.uuid(),
   time: z.iso.datetime(),
   datacontenttype: z.literal('application/json'),

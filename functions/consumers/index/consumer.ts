@@ -1,4 +1,5 @@
 import { defineConsumer } from '../../../shared/consumers/define-consumer';
+import { table } from '../../../shared/consumers/resources';
 import { eventTypes } from '../../../shared/events/event-types';
 
 export const index = defineConsumer({
@@ -6,4 +7,28 @@ export const index = defineConsumer({
   description: 'Keeps the content search index in step with approvals',
   // Not content.rejected: a rejected task was never approved, so the index holds nothing of it.
   subscribes: [eventTypes.approved, eventTypes.withdrawn],
+  folder: new URL('.', import.meta.url),
+  resources: {
+    contentIndex: table({
+      description: 'The content search index: one entry per task at its latest version',
+      partitionKey: 'taskId',
+      // A strongly consistent read of the stored version, then its conditional put: task id,
+      // version, title, reviewer, approval time (about 1 KB).
+      perEvent: { reads: 1, writes: 1, itemKb: 1 },
+    }),
+  },
+  counters: {
+    indexDocuments: {
+      label: 'index documents',
+      // An approved entry written where none was approved adds a document; a withdrawal
+      // written over an approved one takes it away; stale writes change nothing.
+      delta: (r) => {
+        if (r.outcome !== 'applied') return 0;
+        if (r.status === 'approved' && r.replaced !== 'approved') return 1;
+        if (r.status === 'withdrawn' && r.replaced === 'approved') return -1;
+        return 0;
+      },
+      counts: { resource: 'contentIndex', where: { status: 'approved' } },
+    },
+  },
 });

@@ -154,7 +154,7 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
     const roleSecrets = new Map<FunctionRole, ISecret>();
     for (const role of allFunctionRoles) {
       // DatabaseSecret's password is printable ASCII without spaces, which setRolePasswords needs.
-      const roleSecret = new DatabaseSecret(this, `Secret-${role}`, { username: roleName(role) });
+      const roleSecret = new DatabaseSecret(this, secretId(role), { username: roleName(role) });
       roleSecret.applyRemovalPolicy(removalPolicy);
       roleSecrets.set(role, roleSecret);
       Validations.of(roleSecret).acknowledge({
@@ -230,3 +230,9 @@ export class UrlDatabase implements PipelineDatabase {
     return this.owner;
   }
 }
+
+/**
+ * The construct id of a role's secret: `Secret-<role>`, except the task reader's, which kept the
+ * id it had before the role's key was renamed (a new id would replace the deployed secret).
+ */
+const secretId = (role: FunctionRole): string => (role === 'taskReader' ? 'Secret-archive' : `Secret-${role}`);

@@ -13,7 +13,7 @@ const createRole = (name: string) =>
    END $$`;
 
 /** The roles this migration creates, in this order; the audit's came later, with the audit (0008). */
-const firstRoles = [functionRoles.relay, functionRoles.tasksApi, functionRoles.archive, functionRoles.ops];
+const firstRoles = [functionRoles.relay, functionRoles.tasksApi, functionRoles.taskReader, functionRoles.ops];
 
 /**
  * The database role of each function that reaches PostgreSQL, with only the privileges its
@@ -34,7 +34,7 @@ export const migration0002: Migration = {
     // SELECT on tasks: RETURNING and the 404/409 read after a conditional UPDATE matched nothing.
     `GRANT SELECT, INSERT, UPDATE ON tasks TO ${functionRoles.tasksApi}`,
     `GRANT INSERT ON outbox TO ${functionRoles.tasksApi}`,
-    `GRANT SELECT ON tasks TO ${functionRoles.archive}`,
+    `GRANT SELECT ON tasks TO ${functionRoles.taskReader}`,
     `GRANT SELECT ON tasks TO ${functionRoles.ops}`,
     `GRANT SELECT, UPDATE ON outbox TO ${functionRoles.ops}`,
   ],

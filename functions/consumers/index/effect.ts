@@ -1,14 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { PipelineCloudEvent } from '../events/schemas';
-import { eventTypes } from '../topology';
-import type { ConsumerEffect } from './effect';
-
-/**
- * The content-index table's shape, for `ensureTables` and the CDK table: one item per task,
- * partition key `taskId` (string), no TTL (tombstones must outlive every late event).
- */
-export const contentIndexTableSchema = { partitionKey: 'taskId' } as const;
+import { defineEffect } from '../../../shared/consumers/define-consumer';
+import type { ConsumerEffect } from '../../../shared/consumers/effect';
+import { eventTypes } from '../../../shared/events/event-types';
+import type { PipelineCloudEvent } from '../../../shared/events/schemas';
+import { index } from './consumer';
 
 /**
  * One task's entry. A withdrawn task keeps a tombstone (status `withdrawn`, its version, no
@@ -144,3 +140,8 @@ export function indexEffect(index: ContentIndex): ConsumerEffect {
     return { outcome, status: entry.status, version: entry.version, replaced };
   };
 }
+
+/** The index consumer's effect over its content-index table (on AWS, or the local DynamoDB). */
+export const effect = defineEffect(index, ({ contentIndex }) =>
+  indexEffect(new DynamoContentIndex(contentIndex.client, contentIndex.tableName)),
+);

@@ -1,0 +1,65 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SqlClient } from '../db/sql-client';
+import type { ConsumerName } from '../topology';
+import { createConsumerHandler } from './consumer';
+import { consumerDeps, parseConsumerConfig } from './consumer-deps';
+import type { ConsumerDefinition, EffectFactory } from './define-consumer';
+import type { Publisher, ResourceSpec, ResourceSpecs, WriteOnceStore } from './resources';
+
+/** How a Lambda function reaches each kind of resource but tables (its DynamoDB client does). */
+export interface LambdaAdapters {
+  readonly topic: (topicArn: string) => Publisher;
+  readonly bucket: (bucketName: string) => WriteOnceStore;
+  readonly database: () => SqlClient;
+}
+
+/**
+ * The adapters a consumer's handler passes: one for each kind it declares besides tables. They
+ * are passed rather than imported here so that a bundle holds only the SDK clients its own
+ * resources use (esbuild bundles whatever a module imports).
+ */
+export type AdaptersFor<R extends ResourceSpecs> = Pick<
+  LambdaAdapters,
+  Extract<R[keyof R]['kind'], keyof LambdaAdapters>
+>;
+
+/**
+ * A consumer's Lambda handler, as its folder's `handler.ts` exports it: the environment checked
+ * (a bad deploy fails the cold start), one DynamoDB client for the inbox and its tables, each
+ * declared resource made a port, and the effect built from them once per container.
+ */
+export function lambdaConsumer<R extends ResourceSpecs>(
+  consumer: ConsumerDefinition<string, R>,
+  effect: EffectFactory<R>,
+  adapters: AdaptersFor<R>,
+) {
+  const config = parseConsumerConfig(consumer);
+  const dynamo = new DynamoDBClient({});
+  const all = adapters as Partial<LambdaAdapters>;
+  const portOf = (key: string, spec: ResourceSpec): unknown => {
+    const name = config.resources[key] as string;
+    switch (spec.kind) {
+      case 'table':
+        return { client: dynamo, tableName: name };
+      case 'topic':
+        return need(all.topic, key, spec.kind)(name);
+      case 'bucket':
+        return need(all.bucket, key, spec.kind)(name);
+      case 'database':
+        return need(all.database, key, spec.kind)();
+    }
+  };
+  const ports = Object.fromEntries(
+    Object.entries(consumer.resources).map(([key, spec]) => [key, portOf(key, spec)]),
+  ) as Parameters<EffectFactory<R>>[0];
+  return createConsumerHandler({
+    ...consumerDeps(consumer.name as ConsumerName, config, dynamo),
+    effect: effect(ports),
+  });
+}
+
+function need<T>(adapter: T | undefined, key: string, kind: string): T {
+  if (adapter === undefined)
+    throw new Error(`resource ${key} is a ${kind}, and the handler passed no ${kind} adapter`);
+  return adapter;
+}
