@@ -337,6 +337,8 @@ export const topology = {
    */
   archiveRetentionDays: 30,
   eventTypes,
+  /** The consumers as their folders declare them (resources, counters, folder), in the registry's order. */
+  registry: registry as readonly ConsumerDefinition[],
   consumers: consumerPolicies(registry),
   rules: rulesFor(registry),
   relay,
@@ -357,6 +359,7 @@ export const consumerNames = registry.map((c) => c.name) as [ConsumerName, ...Co
 export function topologyWith(consumers: readonly ConsumerDefinition[]): Topology {
   return {
     ...topology,
+    registry: consumers,
     consumers: consumerPolicies(consumers),
     rules: rulesFor(consumers),
   } as unknown as Topology;

@@ -181,3 +181,17 @@ export function defineEffect<R extends ResourceSpecs>(
 ): EffectFactory<R> {
   return build;
 }
+
+/** One counter of a registry, with the consumer that declares it. */
+export interface RegisteredCounter {
+  readonly name: string;
+  readonly consumer: ConsumerDefinition;
+  readonly spec: EffectCounterSpec;
+}
+
+/** Every counter of a registry, in the registry's order: what the ops API's `effects` lists. */
+export function countersOf(registry: readonly ConsumerDefinition[]): readonly RegisteredCounter[] {
+  return registry.flatMap((consumer) =>
+    Object.entries(consumer.counters).map(([name, spec]) => ({ name, consumer, spec })),
+  );
+}

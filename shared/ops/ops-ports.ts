@@ -97,9 +97,8 @@ export interface PipelineHealth {
   components?(): Promise<Partial<Record<StatusComponent, ComponentState>>>;
 }
 
-/** What the effects have done, read from their own stores (the local runtime's files and tables). */
-export interface EffectCounts {
-  readonly indexDocuments: number;
-  readonly notificationsSent: number;
-  readonly archivedObjects: number;
-}
+/**
+ * What the effects have done, read from their own stores (the local runtime's files and tables):
+ * one figure per counter the consumers declare (`defineConsumer`'s `counters`), by its name.
+ */
+export type EffectCounts = Readonly<Record<string, number>>;
