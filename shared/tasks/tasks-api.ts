@@ -75,7 +75,7 @@ const text = (max: number) =>
     .pipe(z.string().min(1, 'must not be empty').max(max));
 const optionalText = (max: number) => text(max).nullable().optional();
 
-/** A task's title as the API accepts it (the notify effect's SNS subject is cut from it). */
+/** A task's title as the API accepts it (a notification's subject is cut from it). */
 export const taskTitle = text(500);
 
 // Strict objects: a misspelt optional field (`reson`) is reported instead of silently dropped.
@@ -95,7 +95,7 @@ const notInBody = (field: string) =>
     .optional();
 const approveBody = z.strictObject({ approvedBy: notInBody('reviewer') });
 const withdrawBody = z.strictObject({ withdrawnBy: notInBody('withdrawer'), reason: optionalText(2000) });
-// The reason is required: the assignee is told why (the notify consumer sends it).
+// The reason is required: it is the answer the task's assignee gets.
 const rejectBody = z.strictObject({ rejectedBy: notInBody('rejecter'), reason: text(1000) });
 
 /** `status=` of `GET /tasks`: `pending` is the API's word for the stored `pending_review` (which is accepted too). */

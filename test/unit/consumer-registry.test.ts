@@ -5,18 +5,13 @@ import {
   defaultConsumerPolicy,
   defineConsumer,
 } from '../../shared/consumers/define-consumer';
+import { bucket, database, table, topic } from '../../shared/consumers/resources';
 import { eventTypes } from '../../shared/events/event-types';
 import { consumerNames, topology, topologyWith } from '../../shared/topology';
+import { translate as fixture } from '../fixtures/consumers/translate/consumer';
 
 // A consumer is declared once, in its folder (functions/consumers/<name>/consumer.ts), and listed
 // once in the registry: the topology's consumers and its rules' targets come from there.
-
-const fixture = defineConsumer({
-  name: 'translate',
-  description: 'Translates each approved version',
-  subscribes: [eventTypes.approved],
-  policy: { maxPermanentAttempts: 5 },
-});
 
 describe('the consumer registry', () => {
   it('is where the topology takes its consumers and their policies from', () => {
@@ -39,6 +34,7 @@ describe('the consumer registry', () => {
   it('takes a consumer added to it into the rules of the events it subscribes to, and nowhere else', () => {
     const variant = topologyWith([...consumers, fixture]);
     expect(Object.keys(variant.consumers)).toEqual([...consumerNames, 'translate']);
+    expect(variant.registry.map((c) => c.name)).toEqual([...consumerNames, 'translate']);
     const targets = Object.fromEntries(variant.rules.map((r) => [r.name, r.targets as readonly string[]]));
     expect(targets).toEqual({
       'content-approved': ['index', 'notify', 'archive', 'translate'],
@@ -46,7 +42,7 @@ describe('the consumer registry', () => {
       'content-rejected': ['notify'],
     });
     expect((variant.consumers as Record<string, unknown>).translate).toEqual({
-      description: 'Translates each approved version',
+      description: 'Keeps a translation of each approved version',
       ...defaultConsumerPolicy,
       maxPermanentAttempts: 5,
     });
@@ -59,7 +55,15 @@ describe('the consumer registry', () => {
 });
 
 describe('defineConsumer', () => {
-  const spec = { name: 'translate', description: 'x', subscribes: [eventTypes.approved] } as const;
+  const folder = new URL('.', import.meta.url);
+  const spec = { name: 'translate', description: 'x', subscribes: [eventTypes.approved], folder } as const;
+  const words = table({ description: 'x', partitionKey: 'id', perEvent: { reads: 0, writes: 1, itemKb: 1 } });
+  const tasks = database({ description: 'x', role: 'taskReader', perEvent: { calls: 1 } });
+  const counter = (resource: string, where?: Record<string, string>) => ({
+    label: 'x',
+    delta: () => 1,
+    counts: { resource, where },
+  });
 
   it.each([
     ['a name that cannot name an AWS resource', { ...spec, name: 'Translate_1' }, /name must be/],
@@ -68,11 +72,52 @@ describe('defineConsumer', () => {
     ['no event', { ...spec, subscribes: [] }, /at least one event type/],
     ['an event type that does not exist', { ...spec, subscribes: ['content.archived'] }, /not an event type/],
     ['an event type twice', { ...spec, subscribes: [eventTypes.approved, eventTypes.approved] }, /twice/],
+    [
+      'a resource key that cannot name a variable',
+      { ...spec, resources: { 'my-words': words } },
+      /camelCase key/,
+    ],
+    ['two databases', { ...spec, resources: { a: tasks, b: tasks } }, /one role only/],
+    [
+      'a counter of no resource',
+      { ...spec, resources: { words }, counters: { n: counter('nope') } },
+      /not its table/,
+    ],
+    [
+      'a counter of the database',
+      { ...spec, resources: { tasks }, counters: { n: counter('tasks') } },
+      /not its table/,
+    ],
+    [
+      'a filtered counter of a bucket',
+      {
+        ...spec,
+        resources: { files: bucket({ description: 'x', perEvent: { puts: 1 } }) },
+        counters: { n: counter('files', { status: 'approved' }) },
+      },
+      /only a table's items can be filtered/,
+    ],
   ])('refuses %s', (_, bad, message) => {
     expect(() => defineConsumer(bad as never)).toThrow(message);
   });
 
   it('refuses a registry that lists a name twice', () => {
     expect(() => consumerRegistry([fixture, fixture])).toThrow(/translate more than once/);
+  });
+
+  it('refuses a registry where two consumers count under one name (the ops API lists them together)', () => {
+    const other = defineConsumer({
+      ...spec,
+      name: 'other',
+      resources: { news: topic({ description: 'x', displayName: 'x', perEvent: { publishes: 1 } }) },
+      counters: { translationsWritten: { label: 'x', delta: () => 1, counts: { resource: 'news' } } },
+    });
+    expect(() => consumerRegistry([fixture, other])).toThrow(/two consumers count translationsWritten/);
+  });
+
+  it('keeps the resources, counters and folder it was given', () => {
+    expect(fixture.resources.translations).toMatchObject({ kind: 'table', partitionKey: 'taskId' });
+    expect(Object.keys(fixture.counters)).toEqual(['translationsWritten']);
+    expect(fixture.folder.href).toMatch(/\/test\/fixtures\/consumers\/translate\/$/);
   });
 });
