@@ -4,7 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
 import { blankIsUnset, type ConfigField, configError, configFields } from '../env';
 import { DynamoInboxStore, type DynamoInboxStoreOptions } from '../inbox/dynamo-inbox-store';
-import { inboxSettingsFor } from '../inbox/settings';
+import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
 import type { ConsumerName } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
@@ -87,12 +87,13 @@ export function consumerDeps(
   config: Pick<ConsumerConfig, 'inboxTable'>,
   dynamo: DynamoDBClient,
   inbox: Omit<DynamoInboxStoreOptions, 'tableName'> = {},
+  settings: InboxSettings = inboxSettingsFor(name),
 ): Omit<ConsumerHandlerDeps, 'effect'> {
   const serviceName = consumerServiceName(name);
   return {
     name,
     inbox: new DynamoInboxStore(dynamo, { ...inbox, tableName: config.inboxTable }),
-    settings: inboxSettingsFor(name),
+    settings,
     logger: new Logger({ serviceName }),
     metrics: new Metrics({
       namespace: metricsNamespace,

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SqlClient } from '../db/sql-client';
-import type { ConsumerName } from '../topology';
+import { inboxSettingsFor } from '../inbox/settings';
+import { type ConsumerName, topology } from '../topology';
 import { createConsumerHandler } from './consumer';
 import { consumerDeps, parseConsumerConfig } from './consumer-deps';
 import type { ConsumerDefinition, EffectFactory } from './define-consumer';
@@ -52,8 +53,16 @@ export function lambdaConsumer<R extends ResourceSpecs>(
   const ports = Object.fromEntries(
     Object.entries(consumer.resources).map(([key, spec]) => [key, portOf(key, spec)]),
   ) as Parameters<EffectFactory<R>>[0];
+  // Its inbox settings from its own policy: a consumer of a registry variant (a test's fixture)
+  // is not in the project's topology.
+  const name = consumer.name as ConsumerName;
+  const settings = inboxSettingsFor(
+    name,
+    {},
+    { ...topology, consumers: { ...topology.consumers, [name]: consumer.policy } },
+  );
   return createConsumerHandler({
-    ...consumerDeps(consumer.name as ConsumerName, config, dynamo),
+    ...consumerDeps(name, config, dynamo, {}, settings),
     effect: effect(ports),
   });
 }

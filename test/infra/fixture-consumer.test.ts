@@ -1,0 +1,118 @@
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { consumers } from '../../functions/consumers/registry';
+import { PipelineStack } from '../../infra/aws/pipeline-stack';
+import { parseSettings } from '../../infra/aws/settings';
+import { topologyWith } from '../../shared/topology';
+import { translate } from '../fixtures/consumers/translate/consumer';
+import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized } from './support/synth';
+
+// Issue 19: a consumer added through the registry alone (its folder is test/fixtures/consumers/
+// translate; nothing else of the project knows it) is realized on AWS like the project's own:
+// its function, its table and its grants, a target of the rule of each event it subscribes to
+// with its dead-letter queue, Lambda's on-failure destination to the retry queue, its alarms,
+// and a stack output naming its table.
+
+let json: Synthesized['json'];
+let fnId: string;
+
+const resource = (id: string): CfnResourceJson => {
+  const r = json.Resources[id];
+  if (!r) throw new Error(`no resource ${id}`);
+  return r;
+};
+const refOf = (value: unknown): string | undefined =>
+  (value as { Ref?: string } | undefined)?.Ref ??
+  (value as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt']?.[0];
+
+beforeAll(() => {
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+  const settings = parseSettings((k) => app.node.tryGetContext(k));
+  const stack = new PipelineStack(app, 'WithFixture', {
+    settings,
+    topology: topologyWith([...consumers, translate]),
+  });
+  json = Template.fromStack(stack).toJSON() as Synthesized['json'];
+  const fns = resourcesOfType({ json }, 'AWS::Lambda::Function').filter(
+    ([, r]) =>
+      (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables
+        ?.CONSUMER_NAME === 'translate',
+  );
+  expect(fns).toHaveLength(1);
+  fnId = (fns[0] as [string, CfnResourceJson])[0];
+});
+
+describe('a fixture consumer added through the registry alone, on AWS', () => {
+  it('gets a function of its own, with its table named in its environment', () => {
+    const fn = resource(fnId).Properties ?? {};
+    expect(fn.Description).toBe(translate.description);
+    const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+    const tableId = refOf(env.TRANSLATIONS_TABLE_NAME) as string;
+    expect(resource(tableId).Type).toBe('AWS::DynamoDB::Table');
+    expect(resource(tableId).Properties?.KeySchema).toEqual([{ AttributeName: 'taskId', KeyType: 'HASH' }]);
+    expect(refOf((json.Outputs?.TranslationsTableName as { Value: unknown }).Value)).toBe(tableId);
+  });
+
+  it('may read and put items of its table and its own inbox records, and nothing of another consumer’s', () => {
+    const role = refOf(resource(fnId).Properties?.Role) as string;
+    const statements = resourcesOfType({ json }, 'AWS::IAM::Policy')
+      .filter(([, p]) => (p.Properties?.Roles as unknown[]).some((r) => refOf(r) === role))
+      .flatMap(
+        ([, p]) => (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement,
+      );
+    const text = JSON.stringify(statements);
+    const tableId = refOf(
+      (resource(fnId).Properties?.Environment as { Variables: Record<string, unknown> }).Variables
+        .TRANSLATIONS_TABLE_NAME,
+    ) as string;
+    const onTable = statements.filter((s) => JSON.stringify(s.Resource).includes(tableId));
+    expect(onTable.flatMap((s) => [s.Action].flat()).sort()).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+    ]);
+    expect(text).toContain('translate#*');
+    for (const other of consumers) {
+      expect(text).not.toContain(`${other.name}#*`);
+      for (const key of Object.keys(other.resources))
+        expect(text).not.toContain(`${key[0]?.toUpperCase()}${key.slice(1)}`);
+    }
+  });
+
+  it('is a target of the rule of each event type it subscribes to, with a dead-letter queue and the policy’s retries', () => {
+    const targets = resourcesOfType({ json }, 'AWS::Events::Rule').flatMap(([, r]) =>
+      ((r.Properties?.Targets ?? []) as Record<string, unknown>[])
+        .filter((t) => refOf(t.Arn) === fnId)
+        .map((t) => ({ rule: r.Properties?.Name as string, target: t })),
+    );
+    expect(targets.map((t) => t.rule)).toEqual([expect.stringMatching(/-content-approved$/)]);
+    const target = (targets[0] as { target: Record<string, unknown> }).target;
+    expect(target.RetryPolicy).toEqual({
+      MaximumRetryAttempts: translate.policy.targetRetry.maximumRetryAttempts,
+      MaximumEventAgeInSeconds: translate.policy.targetRetry.maximumEventAgeSeconds,
+    });
+    const dlq = refOf((target.DeadLetterConfig as { Arn: unknown }).Arn) as string;
+    expect(resource(dlq).Type).toBe('AWS::SQS::Queue');
+    const alarms = resourcesOfType({ json }, 'AWS::CloudWatch::Alarm').filter(([, a]) =>
+      JSON.stringify(a.Properties?.Dimensions ?? a.Properties?.Metrics).includes(dlq),
+    );
+    expect(alarms.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('has Lambda retry it as its policy says, then hand its failures to the consumers’ retry queue', () => {
+    const invokeConfigs = resourcesOfType({ json }, 'AWS::Lambda::EventInvokeConfig').filter(
+      ([, c]) => refOf(c.Properties?.FunctionName) === fnId,
+    );
+    expect(invokeConfigs).toHaveLength(1);
+    const config = (invokeConfigs[0] as [string, CfnResourceJson])[1].Properties ?? {};
+    expect(config.MaximumRetryAttempts).toBe(translate.policy.asyncInvoke.retryAttempts);
+    const onFailure = (config.DestinationConfig as { OnFailure: { Destination: unknown } }).OnFailure
+      .Destination;
+    expect(resource(refOf(onFailure) as string).Type).toBe('AWS::SQS::Queue');
+    // The retries function may invoke it again.
+    const retries = resourcesOfType({ json }, 'AWS::Lambda::Function').find(([, r]) =>
+      JSON.stringify(r.Properties?.Environment).includes('CONSUMER_FUNCTIONS'),
+    );
+    expect(JSON.stringify(retries?.[1].Properties?.Environment)).toContain('translate');
+  });
+});

@@ -1,0 +1,32 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { consumerEnv } from '../../shared/consumers/contract';
+import { resourceEnvName } from '../../shared/consumers/resources';
+import { translate } from '../fixtures/consumers/translate/consumer';
+
+// The fixture consumer's handler.ts is what the CDK bundles for it: with the environment the
+// construct gives it (its name, the inbox, a variable per declared resource) it builds a
+// handler; without its table's variable the cold start fails, naming the variable.
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.resetModules();
+});
+
+const handlerModule = () => import('../fixtures/consumers/translate/handler');
+
+describe('the fixture consumer’s Lambda handler', () => {
+  it('builds from the environment its declaration asks for', async () => {
+    vi.stubEnv(consumerEnv.consumerName, translate.name);
+    vi.stubEnv(consumerEnv.inboxTable, 'content-pipeline-inbox');
+    vi.stubEnv(resourceEnvName('translations', 'table'), 'content-pipeline-translations');
+    const { handler } = await handlerModule();
+    expect(typeof handler).toBe('function');
+  });
+
+  it('fails its cold start without its table, naming the variable', async () => {
+    vi.stubEnv(consumerEnv.consumerName, translate.name);
+    vi.stubEnv(consumerEnv.inboxTable, 'content-pipeline-inbox');
+    vi.stubEnv(resourceEnvName('translations', 'table'), '');
+    await expect(handlerModule()).rejects.toThrow(/TRANSLATIONS_TABLE_NAME/);
+  });
+});
