@@ -362,7 +362,7 @@ function keyValuesPerStream(key: KeyedIndex, isTable: boolean, shards: number): 
 
 const writeUnits = (itemKb: number) => Math.max(1, Math.ceil(itemKb));
 
-/** A resource key as a component's label: `contentIndex` -> `content index`. */
+/** A resource key as a component's label: `searchIndex` -> `search index`. */
 const words = (key: string) => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
 
 const count = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
