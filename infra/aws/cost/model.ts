@@ -568,9 +568,9 @@ export function declaredResources<K extends ResourceKind>(
 }
 
 /** Write units of one put of an item of `itemKb` (DynamoDB bills a write per started KB). */
-export const tableWriteUnits = (itemKb: number): number => Math.ceil(itemKb);
+const tableWriteUnits = (itemKb: number): number => Math.ceil(itemKb);
 /** Read units of one strongly consistent get of an item of `itemKb` (a read per started 4 KB). */
-export const tableReadUnits = (itemKb: number): number => Math.ceil(itemKb / 4);
+const tableReadUnits = (itemKb: number): number => Math.ceil(itemKb / 4);
 
 /**
  * What a million approvals spread over a month add to the idle bill: each request's path
