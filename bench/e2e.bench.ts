@@ -3,15 +3,15 @@
  * whole local pipeline in this process and approves N tasks (default 1,000) at a steady R per
  * second (default 20).
  *
- * Locally (no model): per approval, commit -> all three consumers processed, from the outbox
- * row's commit-time stamp to the latest of the three inbox records' PROCESSED time; with the
+ * Locally (no model): per approval, commit -> every consumer of content.approved processed, from
+ * the outbox row's commit-time stamp to the latest of their inbox records' PROCESSED time; with the
  * nudge after each approve, and with the relay's schedule alone.
  *
  * Under the latency model (bench/support/latency-model.ts), at 20 and 100 approvals/s: every
  * hop of the AWS path delayed at its seam (API Gateway, Lambda invokes and cold starts, each
  * Data API, DynamoDB, S3, SNS and PutEvents call, the relay nudge's Invoke and queue, EventBridge's
  * delivery), measured from the approve request's send to (a) the approve API's answer and
- * (b) the end of the last of the three consumer invocations (each ends once its inbox record
+ * (b) the end of the last of the consumer invocations (each ends once its inbox record
  * is PROCESSED). The first two seconds of approvals warm the functions up and are left out of
  * the figures (the cold starts of that ramp are reported).
  *
@@ -22,6 +22,7 @@ import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
+import { type ConsumerName, topology } from '../shared/topology';
 import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
 import { isMain, numberArg, progress } from './support/cli';
@@ -29,6 +30,11 @@ import { latencyGoals } from './support/latency-model';
 import { HopDelays, latencySeams } from './support/latency-seams';
 import { type SimulatedLatency, simulateLatency } from './support/latency-simulation';
 import { type LatencySummary, round, summarize } from './support/stats';
+
+/** The consumers each approval reaches: every one the registry subscribes to content.approved. */
+const approvedConsumers = topology.registry
+  .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+  .map((c) => c.name as ConsumerName);
 
 export interface E2eOptions {
   /** Approvals measured. */
@@ -49,11 +55,11 @@ export interface E2eOptions {
 
 /** One run's latencies (ms, ascending) over the measured approvals. */
 export interface E2eRun {
-  /** Commit -> all three consumers' inbox records PROCESSED (local runs only; empty under the model). */
+  /** Commit -> every approved consumer's inbox record PROCESSED (local runs only; empty under the model). */
   readonly commitToProcessedMs: number[];
   /** The approve request's send -> its answer. */
   readonly approveMs: number[];
-  /** The approve request's send -> the last of the three consumers done. */
+  /** The approve request's send -> the last of the consumers done. */
   readonly requestToEffectsMs: number[];
   /**
    * How late the process's event loop ran its callbacks while approving (p50, p99 ms): every
@@ -133,7 +139,9 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
     if (model) {
       // In-process, so that waiting costs the runtime nothing (GET /ops/status counts every effect).
       const allDone = () =>
-        sent.filter((a) => (model.observed.consumerDone.get(a.eventId ?? '')?.size ?? 0) === 3).length;
+        sent.filter(
+          (a) => (model.observed.consumerDone.get(a.eventId ?? '')?.size ?? 0) === approvedConsumers.length,
+        ).length;
       await waitFor(
         () => Promise.resolve(allDone()),
         (done) => done === total,
@@ -142,10 +150,7 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
     } else {
       await waitFor(
         client.status,
-        (s) =>
-          (s.consumers.index.processed ?? 0) >= total &&
-          (s.consumers.notify.processed ?? 0) >= total &&
-          (s.consumers.archive.processed ?? 0) >= total,
+        (s) => approvedConsumers.every((c) => (s.consumers[c]?.processed ?? 0) >= total),
         waitOptions,
       );
     }
@@ -158,8 +163,8 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
     if (model) {
       for (const a of measured) {
         const done = model.observed.consumerDone.get(a.eventId ?? '');
-        if (!done || done.size < 3)
-          throw new Error(`${label}: event ${a.eventId} did not reach all three consumers`);
+        if (!done || done.size < approvedConsumers.length)
+          throw new Error(`${label}: event ${a.eventId} did not reach every consumer`);
         requestToEffectsMs.push(Math.max(...done.values()) - a.sentAt);
       }
     } else {
@@ -173,9 +178,7 @@ export async function measureE2e(options: E2eOptions): Promise<E2eRun> {
       for (const a of measured) {
         const eventId = a.eventId ?? '';
         const records = await Promise.all(
-          (['index', 'notify', 'archive'] as const).map((consumer) =>
-            runtime?.consumers.inbox.get({ consumer, eventId }),
-          ),
+          approvedConsumers.map((consumer) => runtime?.consumers.inbox.get({ consumer, eventId })),
         );
         const processedAt = Math.max(...records.map((r) => r?.updatedAt ?? Number.NaN));
         commitToProcessedMs.push(processedAt - (created.get(eventId) ?? Number.NaN));

@@ -4,10 +4,9 @@
  * delivered history grows? One local runtime, measured with 0 delivered rows in the outbox,
  * then with each row count of `--rows` seeded by SQL (rows an hour to six days old, inside the
  * seven days of retention, so no purge takes them), the last one beside `--effects` approvals
- * that went through the whole pipeline (their index entries, notifications, archive objects and
- * inbox records).
+ * that went through the whole pipeline (their consumers' effects and inbox records).
  *
- * At each size: one nudged approval to all three consumers' effects (request to the last
+ * At each size: one nudged approval to every consumer's effect (request to the last
  * inbox record PROCESSED, median of 20), each relay statement (median of 20, each sample the
  * mean of 10 runs back to back), and `GET /ops/status` and `GET /ops/events?limit=20` (median of
  * 20). Each size has a runtime (and a PostgreSQL) of its own, all seeded first and then measured
@@ -27,7 +26,7 @@ import { DeliveryAuditStore } from '../shared/audit/audit-store';
 import { taskCounts } from '../shared/ops/ops-queries';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { RelayLeaseStore } from '../shared/outbox/relay-lease';
-import { consumerNames, topology } from '../shared/topology';
+import { type ConsumerName, consumerNames, topology } from '../shared/topology';
 import { seedPending } from '../test/support/outbox-fixtures';
 import { fullStatus, pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
@@ -37,6 +36,11 @@ import { median, round } from './support/stats';
 
 /** Samples of each figure at one size, in milliseconds. */
 type GrowthSamples = Record<string, number[]>;
+
+/** The consumers each approval reaches: every one the registry subscribes to content.approved. */
+const approvedConsumers = topology.registry
+  .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+  .map((c) => c.name as ConsumerName);
 
 const samples = 20;
 const runsPerSample = 10;
@@ -92,7 +96,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
   await waitFor(
     async () => fullStatus(await runtime.status()),
     (s) =>
-      consumerNames.every(
+      approvedConsumers.every(
         (c) => (s.consumers[c].processed ?? 0) >= (before.consumers[c].processed ?? 0) + count,
       ),
     // The pipeline's own pace decides this: a bound, not a measurement.
@@ -117,7 +121,8 @@ async function approvalToEffects(runtime: Runtime, n: number): Promise<number[]>
     );
     const eventId = approved.body.eventId;
     const records = await waitFor(
-      () => Promise.all(consumerNames.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),
+      () =>
+        Promise.all(approvedConsumers.map((consumer) => runtime.consumers.inbox.get({ consumer, eventId }))),
       (rs) => rs.every((r) => r?.status === 'PROCESSED'),
       // Polled (the consumers are another part of this process's runtime): 5 ms between reads.
       { timeoutMs: 120_000, intervalMs: 5, what: `approval ${i}'s effects` },

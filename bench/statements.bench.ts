@@ -9,7 +9,8 @@
  * - approve: `approveTask` (the statements the tasks API runs for one approval);
  * - relay drain: `runRelay` draining those N events over an EventBridge client that accepts
  *   everything, per event (claims, marks, a run's stats);
- * - archive read: `getTask`, what the archive consumer reads per event;
+ * - task read: `getTask`, a task read by id: what the capacity model charges each database call a
+ *   consumer declares (its database resource's `perEvent.calls`);
  * - purge: `purgeDelivered` of the delivered rows, per row;
  * - nudge: the relay's Lambda body (`createRelayInvocation`) invoked as the tasks API nudges
  *   it, with nothing left to drain, per invocation: what a nudge costs at most.
@@ -148,8 +149,8 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
         if (report.published !== count)
           throw new Error(`the relay published ${report.published} of ${count}`);
       });
-      progress('statements: archive read');
-      const archiveRead = await measure(postmaster, count, () =>
+      progress('statements: task read');
+      const taskRead = await measure(postmaster, count, () =>
         inParallel(ids, connections, async (taskId) => {
           await getTask(taskId, { db });
         }),
@@ -212,7 +213,7 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       return {
         measuredAt: new Date().toISOString(),
         machine: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown CPU'}, embedded PostgreSQL 17, fsync on`,
-        operations: { approve, relayDrainPerEvent, archiveRead, purgePerRow, relayNudge, relayNudgeSkipped },
+        operations: { approve, relayDrainPerEvent, taskRead, purgePerRow, relayNudge, relayNudgeSkipped },
       };
     } finally {
       await db.close();

@@ -35,7 +35,7 @@ export interface LatencyModel {
   readonly eventDelivery: LatencyDistribution;
   /** One DynamoDB call (GetItem, PutItem, UpdateItem, Query) on a kept-alive connection. */
   readonly dynamoDbCall: LatencyDistribution;
-  /** One S3 PutObject of a small object (the archive's snapshot). */
+  /** One S3 PutObject of a small object (a write-once object of a consumer's bucket). */
   readonly s3Put: LatencyDistribution;
   /** One SNS Publish. */
   readonly snsPublish: LatencyDistribution;

@@ -15,6 +15,8 @@
  * the hops (docs/performance.md).
  */
 import { seededRandom } from '../../infra/local/faults';
+import type { ConsumerDefinition } from '../../shared/consumers/define-consumer';
+import { topology } from '../../shared/topology';
 import { type Hop, type LatencyModel, latencyModel, sampler } from './latency-model';
 
 /** What the simulation says, in ms. */
@@ -55,12 +57,26 @@ class SimulatedPool {
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 
-/** What each consumer does per event, as calls (the inbox's begin and complete around its effect). */
-const consumerCalls: Readonly<Record<'index' | 'notify' | 'archive', readonly Hop[]>> = {
-  index: ['dynamoDbCall', 'dynamoDbCall', 'dynamoDbCall'],
-  notify: ['dynamoDbCall', 'snsPublish', 'dynamoDbCall'],
-  archive: ['dynamoDbCall', 'dataApiCall', 's3Put', 'dynamoDbCall'],
-};
+const times = (n: number, hop: Hop): Hop[] => Array.from({ length: n }, () => hop);
+
+/**
+ * What a consumer does per event, as calls, from the resources it declares: the inbox's begin,
+ * then its effect (what it reads first: its database calls and table gets; then its table puts,
+ * its objects and its publishes), then the inbox's complete.
+ */
+export function consumerCalls(consumer: ConsumerDefinition): Hop[] {
+  const reads: Hop[] = [];
+  const writes: Hop[] = [];
+  for (const resource of Object.values(consumer.resources)) {
+    if (resource.kind === 'database') reads.push(...times(resource.perEvent.calls, 'dataApiCall'));
+    else if (resource.kind === 'table') {
+      reads.push(...times(resource.perEvent.reads, 'dynamoDbCall'));
+      writes.push(...times(resource.perEvent.writes, 'dynamoDbCall'));
+    } else if (resource.kind === 'bucket') writes.push(...times(resource.perEvent.puts, 's3Put'));
+    else writes.push(...times(resource.perEvent.publishes, 'snsPublish'));
+  }
+  return ['dynamoDbCall', ...reads, ...writes, 'dynamoDbCall'];
+}
 
 /** Runs `approvals` approvals at `rate` a second through the model; the same seed gives the same figures. */
 export function simulateLatency(options: {
@@ -73,6 +89,8 @@ export function simulateLatency(options: {
   /** PutEvents entries per call and calls in flight (`topology.relay`). */
   readonly putEventsMaxEntries?: number;
   readonly publishConcurrency?: number;
+  /** The consumers; those subscribed to `content.approved` take each event. @default the project's registry */
+  readonly registry?: readonly ConsumerDefinition[];
 }): SimulatedLatency {
   const model = options.model ?? latencyModel;
   const random = seededRandom(options.seed ?? 1);
@@ -80,13 +98,10 @@ export function simulateLatency(options: {
   const batch = options.claimBatchSize ?? 1_000;
   const perCall = options.putEventsMaxEntries ?? 10;
   const inFlight = options.publishConcurrency ?? 10;
-  const pools = {
-    tasksApi: new SimulatedPool(),
-    relay: new SimulatedPool(),
-    index: new SimulatedPool(),
-    notify: new SimulatedPool(),
-    archive: new SimulatedPool(),
-  };
+  const consumers = (options.registry ?? topology.registry)
+    .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+    .map((c) => ({ name: c.name, calls: consumerCalls(c), pool: new SimulatedPool() }));
+  const pools = { tasksApi: new SimulatedPool(), relay: new SimulatedPool() };
 
   // The tasks API's side of each approval, in order of arrival, up to its commit.
   const requestAt: number[] = [];
@@ -180,14 +195,14 @@ export function simulateLatency(options: {
 
   // Each event to each consumer: EventBridge's delivery, an environment, the inbox and the effect.
   const doneAt = new Array(options.approvals).fill(0);
-  for (const consumer of ['index', 'notify', 'archive'] as const) {
+  for (const consumer of consumers) {
     const starts = onBusAt
       .map((bus, i) => ({ i, start: bus + draw('eventDelivery') }))
       .sort((a, b) => a.start - b.start);
     for (const { i, start } of starts) {
-      const end = pools[consumer].take(start, (cold) => {
+      const end = consumer.pool.take(start, (cold) => {
         let t = start + (cold ? draw('coldStart') : 0);
-        for (const hop of consumerCalls[consumer]) t += draw(hop);
+        for (const hop of consumer.calls) t += draw(hop);
         return t;
       });
       doneAt[i] = Math.max(doneAt[i], end);
@@ -206,6 +221,11 @@ export function simulateLatency(options: {
     effectsP99Ms: round(percentile(effects, 99)),
     nudges,
     relayRuns,
-    coldStarts: Object.fromEntries(Object.entries(pools).map(([name, pool]) => [name, pool.created])),
+    coldStarts: Object.fromEntries(
+      [...Object.entries(pools), ...consumers.map((c) => [c.name, c.pool] as const)].map(([name, pool]) => [
+        name,
+        pool.created,
+      ]),
+    ),
   };
 }

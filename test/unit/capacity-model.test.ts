@@ -10,8 +10,10 @@ import { quotas } from '../../infra/aws/capacity/quotas';
 import type { CfnResource, CfnTemplate } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
 import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consumers/contract';
+import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/define-consumer';
+import { database, resourceConstructId, table } from '../../shared/consumers/resources';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
-import { topology } from '../../shared/topology';
+import { topology, topologyWith } from '../../shared/topology';
 
 const a = capacityAssumptions;
 const rates = [10, 100, 1_000, 10_000];
@@ -21,7 +23,7 @@ const measured: MeasuredCosts = {
   dbCpuMs: {
     approve: 1,
     relayDrainPerEvent: 0,
-    archiveRead: 0,
+    taskRead: 0,
     purgePerRow: 0,
     relayNudge: 0,
     relayNudgeSkipped: 0,
@@ -44,6 +46,8 @@ interface Shape {
   readonly relayMayToggleRules?: boolean;
   readonly maxCapacity?: number;
   readonly minCapacity?: number;
+  /** The consumers whose functions, grants and resources it holds. @default the project's registry */
+  readonly registry?: readonly ConsumerDefinition[];
 }
 
 const fn = (service: string, extra: Record<string, unknown> = {}): CfnResource => ({
@@ -82,6 +86,41 @@ const consumers = Object.keys(topology.consumers);
 const dataApi = ['rds-data:ExecuteStatement'];
 const inboxWrites = ['dynamodb:PutItem', 'dynamodb:UpdateItem'];
 
+/** What each kind of resource lets its consumer's function do, as the stack grants it. */
+const resourceActions = {
+  table: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+  topic: ['sns:Publish'],
+  bucket: ['s3:PutObject'],
+} as const;
+
+/** Each consumer's function and grants, and its resources (tables with their name's output), as the stack makes them. */
+function consumerResources(registry: readonly ConsumerDefinition[]) {
+  const resources: Record<string, CfnResource> = {};
+  const outputs: Record<string, unknown> = {};
+  for (const c of registry) {
+    const service = consumerServiceName(c.name);
+    const grants: [string[], string?][] = [[inboxWrites, 'Inbox']];
+    for (const [key, spec] of Object.entries(c.resources)) {
+      const id = resourceConstructId(key);
+      if (spec.kind === 'database') {
+        grants.push([dataApi, 'Cluster']);
+        continue;
+      }
+      grants.push([[...resourceActions[spec.kind]], id]);
+      if (spec.kind === 'table') {
+        resources[id] = {
+          Type: 'AWS::DynamoDB::Table',
+          Properties: { KeySchema: keySchema([spec.partitionKey]) },
+        };
+        outputs[`${id}TableName`] = { Value: { Ref: id } };
+      }
+    }
+    resources[`Consumer${c.name}`] = fn(service);
+    resources[`Consumer${c.name}Policy`] = policy(service, grants);
+  }
+  return { resources, outputs };
+}
+
 /** A template of the few resources the capacity model reads, shaped like the pipeline stack's. */
 function template(shape: Shape = {}): CfnTemplate {
   const settings = [
@@ -99,6 +138,9 @@ function template(shape: Shape = {}): CfnTemplate {
         ]),
   ];
   const indexKey = shape.indexKey === undefined ? (['openKey', 'eventId'] as const) : shape.indexKey;
+  const registry = shape.registry ?? topology.registry;
+  const approved = registry.filter((c) => c.subscribes.includes(topology.eventTypes.approved));
+  const ofConsumers = consumerResources(registry);
   return {
     Resources: {
       TasksApi: fn('tasks-api'),
@@ -116,24 +158,12 @@ function template(shape: Shape = {}): CfnTemplate {
         ...(shape.relayMayToggleRules ? [[['events:EnableRule', 'events:DisableRule']] as [string[]]] : []),
       ]),
       Gauges: fn(inboxGaugesServiceName),
-      ...Object.fromEntries(
-        consumers.flatMap((c) => {
-          const service = consumerServiceName(c);
-          const grants: [string[], string?][] = [[inboxWrites, 'Inbox']];
-          if (c === 'index') grants.push([['dynamodb:PutItem'], 'ContentIndex']);
-          if (c === 'notify') grants.push([['sns:Publish'], 'Topic']);
-          if (c === 'archive') grants.push([['s3:PutObject'], 'Bucket'], [dataApi, 'Cluster']);
-          return [
-            [`Consumer${c}`, fn(service)],
-            [`Consumer${c}Policy`, policy(service, grants)],
-          ];
-        }),
-      ),
+      ...ofConsumers.resources,
       Approved: {
         Type: 'AWS::Events::Rule',
         Properties: {
           EventPattern: { source: [topology.source], 'detail-type': [topology.eventTypes.approved] },
-          Targets: consumers.map((c) => ({ Arn: { 'Fn::GetAtt': [`Consumer${c}`, 'Arn'] } })),
+          Targets: approved.map((c) => ({ Arn: { 'Fn::GetAtt': [`Consumer${c.name}`, 'Arn'] } })),
         },
       },
       Stage: { Type: 'AWS::ApiGateway::Stage', Properties: { StageName: 'v1', MethodSettings: settings } },
@@ -146,7 +176,6 @@ function template(shape: Shape = {}): CfnTemplate {
             : [],
         },
       },
-      ContentIndex: { Type: 'AWS::DynamoDB::Table', Properties: { KeySchema: keySchema(['taskId']) } },
       Cluster: {
         Type: 'AWS::RDS::DBCluster',
         Properties: {
@@ -163,7 +192,7 @@ function template(shape: Shape = {}): CfnTemplate {
     },
     Outputs: {
       InboxTableName: { Value: { Ref: 'Inbox' } },
-      ContentIndexTableName: { Value: { Ref: 'ContentIndex' } },
+      ...ofConsumers.outputs,
     },
   } as CfnTemplate;
 }
@@ -196,6 +225,13 @@ function component(report: CapacityReport, name: string) {
   if (!found) throw new Error(`no component "${name}" in ${report.components.map((c) => c.name).join(', ')}`);
   return found;
 }
+
+/** Data API calls per approval the consumers declare (their database resources), over the approved ones. */
+const declaredDatabaseCalls = (registry: readonly ConsumerDefinition[]) =>
+  registry
+    .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+    .flatMap((c) => Object.values(c.resources))
+    .reduce((calls, r) => calls + (r.kind === 'database' ? r.perEvent.calls : 0), 0);
 
 /** WCU of one inbox write: the price book's item size, rounded up to whole KB. */
 const inboxWcu = Math.ceil(priceBook.assumptions.inboxItemKb.value);
@@ -310,10 +346,13 @@ describe('capacity model: Lambda', () => {
     const account = component(report, 'Lambda concurrency, account');
     const tasksApi = (a.dataApiCallsPerRequest['POST /tasks/{taskId}/approve'] ?? 0) * a.dataApiCallMs;
     const consumer = a.inboxCallsPerEvent * a.dynamoCallMs + a.effectCallMs + a.handlerMs;
+    // A consumer that declares the database waits for each of its calls.
+    const databaseCalls = declaredDatabaseCalls(topology.registry);
+    expect(databaseCalls).toBeGreaterThan(0);
     const expectedSeconds =
       (tasksApi + a.invokeCallMs + a.handlerMs) / 1000 +
       relaySeconds +
-      (consumers.length * consumer + a.dataApiCallMs) / 1000; // the archive consumer reads the task
+      (consumers.length * consumer + databaseCalls * a.dataApiCallMs) / 1000;
     expect(account.kind).toBe('quota');
     expect(account.perApproval).toBeCloseTo(expectedSeconds, 9);
     expect(account.limit).toBe(quotas.lambdaConcurrency.value);
@@ -351,7 +390,7 @@ describe('capacity model: the database', () => {
     expect(component(report, 'RDS Data API requests').perApproval).toBeCloseTo(
       (a.dataApiCallsPerRequest['POST /tasks/{taskId}/approve'] ?? 0) +
         a.nudgeDataApiCalls +
-        1 + // the archive consumer, granted rds-data
+        declaredDatabaseCalls(topology.registry) +
         measured.relayDataApiCallsPer1000 / 1000 +
         1 / topology.relay.purge.batchSize,
       9,
@@ -403,5 +442,64 @@ describe('capacity model: the goals', () => {
 
     expect(low?.costPerMillionUsd).toBeGreaterThan(high?.costPerMillionUsd ?? Number.POSITIVE_INFINITY);
     expect(high?.costPerMillionUsd).toBeGreaterThan(0);
+  });
+});
+
+describe('capacity model: the consumers as the registry declares them', () => {
+  const fixture = defineConsumer({
+    name: 'fixture',
+    description: 'A consumer only this test declares',
+    subscribes: [topology.eventTypes.approved],
+    folder: new URL('.', import.meta.url),
+    resources: {
+      fixtureItems: table({
+        description: 'Items of 1.5 KB, put twice an event',
+        partitionKey: 'id',
+        perEvent: { reads: 1, writes: 2, itemKb: 1.5 },
+      }),
+      tasks: database({ description: 'Reads twice an event', role: 'taskReader', perEvent: { calls: 2 } }),
+    },
+  });
+  const registry = [...topology.registry, fixture];
+  const variant: CapacityTopology = { ...topologyWith(registry), inbox: spreadTopology.inbox };
+  const base = model(spread, { topology: spreadTopology });
+  const withFixture = capacityModel(
+    { template: template({ ...spread, registry }), topology: variant, quotas, prices: priceBook, measured },
+    rates,
+  );
+
+  it("a consumer's declared table is a component of its own: its writes x the WCU of its items", () => {
+    expect(component(withFixture, 'DynamoDB on-demand table, fixture items')).toMatchObject({
+      perApproval: 2 * 2,
+      detail: '1 consumer(s) x 2 writes x 2 WCU',
+    });
+    expect(
+      component(withFixture, 'DynamoDB partition, fixture items table (key id)').limitApprovalsPerSec,
+    ).toBe(Number.POSITIVE_INFINITY);
+    expect(base.components.some((c) => c.name.includes('fixture'))).toBe(false);
+  });
+
+  it('its declared database calls add to the Data API requests, and its function to the targets', () => {
+    const calls = (r: CapacityReport) => component(r, 'RDS Data API requests').perApproval;
+    expect(calls(withFixture) - calls(base)).toBeCloseTo(2, 9);
+    expect(component(withFixture, 'EventBridge target invocations').perApproval).toBe(consumers.length + 1);
+  });
+
+  it('refuses a table the consumers write that is neither the inbox nor declared, rather than guess its items', () => {
+    const stray = template({ ...spread, registry }) as CfnTemplate & { Outputs: Record<string, unknown> };
+    const { FixtureItemsTableName: _, ...outputs } = stray.Outputs;
+
+    expect(() =>
+      capacityModel(
+        {
+          template: { ...stray, Outputs: outputs } as CfnTemplate,
+          topology: variant,
+          quotas,
+          prices: priceBook,
+          measured,
+        },
+        rates,
+      ),
+    ).toThrow(/FixtureItems, which is neither the inbox nor a table a consumer declares/);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../infra/ops-tools/cli/cli';
 import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
+import { topology } from '../../shared/topology';
 
 // Each command against a fake fetch: the requests it makes (method, URL, body) and what it prints.
 
@@ -129,6 +130,20 @@ describe('status', () => {
     expect(r.stdout).toContain('  OK     oldestPendingAge');
     expect(r.stdout).not.toContain('\u001b['); // no colour when stdout is not a terminal
     expect(r.stderr).toBe('');
+  });
+
+  it('names each effect counter by the label its consumer declares', async () => {
+    const counters = topology.registry.flatMap((c) => Object.entries(c.counters));
+    const effects = Object.fromEntries(counters.map(([name], i) => [name, 100 + i]));
+    const api = fakeApi(() => ({ body: { ...status, effects } }));
+
+    const r = await run(['status'], api.fetch);
+
+    expect(counters.length).toBeGreaterThan(0);
+    for (const [name, counter] of counters) {
+      expect(r.stdout).toMatch(new RegExp(`\\n\\s*${counter.label}\\s+${effects[name]}\\n`));
+      expect(r.stdout).not.toContain(name);
+    }
   });
 
   it('names a component that is down first, with its cause, and what could not be read', async () => {

@@ -14,8 +14,10 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/define-consumer';
+import { type ResourceKind, table, topic } from '../../shared/consumers/resources';
 import { relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
-import { topology } from '../../shared/topology';
+import { topology, topologyWith } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 
 const { prices, assumptions } = priceBook;
@@ -32,6 +34,8 @@ interface Shape {
   readonly alarms?: number;
   readonly dashboards?: number;
   readonly extra?: Readonly<Record<string, CfnResource>>;
+  /** The consumers whose functions it holds. @default the project's registry */
+  readonly registry?: readonly ConsumerDefinition[];
 }
 
 const fn = (service: string, memorySize = 256): CfnResource => ({
@@ -69,7 +73,10 @@ function template(shape: Shape = {}): CfnTemplate {
       Audit: fn(deliveryAuditServiceName),
       TasksApi: fn('tasks-api', 512),
       ...Object.fromEntries(
-        Object.keys(topology.consumers).map((c) => [`Consumer${c}`, fn(consumerServiceName(c))]),
+        (shape.registry ?? topology.registry).map((c) => [
+          `Consumer${c.name}`,
+          fn(consumerServiceName(c.name)),
+        ]),
       ),
       // The delivery audit rides the sweep's rule, as the stack wires it.
       RelaySweep: rule(shape.sweep ?? 'rate(1 hour)', ['Relay', 'Audit'], shape.sweepState),
@@ -272,12 +279,17 @@ describe('cost model: what the template holds', () => {
 });
 
 describe('cost model: per million approvals', () => {
-  const busy = template({
-    extra: {
-      Archive: { Type: 'AWS::Events::Archive', Properties: { RetentionDays: 30 } },
-      Stage: { Type: 'AWS::ApiGateway::Stage', Properties: { MethodSettings: [{ MetricsEnabled: true }] } },
-    },
-  });
+  const busyExtra = {
+    Archive: { Type: 'AWS::Events::Archive', Properties: { RetentionDays: 30 } },
+    Stage: { Type: 'AWS::ApiGateway::Stage', Properties: { MethodSettings: [{ MetricsEnabled: true }] } },
+  };
+  const busy = template({ extra: busyExtra });
+  /** The approved consumers of the project's registry that declare a resource of `kind`. */
+  const declaring = (kind: ResourceKind) =>
+    topology.registry
+      .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+      .filter((c) => Object.values(c.resources).some((r) => r.kind === kind))
+      .map((c) => c.name);
 
   it('includes every line of an approval, each with a cost, and totals them', () => {
     const cost = perMillionApprovals(busy, topology, priceBook);
@@ -294,12 +306,14 @@ describe('cost model: per million approvals', () => {
       'EventBridge archive',
       'DynamoDB writes and reads',
       'Delivery audit',
-      'S3 PUT (archive)',
-      'SNS publish (notify)',
+      ...declaring('bucket').map((c) => `S3 PUT (${c})`),
+      ...declaring('topic').map((c) => `SNS publish (${c})`),
       'CloudWatch Logs ingestion',
       'X-Ray traces',
       'CloudWatch custom metrics while busy',
     ]);
+    // Every kind of resource is priced here: the project's consumers declare each.
+    expect(declaring('bucket').length * declaring('topic').length).toBeGreaterThan(0);
     for (const p of cost.parts) expect(p.usd, p.name).toBeGreaterThan(0);
     expect(cost.totalUsd).toBeCloseTo(sumOf(cost.parts), 10);
     // The audit reads each approval's key in every consumer's inbox once, eventually consistent.
@@ -307,6 +321,69 @@ describe('cost model: per million approvals', () => {
     expect(part(cost.parts, 'API Gateway REST requests').usd).toBeCloseTo(
       prices.apiGatewayRestMillion.usd,
       10,
+    );
+  });
+
+  it("one more consumer moves the cost per approval by exactly its declared table and topic (and its inbox's writes)", () => {
+    const fixture = defineConsumer({
+      name: 'fixture',
+      description: 'A consumer only this test declares',
+      subscribes: [topology.eventTypes.approved],
+      folder: new URL('.', import.meta.url),
+      resources: {
+        fixtureItems: table({
+          description: 'Items of 1.5 KB: 2 WRU a put, 1 RRU a get',
+          partitionKey: 'id',
+          perEvent: { reads: 1, writes: 3, itemKb: 1.5 },
+        }),
+        fixtureNews: topic({
+          description: 'Two messages an event',
+          displayName: 'Fixture',
+          perEvent: { publishes: 2 },
+        }),
+      },
+    });
+    const registry = [...topology.registry, fixture];
+    const base = perMillionApprovals(busy, topology, priceBook);
+    const variant = perMillionApprovals(
+      template({ extra: busyExtra, registry }),
+      topologyWith(registry),
+      priceBook,
+    );
+    const moved = (name: string) => part(variant.parts, name).usd - part(base.parts, name).usd;
+
+    // A million approvals: a price per million is the cost of one per approval.
+    const inboxWru =
+      assumptions.inboxWritesPerConsumer.value * Math.ceil(assumptions.inboxItemKb.value) +
+      assumptions.inboxIndexWritesPerConsumer.value;
+    expect(moved('DynamoDB writes and reads')).toBeCloseTo(
+      (inboxWru + 3 * 2) * prices.dynamoWriteRequestMillion.usd + 1 * prices.dynamoReadRequestMillion.usd,
+      10,
+    );
+    expect(part(variant.parts, 'DynamoDB writes and reads').detail).toContain(
+      'fixtureItems of fixture: 3 put x 2 WRU + 1 get x 1 RRU',
+    );
+    expect(part(variant.parts, 'SNS publish (fixture)').usd).toBeCloseTo(
+      2 * prices.snsPublishMillion.usd,
+      10,
+    );
+    expect(variant.parts.some((p) => p.name === 'S3 PUT (fixture)')).toBe(false);
+    // Nothing it does not declare moves: no database call, no object, nothing outside the consumers.
+    for (const name of [
+      'RDS Data API',
+      ...declaring('bucket').map((c) => `S3 PUT (${c})`),
+      ...declaring('topic').map((c) => `SNS publish (${c})`),
+      'API Gateway REST requests',
+      'Lambda tasks-api',
+      'EventBridge PutEvents',
+    ])
+      expect(moved(name), name).toBe(0);
+    expect(variant.parts.map((p) => p.name)).toEqual(
+      [...base.parts.map((p) => p.name)].toSpliced(
+        base.parts.findIndex((p) => p.name === 'CloudWatch Logs ingestion'),
+        0,
+        'SNS publish (fixture)',
+      ),
     );
   });
 

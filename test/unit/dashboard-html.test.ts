@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { uuidPattern } from '../../shared/ids';
+import { topology } from '../../shared/topology';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
 // checked in Chromium by test/e2e/dashboard-browser.test.ts.
@@ -60,11 +61,17 @@ describe('the dashboard page', () => {
     expect(script).toContain('createTextNode');
   });
 
-  it('embeds the routing of each event type, the 2 s refresh and the UUID pattern in a config no value can break out of', () => {
+  it("embeds the routing of each event type, the counters' labels, the 2 s refresh and the UUID pattern in a config no value can break out of", () => {
     const config = /<script type="application\/json" id="config">([^<]*)<\/script>/.exec(html)?.[1];
 
     expect(JSON.parse(config ?? 'null')).toEqual({
       consumers: ['index', 'notify', 'archive'],
+      // Each counter by the label its consumer declares.
+      effectLabels: Object.fromEntries(
+        topology.registry.flatMap((c) =>
+          Object.entries(c.counters).map(([name, counter]) => [name, counter.label]),
+        ),
+      ),
       routes: {
         'content.approved': ['index', 'notify', 'archive'],
         'content.withdrawn': ['index'],
@@ -73,5 +80,6 @@ describe('the dashboard page', () => {
       refreshMs: 2000,
       uuidPattern: { source: uuidPattern.source, flags: 'i' },
     });
+    expect(Object.keys(JSON.parse(config ?? '{}').effectLabels).length).toBeGreaterThan(0);
   });
 });

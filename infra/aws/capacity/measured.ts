@@ -22,7 +22,7 @@ export const statementCostsSchema = z.object({
   operations: z.object({
     approve: cost,
     relayDrainPerEvent: cost,
-    archiveRead: cost,
+    taskRead: cost,
     purgePerRow: cost,
     relayNudge: cost,
     relayNudgeSkipped: cost,
@@ -55,7 +55,7 @@ export function readMeasuredCosts(): MeasuredCosts & { readonly measuredAt: stri
     dbCpuMs: {
       approve: op.approve.dbCpuMs,
       relayDrainPerEvent: op.relayDrainPerEvent.dbCpuMs,
-      archiveRead: op.archiveRead.dbCpuMs,
+      taskRead: op.taskRead.dbCpuMs,
       purgePerRow: op.purgePerRow.dbCpuMs,
       relayNudge: op.relayNudge.dbCpuMs,
       relayNudgeSkipped: op.relayNudgeSkipped.dbCpuMs,

@@ -1,8 +1,13 @@
+import { consumerServiceName } from '../../../shared/consumers/contract';
+import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
+import { resourceConstructId } from '../../../shared/consumers/resources';
 import { relayServiceName } from '../../../shared/outbox/relay-metrics';
 import type { RelayConfig, Topology } from '../../../shared/topology';
 import {
+  approvedConsumers,
   type CfnTemplate,
   type CostPart,
+  declaredResources,
   functionOf,
   idleMonthlyCost,
   type LambdaFunction,
@@ -93,8 +98,11 @@ export interface CapacityReport {
   readonly firstOwnLimit: FirstLimit | null;
 }
 
-/** What of the topology the model reads. */
-export type CapacityTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'> & {
+/** What of the topology the model reads (the registry: what each consumer's resources take per event). */
+export type CapacityTopology = Pick<
+  Topology,
+  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'
+> & {
   readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> & {
     /**
      * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a
@@ -110,7 +118,11 @@ export interface MeasuredCosts {
   readonly dbCpuMs: {
     readonly approve: number;
     readonly relayDrainPerEvent: number;
-    readonly archiveRead: number;
+    /**
+     * A task read by id (`getTask`): what the model charges each database call a consumer
+     * declares (its database resource's `perEvent.calls`).
+     */
+    readonly taskRead: number;
     readonly purgePerRow: number;
     /**
      * A relay run started by a nudge that finds nothing to drain: take the run lease, claim,
@@ -350,6 +362,9 @@ function keyValuesPerStream(key: KeyedIndex, isTable: boolean, shards: number): 
 
 const writeUnits = (itemKb: number) => Math.max(1, Math.ceil(itemKb));
 
+/** A resource key as a component's label: `searchIndex` -> `search index`. */
+const words = (key: string) => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+
 const count = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
 
 // ---------------------------------------------------------------------------------------------
@@ -373,7 +388,8 @@ interface PerApproval {
   /** Database CPU seconds a second that do not grow with the rate (relay run starts, at most). */
   readonly fixedDbCpuSecondsPerSec: number;
   readonly inboxWru: number;
-  readonly contentIndexWru: number;
+  /** Write units of the tables the consumers declare. */
+  readonly declaredTableWru: number;
   readonly s3Puts: number;
   readonly snsPublishes: number;
 }
@@ -426,12 +442,24 @@ function components(inputs: CapacityInputs): {
       throw new Error(`a content.approved rule targets ${id}, which is no Lambda function of the template`);
     return fn;
   });
+  // What each consumer's resources take per event is what its declaration says.
+  const approved = approvedConsumers(topology);
+  const declarationOf = (fn: LambdaFunction): ConsumerDefinition => {
+    const found = approved.find((c) => consumerServiceName(c.name) === fn.service);
+    if (!found)
+      throw new Error(
+        `a content.approved rule targets ${fn.id} (service ${fn.service || 'none'}), which is no consumer the topology routes content.approved to`,
+      );
+    return found;
+  };
+  const declarations = consumers.map(declarationOf);
+  const databaseCalls = (of: readonly ConsumerDefinition[]) =>
+    declaredResources(of, 'database').reduce((calls, d) => calls + d.spec.perEvent.calls, 0);
   const grants = new Map(
     [tasksApi, relay, ...consumers].map((fn) => [fn.id, grantsOf(template, fn)] as const),
   );
   const grantsFor = (fn: LambdaFunction) => grants.get(fn.id) ?? [];
   const dataApiPerApprove = a.dataApiCallsPerRequest[route] ?? 1;
-  const consumerUsesDataApi = (fn: LambdaFunction) => may(grantsFor(fn), 'rds-data:ExecuteStatement');
   const ms = (n: number) => n / 1000;
   const pathFunctions: PathFunction[] = [
     {
@@ -457,7 +485,7 @@ function components(inputs: CapacityInputs): {
       invocations: 1,
       seconds: ms(
         a.inboxCallsPerEvent * a.dynamoCallMs +
-          (consumerUsesDataApi(fn) ? a.dataApiCallMs : 0) +
+          databaseCalls([declarationOf(fn)]) * a.dataApiCallMs +
           a.effectCallMs +
           a.handlerMs,
       ),
@@ -520,11 +548,11 @@ function components(inputs: CapacityInputs): {
     });
 
   // Data API and Aurora
-  const dataApiConsumers = consumers.filter(consumerUsesDataApi).length;
+  const consumerDatabaseCalls = databaseCalls(declarations);
   const dataApiCalls =
     dataApiPerApprove +
     a.nudgesPerApproval * a.nudgeDataApiCalls +
-    dataApiConsumers +
+    consumerDatabaseCalls +
     measured.relayDataApiCallsPer1000 / 1000 +
     1 / topology.relay.purge.batchSize;
   const runStartsPerSec = 1_000 / (a.runStartDataApiCalls * a.dataApiCallMs);
@@ -536,13 +564,13 @@ function components(inputs: CapacityInputs): {
     perApproval: dataApiCalls,
     fixed: runStartsPerSec * a.runStartDataApiCalls,
     limitFrom: quota('dataApiRequestsPerSecond'),
-    detail: `approve ${dataApiPerApprove}, nudge ${a.nudgeDataApiCalls}, consumer reads ${dataApiConsumers}, relay ${measured.relayDataApiCallsPer1000} per 1,000 events, purge 1 per ${topology.relay.purge.batchSize}`,
+    detail: `approve ${dataApiPerApprove}, nudge ${a.nudgeDataApiCalls}, consumer reads ${consumerDatabaseCalls}, relay ${measured.relayDataApiCallsPer1000} per 1,000 events, purge 1 per ${topology.relay.purge.batchSize}`,
   });
   const db = measured.dbCpuMs;
   const dbCpuMs =
     db.approve +
     a.nudgesPerApproval * db.relayNudgeSkipped +
-    dataApiConsumers * db.archiveRead +
+    consumerDatabaseCalls * db.taskRead +
     db.relayDrainPerEvent +
     db.purgePerRow;
   const acuPerApproval = ms(dbCpuMs) / a.vcpuPerAcu;
@@ -555,7 +583,7 @@ function components(inputs: CapacityInputs): {
     const max = typeof scaling.MaxCapacity === 'number' ? scaling.MaxCapacity : q.auroraMaxAcu.value;
     maxAcu = Math.max(maxAcu, max);
     minAcu = Math.max(minAcu, typeof scaling.MinCapacity === 'number' ? scaling.MinCapacity : 0);
-    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayNudgeSkipped}, reads ${dataApiConsumers} x ${db.archiveRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
+    const detail = `database CPU ${dbCpuMs.toFixed(2)} ms per approval (approve ${db.approve}, nudge ${db.relayNudgeSkipped}, reads ${consumerDatabaseCalls} x ${db.taskRead}, drain ${db.relayDrainPerEvent}, purge ${db.purgePerRow}; measured) at ${a.vcpuPerAcu} vCPU per ACU`;
     list.push({
       name: clusters.length > 1 ? `Aurora capacity, ${id}` : 'Aurora capacity',
       kind: 'own',
@@ -614,9 +642,25 @@ function components(inputs: CapacityInputs): {
   const book = prices.assumptions;
   const shards = Math.max(1, topology.inbox.openIndexShards);
   const inboxId = outputRef(template, 'InboxTableName');
-  const indexTableId = outputRef(template, 'ContentIndexTableName');
+  // The tables the consumers write, by logical id: the inbox, and each table a consumer declares
+  // (the stack outputs its name as `<construct id>TableName`).
+  const written = new Map<
+    string,
+    { label: string; itemKb: number; writes: { table: number; index: number } }
+  >();
+  if (inboxId)
+    written.set(inboxId, { label: 'inbox', itemKb: book.inboxItemKb.value, writes: a.inboxWritesPerEvent });
+  for (const { key, spec } of declaredResources(declarations, 'table')) {
+    const id = outputRef(template, `${resourceConstructId(key)}TableName`);
+    if (id)
+      written.set(id, {
+        label: words(key),
+        itemKb: spec.perEvent.itemKb,
+        writes: { table: spec.perEvent.writes, index: 0 },
+      });
+  }
   let inboxWru = 0;
-  let contentIndexWru = 0;
+  let declaredTableWru = 0;
   for (const [id, table] of ofType(template, 'AWS::DynamoDB::Table')) {
     const keys = keysOf(table);
     const writers = consumers.filter((fn) =>
@@ -624,9 +668,13 @@ function components(inputs: CapacityInputs): {
     ).length;
     if (writers === 0) continue;
     const isInbox = id === inboxId;
-    const wcu = writeUnits(isInbox ? book.inboxItemKb.value : book.contentIndexItemKb.value);
-    const writes = isInbox ? a.inboxWritesPerEvent : { table: 1, index: 0 };
-    const label = isInbox ? 'inbox' : id === indexTableId ? 'content index' : id;
+    const use = written.get(id);
+    if (!use)
+      throw new Error(
+        `consumers may write table ${id}, which is neither the inbox nor a table a consumer declares (no output <Key>TableName names it)`,
+      );
+    const { label, itemKb, writes } = use;
+    const wcu = writeUnits(itemKb);
     const perKey = (key: KeyedIndex, isTable: boolean, writesPerEvent: number) => {
       const values = keyValuesPerStream(key, isTable, shards);
       // A write to a keys-only index entry is one WCU whatever the item's size.
@@ -641,7 +689,7 @@ function components(inputs: CapacityInputs): {
         perApproval: Number.isFinite(values) ? (writesPerEvent * unitWcu) / values : 0,
         limitFrom: quota('dynamoPartitionWcu'),
         detail: Number.isFinite(values)
-          ? `every event of a consumer writes ${values === 1 ? 'the same key value' : `one of ${values} key values`}: ${writesPerEvent} writes x ${unitWcu} WCU (${!isTable && key.keysOnly ? 'keys-only entries' : `${isInbox ? book.inboxItemKb.value : book.contentIndexItemKb.value} KB items`})`
+          ? `every event of a consumer writes ${values === 1 ? 'the same key value' : `one of ${values} key values`}: ${writesPerEvent} writes x ${unitWcu} WCU (${!isTable && key.keysOnly ? 'keys-only entries' : `${itemKb} KB items`})`
           : 'one key value per record: its writes never add up',
       });
     };
@@ -673,7 +721,7 @@ function components(inputs: CapacityInputs): {
         });
     }
     if (isInbox) inboxWru += tableWru + indexWru;
-    else contentIndexWru += tableWru;
+    else declaredTableWru += tableWru;
   }
 
   // SQS: the dead-letter queues and the consumers' retry queue take nothing while deliveries
@@ -731,9 +779,9 @@ function components(inputs: CapacityInputs): {
     dbCpuSeconds: ms(dbCpuMs),
     fixedDbCpuSecondsPerSec: runStartsPerSec * ms(db.relayNudge),
     inboxWru,
-    contentIndexWru,
-    s3Puts: consumers.filter((fn) => may(grantsFor(fn), 's3:PutObject')).length,
-    snsPublishes: consumers.filter((fn) => may(grantsFor(fn), 'sns:Publish')).length,
+    declaredTableWru,
+    s3Puts: declaredResources(declarations, 'bucket').reduce((puts, b) => puts + b.spec.perEvent.puts, 0),
+    snsPublishes: declaredResources(declarations, 'topic').reduce((n, t) => n + t.spec.perEvent.publishes, 0),
   };
   return { list, per, maxAcu, minAcu };
 }
@@ -786,7 +834,7 @@ function costPerMillion(inputs: CapacityInputs, per: PerApproval, acu: number, r
     (a.auroraIoPerApproval.value * p.auroraIoMillion.usd) / million +
     (Math.ceil(a.eventBytes.value / (64 * kb)) * p.eventBridgeCustomEventMillion.usd) / million +
     archiveUsd +
-    ((per.inboxWru + per.contentIndexWru) * p.dynamoWriteRequestMillion.usd) / million +
+    ((per.inboxWru + per.declaredTableWru) * p.dynamoWriteRequestMillion.usd) / million +
     (per.s3Puts * p.s3PutThousand.usd) / 1000 +
     (per.snsPublishes * p.snsPublishMillion.usd) / million +
     (a.logBytesPerApproval.value / gib) * p.logsIngestGb.usd +

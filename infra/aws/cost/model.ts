@@ -6,8 +6,10 @@ import {
   inboxGaugeMetricNames,
   inboxGaugesServiceName,
 } from '../../../shared/consumers/contract';
+import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
+import type { ResourceKind, ResourceSpec } from '../../../shared/consumers/resources';
 import { relayMetricNames, relayServiceName } from '../../../shared/outbox/relay-metrics';
-import type { ConsumerName, Topology } from '../../../shared/topology';
+import type { Topology } from '../../../shared/topology';
 import type { PriceBook } from './prices';
 
 /**
@@ -52,8 +54,14 @@ export interface PerMillionApprovalsCost {
   readonly parts: readonly CostPart[];
 }
 
-/** What of `shared/topology.ts` the model reads. */
-export type CostTopology = Pick<Topology, 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'>;
+/**
+ * What of `shared/topology.ts` the model reads: the consumers' declarations (`registry`) say
+ * what each consumer's resources take per event.
+ */
+export type CostTopology = Pick<
+  Topology,
+  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'
+>;
 
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
 export const tasksApiServiceName = 'tasks-api';
@@ -525,21 +533,49 @@ export function idleMonthlyCost(
 // ---------------------------------------------------------------------------------------------
 // What approvals add
 
-/** The consumers a `content.approved` event reaches, from the topology's rules. */
-export function approvedConsumers(topology: CostTopology): ConsumerName[] {
+/** The consumers a `content.approved` event reaches (from the topology's rules), as the registry declares them. */
+export function approvedConsumers(topology: CostTopology): ConsumerDefinition[] {
   const targets = topology.rules
     .filter((rule) => {
       const types = rule.pattern['detail-type'];
       return Array.isArray(types) && types.includes(topology.eventTypes.approved);
     })
-    .flatMap((rule) => rule.targets);
-  return [...new Set(targets)];
+    .flatMap((rule) => rule.targets as readonly string[]);
+  return [...new Set(targets)].map((name) => {
+    const consumer = topology.registry.find((c) => c.name === name);
+    if (!consumer) throw new Error(`a rule targets consumer ${name}, which the registry does not declare`);
+    return consumer;
+  });
 }
+
+/** One resource a consumer declares, of kind `K`. */
+export interface DeclaredResource<K extends ResourceKind> {
+  readonly consumer: string;
+  readonly key: string;
+  readonly spec: Extract<ResourceSpec, { kind: K }>;
+}
+
+/** The resources of kind `kind` that `consumers` declare, in their order. */
+export function declaredResources<K extends ResourceKind>(
+  consumers: readonly ConsumerDefinition[],
+  kind: K,
+): DeclaredResource<K>[] {
+  return consumers.flatMap((c) =>
+    Object.entries(c.resources).flatMap(([key, spec]) =>
+      spec.kind === kind ? [{ consumer: c.name, key, spec: spec as Extract<ResourceSpec, { kind: K }> }] : [],
+    ),
+  );
+}
+
+/** Write units of one put of an item of `itemKb` (DynamoDB bills a write per started KB). */
+const tableWriteUnits = (itemKb: number): number => Math.ceil(itemKb);
+/** Read units of one strongly consistent get of an item of `itemKb` (a read per started 4 KB). */
+const tableReadUnits = (itemKb: number): number => Math.ceil(itemKb / 4);
 
 /**
  * What a million approvals spread over a month add to the idle bill: each request's path
  * through the API, the relay, the bus and the consumers, plus the Aurora hours their steady
- * trickle keeps awake. Notification deliveries depend on the topic's subscribers and are left out.
+ * trickle keeps awake. A topic's deliveries depend on its subscribers and are left out.
  */
 export function perMillionApprovals(
   template: CfnTemplate,
@@ -551,18 +587,25 @@ export function perMillionApprovals(
   const functions = lambdaFunctions(template);
   const tasksApi = functionOf(functions, tasksApiServiceName);
   const relay = functionOf(functions, relayServiceName);
-  const consumers = approvedConsumers(topology).map((name) => ({
-    name,
-    fn: functionOf(functions, consumerServiceName(name)),
+  const approved = approvedConsumers(topology);
+  const consumers = approved.map((c) => ({
+    name: c.name,
+    fn: functionOf(functions, consumerServiceName(c.name)),
   }));
-  const has = (name: ConsumerName) => consumers.some((c) => c.name === name);
   const runs = idleRuns(template, book);
   const aurora = auroraIdle(template, book, runs);
 
+  // What each consumer's declared resources take per event, from its declaration.
+  const databases = declaredResources(approved, 'database');
+  const tables = declaredResources(approved, 'table');
+  const byConsumer = <K extends ResourceKind>(declared: readonly DeclaredResource<K>[]) =>
+    approved
+      .map((c) => ({ consumer: c.name, resources: declared.filter((d) => d.consumer === c.name) }))
+      .filter((c) => c.resources.length > 0);
   const dataApiPerApproval =
     a.approveDataApiCalls.value +
     a.relayDataApiCallsPerEvent.value +
-    (has('archive') ? a.archiveDataApiCalls.value : 0);
+    databases.reduce((calls, d) => calls + d.spec.perEvent.calls, 0);
   const chunks = Math.ceil(a.eventBytes.value / (64 * 1024));
   const eventGb = (n * a.eventBytes.value) / gib;
   const archives = ofType(template, 'AWS::Events::Archive');
@@ -574,9 +617,14 @@ export function perMillionApprovals(
   const inboxWru =
     consumers.length *
     (a.inboxWritesPerConsumer.value * Math.ceil(a.inboxItemKb.value) + a.inboxIndexWritesPerConsumer.value);
-  const indexWru = has('index') ? Math.ceil(a.contentIndexItemKb.value) : 0;
-  // The index consumer reads the stored version strongly consistently before its conditional put.
-  const indexRru = has('index') ? Math.ceil(a.contentIndexItemKb.value / 4) : 0;
+  // Gets priced as strongly consistent (an eventually consistent one is half a unit): the upper bound.
+  const tableUse = tables.map(({ consumer, key, spec: { perEvent } }) => ({
+    wru: perEvent.writes * tableWriteUnits(perEvent.itemKb),
+    rru: perEvent.reads * tableReadUnits(perEvent.itemKb),
+    detail: `${key} of ${consumer}: ${perEvent.writes} put x ${tableWriteUnits(perEvent.itemKb)} WRU + ${perEvent.reads} get x ${tableReadUnits(perEvent.itemKb)} RRU`,
+  }));
+  const tableWru = tableUse.reduce((units, t) => units + t.wru, 0);
+  const tableRru = tableUse.reduce((units, t) => units + t.rru, 0);
   const traced = [tasksApi, relay, ...consumers.map((c) => c.fn)].filter((f) => f.traced).length;
   const detailedApiMetrics = ofType(template, 'AWS::ApiGateway::Stage').some(([, stage]) =>
     (Array.isArray(stage.MethodSettings) ? stage.MethodSettings : []).some(
@@ -623,7 +671,11 @@ export function perMillionApprovals(
     {
       name: 'RDS Data API',
       usd: usdPer(n * dataApiPerApproval, p.dataApiMillion, million),
-      detail: `${dataApiPerApproval} requests per approval (approve ${a.approveDataApiCalls.value}, relay ${a.relayDataApiCallsPerEvent.value}${has('archive') ? `, archive read ${a.archiveDataApiCalls.value}` : ''})`,
+      detail: `${dataApiPerApproval} requests per approval (${[
+        `approve ${a.approveDataApiCalls.value}`,
+        `relay ${a.relayDataApiCallsPerEvent.value}`,
+        ...databases.map((d) => `${d.consumer} ${d.spec.perEvent.calls}`),
+      ].join(', ')})`,
     },
     {
       name: 'Aurora I/O',
@@ -652,12 +704,12 @@ export function perMillionApprovals(
     {
       name: 'DynamoDB writes and reads',
       usd:
-        usdPer(n * (inboxWru + indexWru), p.dynamoWriteRequestMillion, million) +
-        usdPer(n * indexRru, p.dynamoReadRequestMillion, million),
+        usdPer(n * (inboxWru + tableWru), p.dynamoWriteRequestMillion, million) +
+        usdPer(n * tableRru, p.dynamoReadRequestMillion, million),
       detail:
         `inbox ${consumers.length} consumers x (${a.inboxWritesPerConsumer.value} writes x ${Math.ceil(a.inboxItemKb.value)} WRU + ${a.inboxIndexWritesPerConsumer.value} index WRU)` +
-        (has('index') ? `, content index ${indexWru} WRU put + ${indexRru} RRU get` : '') +
-        ` = ${inboxWru + indexWru} WRU + ${indexRru} RRU per approval`,
+        tableUse.map((t) => `, ${t.detail}`).join('') +
+        ` = ${inboxWru + tableWru} WRU + ${tableRru} RRU per approval`,
     },
     audit
       ? {
@@ -674,16 +726,22 @@ export function perMillionApprovals(
             `${fmt(auditPages)} pages of ${fmt(topology.audit.pageSize)} x (${a.auditDataApiCallsPerPage.value} Data API requests + ${a.auditPageSeconds.value} s at ${memory(audit)}); its runs ride the sweeps`,
         }
       : { name: 'Delivery audit', usd: 0, detail: 'not in the template' },
-    {
-      name: 'S3 PUT (archive)',
-      usd: has('archive') ? usdPer(n, p.s3PutThousand, 1000) : 0,
-      detail: `1 snapshot of ~${fmt(a.snapshotBytes.value / 1024)} KB per approval (its storage not counted)`,
-    },
-    {
-      name: 'SNS publish (notify)',
-      usd: has('notify') ? usdPer(n, p.snsPublishMillion, million) : 0,
-      detail: '1 publish per approval; deliveries depend on the subscribers and are excluded',
-    },
+    ...byConsumer(declaredResources(approved, 'bucket')).map(({ consumer, resources }) => {
+      const puts = resources.reduce((sum, b) => sum + b.spec.perEvent.puts, 0);
+      return {
+        name: `S3 PUT (${consumer})`,
+        usd: usdPer(n * puts, p.s3PutThousand, 1000),
+        detail: `${puts} PUT per approval into ${resources.map((b) => b.key).join(', ')} (storage not counted)`,
+      };
+    }),
+    ...byConsumer(declaredResources(approved, 'topic')).map(({ consumer, resources }) => {
+      const publishes = resources.reduce((sum, t) => sum + t.spec.perEvent.publishes, 0);
+      return {
+        name: `SNS publish (${consumer})`,
+        usd: usdPer(n * publishes, p.snsPublishMillion, million),
+        detail: `${publishes} publish per approval to ${resources.map((t) => t.key).join(', ')}; deliveries depend on the subscribers and are excluded`,
+      };
+    }),
     {
       name: 'CloudWatch Logs ingestion',
       usd: usdPer((n * a.logBytesPerApproval.value) / gib, p.logsIngestGb),

@@ -350,7 +350,6 @@ const assumptions = {
     unit: 'requests',
     why: 'at low rates each nudged run handles one event: claim, mark delivered, stats, purge',
   },
-  archiveDataApiCalls: { value: 1, unit: 'requests', why: 'the archive consumer reads the task snapshot' },
   auroraIoPerApproval: {
     value: 10,
     unit: 'I/O requests',
@@ -375,12 +374,6 @@ const assumptions = {
     value: 2,
     unit: 'WRU',
     why: 'the open-records entry written at begin and removed at complete: keys only, under 1 KB, one write unit each',
-  },
-  contentIndexItemKb: { value: 1, unit: 'KB', why: 'task id, version, title, reviewer, approval time' },
-  snapshotBytes: {
-    value: 2048,
-    unit: 'bytes',
-    why: 'the archived task snapshot, kept until deleted (storage not counted)',
   },
   logBytesPerApproval: {
     value: 10 * 1024,

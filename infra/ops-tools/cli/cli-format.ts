@@ -1,4 +1,5 @@
-import type { ConsumerName } from '../../../shared/topology';
+import { countersOf } from '../../../shared/consumers/define-consumer';
+import { type ConsumerName, topology } from '../../../shared/topology';
 import { consumerNames, type InboxState, inboxState, routedConsumers } from '../trace-view';
 
 /** Colours ALARM/OK when writing to a terminal; plain text otherwise (and with NO_COLOR set). */
@@ -105,11 +106,10 @@ export const num = (v: unknown): number => (typeof v === 'number' && Number.isFi
 const record = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
 
-const effectLabels: Record<string, string> = {
-  indexDocuments: 'index documents',
-  notificationsSent: 'notifications sent',
-  archivedObjects: 'archived objects',
-};
+/** What each effect counter is called, as the consumer that declares it says. */
+const effectLabels: Readonly<Record<string, string>> = Object.fromEntries(
+  countersOf(topology.registry).map((c) => [c.name, c.spec.label]),
+);
 
 /** `GET /ops/status` as the `status` command prints it. */
 export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): string {

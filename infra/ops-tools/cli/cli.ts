@@ -332,7 +332,7 @@ const commands: readonly CommandSpec[] = [
   {
     words: ['inbox', 'dead'],
     summary: "list (or redrive) a consumer's dead inbox records",
-    example: 'pipeline inbox dead --consumer notify',
+    example: `pipeline inbox dead --consumer ${consumerNames[0]}`,
     options: () => [consumerOption(true), ...redriveOptions()],
     async run(ctx) {
       const consumer = ctx.values.consumer ?? '';
@@ -350,7 +350,7 @@ const commands: readonly CommandSpec[] = [
     words: ['audit'],
     summary:
       "delivered events missing from a consumer's inbox (the delivery audit's findings); --redrive re-sends them all, --redrive <eventId> one event's",
-    example: 'pipeline audit --consumer archive',
+    example: `pipeline audit --consumer ${consumerNames[0]}`,
     options: () => [
       consumerOption(false),
       new Option('--redrive [eventId]', 're-send every finding, or one event'),

@@ -236,7 +236,7 @@ function age(seconds) {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** @typedef {{ consumers: string[], routes: Record<string, string[] | undefined>, refreshMs: number, uuidPattern: { source: string, flags: string } }} DashboardConfig */
+/** @typedef {{ consumers: string[], effectLabels: Record<string, string | undefined>, routes: Record<string, string[] | undefined>, refreshMs: number, uuidPattern: { source: string, flags: string } }} DashboardConfig */
 /** @typedef {Node | string | number | null | undefined | Child[]} Child */
 /** @typedef {Record<string, string | number | null | undefined>} Attrs */
 /** @typedef {{ label: string, num?: boolean }} Column */
@@ -423,12 +423,7 @@ async function call(method, path, body) {
 function startDashboard(config) {
   // shared/ids.ts's pattern, served in the config: a task id goes into the URL path.
   const uuid = new RegExp(config.uuidPattern.source, config.uuidPattern.flags);
-  /** @type {Record<string, string | undefined>} */
-  const effectLabels = {
-    indexDocuments: 'index documents',
-    notificationsSent: 'notifications sent',
-    archivedObjects: 'archived objects',
-  };
+  const effectLabels = config.effectLabels;
   const inboxColumns = [
     ['processed', 'processed'],
     ['inProgress', 'in progress'],

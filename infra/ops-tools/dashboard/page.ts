@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { countersOf } from '../../../shared/consumers/define-consumer';
 import { uuidPattern } from '../../../shared/ids';
+import { topology } from '../../../shared/topology';
 import { consumerNames, routingTable } from '../trace-view';
 
 /** How often the page reads the ops API again. */
@@ -68,8 +70,10 @@ export const dashboardContentSecurityPolicy = [
 
 // JSON inside <script type="application/json">: `<` escaped so no value can close the element.
 // The UUID pattern travels as source and flags: the page's script cannot import shared/ids.ts.
+// The effect counters' labels travel too, as their consumers declare them.
 const config = JSON.stringify({
   consumers: consumerNames,
+  effectLabels: Object.fromEntries(countersOf(topology.registry).map((c) => [c.name, c.spec.label])),
   routes: routingTable(),
   refreshMs: dashboardRefreshMs,
   uuidPattern: { source: uuidPattern.source, flags: uuidPattern.flags },
