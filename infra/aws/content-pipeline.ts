@@ -6,11 +6,12 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import {
   consumerDimension,
-  consumerEnv,
   consumerServiceName,
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import type { ConsumerDefinition } from '../../shared/consumers/define-consumer';
+import { resourceConstructId } from '../../shared/consumers/resources';
 import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
 import { PipelineError } from '../../shared/errors';
 import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
@@ -22,16 +23,18 @@ import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
 import { ApiAccess } from './constructs/api-access';
-import { ArchiveBucket } from './constructs/archive-bucket';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
+import {
+  type ConsumerResource,
+  type ConsumerResourceProps,
+  consumerResource,
+} from './constructs/consumer-resources';
 import { ConsumerRetries } from './constructs/consumer-retries';
-import { ContentIndexTable } from './constructs/content-index-table';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { DeliveryAudit } from './constructs/delivery-audit';
 import { EventFanout } from './constructs/event-fanout';
 import { InboxGauges } from './constructs/inbox-gauges';
 import { InboxTable } from './constructs/inbox-table';
-import { NotificationTopic } from './constructs/notification-topic';
 import { OpsApi, type OpsQueue } from './constructs/ops-api';
 import { OutboxRelay } from './constructs/outbox-relay';
 import { alarmName, PipelineAlarms, type WatchedQueue } from './constructs/pipeline-alarms';
@@ -178,9 +181,11 @@ export class ContentPipeline extends Construct {
   /** The consumers' retry queue, the function that retries them, and their dead letters. */
   public readonly retries: ConsumerRetries;
   public readonly inbox: InboxTable;
-  public readonly contentIndex: ContentIndexTable;
-  public readonly archive: ArchiveBucket;
-  public readonly notifications: NotificationTopic;
+  /**
+   * The tables, topics and buckets each consumer declares, by consumer and then resource key
+   * (`consumerResources.get(name)?.get(key)`); a database resource is a login to `database`.
+   */
+  public readonly consumerResources: ReadonlyMap<string, ReadonlyMap<string, ConsumerResource>>;
   public readonly alarms: PipelineAlarms;
   public readonly dashboard: PipelineDashboard | undefined;
   /** The physical name of a topology rule in this stack. */
@@ -234,40 +239,20 @@ export class ContentPipeline extends Construct {
       deletionProtection: prod,
       existingTable: props.existingInboxTable,
     });
-    this.contentIndex = new ContentIndexTable(this, 'ContentIndex', {
+    this.consumerResources = this.makeConsumerResources(topology.registry, {
       removalPolicy,
-      deletionProtection: prod,
-    });
-    this.archive = new ArchiveBucket(this, 'Archive', {
-      removalPolicy,
-      autoDeleteObjects: !prod,
+      retain: prod,
       logRetention,
     });
-    this.notifications = new NotificationTopic(this, 'Notifications');
 
-    // Typed by ConsumerName: a consumer added to the topology does not compile until wired here.
-    const effects: Readonly<Record<ConsumerName, ConsumerEffectResources>> = {
-      index: {
-        environment: { [consumerEnv.indexTable]: this.contentIndex.table.tableName },
-        grant: (g) => this.contentIndex.grantUpsert(g),
-      },
-      notify: {
-        environment: { [consumerEnv.notifyTopic]: this.notifications.topic.topicArn },
-        grant: (g) => this.notifications.grantPublish(g),
-      },
-      archive: {
-        // The archive snapshot reads the task from PostgreSQL, as its own read-only role.
-        environment: {
-          [consumerEnv.archiveBucket]: this.archive.bucket.bucketName,
-          ...this.database.access('archive').environment,
-        },
-        grant: (g) => {
-          this.archive.grantSnapshots(g);
-          this.database.access('archive').grant(g);
-        },
-      },
-    };
     const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    const registered = topology.registry.map((c) => c.name);
+    if ([...registered].sort().join() !== [...consumerNames].sort().join()) {
+      throw new PipelineError(
+        'CONFIG',
+        `the topology's consumers (${consumerNames.join(', ')}) are not its registry's (${registered.join(', ')})`,
+      );
+    }
     for (const name of consumerNames) assertRetryDelayFitsSqs(name, topology.consumers[name]);
     this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
       // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
@@ -277,14 +262,15 @@ export class ContentPipeline extends Construct {
       ...common,
     });
     const consumers = new Map<ConsumerName, Consumer>();
-    for (const name of consumerNames) {
+    for (const definition of topology.registry) {
+      const name = definition.name as ConsumerName;
       consumers.set(
         name,
         new Consumer(this, `Consumer-${name}`, {
-          name,
+          definition,
           policy: topology.consumers[name],
           inbox: this.inbox,
-          effect: effects[name],
+          effect: this.effectResources(definition),
           onFailure: this.retries.queue,
           ...common,
         }),
@@ -437,6 +423,54 @@ export class ContentPipeline extends Construct {
       : undefined;
 
     this.acknowledgeFunctionsAlike();
+  }
+
+  /**
+   * Each table, topic and bucket the registry's consumers declare, as construct
+   * `resourceConstructId(key)` of this pipeline (`contentIndex`: `ContentIndex`). Two
+   * consumers cannot declare one key: each would be the other's resource.
+   */
+  private makeConsumerResources(
+    registry: readonly ConsumerDefinition[],
+    props: Omit<ConsumerResourceProps, 'key'>,
+  ): ReadonlyMap<string, ReadonlyMap<string, ConsumerResource>> {
+    const declaredBy = new Map<string, string>();
+    const made = new Map<string, ReadonlyMap<string, ConsumerResource>>();
+    for (const consumer of registry) {
+      const resources = new Map<string, ConsumerResource>();
+      for (const [key, spec] of Object.entries(consumer.resources)) {
+        if (spec.kind === 'database') continue;
+        const other = declaredBy.get(key);
+        if (other !== undefined) {
+          throw new PipelineError(
+            'CONFIG',
+            `consumers ${other} and ${consumer.name} both declare a resource ${JSON.stringify(key)}: resource keys must differ`,
+          );
+        }
+        declaredBy.set(key, consumer.name);
+        resources.set(key, consumerResource(this, resourceConstructId(key), spec, { ...props, key }));
+      }
+      made.set(consumer.name, resources);
+    }
+    return made;
+  }
+
+  /**
+   * What `consumer`'s function is told of its declared resources and may do with them: each
+   * table's, topic's and bucket's variable and grant, and its database role's login.
+   */
+  private effectResources(consumer: ConsumerDefinition): ConsumerEffectResources {
+    const parts = Object.entries(consumer.resources).map(([key, spec]) =>
+      spec.kind === 'database'
+        ? this.database.access(spec.role)
+        : (this.consumerResources.get(consumer.name)?.get(key) as ConsumerResource),
+    );
+    return {
+      environment: Object.assign({}, ...parts.map((p) => p.environment)),
+      grant: (grantee) => {
+        for (const part of parts) part.grant(grantee);
+      },
+    };
   }
 
   /** Findings that hold for every function of ours alike, acknowledged once with the reason. */

@@ -1,5 +1,6 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { resourceConstructId } from '../../shared/consumers/resources';
 import type { Topology } from '../../shared/topology';
 import { AuroraDatabase } from './constructs/database';
 import { alarmName } from './constructs/pipeline-alarms';
@@ -47,9 +48,16 @@ export class PipelineStack extends Stack {
     }
     out('SchemaVersion', p.migration.schemaVersion, 'Highest applied migration');
     out('InboxTableName', p.inbox.table.tableName, 'Consumers inbox table');
-    out('ContentIndexTableName', p.contentIndex.table.tableName, 'Content index table');
-    out('ArchiveBucketName', p.archive.bucket.bucketName, 'Task snapshot bucket');
-    out('NotifyTopicArn', p.notifications.topic.topicArn, 'Notification topic (subscribe to it)');
+    // Each consumer's table, topic and bucket: `ContentIndexTableName` for table `contentIndex`.
+    for (const resources of p.consumerResources.values()) {
+      for (const [key, resource] of resources) {
+        out(
+          `${resourceConstructId(key)}${resource.output.suffix}`,
+          resource.output.value,
+          resource.spec.description,
+        );
+      }
+    }
     out('AlarmTopicArn', p.alarms.topic.topicArn, 'Alarm topic');
     out('AlarmNamePrefix', alarmName(this.stackName, ''), 'Every alarm of this stack starts with this');
     out(

@@ -1,6 +1,8 @@
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { Consumer } from '../../infra/aws/constructs/consumer';
 import { defaultLocalStackDatabaseUrl, parseSettings } from '../../infra/aws/settings';
+import { topology } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the LocalStack variant (-c target=localstack)', () => {
@@ -15,11 +17,19 @@ describe('the LocalStack variant (-c target=localstack)', () => {
         Variables: Record<string, unknown>;
       }
     ).Variables;
+  // Consumers that declare the database resource, and those that do not.
+  const declaresDatabase = (c: Consumer) =>
+    Object.values(topology.registry.find((d) => d.name === c.name)?.resources ?? {}).some(
+      (r) => r.kind === 'database',
+    );
+  const consumers = () => [...s.stack.pipeline.consumers.values()];
   const dbFunctions = () => [
     s.stack.pipeline.tasksApi.function,
     s.stack.pipeline.relay.function,
     s.stack.pipeline.migration.function,
-    s.stack.pipeline.consumers.get('archive')?.function,
+    ...consumers()
+      .filter(declaresDatabase)
+      .map((c) => c.function),
   ];
 
   it('replaces Aurora, its VPC and the Data API with the PostgreSQL URL', () => {
@@ -31,14 +41,17 @@ describe('the LocalStack variant (-c target=localstack)', () => {
   });
 
   it('gives DATABASE_URL (the pg adapter) to every function that reads PostgreSQL, and nothing else', () => {
+    expect(dbFunctions().length).toBeGreaterThan(3);
     for (const fn of dbFunctions()) {
       const env = envOf(fn?.node.defaultChild as CfnFunction);
       expect(env.DATABASE_URL).toBe(url);
       for (const key of ['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']) expect(env).not.toHaveProperty(key);
     }
-    for (const name of ['index', 'notify'] as const) {
-      const env = envOf(s.stack.pipeline.consumers.get(name)?.function.node.defaultChild as CfnFunction);
-      expect(env).not.toHaveProperty('DATABASE_URL');
+    const others = consumers().filter((c) => !declaresDatabase(c));
+    expect(others).not.toEqual([]);
+    for (const consumer of others) {
+      const env = envOf(consumer.function.node.defaultChild as CfnFunction);
+      expect(env, consumer.name).not.toHaveProperty('DATABASE_URL');
     }
   });
 

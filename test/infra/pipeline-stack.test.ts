@@ -5,6 +5,12 @@ import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  ConsumerBucket,
+  type ConsumerResource,
+  ConsumerTable,
+  ConsumerTopic,
+} from '../../infra/aws/constructs/consumer-resources';
 import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { inboxActions } from '../../infra/aws/constructs/inbox-table';
 import { esmRequireBanner, projectRoot } from '../../infra/aws/constructs/pipeline-function';
@@ -16,6 +22,11 @@ import {
   inboxGaugeMetricNames,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import {
+  type DatabaseResource,
+  resourceConstructId,
+  resourceEnvName,
+} from '../../shared/consumers/resources';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
 import { inboxTableSchema, openKeys, recordKey } from '../../shared/inbox/dynamo-inbox-table';
 import { emitInboxGauges } from '../../shared/inbox/inbox-gauges';
@@ -57,6 +68,25 @@ const pipelineFunctions = () => [
   ...[...s.stack.pipeline.consumers.values()].map((c) => c.function),
 ];
 const aurora = () => s.stack.pipeline.database as AuroraDatabase;
+const consumerFunction = (name: string) =>
+  s.stack.pipeline.consumers.get(name as ConsumerName)?.function as IConstruct;
+/** The database resource `name` declares, if any: the role its function logs in as. */
+const databaseOf = (name: string) =>
+  Object.values(topology.registry.find((c) => c.name === name)?.resources ?? {}).find(
+    (r): r is DatabaseResource => r.kind === 'database',
+  );
+/** The table, topic or bucket a consumer resource made. */
+const madeOf = (resource: ConsumerResource): IConstruct => {
+  if (resource instanceof ConsumerTable) return resource.table;
+  if (resource instanceof ConsumerTopic) return resource.topic;
+  if (resource instanceof ConsumerBucket) return resource.bucket;
+  throw new Error(`unknown resource ${resource.spec.kind}`);
+};
+/** Every table, topic and bucket the consumers declare, as the stack made it, with its consumer and key. */
+const declared = () =>
+  [...s.stack.pipeline.consumerResources].flatMap(([consumer, resources]) =>
+    [...resources].map(([key, resource]) => ({ consumer, key, resource })),
+  );
 /** The statements of every policy attached to `fn`'s role. */
 /** The API stage's method settings (throttles, logging), as the template has them. */
 const methodSettingsOf = (synth: typeof s) => {
@@ -111,9 +141,14 @@ describe('database', () => {
       [s.stack.pipeline.tasksApi.function, 'tasksApi'],
       [s.stack.pipeline.opsApi.function, 'ops'],
       [s.stack.pipeline.relay.function, 'relay'],
-      [s.stack.pipeline.consumers.get('archive')?.function as IConstruct, 'archive'],
       [s.stack.pipeline.audit.function, 'audit'],
+      // Each consumer that declares the database, as the role it declares.
+      ...consumerNames.flatMap((name): [IConstruct, FunctionRole][] => {
+        const db = databaseOf(name);
+        return db ? [[consumerFunction(name), db.role]] : [];
+      }),
     ];
+    expect(owned.length).toBeGreaterThan(4);
     for (const [fn, role] of owned) {
       const secret = ref(aurora().roleSecrets.get(role) as unknown as IConstruct);
       expect(envOf(fn).DB_SECRET_ARN, role).toEqual(secret);
@@ -130,11 +165,12 @@ describe('database', () => {
         role,
       ).toEqual([s.stack.resolve(aurora().cluster.clusterArn)]);
     }
-    for (const fn of [
-      s.stack.pipeline.consumers.get('index')?.function,
-      s.stack.pipeline.consumers.get('notify')?.function,
-    ]) {
-      expect(JSON.stringify(statementsOf(fn as IConstruct))).not.toMatch(/secretsmanager|rds-data/);
+    const withoutDatabase = consumerNames.filter((name) => !databaseOf(name));
+    expect(withoutDatabase).not.toEqual([]);
+    for (const name of withoutDatabase) {
+      expect(JSON.stringify(statementsOf(consumerFunction(name))), name).not.toMatch(
+        /secretsmanager|rds-data/,
+      );
     }
   });
 
@@ -556,15 +592,44 @@ describe('consumers', () => {
     }
   });
 
-  it('each get the store their effect writes to, and archive the database too', () => {
-    const env = (n: ConsumerName) => envOf(s.stack.pipeline.consumers.get(n)?.function as IConstruct);
-    expect(env('index')[consumerEnv.indexTable]).toEqual(ref(s.stack.pipeline.contentIndex.table));
-    expect(env('notify')[consumerEnv.notifyTopic]).toEqual(ref(s.stack.pipeline.notifications.topic));
-    expect(env('archive')[consumerEnv.archiveBucket]).toEqual(ref(s.stack.pipeline.archive.bucket));
-    expect(Object.keys(env('archive'))).toEqual(
-      expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
-    );
-    expect(Object.keys(env('index'))).not.toContain('DB_CLUSTER_ARN');
+  it('each get the resources they declare by their variables, and the database only if they declare it', () => {
+    const made = declared();
+    expect(new Set(made.map((r) => r.resource.spec.kind))).toEqual(new Set(['table', 'topic', 'bucket']));
+    for (const { consumer, key, resource } of made) {
+      expect(envOf(consumerFunction(consumer))[resourceEnvName(key, resource.spec.kind)], key).toEqual(
+        ref(madeOf(resource)),
+      );
+    }
+    for (const name of consumerNames) {
+      const variables = Object.keys(envOf(consumerFunction(name)));
+      if (databaseOf(name))
+        expect(variables, name).toEqual(
+          expect.arrayContaining(['DB_CLUSTER_ARN', 'DB_SECRET_ARN', 'DB_NAME']),
+        );
+      else expect(variables, name).not.toContain('DB_CLUSTER_ARN');
+    }
+  });
+
+  it('may do with each resource what its kind needs: GetItem and PutItem on a table, Publish to a topic, PutObject in a bucket', () => {
+    for (const { consumer, key, resource } of declared()) {
+      const made = madeOf(resource);
+      const expected = {
+        table: { Action: ['dynamodb:GetItem', 'dynamodb:PutItem'], Resource: arnOf(made) },
+        topic: { Action: 'sns:Publish', Resource: ref(made) },
+        bucket: { Action: 's3:PutObject', Resource: { 'Fn::Join': ['', [arnOf(made), '/*']] } },
+      }[resource.spec.kind];
+      // Every statement of every function that names the resource: its consumer's one grant.
+      const onIt = pipelineFunctions().flatMap((fn) =>
+        statementsOf(fn)
+          .filter((st) => JSON.stringify(st.Resource).includes(`"${logicalId(made)}"`))
+          .map((st) => ({ fn, st })),
+      );
+      expect(
+        onIt.map((o) => o.fn),
+        key,
+      ).toEqual([consumerFunction(consumer)]);
+      expect(onIt[0]?.st, key).toEqual({ ...expected, Effect: 'Allow' });
+    }
   });
 
   it('touch only their own inbox records: every key they name starts with their name and #', () => {
@@ -659,45 +724,68 @@ describe('stores', () => {
     ]);
   });
 
-  it('content index: partition key taskId', () => {
-    expect(s.json.Resources[logicalId(s.stack.pipeline.contentIndex.table)]?.Properties).toMatchObject({
-      KeySchema: [{ AttributeName: 'taskId', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'taskId', AttributeType: 'S' }],
-    });
+  it('tables: keyed by the partition key their declaration names', () => {
+    const tables = declared().flatMap(({ resource }) =>
+      resource instanceof ConsumerTable ? [resource] : [],
+    );
+    expect(tables).not.toEqual([]);
+    for (const table of tables) {
+      const key = table.spec.partitionKey;
+      expect(s.json.Resources[logicalId(table.table)]?.Properties).toMatchObject({
+        KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+      });
+    }
   });
 
-  it('archive bucket: encrypted, versioned, public access blocked, TLS only', () => {
-    expect(s.json.Resources[logicalId(s.stack.pipeline.archive.bucket)]?.Properties).toMatchObject({
-      BucketEncryption: {
-        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
-      },
-      VersioningConfiguration: { Status: 'Enabled' },
-      PublicAccessBlockConfiguration: {
-        BlockPublicAcls: true,
-        BlockPublicPolicy: true,
-        IgnorePublicAcls: true,
-        RestrictPublicBuckets: true,
-      },
-    });
-    s.template.hasResourceProperties('AWS::S3::BucketPolicy', {
-      Bucket: ref(s.stack.pipeline.archive.bucket),
-      PolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-        ]),
-      },
-    });
+  it('buckets: encrypted, versioned, public access blocked, TLS only', () => {
+    const buckets = declared().flatMap(({ resource }) =>
+      resource instanceof ConsumerBucket ? [resource] : [],
+    );
+    expect(buckets).not.toEqual([]);
+    for (const { bucket } of buckets) {
+      expect(s.json.Resources[logicalId(bucket)]?.Properties).toMatchObject({
+        BucketEncryption: {
+          ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+        },
+        VersioningConfiguration: { Status: 'Enabled' },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+      });
+      s.template.hasResourceProperties('AWS::S3::BucketPolicy', {
+        Bucket: ref(bucket),
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        },
+      });
+    }
   });
 
-  it('notification topic: encrypted, publishable by the notify consumer only', () => {
-    expect(s.json.Resources[logicalId(s.stack.pipeline.notifications.topic)]?.Properties).toMatchObject({
-      KmsMasterKeyId: expect.anything(),
-    });
+  it('topics: encrypted, publishable by their own consumer only', () => {
+    const topics = declared().filter(({ resource }) => resource instanceof ConsumerTopic);
+    expect(topics).not.toEqual([]);
     const publishers = resourcesOfType(s, 'AWS::IAM::Policy').filter(([, p]) =>
       JSON.stringify(p.Properties?.PolicyDocument).includes('"sns:Publish"'),
     );
-    expect(publishers).toHaveLength(1);
-    expect(JSON.stringify(publishers[0]?.[1].Properties?.Roles)).toContain('Consumernotify');
+    expect(publishers).toHaveLength(topics.length);
+    for (const { consumer, resource } of topics) {
+      const topic = madeOf(resource);
+      expect(s.json.Resources[logicalId(topic)]?.Properties).toMatchObject({
+        KmsMasterKeyId: expect.anything(),
+      });
+      const [, policy] =
+        publishers.find(([, p]) =>
+          JSON.stringify(p.Properties?.PolicyDocument).includes(`"${logicalId(topic)}"`),
+        ) ?? [];
+      const role = (consumerFunction(consumer) as unknown as { role: IConstruct }).role;
+      expect(policy?.Properties?.Roles, consumer).toEqual([ref(role)]);
+    }
   });
 });
 
@@ -1058,9 +1146,24 @@ describe('alarms', () => {
         'ClusterArn',
         'SecretArn',
         'InboxTableName',
-        'ContentIndexTableName',
         'AlarmNamePrefix',
       ]),
+    );
+  });
+
+  it('export each table, topic and bucket a consumer declares, named after its key and described as declared', () => {
+    const suffix = { table: 'TableName', topic: 'TopicArn', bucket: 'BucketName' } as const;
+    const made = declared();
+    expect(made).not.toEqual([]);
+    for (const { key, resource } of made) {
+      expect(s.json.Outputs?.[`${resourceConstructId(key)}${suffix[resource.spec.kind]}`], key).toEqual({
+        Description: resource.spec.description,
+        Value: ref(madeOf(resource)),
+      });
+    }
+    // The names deployed stacks export them by (docs/aws.md).
+    expect(Object.keys(s.json.Outputs ?? {})).toEqual(
+      expect.arrayContaining(['ContentIndexTableName', 'ArchiveBucketName', 'NotificationsTopicArn']),
     );
   });
 });

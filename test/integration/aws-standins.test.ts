@@ -60,7 +60,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDynalite } from '../../infra/local/dynamo';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { LocalBus } from '../../infra/local/local-bus';
-import { snsSubject } from '../../shared/effects/sns-subject';
+import { snsSubject } from '../../shared/consumers/topic-subject';
 import { topology } from '../../shared/topology';
 import {
   anonymousCaller,

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { consumers } from '../../functions/consumers/registry';
 import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import { resourceEnvName } from '../../shared/consumers/resources';
 import { CallRecorder } from '../support/aws/calls';
 import { startSnsStandin } from '../support/aws/sns';
 import { dynamoClient, dynamoEngines } from '../support/dynamo';
@@ -11,10 +14,7 @@ import { lambdaContext } from '../support/lambda-context';
 describe('consumer Lambda handlers (module wiring, env from contract.ts)', () => {
   const dynalite = dynamoEngines().find((e) => e.name === 'dynalite');
   const endpoint = dynalite?.endpoint ?? '';
-  const tables = {
-    inboxTable: `inbox-h-${randomUUID().slice(0, 8)}`,
-    indexTable: `index-h-${randomUUID().slice(0, 8)}`,
-  };
+  const tables = { inboxTable: `inbox-h-${randomUUID().slice(0, 8)}`, resourceTables: [] };
   const stops: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
@@ -39,7 +39,7 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     stops.push(() => sns.close());
     vi.stubEnv(consumerEnv.consumerName, 'notify');
     vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
-    vi.stubEnv(consumerEnv.notifyTopic, topic);
+    vi.stubEnv(resourceEnvName('notifications', 'topic'), topic);
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoint);
     vi.stubEnv('AWS_ENDPOINT_URL_SNS', sns.endpoint);
     vi.stubEnv('AWS_REGION', 'us-east-1');
@@ -65,14 +65,23 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     expect(emf[0]).toMatchObject({ Consumer: 'notify', [consumerMetricNames.processed]: 1 });
   });
 
-  it('a handler whose environment is incomplete fails its cold start with every problem listed', async () => {
-    vi.stubEnv(consumerEnv.inboxTable, '');
-    vi.stubEnv(consumerEnv.indexTable, '');
-    await expect(import('../../functions/consumers/index/handler')).rejects.toMatchObject({
-      code: 'CONFIG',
-      message: expect.stringContaining(
-        `${consumerEnv.inboxTable}: required; ${consumerEnv.indexTable}: required`,
-      ),
-    });
+  it('each consumer’s handler whose environment is incomplete fails its cold start with every problem listed', async () => {
+    for (const consumer of consumers) {
+      const variables = Object.entries(consumer.resources).flatMap(([key, spec]) =>
+        spec.kind === 'database' ? [] : [resourceEnvName(key, spec.kind)],
+      );
+      vi.stubEnv(consumerEnv.inboxTable, '');
+      for (const variable of variables) vi.stubEnv(variable, '');
+      vi.resetModules();
+      await expect(
+        import(fileURLToPath(new URL('handler.ts', consumer.folder))),
+        consumer.name,
+      ).rejects.toMatchObject({
+        code: 'CONFIG',
+        message: expect.stringContaining(
+          [consumerEnv.inboxTable, ...variables].map((v) => `${v}: required`).join('; '),
+        ),
+      });
+    }
   });
 });

@@ -29,7 +29,7 @@ const statements = {
   advanceAudit: 'UPDATE delivery_audit SET last_run_at = now()',
   readAudit: 'SELECT cursor_delivered_at, last_run_at FROM delivery_audit',
   recordFinding: `INSERT INTO delivery_audit_findings (event_id, consumer, delivered_at)
-                  VALUES ('${randomUUID()}', 'index', now())`,
+                  VALUES ('${randomUUID()}', 'some-consumer', now())`,
   clearFinding: 'DELETE FROM delivery_audit_findings WHERE false',
   noteRedrive: 'UPDATE delivery_audit_findings SET redriven_at = now(), redrives = redrives + 1 WHERE false',
   readCounters: 'SELECT sum(n) FROM pipeline_counters',
@@ -39,7 +39,7 @@ type Statement = keyof typeof statements;
 const allowed: Record<FunctionRole, readonly Statement[]> = {
   relay: ['readOutbox', 'findEvent', 'updateOutbox', 'settleOutbox', 'claimOutbox', 'purgeOutbox'],
   tasksApi: ['readTasks', 'writeTasks', 'insertTask', 'appendOutbox', 'findEvent'],
-  archive: ['readTasks'],
+  taskReader: ['readTasks'],
   // UPDATE (redrive) is what FOR UPDATE needs too: a claim-shaped read follows from it.
   ops: [
     'readTasks',
@@ -99,26 +99,26 @@ describe('each function reaches PostgreSQL as its own role, with only the grants
     const owner = new PgSqlClient({ connectionString: database.url });
     const password = `rotated-${randomUUID()}`;
     try {
-      await setRolePasswords(owner, [{ username: roleName('archive'), password }]);
+      await setRolePasswords(owner, [{ username: roleName('taskReader'), password }]);
       const { rows } = await owner.query<{ rolpassword: string }>(
         'SELECT rolpassword FROM pg_authid WHERE rolname = :name',
-        { name: roleName('archive') },
+        { name: roleName('taskReader') },
       );
       expect(rows[0]?.rolpassword).toMatch(/^SCRAM-SHA-256\$4096:/);
       expect(rows[0]?.rolpassword).not.toContain(password);
       const url = new URL(database.url);
-      url.username = roleName('archive');
+      url.username = roleName('taskReader');
       url.password = password;
-      const asArchive = new PgSqlClient({ connectionString: url.toString() });
+      const asTaskReader = new PgSqlClient({ connectionString: url.toString() });
       try {
-        await expect(asArchive.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+        await expect(asTaskReader.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
       } finally {
-        await asArchive.close();
+        await asTaskReader.close();
       }
     } finally {
       // Back to the run's test password, which every other test file logs in with.
       const { testLogin } = await import('../support/database');
-      await setRolePasswords(owner, [testLogin('archive')]);
+      await setRolePasswords(owner, [testLogin('taskReader')]);
       await owner.close();
     }
   });

@@ -1,12 +1,37 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { consumers } from '../../functions/consumers/registry';
 import { consumerDeps, parseConsumerConfig } from '../../shared/consumers/consumer-deps';
 import { consumerEnv } from '../../shared/consumers/contract';
+import { defineConsumer } from '../../shared/consumers/define-consumer';
+import { bucket, database, resourceEnvName, table, topic } from '../../shared/consumers/resources';
 import { isPipelineError } from '../../shared/errors';
+import { eventTypes } from '../../shared/events/event-types';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import { topology } from '../../shared/topology';
+import { consumerNames, topology } from '../../shared/topology';
 
-const topic = 'arn:aws:sns:eu-west-1:123456789012:approvals';
+const topicArn = 'arn:aws:sns:eu-west-1:123456789012:approvals';
+
+// One resource of every kind: what a consumer's environment must name is what it declares.
+const ledger = defineConsumer({
+  name: 'ledger',
+  description: 'Keeps a ledger of approvals',
+  subscribes: [eventTypes.approved],
+  folder: new URL('.', import.meta.url),
+  resources: {
+    entries: table({
+      description: 'Ledger entries',
+      partitionKey: 'eventId',
+      perEvent: { reads: 0, writes: 1, itemKb: 1 },
+    }),
+    alerts: topic({ description: 'Ledger alerts', displayName: 'Ledger', perEvent: { publishes: 1 } }),
+    exports: bucket({ description: 'Ledger exports', perEvent: { puts: 1 } }),
+    tasks: database({ description: 'Reads tasks', role: 'taskReader', perEvent: { calls: 1 } }),
+  },
+});
+const entriesVar = resourceEnvName('entries', 'table');
+const alertsVar = resourceEnvName('alerts', 'topic');
+const exportsVar = resourceEnvName('exports', 'bucket');
 
 function configError(fn: () => unknown): { path: string; message: string }[] {
   try {
@@ -18,58 +43,89 @@ function configError(fn: () => unknown): { path: string; message: string }[] {
   throw new Error('expected a CONFIG error');
 }
 
-describe('consumer configuration from the environment (contract.ts names)', () => {
-  it('requires the inbox table, and each consumer the store its effect writes to', () => {
-    expect(configError(() => parseConsumerConfig('index', {})).map((f) => f.path)).toEqual([
+describe('consumer configuration from the environment (contract.ts and resourceEnvName names)', () => {
+  it('requires the inbox table, and the variable of each table, topic and bucket the consumer declares', () => {
+    expect(configError(() => parseConsumerConfig(ledger, {})).map((f) => f.path)).toEqual([
       consumerEnv.inboxTable,
-      consumerEnv.indexTable,
+      entriesVar,
+      alertsVar,
+      exportsVar,
     ]);
-    expect(configError(() => parseConsumerConfig('notify', { [consumerEnv.inboxTable]: 'inbox' }))).toEqual([
-      { path: consumerEnv.notifyTopic, message: 'required' },
-    ]);
-    expect(configError(() => parseConsumerConfig('archive', { [consumerEnv.inboxTable]: 'inbox' }))).toEqual([
-      { path: consumerEnv.archiveBucket, message: 'required' },
+    expect(configError(() => parseConsumerConfig(ledger, { [consumerEnv.inboxTable]: 'inbox' }))).toEqual([
+      { path: entriesVar, message: 'required' },
+      { path: alertsVar, message: 'required' },
+      { path: exportsVar, message: 'required' },
     ]);
     expect(
-      parseConsumerConfig('notify', { [consumerEnv.inboxTable]: 'inbox', [consumerEnv.notifyTopic]: topic }),
-    ).toMatchObject({ name: 'notify', inboxTable: 'inbox', notifyTopic: topic });
+      parseConsumerConfig(ledger, {
+        [consumerEnv.inboxTable]: 'inbox',
+        [entriesVar]: 'ledger-entries',
+        [alertsVar]: topicArn,
+        [exportsVar]: 'ledger-exports',
+      }),
+    ).toEqual({
+      name: 'ledger',
+      inboxTable: 'inbox',
+      // The database has no variable of its own: the function's database settings log in as its role.
+      resources: { entries: 'ledger-entries', alerts: topicArn, exports: 'ledger-exports' },
+    });
   });
 
-  it('refuses a CONSUMER_NAME that names another consumer, and malformed values', () => {
+  it('requires of each consumer of the registry the variables of its own resources, and no other', () => {
+    for (const consumer of consumers) {
+      const declared = Object.entries(consumer.resources).flatMap(([key, spec]) =>
+        spec.kind === 'database' ? [] : [resourceEnvName(key, spec.kind)],
+      );
+      expect(
+        configError(() => parseConsumerConfig(consumer, {})).map((f) => f.path),
+        consumer.name,
+      ).toEqual([consumerEnv.inboxTable, ...declared]);
+    }
+  });
+
+  it('refuses a CONSUMER_NAME that names another consumer, and malformed values, naming each variable', () => {
     const fields = configError(() =>
-      parseConsumerConfig('index', {
-        [consumerEnv.consumerName]: 'notify',
+      parseConsumerConfig(ledger, {
+        [consumerEnv.consumerName]: 'other',
         [consumerEnv.inboxTable]: 'x',
-        [consumerEnv.indexTable]: 'idx',
-        [consumerEnv.notifyTopic]: 'not-an-arn',
+        [entriesVar]: 'a table?',
+        [alertsVar]: 'not-an-arn',
+        [exportsVar]: 'Not_A_Bucket',
       }),
     );
     expect(fields.map((f) => f.path).sort()).toEqual(
-      [consumerEnv.inboxTable, consumerEnv.notifyTopic].sort(),
+      [consumerEnv.inboxTable, entriesVar, alertsVar, exportsVar].sort(),
     );
+    expect(fields.find((f) => f.path === alertsVar)?.message).toMatch(/SNS topic ARN/);
+    expect(fields.find((f) => f.path === exportsVar)?.message).toMatch(/S3 bucket name/);
+    expect(fields.find((f) => f.path === entriesVar)?.message).toMatch(/DynamoDB table name/);
     expect(
       configError(() =>
-        parseConsumerConfig('index', {
-          [consumerEnv.consumerName]: 'notify',
+        parseConsumerConfig(ledger, {
+          [consumerEnv.consumerName]: 'other',
           [consumerEnv.inboxTable]: 'inbox',
-          [consumerEnv.indexTable]: 'idx',
+          [entriesVar]: 'ledger-entries',
+          [alertsVar]: topicArn,
+          [exportsVar]: 'ledger-exports',
         }),
       ),
-    ).toEqual([{ path: consumerEnv.consumerName, message: 'is notify, but this is the index consumer' }]);
+    ).toEqual([{ path: consumerEnv.consumerName, message: 'is other, but this is the ledger consumer' }]);
   });
 });
 
 describe('the parts every consumer shares', () => {
   it('an inbox on the given client, the topology settings, and metrics with the consumer dimension', () => {
     const client = new DynamoDBClient({ region: 'us-east-1' });
-    const deps = consumerDeps('notify', { inboxTable: 'inbox' }, client);
-    expect(deps.inbox).toBeInstanceOf(DynamoInboxStore);
-    expect(deps.settings).toMatchObject({
-      maxPermanentAttempts: topology.consumers.notify.maxPermanentAttempts,
-      maxEventAgeMs: topology.consumers.notify.maxEventAgeSeconds * 1000,
-    });
-    deps.metrics.addMetric('X', 'Count', 1);
-    expect(deps.metrics.serializeMetrics()).toMatchObject({ Consumer: 'notify', service: 'consumer-notify' });
+    for (const name of consumerNames) {
+      const deps = consumerDeps(name, { inboxTable: 'inbox' }, client);
+      expect(deps.inbox).toBeInstanceOf(DynamoInboxStore);
+      expect(deps.settings).toMatchObject({
+        maxPermanentAttempts: topology.consumers[name].maxPermanentAttempts,
+        maxEventAgeMs: topology.consumers[name].maxEventAgeSeconds * 1000,
+      });
+      deps.metrics.addMetric('X', 'Count', 1);
+      expect(deps.metrics.serializeMetrics()).toMatchObject({ Consumer: name, service: `consumer-${name}` });
+    }
     client.destroy();
   });
 });

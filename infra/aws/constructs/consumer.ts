@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
@@ -5,32 +6,34 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerEnv, consumerServiceName } from '../../../shared/consumers/contract';
+import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
 import type { ConsumerName, ConsumerPolicy } from '../../../shared/topology';
 import type { InboxTable } from './inbox-table';
 import { PipelineFunction } from './pipeline-function';
 
-/** What one consumer's side effect needs beyond the inbox: its environment and its grants. */
+/** What one consumer's effect needs beyond the inbox (its declared resources): its environment and its grants. */
 export interface ConsumerEffectResources {
   readonly environment: Readonly<Record<string, string>>;
   grant(grantee: IGrantable): void;
 }
 
 export interface ConsumerProps {
-  readonly name: ConsumerName;
+  /** Its declaration: its name, and its folder, whose `handler.ts` is the function's entry. */
+  readonly definition: ConsumerDefinition;
   /** `topology.consumers[name]`: the async-invoke retries, max event age and queue retention come from here. */
   readonly policy: ConsumerPolicy;
   readonly inbox: InboxTable;
   readonly effect: ConsumerEffectResources;
   /** Where Lambda sends the on-failure record once its attempts are spent: the consumers' retry queue. */
   readonly onFailure: IQueue;
-  /** @default 60 seconds (the archive consumer may wait on an auto-paused Aurora resuming) */
+  /** @default 60 seconds (a consumer that reads the database may wait on an auto-paused Aurora resuming) */
   readonly timeout?: Duration;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
 
 /**
- * One consumer: `functions/consumers/{name}` with the inbox, its effect's resources, and
+ * One consumer: the `handler.ts` of its folder with the inbox, its effect's resources, and
  * Lambda's asynchronous-invocation settings from the topology. The function's own errors are
  * retried by Lambda (`asyncInvoke.retryAttempts`), then its on-failure record (the error and
  * the original event) goes to the consumers' retry queue (`ConsumerRetries`), which retries it
@@ -42,13 +45,14 @@ export class Consumer extends Construct {
 
   constructor(scope: Construct, id: string, props: ConsumerProps) {
     super(scope, id);
-    this.name = props.name;
+    // Typed as the project's registry names it; a topology variant's consumers are realized alike.
+    this.name = props.definition.name as ConsumerName;
     this.function = new PipelineFunction(this, 'Function', {
-      entry: `functions/consumers/${props.name}/handler.ts`,
-      serviceName: consumerServiceName(props.name),
+      entry: fileURLToPath(new URL('handler.ts', props.definition.folder)),
+      serviceName: consumerServiceName(this.name),
       description: props.policy.description,
       environment: {
-        [consumerEnv.consumerName]: props.name,
+        [consumerEnv.consumerName]: this.name,
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
         ...props.effect.environment,
       },
@@ -62,7 +66,7 @@ export class Consumer extends Construct {
       maxEventAge: Duration.seconds(props.policy.asyncInvoke.maximumEventAgeSeconds),
       onFailure: new SqsDestination(props.onFailure),
     });
-    props.inbox.grantConsumer(this.function, props.name);
+    props.inbox.grantConsumer(this.function, this.name);
     props.effect.grant(this.function);
     Validations.of(this.function).acknowledge({
       id: 'Serverless-LambdaDLQ',

@@ -235,4 +235,5 @@ export class UrlDatabase implements PipelineDatabase {
  * The construct id of a role's secret: `Secret-<role>`, except the task reader's, which kept the
  * id it had before the role's key was renamed (a new id would replace the deployed secret).
  */
-const secretId = (role: FunctionRole): string => (role === 'taskReader' ? 'Secret-archive' : `Secret-${role}`);
+const secretId = (role: FunctionRole): string =>
+  role === 'taskReader' ? 'Secret-archive' : `Secret-${role}`;

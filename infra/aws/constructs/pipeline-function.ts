@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerImage, type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -27,7 +27,7 @@ export const esmRequireBanner =
 export const sqlAdapterContextKey = 'content-pipeline:sqlAdapter';
 
 export interface PipelineFunctionProps {
-  /** Entry file relative to the repository root, e.g. `functions/outbox-relay/handler.ts`. */
+  /** Entry file, absolute or relative to the repository root (`functions/outbox-relay/handler.ts`). */
   readonly entry: string;
   /** Powertools service name: the logs' `service` key and the metrics' `service` dimension. */
   readonly serviceName: string;
@@ -78,7 +78,7 @@ export class PipelineFunction extends NodejsFunction {
     });
     logGroup.grantWrite(role);
     super(scope, id, {
-      entry: join(projectRoot, props.entry),
+      entry: resolve(projectRoot, props.entry),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
       handler: 'handler',

@@ -1,7 +1,8 @@
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { type Notification, notificationFor, SnsNotifier } from '../../shared/effects/notify';
+import { messageFor, type Notification, notificationFor } from '../../functions/consumers/notify/effect';
+import { SnsPublisher } from '../../shared/consumers/adapters/aws/sns-publisher';
 import { pipelineCloudEvent } from '../../shared/events/schemas';
 import { approvedRow, busEvent, rejectedRow, withdrawnRow } from '../support/dynamo-consumer-fixtures';
 
@@ -13,15 +14,17 @@ function notification(overrides: Partial<Notification> = {}): Notification {
   return { ...notificationFor(event), ...overrides } as Notification;
 }
 
-describe('SNS notifier', () => {
+// The SNS adapter of a topic resource, with the notify consumer's messages (messageFor).
+describe('SNS publisher', () => {
   beforeEach(() => sns.reset());
 
   const client = () => new SNSClient({ region: 'us-east-1', maxAttempts: 1 });
+  const publish = (n: Notification, arn = topic) => new SnsPublisher(client(), arn).publish(messageFor(n));
 
   it('publishes the notification with event id and task id attributes for subscribers to dedupe on', async () => {
     sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
     const n = notification();
-    expect(await new SnsNotifier(client(), topic).send(n)).toBe('sent');
+    expect(await publish(n)).toBe('sent');
     const input = sns.commandCalls(PublishCommand)[0]?.args[0].input;
     expect(input).toMatchObject({
       TopicArn: topic,
@@ -40,7 +43,7 @@ describe('SNS notifier', () => {
   it('publishes a subject SNS accepts for a title with line breaks, controls and a lone surrogate', async () => {
     sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
     const title = `Spring\r\n\tlaunch\u0007 copy \ud800${'😀'.repeat(240)}`;
-    await new SnsNotifier(client(), topic).send(notification({ title }));
+    await publish(notification({ title }));
     const input = sns.commandCalls(PublishCommand)[0]?.args[0].input;
     // 'Approved: Spring launch copy \uFFFD' is 30 code units; 34 emoji fill the 98 before the ellipsis.
     expect(input?.Subject).toBe(`Approved: Spring launch copy \uFFFD${'😀'.repeat(34)}…`);
@@ -51,7 +54,7 @@ describe('SNS notifier', () => {
   it('on a FIFO topic, dedupes by event id and keeps one task in order', async () => {
     sns.on(PublishCommand).resolves({ MessageId: 'm-1' });
     const n = notification();
-    await new SnsNotifier(client(), `${topic}.fifo`).send(n);
+    await publish(n, `${topic}.fifo`);
     expect(sns.commandCalls(PublishCommand)[0]?.args[0].input).toMatchObject({
       MessageDeduplicationId: n.eventId,
       MessageGroupId: n.taskId,
@@ -60,7 +63,7 @@ describe('SNS notifier', () => {
 
   it('leaves out an empty assignee attribute (SNS refuses empty values)', async () => {
     sns.on(PublishCommand).resolves({});
-    await new SnsNotifier(client(), topic).send(notification({ assignee: null }));
+    await publish(notification({ assignee: null }));
     expect(sns.commandCalls(PublishCommand)[0]?.args[0].input.MessageAttributes).not.toHaveProperty(
       'assignee',
     );
@@ -69,7 +72,7 @@ describe('SNS notifier', () => {
   it('rethrows a failed publish with the cause', async () => {
     const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottledException' });
     sns.on(PublishCommand).rejects(throttled);
-    const err = await new SnsNotifier(client(), topic).send(notification()).catch((e: unknown) => e);
+    const err = await publish(notification()).catch((e: unknown) => e);
     expect((err as Error).cause).toBe(throttled);
   });
 
@@ -78,7 +81,7 @@ describe('SNS notifier', () => {
     const row = rejectedRow({ reason: 'Off brand: see the style guide' });
     const n = notificationFor(pipelineCloudEvent.parse(busEvent(row).detail));
 
-    expect(await new SnsNotifier(client(), topic).send(n)).toBe('sent');
+    expect(await publish(n)).toBe('sent');
 
     expect(n).toMatchObject({
       eventId: row.eventId,
