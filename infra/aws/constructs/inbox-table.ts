@@ -92,7 +92,7 @@ export class InboxTable extends Construct {
   /**
    * Lets one consumer read and write its own inbox records only: every partition key a request
    * names must be like `<consumer>#*` (consumer names hold no `#`, `*` or `?`), so a bug in
-   * `index` cannot touch `archive`'s records
+   * one consumer cannot touch another's records
    * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html).
    * `ForAllValues` also holds for a request that names no key at all (a Scan or a Query on an
    * index), which is why the grant has item actions only.

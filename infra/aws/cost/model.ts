@@ -521,7 +521,7 @@ export function idleMonthlyCost(
         `${plural(countOf(template, 'AWS::SNS::Topic'), 'SNS topic')}, ` +
         `${plural(countOf(template, 'AWS::S3::Bucket'), 'S3 bucket')} (~empty), ` +
         `${plural(countOf(template, 'AWS::ApiGateway::RestApi'), 'REST API')}, ` +
-        `${plural(countOf(template, 'AWS::Events::EventBus'), 'event bus')} + ${plural(countOf(template, 'AWS::Events::Archive'), 'archive')} (~empty), ` +
+        `${plural(countOf(template, 'AWS::Events::EventBus'), 'event bus')} + ${plural(countOf(template, 'AWS::Events::Archive'), 'bus archive')} (~empty), ` +
         `${plural(countOf(template, 'AWS::DynamoDB::Table'), 'on-demand table')} (~empty; PITR bills by GB), ` +
         `scheduled-rule invocations ${each(p.eventBridgeScheduledRuleInvocation)} (unconfirmed), ` +
         'EMF metrics need no PutMetricData, VPC flow logs of an idle VPC ~0',
