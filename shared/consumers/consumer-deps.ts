@@ -4,7 +4,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
 import { blankIsUnset, type ConfigField, configError, configFields } from '../env';
 import { DynamoInboxStore, type DynamoInboxStoreOptions } from '../inbox/dynamo-inbox-store';
-import { inboxSettingsFor } from '../inbox/settings';
+import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
 import type { ConsumerName } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
@@ -80,19 +80,21 @@ export function parseConsumerConfig(
  * (on the client the handler made, which its effect may share), the topology's inbox settings,
  * and Powertools Logger and Metrics with the consumer's service name and `Consumer` dimension.
  * Each handler adds its own effect, so a bundle holds only the SDK clients that effect uses.
- * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's.
+ * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's;
+ * `settings` to the project topology's for `name` (a runtime of another topology passes its own).
  */
 export function consumerDeps(
   name: ConsumerName,
   config: Pick<ConsumerConfig, 'inboxTable'>,
   dynamo: DynamoDBClient,
   inbox: Omit<DynamoInboxStoreOptions, 'tableName'> = {},
+  settings: InboxSettings = inboxSettingsFor(name),
 ): Omit<ConsumerHandlerDeps, 'effect'> {
   const serviceName = consumerServiceName(name);
   return {
     name,
     inbox: new DynamoInboxStore(dynamo, { ...inbox, tableName: config.inboxTable }),
-    settings: inboxSettingsFor(name),
+    settings,
     logger: new Logger({ serviceName }),
     metrics: new Metrics({
       namespace: metricsNamespace,
