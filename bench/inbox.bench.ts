@@ -232,7 +232,7 @@ async function measureRound(
 
 async function inboxDeliver(client: DynamoDBClient, prefix = 'bench') {
   const table = `${prefix}-inbox`;
-  await ensureTables(client, { inboxTable: table, indexTable: `${prefix}-index` });
+  await ensureTables(client, { inboxTable: table });
   const inbox = new DynamoInboxStore(client, { tableName: table });
   const settings = inboxSettingsFor('index');
   return async (event: BusEvent) => {

@@ -3,12 +3,11 @@
  * seams (`RuntimeSeams` in infra/local/runtime.ts): every hop's delay is drawn once per call at
  * the place that call happens, and counted, so a test can hold each hop to its calls.
  */
+import type { LocalPort } from '../../infra/local/consumer-resources/local-ports';
 import { seededRandom } from '../../infra/local/faults';
 import type { LambdaName, RuntimeSeams, SdkClientSeam } from '../../infra/local/runtime';
 import type { FunctionRole } from '../../shared/db/roles';
 import type { QueryResult, Row, SqlClient, SqlExecutor, SqlParams } from '../../shared/db/sql-client';
-import type { SnapshotArchive } from '../../shared/effects/archive';
-import type { Notifier } from '../../shared/effects/notify';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
 import { ContainerPool, type Hop, type LatencyModel, latencyModel, sampler } from './latency-model';
 
@@ -101,6 +100,33 @@ export function delayEachCall(client: SdkClientSeam, delays: HopDelays, hop: Hop
   });
 }
 
+/**
+ * A consumer resource's stand-in whose every call is its AWS service's: a bucket's put is an S3
+ * PutObject, a topic's publish an SNS Publish. A table's calls are its DynamoDB client's (the
+ * `sdkClient` seam delays them), a database's its role's client's (the `sql` seam).
+ */
+export function resourceCall(built: LocalPort, delays: HopDelays): LocalPort {
+  switch (built.kind) {
+    case 'bucket': {
+      const inner = built.port;
+      return {
+        kind: 'bucket',
+        port: { put: (key, body) => call(delays.draw('s3Put'), () => inner.put(key, body)) },
+      };
+    }
+    case 'topic': {
+      const inner = built.port;
+      return {
+        kind: 'topic',
+        port: { publish: (m) => call(delays.draw('snsPublish'), () => inner.publish(m)) },
+      };
+    }
+    case 'table':
+    case 'database':
+      return built;
+  }
+}
+
 /** What one model run observed besides its delays. */
 export interface ModelObservations {
   /** Environments (cold starts) and peak concurrency of each function. */
@@ -156,15 +182,10 @@ export function latencySeams(delays: HopDelays): { seams: RuntimeSeams; observed
   };
   const seams: RuntimeSeams = {
     sql: (client: SqlClient, _role: FunctionRole) => new DataApiSqlClient(client, delays),
-    connections: { tasksApi: 70, relay: 8, archive: 8, ops: 4 },
+    connections: { tasksApi: 70, relay: 8, taskReader: 8, ops: 4 },
     sdkClient: (client, service) =>
       delayEachCall(client, delays, service === 'dynamodb' ? 'dynamoDbCall' : 'putEvents'),
-    archive: (inner: SnapshotArchive): SnapshotArchive => ({
-      put: (key, body) => call(delays.draw('s3Put'), () => inner.put(key, body)),
-    }),
-    notifier: (inner: Notifier): Notifier => ({
-      send: (n) => call(delays.draw('snsPublish'), () => inner.send(n)),
-    }),
+    wrapPort: (_consumer, _key, built) => resourceCall(built, delays),
     lambda,
     nudger: (inner: RelayNudger): RelayNudger => ({
       async nudge() {

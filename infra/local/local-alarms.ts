@@ -2,7 +2,7 @@ import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
-import { type AlarmThresholds, type ConsumerName, topology } from '../../shared/topology';
+import { type AlarmThresholds, type ConsumerName, type Topology, topology } from '../../shared/topology';
 
 /**
  * What the local alarm evaluation reads: the live figures (null where their store could not be
@@ -31,11 +31,12 @@ export interface AlarmInputs {
  * of `infra/aws/constructs/pipeline-alarms.ts`: a silent relay (no run for
  * `relaySilentSweeps` sweep periods) alarms as missing data does on AWS, and an alarm whose
  * figure could not be read (its store is down) is INSUFFICIENT_DATA, as CloudWatch says of an
- * alarm without data points, never OK.
+ * alarm without data points, never OK. The consumers' `policies` set the inbox thresholds.
  */
 export function evaluateAlarms(
   input: AlarmInputs,
   thresholds: AlarmThresholds = topology.alarms,
+  policies: Topology['consumers'] = topology.consumers,
 ): Record<string, AlarmState> {
   const state = (breaching: boolean): AlarmState => (breaching ? 'ALARM' : 'OK');
   const on = <T>(figure: T | null, breaching: (figure: T) => boolean): AlarmState =>
@@ -54,7 +55,7 @@ export function evaluateAlarms(
     [alarmIds.deadLetters]: on(input.deadLetters, (n) => n >= thresholds.dlqMessages),
     [alarmIds.auditErrors]: state(input.auditErrors >= 1),
   };
-  const limits = inboxHealthThresholds({ alarms: thresholds, consumers: topology.consumers });
+  const limits = inboxHealthThresholds({ alarms: thresholds, consumers: policies });
   // One alarm each for every consumer, as on AWS (the sum of DEAD records, the largest age
   // against the threshold); the status's per-consumer figures say whose.
   alarms[alarmIds.inboxDead] = on(

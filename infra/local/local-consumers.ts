@@ -1,42 +1,54 @@
-import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
+import {
+  type ConsumerDefinition,
+  countersOf,
+  type EffectFactory,
+  type RegisteredCounter,
+} from '../../shared/consumers/define-consumer';
+import type { ConsumerEffect } from '../../shared/consumers/effect';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import type { ResourceSpecs } from '../../shared/consumers/resources';
+import type { FunctionRole } from '../../shared/db/roles';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { archiveEffect, FileSnapshotArchive, type SnapshotArchive } from '../../shared/effects/archive';
-import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
-import type { ConsumerEffect } from '../../shared/effects/effect';
-import { FileNotifier, type Notifier, notifyEffect } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxOps, InboxPresence } from '../../shared/inbox/inbox-ops';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import type { ComponentState, EffectCounts, StatusComponent } from '../../shared/ops/ops-ports';
-import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import { type ConsumerName, topology as projectTopology, type Topology } from '../../shared/topology';
+import {
+  checkLocalPlaces,
+  countLocalResource,
+  type LocalPort,
+  localPort,
+  localResourceTables,
+  localTablePrefix,
+} from './consumer-resources/local-ports';
 import { type LocalDynamo, startDynalite, startDynamoDbLocal } from './dynamo';
 import { type FaultInjector, InjectedFaultError } from './faults';
+import { copyLegacyTable, legacyTables } from './legacy-tables';
 import type { BusEvent } from './local-bus';
 import { LocalCounters } from './local-counters';
 import { repairOpenIndex } from './open-index-repair';
 import { Supervisor } from './supervisor';
 
-const tables = { inboxTable: 'content-pipeline-inbox', indexTable: 'content-pipeline-index' };
-/** Every store over the local inbox (the consumers' and the ops API's) shards its index alike. */
-const inboxOptions = { openIndexShards: topology.inbox.localOpenIndexShards };
+const inboxTable = `${localTablePrefix}inbox`;
 /** The local runtime's own counters (not a table of the AWS stack): see LocalCounters. */
-const countsTable = 'content-pipeline-local-counts';
+const countsTable = `${localTablePrefix}local-counts`;
 /** Local consumer invocations time out like a short Lambda, which also bounds inbox leases after a crash. */
 const invocationTimeoutMs = 10_000;
 
 /** A local consumer invocation that ran past its timeout, as Lambda reports one. */
 export class InvocationTimeoutError extends Error {
   override name = 'InvocationTimeoutError';
-  constructor(consumer: ConsumerName, timeoutMs: number) {
+  constructor(consumer: string, timeoutMs: number) {
     super(`${consumer}: Task timed out after ${(timeoutMs / 1000).toFixed(2)} seconds`);
   }
 }
@@ -52,7 +64,7 @@ export class InvocationTimeoutError extends Error {
  */
 export async function withInvocationTimeout<T>(
   work: Promise<T>,
-  consumer: ConsumerName,
+  consumer: string,
   timeoutMs: number = invocationTimeoutMs,
 ): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -78,34 +90,42 @@ export interface LocalConsumers {
   readonly inbox: InboxOps & InboxPresence;
   /** The same table through the consumers' port, for the ops API's one write there (a redrive whose re-send failed goes back DEAD). */
   readonly inboxStore: Pick<InboxStore, 'markDead'>;
-  invoke(consumer: ConsumerName, event: BusEvent): Promise<unknown>;
-  /** What the effects did: maintained counters (LocalCounters), never a scan or a listing. */
+  /** Runs one delivery through `consumer` (a name of the topology's registry), as Lambda would. */
+  invoke(consumer: string, event: BusEvent): Promise<unknown>;
+  /** Every declared counter by its name: maintained counters (LocalCounters), never a scan or a listing. */
   effectCounts(): Promise<EffectCounts>;
   /**
-   * What the effects did, counted where they live: a scan of the index, a listing of the archive,
-   * a read of the notifications file. Its cost grows with history: for tests and for the recount
-   * after an unclean stop, never for the status page.
+   * Every declared counter, counted where its resource lives (a scan of a table, a listing of a
+   * bucket, a read of a topic's file). Its cost grows with history: for tests and for the
+   * recount after an unclean stop, never for the status page.
    */
   countEffects(): Promise<EffectCounts>;
   /** Events `consumer` has processed: a maintained counter (LocalCounters), never a listing. */
-  processedCount(consumer: ConsumerName): Promise<number>;
+  processedCount(consumer: string): Promise<number>;
   /** How many effectFailAfter faults struck `consumer` (effects that acted, then failed). */
-  injectedAfterFaults(consumer: ConsumerName): number;
+  injectedAfterFaults(consumer: string): number;
   stop(): Promise<void>;
 }
 
 export interface LocalConsumersOptions {
   readonly dataDir: string;
-  readonly db: SqlClient;
+  /**
+   * The consumers to run, their policies and inbox settings: `topology.registry`.
+   * @default the project's topology
+   */
+  readonly topology?: Topology;
+  /** The database as each function role: a consumer's database resource logs in as its role. */
+  readonly dbAs: (role: FunctionRole) => SqlClient;
   readonly engine: 'dynalite' | 'dynamodb-local';
   readonly faults: FaultInjector;
   readonly log: (message: string, extra?: Record<string, unknown>) => void;
   /** Called once with the DynamoDB client before its first call (the runtime's seam for SDK middleware). */
   readonly sdkClient?: (client: DynamoDBClient) => void;
-  /** Wraps the archive's stand-in for S3. */
-  readonly archive?: (archive: SnapshotArchive) => SnapshotArchive;
-  /** Wraps notify's stand-in for SNS. */
-  readonly notifier?: (notifier: Notifier) => Notifier;
+  /**
+   * Wraps each resource's port as the runtime made it, before the consumer's effect is built
+   * over it (a benchmark's latency, a test's gate). Return `built` for the ports left alone.
+   */
+  readonly wrapPort?: (consumer: string, key: string, built: LocalPort) => LocalPort;
   /**
    * The last run stopped without a clean stop (a SIGKILL, a crash): counts it added after the
    * thing they count may be missing, so they are counted again from the stores before any
@@ -124,38 +144,9 @@ export interface LocalConsumersOptions {
   readonly invocationTimeoutMs?: number | (() => number);
 }
 
-/** The counters of what the effects did: their names, and what one effect result adds to each. */
-const effectCounters = {
-  indexDocuments: 'effects#indexDocuments',
-  notificationsSent: 'effects#notificationsSent',
-  archivedObjects: 'effects#archivedObjects',
-} as const satisfies Record<keyof EffectCounts, string>;
-const processedCounter = (consumer: ConsumerName) => `processed#${consumer}`;
-
-/**
- * What one effect's result changes in the counters: an approved entry written where none was
- * approved adds an index document, a withdrawal written over an approved one takes one away; a
- * notification sent (not a duplicate the channel refused) and an archive object written (not
- * one that existed) add one. Stale writes and duplicates change nothing.
- */
-function countedDeltas(
-  consumer: ConsumerName,
-  result: Readonly<Record<string, unknown>>,
-): [string, number][] {
-  switch (consumer) {
-    case 'index':
-      if (result.outcome !== 'applied') return [];
-      if (result.status === 'approved' && result.replaced !== 'approved')
-        return [[effectCounters.indexDocuments, 1]];
-      if (result.status === 'withdrawn' && result.replaced === 'approved')
-        return [[effectCounters.indexDocuments, -1]];
-      return [];
-    case 'notify':
-      return result.outcome === 'sent' ? [[effectCounters.notificationsSent, 1]] : [];
-    case 'archive':
-      return result.outcome === 'written' ? [[effectCounters.archivedObjects, 1]] : [];
-  }
-}
+/** A declared counter's item in the counters table (`effects#<name>`, as before counters were declared). */
+const effectCounter = (name: string) => `effects#${name}`;
+const processedCounter = (consumer: string) => `processed#${consumer}`;
 
 /**
  * Wraps an effect with the local fault injection: before (throw without acting) or after
@@ -184,7 +175,7 @@ const mentionsInjectedFault = (extra: unknown[]) =>
  * Consumer logs for the console: warnings and errors through the runtime's log, except the
  * ones an injected fault caused on purpose (they would drown everything else).
  */
-function localLogger(consumer: ConsumerName, log: LocalConsumersOptions['log']): ConsumerLogger {
+function localLogger(consumer: string, log: LocalConsumersOptions['log']): ConsumerLogger {
   const emit =
     (level: string) =>
     (message: string, ...extra: unknown[]) => {
@@ -197,18 +188,37 @@ function localLogger(consumer: ConsumerName, log: LocalConsumersOptions['log']):
   return { info: () => undefined, warn: emit('warn'), error: emit('error') };
 }
 
-const wrap = <T>(wrapper: ((inner: T) => T) | undefined, inner: T): T => wrapper?.(inner) ?? inner;
-
 /** Metrics stay in memory locally (the figures are on /ops/status); Powertools would flood stdout with EMF. */
 const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => undefined } as never;
 
+/** A consumer's effect factory: the `effect` its folder's `effect.ts` exports. */
+async function loadEffect(consumer: ConsumerDefinition): Promise<EffectFactory<ResourceSpecs>> {
+  const url = new URL('effect.ts', consumer.folder);
+  const module = (await import(url.href)) as { readonly effect?: unknown };
+  if (typeof module.effect !== 'function')
+    throw new Error(
+      `consumer ${consumer.name}: ${url.pathname} exports no effect (\`export const effect = defineEffect(...)\`)`,
+    );
+  return module.effect as EffectFactory<ResourceSpecs>;
+}
+
 /**
- * Starts the DynamoDB engine (data under `<dataDir>/dynamo`), creates the tables, and builds
- * the three consumers with the same factory the Lambda handlers use, over the local adapters
- * (`<dataDir>/effects/archive/…`, `<dataDir>/effects/notifications.jsonl`).
+ * Starts the DynamoDB engine (data under `<dataDir>/dynamo`), creates the inbox and every table
+ * resource, and builds each consumer of the topology's registry with the same factory the
+ * Lambda handlers use: its folder's effect over the local stand-ins of the resources it
+ * declares (`consumer-resources/local-ports.ts`: tables on the local DynamoDB, topics and
+ * buckets under `<dataDir>/effects/`, the database as the resource's role).
  */
 export async function startLocalConsumers(options: LocalConsumersOptions): Promise<LocalConsumers> {
   const { dataDir, faults, log } = options;
+  const topology = options.topology ?? projectTopology;
+  const { registry } = topology;
+  const names = registry.map((c) => c.name);
+  checkLocalPlaces(registry, [inboxTable, countsTable]);
+  // Every store over the local inbox (the consumers' and the ops API's) shards its index alike.
+  const inboxOptions = { openIndexShards: topology.inbox.localOpenIndexShards };
+  // Before the engine starts: a plug-in that cannot load fails the start with nothing to undo.
+  const effects = await Promise.all(registry.map(loadEffect));
   const timeoutOption = options.invocationTimeoutMs ?? invocationTimeoutMs;
   const timeoutOf = typeof timeoutOption === 'function' ? timeoutOption : () => timeoutOption;
   const startEngine = (port?: number) =>
@@ -237,87 +247,84 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
+  const resourceTables = localResourceTables(registry);
   let counters: LocalCounters;
   try {
-    await ensureTables(client, tables, inboxOptions);
+    await ensureTables(client, { inboxTable, resourceTables }, inboxOptions);
     counters = await LocalCounters.open(client, countsTable);
+    const inUse = [inboxTable, countsTable, ...resourceTables.map((t) => t.tableName)];
+    for (const legacy of legacyTables(registry, inUse)) {
+      const copied = await copyLegacyTable(client, legacy, counters);
+      if (copied !== undefined)
+        log(`${legacy.consumer}: its table from an older version copied to its table resource`, {
+          from: legacy.from,
+          to: legacy.to,
+          items: copied,
+        });
+    }
     options.sdkClient?.(client);
   } catch (err) {
     client.destroy();
     await dynamo.stop();
     throw err;
   }
-  const effectsDir = join(dataDir, 'effects');
-  // The effects with their local adapters: the index on the local DynamoDB, archive and notify
-  // in files (the handlers use S3 and SNS; the effect code is the same).
-  const effects: Record<ConsumerName, ConsumerEffect> = {
-    index: indexEffect(new DynamoContentIndex(client, tables.indexTable)),
-    notify: notifyEffect(wrap(options.notifier, new FileNotifier(effectsDir))),
-    archive: archiveEffect({
-      archive: wrap(options.archive, new FileSnapshotArchive(effectsDir)),
-      db: options.db,
-    }),
-  };
-  const afterFaults: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
+  const hosts = { client, effectsDir: join(dataDir, 'effects'), dbAs: options.dbAs };
+  const counted = countersOf(registry);
+  const afterFaults = new Map(names.map((name) => [name, 0]));
   const count = (name: string, delta: number, what: string) =>
     counters
       .add(name, delta)
       .catch((err: unknown) => log(`${what} was not counted`, { level: 'warn', error: String(err) }));
-  // Counted as soon as the effect acted (before a fault that strikes after it): it did act.
-  const counting =
-    (consumer: ConsumerName, effect: ConsumerEffect): ConsumerEffect =>
-    async (event, ctx) => {
+  // Each of the consumer's counters moves by what its result adds, counted as soon as the
+  // effect acted (before a fault that strikes after it): it did act.
+  const counting = (consumer: ConsumerDefinition, effect: ConsumerEffect): ConsumerEffect => {
+    const own = counted.filter((c) => c.consumer === consumer);
+    return async (event, ctx) => {
       const result = await effect(event, ctx);
-      for (const [name, delta] of countedDeltas(consumer, result))
-        await count(name, delta, `${consumer}: an effect`);
+      for (const counter of own)
+        await count(effectCounter(counter.name), counter.spec.delta(result), `${consumer.name}: an effect`);
       return result;
     };
-  const functions = {} as Record<ConsumerName, ConsumerFunction>;
-  for (const name of consumerNames) {
-    functions[name] = createConsumer({
-      ...consumerDeps(name, tables, client, inboxOptions),
-      logger: localLogger(name, log),
-      metrics: quietMetrics,
-      effect: withFaults(counting(name, effects[name]), faults, () => afterFaults[name]++),
-    });
+  };
+  const functions = new Map<string, ConsumerFunction>();
+  for (const [i, consumer] of registry.entries()) {
+    const ports = Object.fromEntries(
+      Object.entries(consumer.resources).map(([key, spec]) => {
+        const built = localPort(key, spec, hosts);
+        return [key, (options.wrapPort?.(consumer.name, key, built) ?? built).port];
+      }),
+    );
+    const effect = (effects[i] as EffectFactory<ResourceSpecs>)(ports);
+    // A name of the topology's registry, which a test's variant may extend past the project's.
+    const name = consumer.name as ConsumerName;
+    functions.set(
+      consumer.name,
+      createConsumer({
+        ...consumerDeps(name, { inboxTable }, client, inboxOptions, inboxSettingsFor(name, {}, topology)),
+        logger: localLogger(consumer.name, log),
+        metrics: quietMetrics,
+        effect: withFaults(counting(consumer, effect), faults, () =>
+          afterFaults.set(consumer.name, (afterFaults.get(consumer.name) ?? 0) + 1),
+        ),
+      }),
+    );
   }
 
-  const countFiles = async (dir: string): Promise<number> => {
-    const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
-    return entries.filter((e) => e.isFile() && !e.name.endsWith('.tmp')).length;
-  };
-
-  const inbox = new DynamoInboxOps(client, { ...inboxOptions, tableName: tables.inboxTable });
-  const inboxStore = new DynamoInboxStore(client, { ...inboxOptions, tableName: tables.inboxTable });
+  const inbox = new DynamoInboxOps(client, { ...inboxOptions, tableName: inboxTable });
+  const inboxStore = new DynamoInboxStore(client, { ...inboxOptions, tableName: inboxTable });
 
   const countEffects = async (): Promise<EffectCounts> => {
-    let indexDocuments = 0;
-    const pages = paginateScan(
-      { client },
-      {
-        TableName: tables.indexTable,
-        Select: 'COUNT',
-        FilterExpression: '#s = :approved',
-        ExpressionAttributeNames: { '#s': 'status' },
-        ExpressionAttributeValues: { ':approved': { S: 'approved' } },
-      },
-    );
-    for await (const page of pages) indexDocuments += page.Count ?? 0;
-    const sent = await new FileNotifier(effectsDir).read();
-    return {
-      indexDocuments,
-      notificationsSent: sent.length,
-      archivedObjects: await countFiles(join(effectsDir, 'archive')),
-    };
+    const values = await Promise.all(counted.map((c) => countCounter(c, hosts)));
+    return Object.fromEntries(counted.map((c, i) => [c.name, values[i] ?? 0]));
   };
 
   /** PROCESSED records per consumer, by a scan of the inbox: only for the recount. */
-  const countProcessed = async (): Promise<Record<ConsumerName, number>> => {
-    const out = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
+  const countProcessed = async (): Promise<Map<string, number>> => {
+    const out = new Map(names.map((name) => [name, 0]));
     const pages = paginateScan(
       { client },
       {
-        TableName: tables.inboxTable,
+        TableName: inboxTable,
         FilterExpression: '#state.#status = :processed',
         ProjectionExpression: '#consumer',
         ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
@@ -326,8 +333,9 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     );
     for await (const page of pages) {
       for (const item of page.Items ?? []) {
-        const consumer = item.consumer?.S as ConsumerName | undefined;
-        if (consumer !== undefined && consumer in out) out[consumer]++;
+        const consumer = item.consumer?.S;
+        const n = consumer === undefined ? undefined : out.get(consumer);
+        if (consumer !== undefined && n !== undefined) out.set(consumer, n + 1);
       }
     }
     return out;
@@ -336,26 +344,25 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   /** Counts the stores once and sets every counter to what they hold (no consumer runs yet). */
   const recount = async () => {
     const started = Date.now();
-    const [effectsNow, counted, processedNow] = await Promise.all([
+    const [effectsNow, read, processedNow] = await Promise.all([
       countEffects(),
-      counters.read([...Object.values(effectCounters), ...consumerNames.map(processedCounter)]),
+      counters.read([...counted.map((c) => effectCounter(c.name)), ...names.map(processedCounter)]),
       countProcessed(),
     ]);
-    for (const key of Object.keys(effectCounters) as (keyof EffectCounts)[]) {
-      const name = effectCounters[key];
-      await counters.add(name, effectsNow[key] - (counted[name] ?? 0));
-    }
-    for (const consumer of consumerNames) {
-      const name = processedCounter(consumer);
-      await counters.add(name, processedNow[consumer] - (counted[name] ?? 0));
-    }
+    for (const { name } of counted)
+      await counters.add(effectCounter(name), (effectsNow[name] ?? 0) - (read[effectCounter(name)] ?? 0));
+    for (const name of names)
+      await counters.add(
+        processedCounter(name),
+        (processedNow.get(name) ?? 0) - (read[processedCounter(name)] ?? 0),
+      );
     log('counters recounted from the stores (the last run did not stop cleanly)', {
       ms: Date.now() - started,
     });
   };
   if (options.recount || counters.created) {
     try {
-      const repaired = await repairOpenIndex(client, tables.inboxTable, inboxOptions.openIndexShards);
+      const repaired = await repairOpenIndex(client, inboxTable, inboxOptions.openIndexShards, names);
       if (repaired > 0)
         log('inbox index entries without their record dropped (the last run was killed)', { repaired });
       await recount();
@@ -372,8 +379,13 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     inbox,
     inboxStore,
     invoke(consumer, event) {
+      const run = functions.get(consumer);
+      if (run === undefined)
+        return Promise.reject(
+          new Error(`no consumer ${consumer} here; the registry has ${names.join(', ')}`),
+        );
       const timeoutMs = timeoutOf();
-      const invocation = functions[consumer](
+      const invocation = run(
         event as unknown as EventBridgeEvent<string, unknown>,
         localLambdaContext(consumerServiceName(consumer), timeoutMs),
       ).then(async (result) => {
@@ -388,20 +400,27 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       return withInvocationTimeout(invocation, consumer, timeoutMs);
     },
     async effectCounts() {
-      const read = await counters.read(Object.values(effectCounters));
-      return {
-        indexDocuments: read[effectCounters.indexDocuments],
-        notificationsSent: read[effectCounters.notificationsSent],
-        archivedObjects: read[effectCounters.archivedObjects],
-      };
+      const read = await counters.read(counted.map((c) => effectCounter(c.name)));
+      return Object.fromEntries(counted.map((c) => [c.name, read[effectCounter(c.name)] ?? 0]));
     },
     countEffects,
     processedCount: async (consumer) =>
       (await counters.read([processedCounter(consumer)]))[processedCounter(consumer)] ?? 0,
-    injectedAfterFaults: (consumer) => afterFaults[consumer],
+    injectedAfterFaults: (consumer) => afterFaults.get(consumer) ?? 0,
     async stop() {
       client.destroy();
       await dynamo.stop();
     },
   };
+}
+
+/** What a counter's resource holds, counted where it lives (see countLocalResource). */
+function countCounter(
+  { consumer, spec }: RegisteredCounter,
+  hosts: Parameters<typeof countLocalResource>[3],
+): Promise<number> {
+  const key = spec.counts.resource;
+  const resource = consumer.resources[key];
+  if (resource === undefined) throw new Error(`${consumer.name} counts ${key}, which it does not declare`);
+  return countLocalResource(key, resource, spec.counts.where ?? {}, hosts);
 }

@@ -7,7 +7,7 @@ import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports
 import type { AuditRunner } from './audit-runner';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
-import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
+import { BusDeadLetters, BusRedelivery, LocalHealth, type LocalHealthDeps } from './local-ops';
 import type { RelayRunner } from './relay-runner';
 
 /** What the local ops API reads and redrives: the runtime's own services. */
@@ -27,6 +27,8 @@ export interface LocalOpsApiDeps {
   readonly components: () => Partial<Record<StatusComponent, ComponentState>>;
   /** Epoch ms of the alarms' windows; `Date.now` by default. */
   readonly clock?: () => number;
+  /** Whose alarm thresholds and consumer policies: the project's topology by default. */
+  readonly topology?: LocalHealthDeps['topology'];
 }
 
 /**
@@ -48,6 +50,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
       sweepMs: deps.sweepMs,
       components: deps.components,
       clock: deps.clock,
+      topology: deps.topology,
     }),
     nudger: relay,
     effects: () => consumers.effectCounts(),

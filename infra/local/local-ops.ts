@@ -14,7 +14,7 @@ import type {
   StatusComponent,
   StatusFigures,
 } from '../../shared/ops/ops-ports';
-import { type ConsumerName, topology } from '../../shared/topology';
+import { type ConsumerName, topology as projectTopology, type Topology } from '../../shared/topology';
 import type { AuditRunner } from './audit-runner';
 import { evaluateAlarms } from './local-alarms';
 import type { BusEvent, LocalBus } from './local-bus';
@@ -63,6 +63,8 @@ export interface LocalHealthDeps {
   readonly components: () => Partial<Record<StatusComponent, ComponentState>>;
   /** Epoch ms of the alarms' windows; `Date.now` by default. */
   readonly clock?: () => number;
+  /** Whose alarm thresholds and consumer policies: the project's topology by default. */
+  readonly topology?: Pick<Topology, 'alarms' | 'consumers'>;
 }
 
 /**
@@ -75,16 +77,21 @@ export class LocalHealth implements PipelineHealth {
 
   async alarms(figures: StatusFigures): Promise<Record<string, AlarmState>> {
     const now = (this.deps.clock ?? Date.now)();
+    const topology = this.deps.topology ?? projectTopology;
     const windowStart = now - topology.alarms.periodSeconds * 1_000;
-    return evaluateAlarms({
-      ...figures,
-      relayErrors: this.deps.relay.failures.since(windowStart),
-      auditErrors: this.deps.audit.failures.since(windowStart),
-      relayLastRunAt: this.deps.relay.lastRunAt,
-      now: new Date(now),
-      startedAt: this.deps.startedAt,
-      sweepMs: this.deps.sweepMs,
-    });
+    return evaluateAlarms(
+      {
+        ...figures,
+        relayErrors: this.deps.relay.failures.since(windowStart),
+        auditErrors: this.deps.audit.failures.since(windowStart),
+        relayLastRunAt: this.deps.relay.lastRunAt,
+        now: new Date(now),
+        startedAt: this.deps.startedAt,
+        sweepMs: this.deps.sweepMs,
+      },
+      topology.alarms,
+      topology.consumers,
+    );
   }
 
   async relay(): Promise<RelayHealth> {

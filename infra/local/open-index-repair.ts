@@ -6,7 +6,6 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { inboxTableSchema, openKeys, openStatuses } from '../../shared/inbox/dynamo-inbox-table';
-import { consumerNames } from '../../shared/topology';
 
 const { partitionKey: pk, openIndex } = inboxTableSchema;
 
@@ -21,15 +20,17 @@ const { partitionKey: pk, openIndex } = inboxTableSchema;
  * engine needs this; it runs before any consumer does. Neither engine lets a caller delete an
  * index entry, so the record is written once with the entry's keys (the engine overwrites the
  * entry and drops the record's own) and then put back as it was (the engine drops the entry).
- * Reads are bounded by the index's open entries (its Queries), never a scan of the table.
+ * Reads are bounded by the index's open entries of `consumers` (its Queries), never a scan of
+ * the table.
  */
 export async function repairOpenIndex(
   client: DynamoDBClient,
   table: string,
   shards: number,
+  consumers: readonly string[],
 ): Promise<number> {
   let repaired = 0;
-  for (const consumer of consumerNames) {
+  for (const consumer of consumers) {
     for (const status of openStatuses) {
       for (const key of openKeys(consumer, status, shards)) {
         const pages = paginateQuery(

@@ -18,8 +18,6 @@ import {
   urlAs,
 } from '../../shared/db/roles';
 import type { SqlClient } from '../../shared/db/sql-client';
-import type { SnapshotArchive } from '../../shared/effects/archive';
-import type { Notifier } from '../../shared/effects/notify';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
@@ -31,10 +29,16 @@ import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
-import { type AuditConfig, type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import {
+  type AuditConfig,
+  type ConsumerName,
+  topology as projectTopology,
+  type Topology,
+} from '../../shared/topology';
 import { dashboardHtml } from '../ops-tools/dashboard/page';
 import { AuditRunner } from './audit-runner';
 import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
+import type { LocalPort } from './consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { type BusEvent, LocalBus } from './local-bus';
@@ -52,6 +56,13 @@ export function defaultLocalCaller(): string {
 export interface RuntimeOptions {
   /** Where PostgreSQL, DynamoDB, the bus journal and the local effects keep their data. */
   readonly dataDir: string;
+  /**
+   * What to realize: its rules, its consumers (the registry's, with their resources), their
+   * policies, the relay's, the inbox's and the audit's settings. A test passes a variant
+   * (`topologyWith`) to run a consumer of its own.
+   * @default the project's topology (`shared/topology.ts`)
+   */
+  readonly topology?: Topology;
   /** HTTP port on `host` (0 picks a free one; `npm start` defaults to 3000). */
   readonly port: number;
   readonly host?: string;
@@ -129,10 +140,11 @@ export interface RuntimeSeams {
   readonly connections?: Partial<Record<FunctionRole, number>>;
   /** Called once with each AWS SDK client the runtime builds (the relay's EventBridge, the consumers' DynamoDB), before its first call. */
   readonly sdkClient?: (client: SdkClientSeam, service: 'eventbridge' | 'dynamodb') => void;
-  /** Wraps the local stand-in for S3 (the archive's snapshot store). */
-  readonly archive?: (archive: SnapshotArchive) => SnapshotArchive;
-  /** Wraps the local stand-in for SNS (notify's notifier). */
-  readonly notifier?: (notifier: Notifier) => Notifier;
+  /**
+   * Wraps each consumer resource's local stand-in (a bucket's files for S3, a topic's file for
+   * SNS, ...) before the consumer's effect is built over it; return `built` to leave one alone.
+   */
+  readonly wrapPort?: (consumer: string, key: string, built: LocalPort) => LocalPort;
   /** Wraps each function as its trigger invokes it: the tasks API (behind API Gateway), the relay, each consumer. */
   readonly lambda?: <A extends unknown[], R>(
     name: LambdaName,
@@ -194,13 +206,14 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean }
 }
 
 /**
- * Realizes `shared/topology.ts` in one process: embedded PostgreSQL (migrated), DynamoDB
+ * Realizes `shared/topology.ts` (or `options.topology`) in one process: embedded PostgreSQL (migrated), DynamoDB
  * (dynalite or DynamoDB Local), the local bus with the topology's rules, the consumer
  * handlers, the relay on its schedule plus nudges, and the HTTP server for the tasks API,
  * the ops API and the dashboard. Every port but the HTTP one is picked free at start.
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? (() => {});
+  const topology = options.topology ?? projectTopology;
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const { unlock, uncleanStop } = takeLock(dataDir);
@@ -249,7 +262,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await setRolePasswords(db, logins);
     const roleClients = new Map<FunctionRole, SqlClient>();
     const connections: Record<FunctionRole, number> = {
-      ...{ relay: 8, tasksApi: 8, archive: 4, ops: 4, audit: 2 },
+      ...{ relay: 8, tasksApi: 8, taskReader: 4, ops: 4, audit: 2 },
       ...seams.connections,
     };
     for (const login of logins) {
@@ -266,24 +279,30 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     const consumers = await startLocalConsumers({
       dataDir,
-      db: dbAs('archive'),
+      topology,
+      dbAs,
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
       recount: uncleanStop,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
-      archive: seams.archive,
-      notifier: seams.notifier,
+      wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
-    const consumerInvoke = Object.fromEntries(
-      consumerNames.map((name) => [
+    const consumerInvoke = new Map(
+      topology.registry.map(({ name }) => [
         name,
         asLambda(consumerServiceName(name), (event: BusEvent) => consumers.invoke(name, event)),
       ]),
-    ) as Record<ConsumerName, (event: BusEvent) => Promise<unknown>>;
+    );
+    const invokeConsumer = (consumer: string, event: BusEvent) => {
+      const invoke = consumerInvoke.get(consumer);
+      if (invoke === undefined)
+        throw new Error(`a rule targets ${consumer}, which is no consumer of the registry`);
+      return invoke(event);
+    };
 
     const bus = new LocalBus({
       busName: topology.busName,
@@ -291,7 +310,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       dir: join(dataDir, 'bus'),
       maxRequestBytes: topology.relay.maxRequestBytes,
       faults,
-      invoke: (consumer: ConsumerName, event) => consumerInvoke[consumer](event),
+      invoke: invokeConsumer,
       deliveryDelayMs: seams.deliveryDelayMs,
       concurrency: seams.consumerConcurrency,
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
@@ -395,6 +414,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           store: auditStore,
           inbox: consumers.inbox,
           bus: localBusIdentity,
+          rules: topology.rules,
           settings: auditSettings,
           remainingMs: () => deadline - Date.now(),
         });
@@ -417,6 +437,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       sweepMs,
       components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
       clock: options.alarmClock,
+      topology,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),

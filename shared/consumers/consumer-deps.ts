@@ -80,7 +80,8 @@ export function parseConsumerConfig(
  * (on the client the handler made, which its effect may share), the topology's inbox settings,
  * and Powertools Logger and Metrics with the consumer's service name and `Consumer` dimension.
  * Each handler adds its own effect, so a bundle holds only the SDK clients that effect uses.
- * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's.
+ * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's;
+ * `settings` to the project topology's for `name` (a runtime of another topology passes its own).
  */
 export function consumerDeps(
   name: ConsumerName,

@@ -108,7 +108,9 @@ describe('the bus journal at start', () => {
     const status = await waitFor(
       pipelineClient(second.url).status,
       (s) =>
-        s.effects.indexDocuments >= 5 && s.effects.notificationsSent >= 5 && s.effects.archivedObjects >= 5,
+        (s.effects.indexDocuments ?? 0) >= 5 &&
+        (s.effects.notificationsSent ?? 0) >= 5 &&
+        (s.effects.archivedObjects ?? 0) >= 5,
       { timeoutMs: deliveryBoundMs, intervalMs: 200, what: 'the five pending events delivered' },
     );
     await second.bus.idle();

@@ -63,17 +63,22 @@ describe('rejecting a task found in the listing, on the local runtime', () => {
         eventType: 'content.rejected',
         consumers: { notify: { status: 'PROCESSED' }, index: null, archive: null },
       });
+      // One topic message a line, its body the notification.
       const lines = readFileSync(join(dataDir, 'effects', 'notifications.jsonl'), 'utf8')
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l));
-      expect(lines.filter((n) => n.eventId === rejected.body.eventId)).toEqual([
+      expect(lines.filter((m) => m.id === rejected.body.eventId)).toEqual([
         expect.objectContaining({
-          eventType: 'content.rejected',
-          taskId: created.body.taskId,
-          assignee: 'ana',
-          reason: 'The banner is off brand',
-          message: expect.stringContaining('rejected'),
+          subject: expect.stringMatching(/^Rejected: /),
+          body: expect.objectContaining({
+            eventId: rejected.body.eventId,
+            eventType: 'content.rejected',
+            taskId: created.body.taskId,
+            assignee: 'ana',
+            reason: 'The banner is off brand',
+            message: expect.stringContaining('rejected'),
+          }),
         }),
       ]);
       const listedRejected = await client.call<{ tasks: { taskId: string }[] }>(

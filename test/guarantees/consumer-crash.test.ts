@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ConsumerEffect } from '../../shared/effects/effect';
+import type { ConsumerEffect } from '../../shared/consumers/effect';
 import type { InboxKey, InboxStore } from '../../shared/inbox/inbox-store';
 import { type ConsumerName, consumerNames } from '../../shared/topology';
 import { engineEndpoint, type Harness, SimulatedCrashError, startHarness, withOverrides } from './harness';

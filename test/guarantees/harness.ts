@@ -7,20 +7,22 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { SNSClient } from '@aws-sdk/client-sns';
 import type { EventBridgeEvent } from 'aws-lambda';
+import { FileWriteOnceStore } from '../../infra/local/consumer-resources/file-write-once-store';
+import { localTableName } from '../../infra/local/consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus, type TargetRetry } from '../../infra/local/local-bus';
+import { SnsPublisher } from '../../shared/consumers/adapters/aws/sns-publisher';
 import { type ConsumerFunction, type ConsumerResult, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
+import type { EffectFactory } from '../../shared/consumers/define-consumer';
+import type { ConsumerEffect, EffectResult } from '../../shared/consumers/effect';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import type { ResourceSpec, ResourceSpecs } from '../../shared/consumers/resources';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import { allFunctionRoles, type FunctionRole } from '../../shared/db/roles';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive';
-import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
-import type { ConsumerEffect, EffectResult } from '../../shared/effects/effect';
-import { notifyEffect, SnsNotifier } from '../../shared/effects/notify';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { type InboxSettings, inboxSettingsFor } from '../../shared/inbox/settings';
@@ -51,10 +53,11 @@ import { settleTimeoutMs } from './profile';
 /**
  * The pipeline assembled from its real parts for a guarantee scenario: the tasks commands and the
  * relay on PostgreSQL (node-postgres, or the Data API through the Data API-compatible endpoint),
- * EventBridgePublisher to the local bus's PutEvents endpoint, the topology's rules, the three
- * consumers built by `createConsumer` over a DynamoDB engine, with the index in DynamoDB, the
- * archive in files (FileSnapshotArchive) and notifications through the real SNS client to the SNS
- * stand-in (a standard topic: it dedupes nothing, so a repeated notification shows).
+ * EventBridgePublisher to the local bus's PutEvents endpoint, the topology's rules, each consumer
+ * of the registry built by `createConsumer` over a DynamoDB engine, its folder's effect over its
+ * declared resources: tables in DynamoDB, buckets in files (FileWriteOnceStore), topics through
+ * the real SNS client to the SNS stand-in (standard topics: they dedupe nothing, so a repeated
+ * notification shows), the database as the resource's role.
  *
  * Only the clock is compressed: inbox leases and the bus's retry pauses are short, so a crash is
  * recovered from in seconds. Scenarios inject their faults through the hooks; every delivery and
@@ -220,17 +223,29 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     const effectsDir = join(dir, 'effects');
 
     const suffix = randomUUID().slice(0, 8);
-    const tables = { inboxTable: `g-inbox-${suffix}`, indexTable: `g-index-${suffix}` };
+    // Each table resource of the registry by its key, on this run's names.
+    const resourceTables = topology.registry.flatMap((c) =>
+      Object.entries(c.resources).flatMap(([key, spec]) =>
+        spec.kind === 'table'
+          ? [{ key, tableName: `g-${localTableName(key)}-${suffix}`, partitionKey: spec.partitionKey }]
+          : [],
+      ),
+    );
+    const tableOf = (key: string) => resourceTables.find((t) => t.key === key)?.tableName as string;
+    const tables = { inboxTable: `g-inbox-${suffix}`, indexTable: tableOf('contentIndex') };
     const admin = dynamoClient(options.dynamoEndpoint);
     stack.push(() => admin.destroy());
-    await ensureTables(admin, tables);
+    await ensureTables(admin, { inboxTable: tables.inboxTable, resourceTables });
     stack.push(async () => {
-      for (const table of [tables.inboxTable, tables.indexTable])
+      for (const table of [tables.inboxTable, ...resourceTables.map((t) => t.tableName)])
         await admin.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
     });
 
-    const topicArn = `arn:aws:sns:us-east-1:123456789012:guarantees-${suffix}`;
-    const sns = await startSnsStandin({ recorder: new CallRecorder(), topics: [topicArn] });
+    const topicArn = (key: string) => `arn:aws:sns:us-east-1:123456789012:guarantees-${key}-${suffix}`;
+    const topicKeys = topology.registry.flatMap((c) =>
+      Object.entries(c.resources).flatMap(([key, spec]) => (spec.kind === 'topic' ? [key] : [])),
+    );
+    const sns = await startSnsStandin({ recorder: new CallRecorder(), topics: topicKeys.map(topicArn) });
     stack.push(() => sns.close());
     const snsClient = new SNSClient({
       endpoint: sns.endpoint,
@@ -271,11 +286,30 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       stack.push(() => client.destroy());
       return client;
     });
-    const effects: Record<ConsumerName, ConsumerEffect> = {
-      index: indexEffect(new DynamoContentIndex(clients.index, tables.indexTable)),
-      notify: notifyEffect(new SnsNotifier(snsClient, topicArn)),
-      archive: archiveEffect({ archive: new FileSnapshotArchive(effectsDir), db: sql.archive }),
+    const portOf = (consumer: ConsumerName, key: string, spec: ResourceSpec) => {
+      switch (spec.kind) {
+        case 'table':
+          return { client: clients[consumer], tableName: tableOf(key) };
+        case 'topic':
+          return new SnsPublisher(snsClient, topicArn(key));
+        case 'bucket':
+          return new FileWriteOnceStore(join(effectsDir, key));
+        case 'database':
+          return sql[spec.role];
+      }
     };
+    const effects = {} as Record<ConsumerName, ConsumerEffect>;
+    for (const consumer of topology.registry) {
+      const name = consumer.name as ConsumerName;
+      const { effect } = (await import(new URL('effect.ts', consumer.folder).href)) as {
+        effect: EffectFactory<ResourceSpecs>;
+      };
+      effects[name] = effect(
+        Object.fromEntries(
+          Object.entries(consumer.resources).map(([key, spec]) => [key, portOf(name, key, spec)]),
+        ),
+      );
+    }
     const loggers = perConsumer(() => new RecordingLogger());
     const consumers = perConsumer((consumer) => {
       const deps = consumerDeps(consumer, tables, clients[consumer]);
@@ -385,7 +419,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       dynamo: { client: admin, ...tables },
       archiveRoot: join(effectsDir, 'archive'),
       notifications: async () =>
-        sns.published.map((m) => m.messageAttributes.eventId?.StringValue ?? '(no eventId attribute)'),
+        sns.published
+          .filter((m) => m.topicArn === topicArn('notifications'))
+          .map((m) => m.messageAttributes.eventId?.StringValue ?? '(no eventId attribute)'),
       publishes: async () => {
         const byEvent = new Map<string, string[]>();
         for (const d of observed.deliveries) {

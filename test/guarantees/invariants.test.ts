@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { archiveKey } from '../../shared/effects/archive';
+import { archiveKey } from '../../functions/consumers/archive/effect';
 import { eventTypes } from '../../shared/topology';
 import { checkGuarantees, type GuaranteeFacts, type OutboxFact, routedConsumers } from './invariants';
 

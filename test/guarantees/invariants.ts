@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import {
   DescribeTableCommand,
@@ -7,9 +7,10 @@ import {
   paginateScan,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { archiveKey } from '../../functions/consumers/archive/effect';
+import { index } from '../../functions/consumers/index/consumer';
+import { FilePublisher } from '../../infra/local/consumer-resources/file-publisher';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { archiveKey } from '../../shared/effects/archive';
-import { contentIndexTableSchema } from '../../shared/effects/content-index';
 import { matchesPattern } from '../../shared/events/event-pattern';
 import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-table';
 import type { InboxStatus } from '../../shared/inbox/inbox-store';
@@ -297,7 +298,7 @@ export interface GuaranteeSources {
     readonly inboxTable: string;
     readonly indexTable: string;
   };
-  /** The directory FileSnapshotArchive writes under (`<effects dir>/archive`). */
+  /** The directory the archive's bucket is in (FileWriteOnceStore's root, `<effects dir>/archive`). */
   readonly archiveRoot: string;
   /** The event id of every notification the channel received. */
   readonly notifications: () => Promise<readonly string[]>;
@@ -401,22 +402,12 @@ async function listArchiveKeys(root: string): Promise<string[]> {
     .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'));
 }
 
-/** The event ids of a notifications file (FileNotifier's JSON lines), repeats included. */
+/**
+ * The event ids of a notifications file (FilePublisher's JSON lines: a message's id is its
+ * notification's event id), repeats included; a line torn by a crash mid-append is no message.
+ */
 export async function notificationsInFile(path: string): Promise<string[]> {
-  const text = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return '';
-    throw err;
-  });
-  const ids: string[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      ids.push((JSON.parse(line) as { eventId: string }).eventId);
-    } catch {
-      // a line torn by a crash mid-append is no notification
-    }
-  }
-  return ids;
+  return (await new FilePublisher(path).read()).map((m) => m.id);
 }
 
 /**
@@ -433,7 +424,7 @@ export async function findPipelineTables(
     const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
     const keys = (Table?.KeySchema ?? []).map((k) => k.AttributeName).join(',');
     if (keys === inboxTableSchema.partitionKey) inboxTable = name;
-    if (keys === contentIndexTableSchema.partitionKey) indexTable = name;
+    if (keys === index.resources.contentIndex.partitionKey) indexTable = name;
   }
   if (!inboxTable || !indexTable) throw new Error(`no inbox and index tables among ${TableNames.join(', ')}`);
   return { inboxTable, indexTable };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ConsumerEffect } from '../../shared/effects/effect';
+import type { ConsumerEffect } from '../../shared/consumers/effect';
 import { type ConsumerName, consumerNames } from '../../shared/topology';
 import { describeEachEngine } from '../support/dynamo';
 import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-faults';

@@ -4,14 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { archiveEffect, archiveKey, type TaskSnapshot } from '../../functions/consumers/archive/effect';
+import { FileWriteOnceStore } from '../../infra/local/consumer-resources/file-write-once-store';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { SqlClient } from '../../shared/db/sql-client';
-import {
-  archiveEffect,
-  archiveKey,
-  FileSnapshotArchive,
-  type TaskSnapshot,
-} from '../../shared/effects/archive';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
@@ -41,8 +37,8 @@ describeEachEngine('archive consumer', (fixture) => {
 
   beforeAll(async () => {
     const database = await createTestDatabase();
-    // The archive consumer reads tasks as its own role, as on AWS.
-    const opened = await pgAdapter.open(database.urlAs('archive'));
+    // The archive consumer reads tasks as its database resource's role, as on AWS.
+    const opened = await pgAdapter.open(database.urlAs('taskReader'));
     const asOwner = await pgAdapter.open(database.url);
     db = opened.db;
     owner = asOwner.db;
@@ -64,7 +60,7 @@ describeEachEngine('archive consumer', (fixture) => {
   function build(overrides: { inbox?: InboxStore } = {}) {
     return createConsumer({
       name: 'archive',
-      effect: archiveEffect({ archive: new FileSnapshotArchive(dataDir), db }),
+      effect: archiveEffect({ archive: new FileWriteOnceStore(join(dataDir, 'archive')), db }),
       inbox: overrides.inbox ?? inbox,
       logger: new RecordingLogger(),
       metrics: new Metrics({ namespace: metricsNamespace, serviceName: 'consumer-archive' }),

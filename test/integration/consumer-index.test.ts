@@ -1,8 +1,8 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
+import { type ContentIndex, DynamoContentIndex, indexEffect } from '../../functions/consumers/index/effect';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames } from '../../shared/consumers/contract';
-import { type ContentIndex, DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxInProgressError } from '../../shared/inbox/errors';
@@ -32,7 +32,7 @@ describeEachEngine('index consumer', (fixture) => {
   beforeEach(() => {
     inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
     inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
-    index = new DynamoContentIndex(fixture().client, fixture().indexTable);
+    index = new DynamoContentIndex(fixture().client, fixture().table('contentIndex'));
     clock = new TestClock();
     applied = 0;
   });

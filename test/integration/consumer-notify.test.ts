@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
+import { type Notification, notifyEffect } from '../../functions/consumers/notify/effect';
+import { FilePublisher } from '../../infra/local/consumer-resources/file-publisher';
 import { createConsumer } from '../../shared/consumers/consumer';
-import { FileNotifier, type Notification, type Notifier, notifyEffect } from '../../shared/effects/notify';
+import type { Publisher, TopicMessage } from '../../shared/consumers/resources';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
@@ -30,10 +32,10 @@ describeEachEngine('notify consumer', (fixture) => {
     return () => rmSync(dataDir, { recursive: true, force: true });
   });
 
-  function build(notifier: Notifier, overrides: { inbox?: InboxStore } = {}) {
+  function build(publisher: Publisher, overrides: { inbox?: InboxStore } = {}) {
     return createConsumer({
       name: 'notify',
-      effect: notifyEffect(notifier),
+      effect: notifyEffect(publisher),
       inbox: overrides.inbox ?? inbox,
       logger: new RecordingLogger(),
       metrics: new Metrics({ namespace: metricsNamespace, serviceName: 'consumer-notify' }),
@@ -49,29 +51,33 @@ describeEachEngine('notify consumer', (fixture) => {
       },
     });
 
+  const file = () => new FilePublisher(join(dataDir, 'notifications.jsonl'));
   const lines = () =>
     readFileSync(join(dataDir, 'notifications.jsonl'), 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as Notification);
+      .map((l) => JSON.parse(l) as TopicMessage & { readonly body: Notification });
 
   it('appends one JSON line per approval, carrying the event id and the task id', async () => {
     const row = approvedRow({ title: 'Launch post', assignee: 'ana' });
-    const result = await build(new FileNotifier(dataDir))(busEvent(row), lambdaContext());
+    const result = await build(file())(busEvent(row), lambdaContext());
     expect(result).toMatchObject({ status: 'processed', effect: { outcome: 'sent' } });
     expect(lines()).toEqual([
       expect.objectContaining({
-        eventId: row.eventId,
-        taskId: row.aggregateId,
-        assignee: 'ana',
-        message: '"Launch post" was approved by rita; assigned to ana',
+        id: row.eventId,
+        body: expect.objectContaining({
+          eventId: row.eventId,
+          taskId: row.aggregateId,
+          assignee: 'ana',
+          message: '"Launch post" was approved by rita; assigned to ana',
+        }),
       }),
     ]);
   });
 
   it('a duplicate delivery does not notify twice', async () => {
     const row = approvedRow();
-    const run = build(new FileNotifier(dataDir));
+    const run = build(file());
     await run(busEvent(row), lambdaContext());
     await run(busEvent(row), lambdaContext());
     expect(lines()).toHaveLength(1);
@@ -79,11 +85,11 @@ describeEachEngine('notify consumer', (fixture) => {
 
   it('a crash between send and record: the retry sends again, and the local channel dedupes it', async () => {
     const row = approvedRow();
-    await expect(
-      build(new FileNotifier(dataDir), { inbox: crashingInbox() })(busEvent(row), lambdaContext()),
-    ).rejects.toThrow('killed');
+    await expect(build(file(), { inbox: crashingInbox() })(busEvent(row), lambdaContext())).rejects.toThrow(
+      'killed',
+    );
     clock.advance(testInboxSettings().leaseMs + 1);
-    expect(await build(new FileNotifier(dataDir))(busEvent(row), lambdaContext())).toMatchObject({
+    expect(await build(file())(busEvent(row), lambdaContext())).toMatchObject({
       status: 'processed',
       effect: { outcome: 'duplicate' },
     });
@@ -92,9 +98,9 @@ describeEachEngine('notify consumer', (fixture) => {
 
   it('with a channel that cannot dedupe, that crash repeats the notification: at least once, never lost', async () => {
     const sent: string[] = [];
-    const plain: Notifier = {
-      send: async (n) => {
-        sent.push(n.eventId);
+    const plain: Publisher = {
+      publish: async (m) => {
+        sent.push(m.id);
         return 'sent';
       },
     };

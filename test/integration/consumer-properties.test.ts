@@ -5,14 +5,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, EventBridgeEvent } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { localPort } from '../../infra/local/consumer-resources/local-ports';
 import { createConsumerHandler } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
+import type { EffectFactory } from '../../shared/consumers/define-consumer';
+import type { ConsumerEffect } from '../../shared/consumers/effect';
+import type { ResourceSpecs } from '../../shared/consumers/resources';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import { archiveEffect, FileSnapshotArchive } from '../../shared/effects/archive';
-import { DynamoContentIndex, indexEffect } from '../../shared/effects/content-index';
-import type { ConsumerEffect } from '../../shared/effects/effect';
-import { FileNotifier, notifyEffect } from '../../shared/effects/notify';
+import type { FunctionRole } from '../../shared/db/roles';
 import { uuidPattern } from '../../shared/ids';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { maxErrorBytes } from '../../shared/inbox/dynamo-inbox-table';
@@ -28,6 +29,10 @@ import { lambdaContext } from '../support/lambda-context';
 type AnyEvent = EventBridgeEvent<string, unknown>;
 type Json = Record<string, unknown>;
 
+/** Whether `consumer` subscribes to withdrawals (the rules route them to it). */
+const takesWithdrawals = (consumer: ConsumerName) =>
+  topology.registry.some((c) => c.name === consumer && c.subscribes.includes(eventTypes.withdrawn));
+
 /** A well-formed event the consumer would process, to spoil. */
 const validEvent = (consumer: ConsumerName): fc.Arbitrary<Json> =>
   fc
@@ -35,7 +40,7 @@ const validEvent = (consumer: ConsumerName): fc.Arbitrary<Json> =>
       taskId: fc.uuid({ version: 4 }),
       eventId: fc.uuid({ version: 4 }),
       version: fc.integer({ min: 1, max: 1_000 }),
-      withdrawn: consumer === 'index' ? fc.boolean() : fc.constant(false),
+      withdrawn: takesWithdrawals(consumer) ? fc.boolean() : fc.constant(false),
     })
     .map(
       ({ withdrawn, ...ids }) =>
@@ -153,9 +158,9 @@ const mismatched = (consumer: ConsumerName) =>
       .tuple(validEvent(consumer), fc.oneof(fc.constantFrom(...Object.values(eventTypes)), nastyString))
       .filter(([e, other]) => other !== get(e, ['detail', 'type']))
       .map(([e, other]) => withValue(e, ['detail-type'], other)),
-    ...(consumer === 'index'
+    ...(takesWithdrawals(consumer)
       ? []
-      : // No rule routes a withdrawal to notify or archive.
+      : // No rule routes a withdrawal to this consumer.
         [
           fc
             .record({ taskId: fc.uuid({ version: 4 }), eventId: fc.uuid({ version: 4 }) })
@@ -174,28 +179,42 @@ describeEachEngine(
   'consumer handlers: malformed, oversized and mismatched events take the poison path',
   (fixture) => {
     let db: TestDatabase;
-    let pg: PgSqlClient;
+    const roles = new Map<FunctionRole, PgSqlClient>();
     let dir: string;
     let inbox: DynamoInboxOps;
-    const effectCalls: Record<ConsumerName, number> = { index: 0, notify: 0, archive: 0 };
+    const effectCalls = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
     const handlers = {} as Record<ConsumerName, (event: AnyEvent, context: Context) => Promise<unknown>>;
 
     beforeAll(async () => {
       db = await createTestDatabase();
-      pg = new PgSqlClient({ connectionString: db.urlAs('archive'), maxConnections: 2 });
       dir = mkdtempSync(join(tmpdir(), 'consumer-properties-'));
-      const { client, inboxTable, indexTable } = fixture();
+      const { client, inboxTable } = fixture();
       inbox = new DynamoInboxOps(client, { tableName: inboxTable });
-      // The effects each handler wires, over the local adapters (the same effect code as on AWS).
-      const effects: Record<ConsumerName, ConsumerEffect> = {
-        index: indexEffect(new DynamoContentIndex(client, indexTable)),
-        notify: notifyEffect(new FileNotifier(dir)),
-        archive: archiveEffect({ archive: new FileSnapshotArchive(dir), db: pg }),
+      const dbAs = (role: FunctionRole) => {
+        const pg =
+          roles.get(role) ?? new PgSqlClient({ connectionString: db.urlAs(role), maxConnections: 2 });
+        roles.set(role, pg);
+        return pg;
       };
-      for (const name of consumerNames) {
+      // Each consumer's effect from its folder, over the local adapters (the same effect code as
+      // on AWS), its tables the fixture's.
+      for (const consumer of topology.registry) {
+        const name = consumer.name as ConsumerName;
+        const { effect } = (await import(new URL('effect.ts', consumer.folder).href)) as {
+          effect: EffectFactory<ResourceSpecs>;
+        };
+        const ports = Object.fromEntries(
+          Object.entries(consumer.resources).map(([key, spec]) => [
+            key,
+            spec.kind === 'table'
+              ? { client, tableName: fixture().table(key) }
+              : localPort(key, spec, { client, effectsDir: dir, dbAs }).port,
+          ]),
+        );
+        const built = effect(ports);
         const counted: ConsumerEffect = (event, ctx) => {
           effectCalls[name]++;
-          return (effects[name] as ConsumerEffect)(event, ctx);
+          return built(event, ctx);
         };
         handlers[name] = createConsumerHandler({
           ...consumerDeps(name, { inboxTable }, client),
@@ -208,7 +227,7 @@ describeEachEngine(
     });
     afterAll(async () => {
       vi.restoreAllMocks();
-      await pg?.close();
+      for (const pg of roles.values()) await pg.close();
       await db?.drop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });

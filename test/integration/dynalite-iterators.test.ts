@@ -50,7 +50,7 @@ describe('local DynamoDB (dynalite): a Query leaves no LevelDB iterator open', (
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    await ensureTables(client, { inboxTable: 'inbox', indexTable: 'index' });
+    await ensureTables(client, { inboxTable: 'inbox' });
   });
 
   afterAll(async () => {

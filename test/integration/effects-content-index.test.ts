@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { beforeEach, expect, it } from 'vitest';
-import { DynamoContentIndex, type IndexEntry } from '../../shared/effects/content-index';
+import { DynamoContentIndex, type IndexEntry } from '../../functions/consumers/index/effect';
 import { describeEachEngine } from '../support/dynamo';
 
 describeEachEngine('content index (DynamoDB adapter)', (fixture) => {
@@ -8,7 +8,7 @@ describeEachEngine('content index (DynamoDB adapter)', (fixture) => {
   let taskId: string;
 
   beforeEach(() => {
-    index = new DynamoContentIndex(fixture().client, fixture().indexTable);
+    index = new DynamoContentIndex(fixture().client, fixture().table('contentIndex'));
     taskId = randomUUID();
   });
 

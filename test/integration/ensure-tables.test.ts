@@ -80,6 +80,12 @@ function putOld(client: DynamoDBClient, table: string, eventId: string, status: 
   );
 }
 
+/** The inbox `table` and a table resource beside it, keyed by `taskId`. */
+const tablesOf = (table: string) => ({
+  inboxTable: table,
+  resourceTables: [{ tableName: `${table}-index`, partitionKey: 'taskId' }],
+});
+
 const dropAll = (client: DynamoDBClient, names: readonly string[]) =>
   Promise.all(
     names.map((name) => client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined)),
@@ -99,9 +105,12 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       await old('d', 'PROCESSING');
       await old('e', 'DEAD');
       try {
-        await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+        await ensureTables(client, tablesOf(table));
         const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
         expect(Table?.KeySchema).toEqual([{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }]);
+        // The table resource beside it, keyed as declared.
+        const resource = await client.send(new DescribeTableCommand({ TableName: `${table}-index` }));
+        expect(resource.Table?.KeySchema).toEqual([{ AttributeName: 'taskId', KeyType: 'HASH' }]);
         const inbox = new DynamoInboxOps(client, { tableName: table });
         expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
         // Nothing is lost on the way, the processed record included, each under its new key.
@@ -119,7 +128,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
         }
         expect((await inbox.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
         // A second start finds the current shape and changes nothing.
-        await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+        await ensureTables(client, tablesOf(table));
         expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       } finally {
         await dropAll(client, [table, `${table}-index`]);
@@ -143,7 +152,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
     await createOldTable(client, backup);
     await putOld(client, backup, 'a', 'PROCESSED');
     try {
-      await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+      await ensureTables(client, tablesOf(table));
       const inbox = new DynamoInboxOps(client, { tableName: table });
       for (const id of ['a', 'b', 'c'])
         expect(await inbox.get({ consumer: 'index', eventId: id })).toBeDefined();
@@ -169,7 +178,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       }),
     );
     try {
-      await ensureTables(client, { inboxTable: table, indexTable: `${table}-index` });
+      await ensureTables(client, tablesOf(table));
       const inbox = new DynamoInboxOps(client, { tableName: table });
       expect(await inbox.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
       expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });

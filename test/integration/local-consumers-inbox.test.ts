@@ -21,7 +21,7 @@ describe('the local runtime’s consumers and its ops reads share one inbox shap
     dir = tempDataDir('local-consumers-');
     consumers = await startLocalConsumers({
       dataDir: dir,
-      db: noDatabase,
+      dbAs: () => noDatabase,
       engine: 'dynalite',
       faults: new FaultInjector(noFaults),
       log: () => undefined,

@@ -8,7 +8,6 @@ import {
   startLocalConsumers,
 } from '../../infra/local/local-consumers';
 import type { SqlClient } from '../../shared/db/sql-client';
-import type { Notifier } from '../../shared/effects/notify';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 import { deferred } from '../support/gates';
 import { tempDataDir } from '../support/pipeline-client';
@@ -37,19 +36,26 @@ describe('a local consumer invocation past its timeout', () => {
     dir = tempDataDir('local-consumers-timeout-');
     consumers = await startLocalConsumers({
       dataDir: dir,
-      db: noDatabase,
+      dbAs: () => noDatabase,
       engine: 'dynalite',
       faults: new FaultInjector(noFaults),
       log: () => undefined,
       invocationTimeoutMs: () => timeoutMs,
-      notifier: (notifier: Notifier): Notifier => ({
-        send: async (notification) => {
-          if (held) await gate.promise;
-          const out = await notifier.send(notification);
-          sent.resolve();
-          return out;
-        },
-      }),
+      // notify's topic, held at the gate until the test opens it.
+      wrapPort: (consumer, _key, built) =>
+        consumer === 'notify' && built.kind === 'topic'
+          ? {
+              kind: 'topic',
+              port: {
+                publish: async (message) => {
+                  if (held) await gate.promise;
+                  const out = await built.port.publish(message);
+                  sent.resolve();
+                  return out;
+                },
+              },
+            }
+          : built,
     });
   });
 

@@ -7,6 +7,7 @@ import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { inboxTableSchema, openKey } from '../../shared/inbox/dynamo-inbox-table';
 import { openCounts } from '../../shared/inbox/inbox-ops';
+import { consumerNames } from '../../shared/topology';
 
 const require = createRequire(import.meta.url);
 
@@ -26,7 +27,7 @@ interface DynaliteStore {
   ): { put(key: string, value: unknown, cb: (err?: Error) => void): void };
 }
 
-const tables = { inboxTable: 'repair-inbox', indexTable: 'repair-index' };
+const tables = { inboxTable: 'repair-inbox' };
 const shards = 4;
 
 /**
@@ -120,7 +121,7 @@ describe('repairOpenIndex', () => {
     await strayEntry('archive#live', processing, '2026-12-02T06:59:00.000Z');
     expect(openCounts(await inbox.openFigures('archive')).PROCESSING).toBe(4);
 
-    expect(await repairOpenIndex(client, tables.inboxTable, shards)).toBe(3);
+    expect(await repairOpenIndex(client, tables.inboxTable, shards, consumerNames)).toBe(3);
 
     const figures = await inbox.openFigures('archive');
     expect(openCounts(figures).PROCESSING).toBe(1);
@@ -131,6 +132,6 @@ describe('repairOpenIndex', () => {
     expect(await get('archive#never')).toBeUndefined();
     expect(await get('archive#live')).toMatchObject({ openSince: { S: '2026-12-02T07:00:02.000Z' } });
     // A second pass finds nothing left.
-    expect(await repairOpenIndex(client, tables.inboxTable, shards)).toBe(0);
+    expect(await repairOpenIndex(client, tables.inboxTable, shards, consumerNames)).toBe(0);
   });
 });

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { localTableName } from '../../infra/local/consumer-resources/local-ports';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
+import { topology } from '../../shared/topology';
 import type { DynamoEngineInfo } from './dynamo-global-setup';
 
 /** A DynamoDB client for a local engine: fixed region and dummy credentials (engines accept any). */
@@ -13,13 +15,17 @@ export function dynamoClient(endpoint: string): DynamoDBClient {
   });
 }
 
-/** What a contract suite gets: a client on one engine and a fresh inbox and index table on it. */
+/**
+ * What a contract suite gets: a client on one engine, and on it a fresh inbox and a fresh table
+ * for each table resource of the registry's consumers.
+ */
 export interface DynamoFixture {
   readonly engine: DynamoEngineInfo['name'];
   readonly endpoint: string;
   readonly client: DynamoDBClient;
   readonly inboxTable: string;
-  readonly indexTable: string;
+  /** The table made for the table resource `key` (`contentIndex`) of a consumer of the registry. */
+  table(key: string): string;
 }
 
 /** Every engine of the run (global setup), the skipped ones with their reason. */
@@ -47,16 +53,36 @@ export function describeEachEngine(title: string, body: (fixture: () => DynamoFi
     }
     describe(`${title} [${engine.name}]`, () => {
       let fixture: DynamoFixture | undefined;
+      let tables: string[] = [];
       beforeAll(async () => {
         const suffix = randomUUID().slice(0, 8);
         const client = dynamoClient(endpoint);
-        const tables = { inboxTable: `inbox-${suffix}`, indexTable: `content-index-${suffix}` };
-        await ensureTables(client, tables);
-        fixture = { engine: engine.name, endpoint, client, ...tables };
+        const inboxTable = `inbox-${suffix}`;
+        const resourceTables = topology.registry.flatMap((c) =>
+          Object.entries(c.resources).flatMap(([key, spec]) =>
+            spec.kind === 'table'
+              ? [{ key, tableName: `${localTableName(key)}-${suffix}`, partitionKey: spec.partitionKey }]
+              : [],
+          ),
+        );
+        await ensureTables(client, { inboxTable, resourceTables });
+        tables = [inboxTable, ...resourceTables.map((t) => t.tableName)];
+        const byKey = new Map(resourceTables.map((t) => [t.key, t.tableName]));
+        fixture = {
+          engine: engine.name,
+          endpoint,
+          client,
+          inboxTable,
+          table: (key) => {
+            const name = byKey.get(key);
+            if (name === undefined) throw new Error(`no consumer of the registry declares a table ${key}`);
+            return name;
+          },
+        };
       });
       afterAll(async () => {
         if (!fixture) return;
-        for (const table of [fixture.inboxTable, fixture.indexTable]) {
+        for (const table of tables) {
           await fixture.client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
         }
         fixture.client.destroy();

@@ -1,6 +1,7 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { countersOf } from '../../shared/consumers/define-consumer';
 import type { OpsStatus } from '../../shared/ops/ops-api';
 import { topology } from '../../shared/topology';
 import { rawHttp } from './raw-http';
@@ -99,21 +100,22 @@ export function pipelineClient(baseUrl: string) {
 }
 
 /**
- * True when every approval reached every consumer of content.approved: the outbox drained, every
- * effect there once per approval, and no inbox record of any consumer in flight or failed (an
- * effect runs before its record completes). Not the processed counts: a SIGKILL between a
- * record's completion and its count loses that count until the next start recounts
- * (infra/local/local-counters.ts).
+ * True when every approval reached every consumer of content.approved: the outbox drained, each
+ * such consumer's counters at one per approval at least (each of the project's moves by one per
+ * approval), and no inbox record of any consumer in flight or failed (an effect runs before its
+ * record completes). Not the processed counts: a SIGKILL between a record's completion and its
+ * count loses that count until the next start recounts (infra/local/local-counters.ts).
  */
 export function converged(status: FullStatus, approvals: number): boolean {
   const effects = status.effects;
+  const ofApprovals = countersOf(topology.registry).filter((c) =>
+    c.consumer.subscribes.includes(topology.eventTypes.approved),
+  );
   return (
     status.outbox.pending === 0 &&
     status.outbox.dead === 0 &&
     effects !== null &&
-    effects.indexDocuments >= approvals &&
-    effects.notificationsSent >= approvals &&
-    effects.archivedObjects >= approvals &&
+    ofApprovals.every((c) => (effects[c.name] ?? 0) >= approvals) &&
     Object.values(status.consumers).every((c) => c.inProgress + c.failed === 0)
   );
 }

@@ -21,7 +21,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
 });
 
-const { FileSnapshotArchive } = await import('../../shared/effects/archive');
+const { FileWriteOnceStore } = await import('../../infra/local/consumer-resources/file-write-once-store');
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -29,17 +29,17 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-describe('the local archive on a full disk', () => {
-  it('fails the put and leaves no temporary file, then writes the snapshot once there is room', async () => {
+describe('the local write-once store (a bucket) on a full disk', () => {
+  it('fails the put and leaves no temporary file, then writes the object once there is room', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'archive-full-'));
     dirs.push(dir);
-    const archive = new FileSnapshotArchive(dir);
+    const store = new FileWriteOnceStore(join(dir, 'archive'));
     diskFull = true;
 
-    await expect(archive.put('t/1/e.json', '{"a":"snapshot body"}')).rejects.toThrow(/ENOSPC/);
+    await expect(store.put('t/1/e.json', '{"a":"snapshot body"}')).rejects.toThrow(/ENOSPC/);
     const afterFailure = readdirSync(join(dir, 'archive', 't', '1'));
     diskFull = false;
-    const outcome = await archive.put('t/1/e.json', '{"a":"snapshot body"}');
+    const outcome = await store.put('t/1/e.json', '{"a":"snapshot body"}');
 
     expect(afterFailure).toEqual([]);
     expect(outcome).toBe('written');
