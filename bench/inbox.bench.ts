@@ -14,6 +14,7 @@
  * `{"events":..,"inboxEventsPerSec":..,"powertoolsEventsPerSec":..,"writesPerFirstDelivery":..,"callsPerDuplicate":..}`
  * (the call counts are the inbox's; Powertools' are on stderr).
  */
+
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
@@ -25,6 +26,7 @@ import { DynamoInboxStore } from '../shared/inbox/dynamo-inbox-store';
 import { payloadHash } from '../shared/inbox/payload-hash';
 import { processOnce } from '../shared/inbox/process-once';
 import { inboxSettingsFor } from '../shared/inbox/settings';
+import { consumerNames } from '../shared/topology';
 import { dynamoClient } from '../test/support/dynamo';
 import { approvedRow, busEvent } from '../test/support/dynamo-consumer-fixtures';
 import { startDynaliteProcess } from '../test/support/dynamo-engines';
@@ -234,7 +236,7 @@ async function inboxDeliver(client: DynamoDBClient, prefix = 'bench') {
   const table = `${prefix}-inbox`;
   await ensureTables(client, { inboxTable: table });
   const inbox = new DynamoInboxStore(client, { tableName: table });
-  const settings = inboxSettingsFor('index');
+  const settings = inboxSettingsFor(consumerNames[0]);
   return async (event: BusEvent) => {
     const detail = event.detail as { id: string; subject: string; type: string };
     return processOnce(

@@ -4,7 +4,7 @@ import type { EventBridgeEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames, consumerServiceName } from '../../shared/consumers/contract';
-import type { ConsumerEffect } from '../../shared/effects/effect';
+import type { ConsumerEffect } from '../../shared/consumers/effect';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { maxErrorBytes } from '../../shared/inbox/dynamo-inbox-table';

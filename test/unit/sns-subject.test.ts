@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { snsSubject } from '../../shared/effects/sns-subject';
+import { snsSubject } from '../../shared/consumers/topic-subject';
 import { taskTitle as acceptedTitle } from '../../shared/tasks/tasks-api';
 
 // The title the tasks API accepts. Zod's `.max` counts code points (500 emoji are 1,000 UTF-16

@@ -699,7 +699,7 @@ export function perMillionApprovals(
       usd:
         archives.length * usdPer(eventGb, p.eventBridgeArchiveGb) +
         usdPer(archiveStorageGbMonth, p.eventBridgeArchiveStorageGbMonth),
-      detail: `${plural(archives.length, 'archive')}: ${fmt(eventGb, 2)} GB processed, ${fmt(archiveStorageGbMonth, 2)} GB-month kept`,
+      detail: `${plural(archives.length, 'bus archive')}: ${fmt(eventGb, 2)} GB processed, ${fmt(archiveStorageGbMonth, 2)} GB-month kept`,
     },
     {
       name: 'DynamoDB writes and reads',

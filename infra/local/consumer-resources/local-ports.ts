@@ -11,7 +11,7 @@ import { FileWriteOnceStore } from './file-write-once-store';
  * Where the local runtime keeps each consumer resource, by its key (the key names it, as the
  * key names the construct on AWS): a table `contentIndex` is `content-pipeline-content-index` on
  * the local DynamoDB, a topic `notifications` is `<data>/effects/notifications.jsonl`, a bucket
- * `archive` is `<data>/effects/archive/`, and a database is the runtime's PostgreSQL as the
+ * `snapshots` is `<data>/effects/snapshots/`, and a database is the runtime's PostgreSQL as the
  * resource's role.
  */
 
