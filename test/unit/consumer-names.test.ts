@@ -18,15 +18,15 @@ function sources(dir: string): string[] {
 }
 
 const ownedBy = (file: string) => consumers.find((c) => file.startsWith(`functions/consumers/${c.name}/`));
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const asPattern = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** What would name consumer `c` in code or prose: its name quoted, "<name> consumer", its counters. */
 function namings(c: (typeof consumers)[number]): RegExp[] {
-  const name = escape(c.name);
+  const name = asPattern(c.name);
   return [
     new RegExp(`(['"\`])${name}\\1`),
     new RegExp(`\\b${name} consumer\\b`, 'i'),
-    ...Object.keys(c.counters).map((counter) => new RegExp(`\\b${escape(counter)}\\b`)),
+    ...Object.keys(c.counters).map((counter) => new RegExp(`\\b${asPattern(counter)}\\b`)),
   ];
 }
 
