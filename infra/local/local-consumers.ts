@@ -301,6 +301,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       consumer.name,
       createConsumer({
         ...consumerDeps(name, { inboxTable }, client, inboxOptions, inboxSettingsFor(name, {}, topology)),
+        routes: topology,
         logger: localLogger(consumer.name, log),
         metrics: quietMetrics,
         effect: withFaults(counting(consumer, effect), faults, () =>

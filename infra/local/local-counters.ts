@@ -5,8 +5,8 @@ import { ensureTable } from '../../shared/consumers/ensure-tables';
  * The local runtime's counters, for its status page: one item per counter in a table of the
  * runtime's own (not a table of the AWS stack), one `ADD` per change, read with one
  * BatchGetItem whatever the history. What they count cannot be read cheaply where it lives:
- * the inbox is keyed by event and its index holds only open records, the content index and the
- * archive would have to be scanned and listed. Each count is added after the thing it counts
+ * the inbox is keyed by event and its index holds only open records, the consumers' tables,
+ * buckets and topics would have to be scanned, listed and read. Each count is added after the thing it counts
  * happened, so a SIGKILL in between loses that one count: the figures are for watching; the
  * effects themselves and the inbox's open counts are what prove a delivery.
  */

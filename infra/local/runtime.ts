@@ -206,10 +206,11 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean }
 }
 
 /**
- * Realizes `shared/topology.ts` (or `options.topology`) in one process: embedded PostgreSQL (migrated), DynamoDB
- * (dynalite or DynamoDB Local), the local bus with the topology's rules, the consumer
- * handlers, the relay on its schedule plus nudges, and the HTTP server for the tasks API,
- * the ops API and the dashboard. Every port but the HTTP one is picked free at start.
+ * Realizes `shared/topology.ts` (or `options.topology`) in one process: embedded PostgreSQL
+ * (migrated), DynamoDB (dynalite or DynamoDB Local), the local bus with the topology's rules,
+ * the handler of each consumer of its registry, the relay on its schedule plus nudges, and the
+ * HTTP server for the tasks API, the ops API and the dashboard. Every port but the HTTP one is
+ * picked free at start.
  */
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? (() => {});
@@ -297,7 +298,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         asLambda(consumerServiceName(name), (event: BusEvent) => consumers.invoke(name, event)),
       ]),
     );
-    const invokeConsumer = (consumer: string, event: BusEvent) => {
+    const invokeConsumer = async (consumer: string, event: BusEvent) => {
       const invoke = consumerInvoke.get(consumer);
       if (invoke === undefined)
         throw new Error(`a rule targets ${consumer}, which is no consumer of the registry`);
@@ -387,8 +388,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     wake = async (component) => {
       // Rows the relay backed off because the bus refused them, due now; then a run to take them.
       if (component === 'bus') await relayOutbox.dueAfterOutage(journalUnavailableMessage);
-      // Deliveries that failed on the engine (the index and the inbox on DynamoDB, the archive
-      // reading PostgreSQL) wait in the bus's retry pauses: retried now.
+      // Deliveries that failed on the engine (the inbox and the consumers' tables on DynamoDB,
+      // a consumer reading PostgreSQL) wait in the bus's retry pauses: retried now.
       if (component !== 'bus') bus.retryNow();
       await relay.nudge();
     };

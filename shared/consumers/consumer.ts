@@ -9,7 +9,7 @@ import { isInboxError } from '../inbox/errors';
 import type { InboxStore } from '../inbox/inbox-store';
 import { type ProcessOutcome, poisonKey, processOnce, recordPoison } from '../inbox/process-once';
 import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
-import type { ConsumerName } from '../topology';
+import type { ConsumerName, Topology } from '../topology';
 import { consumerDimension, consumerMetricNames } from './contract';
 import { readDelivery, type ValidDelivery } from './delivery';
 import type { ConsumerEffect, EffectResult } from './effect';
@@ -40,6 +40,8 @@ export interface ConsumerDeps {
   readonly metrics: ConsumerMetrics;
   /** Defaults to the topology's policy for `name` (inboxSettingsFor). */
   readonly settings?: InboxSettings;
+  /** The rules a delivery must have come by (see readDelivery); the project topology's by default. */
+  readonly routes?: Pick<Topology, 'source' | 'rules'>;
   /** Epoch milliseconds; defaults to `Date.now`. */
   readonly clock?: () => number;
   readonly random?: () => number;
@@ -80,7 +82,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
 
   return async (event, context) => {
     const counts: Counts = { processed: 0, duplicate: 0, failed: 0, dead: 0, poison: 0 };
-    const delivery = readDelivery(event, name);
+    const delivery = readDelivery(event, name, deps.routes);
     const keys = {
       consumer: name,
       eventId: delivery.eventId,

@@ -9,16 +9,16 @@ import { FileWriteOnceStore } from './file-write-once-store';
 
 /**
  * Where the local runtime keeps each consumer resource, by its key (the key names it, as the
- * key names the construct on AWS): a table `contentIndex` is `content-pipeline-content-index` on
- * the local DynamoDB, a topic `notifications` is `<data>/effects/notifications.jsonl`, a bucket
- * `snapshots` is `<data>/effects/snapshots/`, and a database is the runtime's PostgreSQL as the
- * resource's role.
+ * key names the construct on AWS): a table `searchEntries` is `content-pipeline-search-entries`
+ * on the local DynamoDB, a topic `alerts` is `<data>/effects/alerts.jsonl`, a bucket `exports`
+ * is `<data>/effects/exports/`, and a database is the runtime's PostgreSQL as the resource's
+ * role.
  */
 
 /** The prefix of every table the local runtime makes (the inbox's, its counters', each table resource's). */
 export const localTablePrefix = 'content-pipeline-';
 
-/** The local table of a table resource: `contentIndex` -> `content-pipeline-content-index`. */
+/** The local table of a table resource: `searchEntries` -> `content-pipeline-search-entries`. */
 export function localTableName(key: string): string {
   return `${localTablePrefix}${key.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`;
 }
