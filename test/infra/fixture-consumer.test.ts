@@ -116,3 +116,17 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
     expect(JSON.stringify(retries?.[1].Properties?.Environment)).toContain('translate');
   });
 });
+
+describe('the project’s consumers’ stateful resources, now built from their declarations', () => {
+  // Their logical ids before the declarations (8c115cb): a new id would make CloudFormation
+  // replace the content index, the snapshots bucket, the notification topic (and its
+  // subscriptions) or the task reader's secret, losing what they hold.
+  it.each([
+    ['AWS::DynamoDB::Table', 'ContentIndexTable12A72E1A'],
+    ['AWS::S3::Bucket', 'ArchiveBucket49F1AC64'],
+    ['AWS::SNS::Topic', 'NotificationsTopicAE679CBD'],
+    ['AWS::SecretsManager::Secret', 'DatabaseSecretarchive4B859CF0'],
+  ])('keeps its %s as %s', (type, id) => {
+    expect(resource(id).Type).toBe(type);
+  });
+});
