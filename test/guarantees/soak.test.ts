@@ -40,7 +40,8 @@ if (!fullProfile) {
 async function publishesInJournal(dir: string): Promise<Map<string, string[]>> {
   const text = await readFile(join(dir, 'bus', 'journal.jsonl'), 'utf8').catch(() => '');
   const byEvent = new Map<string, string[]>();
-  for (const line of text.split('\n')) {
+  // Whole lines only: the runtime is still running, and its last write may be under way.
+  for (const line of text.slice(0, text.lastIndexOf('\n') + 1).split('\n')) {
     if (!line.trim()) continue;
     const entry = JSON.parse(line) as { t: string; event?: BusEvent };
     if (entry.t !== 'event' || !entry.event) continue;

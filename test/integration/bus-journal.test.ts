@@ -31,8 +31,14 @@ const event = (id: string): BusEvent => ({
 });
 const index: BusTarget = { rule: 'r', consumer: 'index' };
 const targets: BusTarget[] = [index, { rule: 'r', consumer: 'notify' }];
+/**
+ * The file's whole lines. Read while the journal is running, the file may end in a line whose
+ * write is still under way (a reader of a regular file can see part of a write); recovery skips
+ * such a torn tail, and so does this.
+ */
 const lines = (path: string) =>
   readFileSync(path, 'utf8')
+    .replace(/[^\n]*$/, '')
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { t: string; event?: BusEvent; id?: string; consumer?: string });
