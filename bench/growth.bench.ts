@@ -4,7 +4,9 @@
  * delivered history grows? One local runtime, measured with 0 delivered rows in the outbox,
  * then with each row count of `--rows` seeded by SQL (rows an hour to six days old, inside the
  * seven days of retention, so no purge takes them), the last one beside `--effects` approvals
- * that went through the whole pipeline (their consumers' effects and inbox records).
+ * that went through the whole pipeline (their consumers' effects and inbox records). Seeded
+ * rows count as already audited, and the turns start once the delivery audit has walked the
+ * approvals: an audit's first walk over made-up history is not what history costs.
  *
  * At each size: one nudged approval to every consumer's effect (request to the last
  * inbox record PROCESSED, median of 20), each relay statement (median of 20, each sample the
