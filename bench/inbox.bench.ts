@@ -243,7 +243,7 @@ async function inboxDeliver(client: DynamoDBClient, prefix = 'bench') {
       {
         consumer: 'bench',
         eventId: detail.id,
-        taskId: detail.subject,
+        subject: detail.subject,
         eventType: detail.type,
         payloadHash: payloadHash(event.detail),
         event,

@@ -53,7 +53,7 @@ export interface ConsumerResult {
   /** `dead` and `poison` are acknowledged on purpose: the record is DEAD, alarmed, redrivable. */
   readonly status: 'processed' | 'duplicate' | 'dead' | 'poison';
   readonly eventId: string;
-  readonly taskId: string | null;
+  readonly subject: string | null;
   readonly attempt?: number;
   readonly reason?: string;
   readonly effect?: EffectResult;
@@ -86,7 +86,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
     const keys = {
       consumer: name,
       eventId: delivery.eventId,
-      taskId: delivery.taskId,
+      subject: delivery.subject,
       busEventId: (event as { id?: unknown } | null)?.id,
     };
     try {
@@ -97,7 +97,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
               consumer: name,
               eventId: delivery.eventId,
               cloudEventId: delivery.cloudEventId,
-              taskId: delivery.taskId,
+              subject: delivery.subject,
               eventType: delivery.eventType,
               payloadHash: delivery.payloadHash,
               reason: delivery.reason,
@@ -168,7 +168,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
     }
 
     function result(status: ConsumerResult['status']): ConsumerResult {
-      return { consumer: name, status, eventId: delivery.eventId, taskId: delivery.taskId };
+      return { consumer: name, status, eventId: delivery.eventId, subject: delivery.subject };
     }
   };
 
@@ -186,7 +186,7 @@ export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
       {
         consumer: name,
         eventId: delivery.eventId,
-        taskId: delivery.taskId,
+        subject: delivery.subject,
         eventType: delivery.cloudEvent.type,
         payloadHash: delivery.payloadHash,
         event,

@@ -25,7 +25,7 @@ export const eventBridgeEnvelope = z.looseObject({
 export interface ValidDelivery {
   readonly valid: true;
   readonly eventId: string;
-  readonly taskId: string;
+  readonly subject: string;
   readonly busEventId: string;
   readonly cloudEvent: PipelineCloudEvent;
   readonly payloadHash: string;
@@ -37,7 +37,7 @@ export interface PoisonDelivery {
   /** The CloudEvent id if it has a string one, else the EventBridge event id, else `unknown`. */
   readonly eventId: string;
   readonly cloudEventId: string | null;
-  readonly taskId: string | null;
+  readonly subject: string | null;
   readonly eventType: string;
   readonly payloadHash: string;
   readonly reason: string;
@@ -57,7 +57,7 @@ const str = (v: unknown, max = 256): string | null =>
 
 /**
  * Checks one delivery for `consumer`: EventBridge envelope, pipeline source, CloudEvent schema
- * (zod), `detail-type` = CloudEvent `type`, `subject` = `data.taskId`, an `eventId` in `data`
+ * (zod, the contract's own rules with it), `detail-type` = CloudEvent `type`, an `eventId` in `data`
  * (if any) = `id`, and that a topology rule routes this type to this consumer. A failure of
  * any is poison: retrying cannot fix the event, so it is recorded DEAD, never retried.
  */
@@ -79,7 +79,7 @@ export function readDelivery(
     valid: false,
     eventId: cloudEventId ?? str(raw.id) ?? 'unknown',
     cloudEventId,
-    taskId: str(detail?.subject) ?? str(data.taskId),
+    subject: str(detail?.subject),
     eventType: str(detail?.type, 128) ?? str(raw['detail-type'], 128) ?? 'unknown',
     // The CloudEvent when there is one: a re-publish of the same poison hashes the same.
     payloadHash: payloadHash(detail ?? event ?? null),
@@ -99,9 +99,6 @@ export function readDelivery(
       `detail-type ${envelope.data['detail-type']} disagrees with CloudEvent type ${cloudEvent.type}`,
     );
   }
-  if (cloudEvent.subject !== cloudEvent.data.taskId) {
-    return poison(`subject ${cloudEvent.subject} disagrees with data.taskId ${cloudEvent.data.taskId}`);
-  }
   // zod drops unknown keys from `data`; an event id the producer put there must still agree.
   if (data.eventId !== undefined && data.eventId !== cloudEvent.id) {
     // JSON, not String(): an object whose toString is no function makes String() throw, and a
@@ -115,7 +112,7 @@ export function readDelivery(
   return {
     valid: true,
     eventId: cloudEvent.id,
-    taskId: cloudEvent.subject,
+    subject: cloudEvent.subject,
     busEventId: envelope.data.id,
     cloudEvent,
     payloadHash: payloadHash(envelope.data.detail),

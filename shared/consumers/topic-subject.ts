@@ -29,12 +29,13 @@ const loneSurrogate = /\p{Cs}/gu;
 const controlOrSpaceRun = /[\p{Cc}\s]+/gu;
 
 /**
- * `<prefix><title>` (`Approved: ` unless told, `Rejected: ` for a rejection) as a valid SNS subject: lone surrogates become U+FFFD, each run of control
- * characters, line breaks and whitespace becomes one space, the result is trimmed, and a subject
- * longer than 99 code units is cut on a code-point boundary to end in '…'.
- * Never empty: the prefix survives every title.
+ * `<prefix><title>` (a consumer's own words before the title, none unless told) as a valid SNS
+ * subject: lone surrogates become U+FFFD, each run of control characters, line breaks and
+ * whitespace becomes one space, the result is trimmed, and a subject longer than 99 code units
+ * is cut on a code-point boundary to end in '…'.
+ * Never empty when the prefix is not blank: the prefix survives every title.
  */
-export function snsSubject(title: string, prefix = 'Approved: '): string {
+export function snsSubject(title: string, prefix = ''): string {
   const subject = `${prefix}${title}`.replace(loneSurrogate, '\uFFFD').replace(controlOrSpaceRun, ' ').trim();
   if (subject.length <= maxLength) return subject;
   let cut = '';

@@ -47,10 +47,24 @@ const envelope = {
   datacontenttype: z.literal('application/json'),
 };
 
-/** A CloudEvents 1.0 JSON object as the pipeline publishes it in an EventBridge `Detail`. */
-export const pipelineCloudEvent = z.discriminatedUnion('type', [
-  z.object({ ...envelope, type: z.literal(eventTypes.approved), data: contentApprovedData }),
-  z.object({ ...envelope, type: z.literal(eventTypes.withdrawn), data: contentWithdrawnData }),
-  z.object({ ...envelope, type: z.literal(eventTypes.rejected), data: contentRejectedData }),
-]);
+/**
+ * A CloudEvents 1.0 JSON object as the pipeline publishes it in an EventBridge `Detail`. Its
+ * `subject` is the task the event is about, and must be `data.taskId`: the inbox keeps the
+ * subject with each record, and the operator's tools find a task's records by it.
+ */
+export const pipelineCloudEvent = z
+  .discriminatedUnion('type', [
+    z.object({ ...envelope, type: z.literal(eventTypes.approved), data: contentApprovedData }),
+    z.object({ ...envelope, type: z.literal(eventTypes.withdrawn), data: contentWithdrawnData }),
+    z.object({ ...envelope, type: z.literal(eventTypes.rejected), data: contentRejectedData }),
+  ])
+  .superRefine((event, ctx) => {
+    if (event.subject !== event.data.taskId) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['subject'],
+        message: `${event.subject} disagrees with data.taskId ${event.data.taskId}`,
+      });
+    }
+  });
 export type PipelineCloudEvent = z.infer<typeof pipelineCloudEvent>;

@@ -111,7 +111,8 @@ export interface InboxItemState {
   nextAttemptAt: number;
   payloadHash: string;
   eventType: string;
-  taskId: string | null;
+  /** Absent on records written before it had this name: the kept event's `detail.subject` stands in. */
+  subject?: string | null;
   /** The event as JSON text: one string is cheaper to store and compare than a nested map. */
   event: string;
   eventTruncated: boolean;
@@ -292,6 +293,12 @@ export function storeError(operation: string, k: InboxKey, err: unknown): InboxE
   );
 }
 
+/** The CloudEvent `subject` inside a kept EventBridge event, if it has a string one. */
+function keptSubject(event: unknown): string | null {
+  const subject = (event as { detail?: { subject?: unknown } } | null)?.detail?.subject;
+  return typeof subject === 'string' ? subject : null;
+}
+
 /** The record an item holds, its stored event parsed back when it was kept whole. */
 export function decode(item: InboxItem): InboxRecord {
   const st = item.state;
@@ -316,7 +323,7 @@ export function decode(item: InboxItem): InboxRecord {
     nextAttemptAt: st.nextAttemptAt,
     payloadHash: st.payloadHash,
     eventType: st.eventType,
-    taskId: st.taskId ?? null,
+    subject: st.subject ?? keptSubject(event),
     event,
     receivedAt: st.receivedAt,
     updatedAt: st.updatedAt,

@@ -45,7 +45,8 @@ export interface InboxRecord extends InboxKey {
   /** Hash of the CloudEvent as first received; another payload under the same id is poison. */
   readonly payloadHash: string;
   readonly eventType: string;
-  readonly taskId: string | null;
+  /** The CloudEvent's `subject`: what the event is about (the pipeline's task id), for traces and dead lists. */
+  readonly subject: string | null;
   /** The EventBridge event as received, for redrive (a string when it was too large to keep whole). */
   readonly event: unknown;
   readonly receivedAt: number;
@@ -65,7 +66,7 @@ export interface NewInboxRecord extends InboxKey {
   readonly leaseUntil: number;
   readonly payloadHash: string;
   readonly eventType: string;
-  readonly taskId: string | null;
+  readonly subject: string | null;
   readonly event: unknown;
   readonly now: number;
 }
@@ -84,7 +85,7 @@ export interface ExpectedState {
 /** A poison event, recorded `DEAD` at once with the reason. */
 export interface PoisonRecord extends InboxKey {
   readonly cloudEventId: string | null;
-  readonly taskId: string | null;
+  readonly subject: string | null;
   readonly eventType: string;
   readonly payloadHash: string;
   readonly reason: string;

@@ -7,7 +7,7 @@ import type { InboxSettings } from './settings';
 
 /** What the inbox needs to know about one delivery of an event. */
 export interface InboxEvent extends InboxKey {
-  readonly taskId: string | null;
+  readonly subject: string | null;
   readonly eventType: string;
   /** `payloadHash(cloudEvent)`: the same id with another hash is poison. */
   readonly payloadHash: string;
@@ -121,7 +121,7 @@ export async function processOnce<T>(
     leaseUntil: now + grant.leaseMs,
     payloadHash: event.payloadHash,
     eventType: event.eventType,
-    taskId: event.taskId,
+    subject: event.subject,
     event: event.event,
     now,
   });
@@ -306,7 +306,7 @@ export async function recordPoison(
       consumer: poison.consumer,
       eventId: key,
       cloudEventId: poison.cloudEventId,
-      taskId: poison.taskId,
+      subject: poison.subject,
       eventType: poison.eventType,
       payloadHash: poison.payloadHash,
       reason: poison.reason,

@@ -160,6 +160,17 @@ const eventsLimit = z
   .pipe(
     z.number().int().min(1, 'must be at least 1').max(maxEventsLimit, `must be at most ${maxEventsLimit}`),
   );
+/**
+ * A dead inbox record as `GET /ops/inbox/{consumer}/dead` answers it: the inbox's generic
+ * `subject` (the CloudEvent's) is this application's task id, and the operator's tools read it
+ * as `taskId`.
+ */
+type DeadRecordBody = Omit<InboxRecord, 'subject'> & { readonly taskId: string | null };
+
+function deadRecordBody({ subject, ...record }: InboxRecord): DeadRecordBody {
+  return { ...record, taskId: subject };
+}
+
 const taskIdParams = z.object({ taskId: z.uuid('must be a UUID') });
 
 /** The 400's message for a redrive body its schema refuses. */
@@ -247,7 +258,11 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
     method: 'GET',
     resource: '/ops/inbox/{consumer}/dead',
     handler: async ({ params }, { inbox }) =>
-      ok((await inbox.listDead(consumerOf(params.consumer), { limit: opsListLimits.inboxDead })).records),
+      ok(
+        (await inbox.listDead(consumerOf(params.consumer), { limit: opsListLimits.inboxDead })).records.map(
+          deadRecordBody,
+        ),
+      ),
   }),
   route({
     method: 'POST',

@@ -60,7 +60,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startDynalite } from '../../infra/local/dynamo';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { LocalBus } from '../../infra/local/local-bus';
-import { snsSubject } from '../../shared/consumers/topic-subject';
+import { snsSubject as topicSubject } from '../../shared/consumers/topic-subject';
+
+/** The subject as notify makes it for an approval: its prefix, then the title. */
+const snsSubject = (title: string) => topicSubject(title, 'Approved: ');
+
 import { topology } from '../../shared/topology';
 import {
   anonymousCaller,

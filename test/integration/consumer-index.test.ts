@@ -96,7 +96,7 @@ describeEachEngine('index consumer', (fixture) => {
     expect(emitted.dimensions.Consumer).toBe('index');
   });
 
-  it('logs every line of an invocation with the event id and the task id', async () => {
+  it('logs every line of an invocation with the event id and its subject (the task id)', async () => {
     const { run, logger } = build();
     const row = approvedRow();
     await run(busEvent(row), lambdaContext());
@@ -109,7 +109,7 @@ describeEachEngine('index consumer', (fixture) => {
       expect(line.attributes).toMatchObject({
         consumer: 'index',
         eventId: row.eventId,
-        taskId: row.aggregateId,
+        subject: row.aggregateId,
       });
     }
   });

@@ -70,7 +70,7 @@ describe('local DynamoDB (dynalite): a Query leaves no LevelDB iterator open', (
       leaseUntil: 2_000,
       payloadHash: 'h',
       eventType: 'content.approved',
-      taskId: null,
+      subject: null,
       event: {},
       now: 1_000,
     });

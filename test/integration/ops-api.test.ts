@@ -131,7 +131,7 @@ describeEachEngine('ops API', (fixture) => {
       leaseUntil: 10,
       payloadHash: 'h',
       eventType: 'content.approved',
-      taskId: null,
+      subject: null,
       event,
       now: 1,
     });
@@ -265,7 +265,7 @@ describeEachEngine('ops API', (fixture) => {
       leaseUntil: 5,
       payloadHash: 'h',
       eventType: row.eventType,
-      taskId: row.aggregateId,
+      subject: row.aggregateId,
       event: {},
       now: 1,
     });
@@ -575,7 +575,7 @@ describeEachEngine('ops API', (fixture) => {
       leaseUntil: 5,
       payloadHash: 'h',
       eventType: 'content.approved',
-      taskId,
+      subject: taskId,
       event: {},
       now: 1,
     });

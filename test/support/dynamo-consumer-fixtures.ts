@@ -108,7 +108,7 @@ export function inboxEvent(consumer: string, row: OutboundEvent = approvedRow())
   return {
     consumer,
     eventId: row.eventId,
-    taskId: row.aggregateId,
+    subject: row.aggregateId,
     eventType: row.eventType,
     payloadHash: payloadHash(event.detail),
     event,

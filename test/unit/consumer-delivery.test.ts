@@ -13,7 +13,7 @@ describe('reading a delivery', () => {
     expect(delivery).toMatchObject({
       valid: true,
       eventId: row.eventId,
-      taskId: row.aggregateId,
+      subject: row.aggregateId,
       busEventId: event.id,
       payloadHash: payloadHash(event.detail),
       cloudEvent: { type: 'content.approved', data: { version: 2 } },

@@ -22,7 +22,7 @@ const beginInput = (over: Partial<Parameters<DynamoInboxStore['begin']>[0]> = {}
   leaseUntil: 2,
   payloadHash: 'h',
   eventType: 't',
-  taskId: null,
+  subject: null,
   event: {},
   now: 1,
   ...over,
@@ -63,7 +63,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
       store.recordPoison({
         ...key,
         cloudEventId: null,
-        taskId: null,
+        subject: null,
         eventType: 'x',
         payloadHash: 'h',
         reason: 'r',

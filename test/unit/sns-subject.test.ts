@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { snsSubject } from '../../shared/consumers/topic-subject';
+import { snsSubject as topicSubject } from '../../shared/consumers/topic-subject';
+
+/** The subject as notify makes it for an approval: its prefix, then the title. */
+const snsSubject = (title: string) => topicSubject(title, 'Approved: ');
+
 import { taskTitle as acceptedTitle } from '../../shared/tasks/tasks-api';
 
 // The title the tasks API accepts. Zod's `.max` counts code points (500 emoji are 1,000 UTF-16
