@@ -588,4 +588,26 @@ describeEachEngine('ops API', (fixture) => {
       consumers: { index: { status: 'PROCESSING', attempts: 1 }, notify: null, archive: null },
     });
   });
+
+  it("lists a consumer's dead records with the task each is about as taskId (the inbox's subject)", async () => {
+    const taskId = randomUUID();
+    const eventId = randomUUID();
+    await inbox.recordPoison({
+      consumer: 'notify',
+      eventId,
+      cloudEventId: eventId,
+      subject: taskId,
+      eventType: 'content.approved',
+      payloadHash: 'h',
+      reason: 'a test poison',
+      event: {},
+      now: 1,
+      expiresAt: Math.floor(Date.now() / 1000) + 3_600,
+    });
+    const { status, body } = await call('GET', '/ops/inbox/notify/dead');
+    expect(status).toBe(200);
+    const listed = (body as Record<string, unknown>[]).find((r) => r.eventId === eventId);
+    expect(listed).toMatchObject({ consumer: 'notify', status: 'DEAD', taskId });
+    expect(listed).not.toHaveProperty('subject');
+  });
 });
