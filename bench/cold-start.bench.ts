@@ -1,5 +1,5 @@
 /**
- * `npm run bench:cold-start [-- --json] [-- --rounds R]`: each Lambda bundle's size and cold
+ * `npm run bench:cold-start [-- --json] [-- --docs] [-- --rounds R]`: each Lambda bundle's size, SDK clients and cold
  * start, measured by the offline deploy rehearsal (test/rehearsal): a fresh Node process per
  * function imports the bundle the synthesized sandbox template points at (init), then answers
  * its first event of the rehearsal's path against the local stand-ins (first invoke). Cold
@@ -8,25 +8,32 @@
  * the real service round trips. It is a benchmark, not a test: nothing asserts.
  *
  * With `--json`, stdout is exactly one line:
- * `{"coldStartMs":{"<function>":..},"initMs":{..},"bundleKiB":{..}}`, keyed by Powertools
- * service name (outbox-relay, tasks-api, ops-api, migrate, inbox-gauges, consumer-index, ...).
+ * `{"coldStartMs":{"<function>":..},"initMs":{..},"bundleKiB":{..},"sdkClients":{..},...}`, keyed by
+ * Powertools service name (outbox-relay, tasks-api, ops-api, migrate, inbox-gauges,
+ * consumer-index, ...). `--docs` writes it to bench/results/cold-start.json and its table into
+ * docs/aws.md.
  */
+import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { writeSection } from '../infra/docs/doc-section';
 import { runRehearsal } from '../test/rehearsal/rehearsal';
 import { isMain, numberArg, progress } from './support/cli';
+import { type ColdStartResult, coldStartMarkdown } from './support/cold-start-report';
 import { median } from './support/stats';
 
-/** Medians by Powertools service name (outbox-relay, tasks-api, ..., consumer-index, ...). */
-export interface ColdStartResult {
-  /** Init + first invoke. */
-  readonly coldStartMs: Readonly<Record<string, number>>;
-  readonly initMs: Readonly<Record<string, number>>;
-  readonly bundleKiB: Readonly<Record<string, number>>;
-  readonly rounds: number;
+export type { ColdStartResult };
+
+/** Writes the result to bench/results/cold-start.json and its table into docs/aws.md. */
+export function writeColdStartDocs(result: ColdStartResult): void {
+  writeFileSync(new URL('results/cold-start.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+  progress(
+    `cold start: bench/results/cold-start.json and ${writeSection('docs/aws.md', 'cold-start', coldStartMarkdown(result))} updated`,
+  );
 }
 
 /** Runs `rounds` fresh rehearsals and reports each function's medians. */
 export async function measureColdStart(rounds: number): Promise<ColdStartResult> {
-  const samples = new Map<string, { init: number[]; cold: number[]; bytes: number }>();
+  const samples = new Map<string, { init: number[]; cold: number[]; bytes: number; clients: string[] }>();
   for (let r = 1; r <= rounds; r++) {
     progress(`cold start: rehearsal ${r}/${rounds}`);
     const report = await runRehearsal();
@@ -36,7 +43,12 @@ export async function measureColdStart(rounds: number): Promise<ColdStartResult>
     const services = new Map(Object.entries(report.serviceNames));
     for (const [logicalId, run] of Object.entries(report.functionsRun)) {
       const service = services.get(logicalId) ?? logicalId;
-      const entry = samples.get(service) ?? { init: [], cold: [], bytes: run.bundleBytes };
+      const entry = samples.get(service) ?? {
+        init: [],
+        cold: [],
+        bytes: run.bundleBytes,
+        clients: run.sdkClients,
+      };
       entry.init.push(run.initMs);
       entry.cold.push(run.initMs + (run.firstInvokeMs ?? Number.NaN));
       samples.set(service, entry);
@@ -47,7 +59,10 @@ export async function measureColdStart(rounds: number): Promise<ColdStartResult>
     coldStartMs: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(median(e.cold))])),
     initMs: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(median(e.init))])),
     bundleKiB: Object.fromEntries(rows.map(([s, e]) => [s, Math.round(e.bytes / 1024)])),
+    sdkClients: Object.fromEntries(rows.map(([s, e]) => [s, e.clients])),
     rounds,
+    measuredAt: new Date().toISOString(),
+    machine: { node: process.versions.node, cores: availableParallelism() },
   };
 }
 
@@ -55,20 +70,13 @@ if (isMain(import.meta.url)) {
   const args = process.argv.slice(2);
   const rounds = numberArg(args, '--rounds', 3);
   measureColdStart(rounds)
-    .then(({ coldStartMs, initMs, bundleKiB }) => {
+    .then((result) => {
+      if (args.includes('--docs')) writeColdStartDocs(result);
       if (args.includes('--json')) {
-        process.stdout.write(`${JSON.stringify({ coldStartMs, initMs, bundleKiB })}\n`);
+        process.stdout.write(`${JSON.stringify(result)}\n`);
         return;
       }
-      process.stdout.write(
-        '| function | bundle KiB | init ms | cold start ms (init + first event) |\n|---|---|---|---|\n',
-      );
-      for (const service of Object.keys(coldStartMs)) {
-        process.stdout.write(
-          `| ${service} | ${bundleKiB[service]} | ${initMs[service]} | ${coldStartMs[service]} |\n`,
-        );
-      }
-      process.stdout.write(`\nmedians of ${rounds} rounds, each a fresh rehearsal\n`);
+      process.stdout.write(coldStartMarkdown(result));
     })
     .catch((err) => {
       console.error(err);

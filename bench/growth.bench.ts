@@ -155,7 +155,7 @@ export async function auditCaughtUp(runtime: Runtime): Promise<void> {
   );
 }
 
-/** Request -> all three consumers PROCESSED, for `n` approvals one after the other. */
+/** Request -> every consumer PROCESSED, for `n` approvals one after the other. */
 async function approvalToEffects(runtime: Runtime, n: number): Promise<number[]> {
   const client = pipelineClient(runtime.url);
   const times: number[] = [];

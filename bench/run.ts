@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --json] [-- --quick] [-- --only relay,inbox,e2e,cold-start]`: every figure
+ * `npm run bench [-- --json] [-- --docs] [-- --quick] [-- --only relay,inbox,e2e,cold-start]`: every figure
  * in one run, progress on stderr.
  * - relay: the relay, the DB-only ceiling grid, the naive relay and pg-transactional-outbox on
  *   the same rows, taking turns in rounds, plus the relay under the latency model's Data API and
@@ -13,13 +13,15 @@
  * e2e-latency.svg; `--quick` (or BENCH_QUICK=1) runs everything small, to try the benchmark
  * itself, and writes quick.* instead. With `--json`, stdout is exactly one line: the report
  * (bench/support/report.ts names its fields). `--only` runs some parts and prints what they
- * measured, writing nothing. The full run takes about twenty minutes on 2 cores.
+ * measured, writing nothing. `--docs` (a full run only) also writes the table into
+ * docs/performance.md and the cold starts into docs/aws.md (bench/results/cold-start.json). The
+ * full run takes about twenty minutes on 2 cores.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { measureColdStart } from './cold-start.bench';
+import { writeSection } from '../infra/docs/doc-section';
+import { measureColdStart, writeColdStartDocs } from './cold-start.bench';
 import { type ModelFigures, measureE2e, modelFigures } from './e2e.bench';
 import { measureInbox } from './inbox.bench';
 import { measureRelayBench, relaySettingsFrom } from './relay.bench';
@@ -76,20 +78,11 @@ function peerPackage(): string {
   return `${name} ${version}`;
 }
 
-/** Formats the written results as `npm run lint` expects them, so a fresh run leaves the tree lint-clean. */
-function formatWithBiome(dir: string): void {
-  const biome = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin', 'biome');
-  try {
-    execFileSync(biome, ['format', '--write', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  } catch (err) {
-    progress(`could not format the results with biome: ${String(err)}`);
-  }
-}
-
 async function main() {
   const args = process.argv.slice(2);
   const json = args.includes('--json');
   const quick = args.includes('--quick') || process.env.BENCH_QUICK === '1';
+  const docs = args.includes('--docs');
   const onlyAt = args.indexOf('--only');
   const only = onlyAt >= 0 ? String(args[onlyAt + 1]).split(',') : [...parts];
   for (const p of only)
@@ -195,8 +188,11 @@ async function main() {
       ],
     ),
   );
-  formatWithBiome(resultsDir);
   progress(`wrote ${join(resultsDir, `${prefix}.{json,md}`)} and the chart`);
+  if (docs && !quick) {
+    progress(`${writeSection('docs/performance.md', 'bench', markdown)} updated`);
+    writeColdStartDocs(coldStart);
+  }
   if (json) console.log(formatJsonLine(report));
   else console.log(markdown);
 }

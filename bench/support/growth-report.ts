@@ -31,7 +31,7 @@ export const growthGoal = 1.5;
 
 /** What each figure is, in the order the table lists them. */
 export const growthLabels: Readonly<Record<string, string>> = {
-  approvalToEffects: 'a nudged approval, request -> all three consumers PROCESSED',
+  approvalToEffects: 'a nudged approval, request -> every consumer PROCESSED',
   claim: 'relay: claim (50 rows)',
   markDelivered: 'relay: mark 25 delivered',
   markFailed: 'relay: mark 12 failed',

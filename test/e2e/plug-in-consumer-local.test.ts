@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { topology, topologyWith } from '../../shared/topology';
-import { translate } from '../support/fixture-consumer/consumer';
+import { translate } from '../fixtures/consumers/translate/consumer';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 

@@ -10,7 +10,7 @@ import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized
 
 // Issue 19: a consumer added through the registry alone (its folder is test/fixtures/consumers/
 // translate; nothing else of the project knows it) is realized on AWS like the project's own:
-// its function, its table and its grants, a target of the rule of each event it subscribes to
+// its function, its table, topic, bucket and database login and their grants, a target of the rule of each event it subscribes to
 // with its dead-letter queue, Lambda's on-failure destination to the retry queue, its alarms,
 // and a stack output naming its table.
 
@@ -28,6 +28,14 @@ const variablesOf = (id: string) =>
 const refOf = (value: unknown): string | undefined =>
   (value as { Ref?: string } | undefined)?.Ref ??
   (value as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt']?.[0];
+
+/** Every statement of the policies attached to the fixture's function's role. */
+const policyStatements = (): Record<string, unknown>[] => {
+  const role = refOf(resource(fnId).Properties?.Role) as string;
+  return resourcesOfType({ json }, 'AWS::IAM::Policy')
+    .filter(([, p]) => (props(p).Roles as unknown[]).some((r) => refOf(r) === role))
+    .flatMap(([, p]) => (props(p).PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+};
 
 beforeAll(() => {
   const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
@@ -60,10 +68,7 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
   });
 
   it('may read and put items of its table and its own inbox records, and nothing of another consumer’s', () => {
-    const role = refOf(resource(fnId).Properties?.Role) as string;
-    const statements = resourcesOfType({ json }, 'AWS::IAM::Policy')
-      .filter(([, p]) => (props(p).Roles as unknown[]).some((r) => refOf(r) === role))
-      .flatMap(([, p]) => (props(p).PolicyDocument as { Statement: Record<string, unknown>[] }).Statement);
+    const statements = policyStatements();
     const text = JSON.stringify(statements);
     const tableId = refOf(variablesOf(fnId).TRANSLATIONS_TABLE_NAME) as string;
     const onTable = statements.filter((s) => JSON.stringify(s.Resource).includes(tableId));
@@ -77,6 +82,28 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
       for (const key of Object.keys(other.resources))
         expect(text).not.toContain(`${key[0]?.toUpperCase()}${key.slice(1)}`);
     }
+  });
+
+  it('gets its topic, bucket and database as it declares them, named in its environment and granted', () => {
+    const statements = policyStatements();
+    const actionsOn = (id: string) =>
+      statements
+        .filter((s) => JSON.stringify(s.Resource).includes(id))
+        .flatMap((s) => [s.Action].flat())
+        .sort();
+    const env = variablesOf(fnId);
+    const topicId = refOf(env.TRANSLATED_TOPIC_ARN) as string;
+    expect(resource(topicId).Type).toBe('AWS::SNS::Topic');
+    expect(resource(topicId).Properties?.DisplayName).toBe('Translations');
+    expect(actionsOn(topicId)).toContain('sns:Publish');
+    const bucketId = refOf(env.RENDITIONS_BUCKET_NAME) as string;
+    expect(resource(bucketId).Type).toBe('AWS::S3::Bucket');
+    expect(actionsOn(bucketId)).toContain('s3:PutObject');
+    // Its database resource logs in as the role it names: that role's secret, and the Data API.
+    const secretId = refOf(env.DB_SECRET_ARN) as string;
+    expect(resource(secretId).Type).toBe('AWS::SecretsManager::Secret');
+    expect(actionsOn(secretId)).toContain('secretsmanager:GetSecretValue');
+    expect(statements.flatMap((s) => [s.Action].flat())).toContain('rds-data:ExecuteStatement');
   });
 
   it('is a target of the rule of each event type it subscribes to, with a dead-letter queue and the policy’s retries', () => {

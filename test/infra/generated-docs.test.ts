@@ -27,6 +27,9 @@ describe('the generated sections of docs/aws.md', () => {
       perMillion: perMillionApprovals(template(stage), topology, priceBook),
     }));
     expect(readSection(docs, 'cost')).toBe(costText(costs));
+    // The promise the README makes of it: an idle sandbox costs under $10 a month.
+    const sandbox = costs.find((c) => c.stage === 'sandbox');
+    expect(sandbox?.idle.totalUsd).toBeLessThan(10);
   });
 
   it('carries what npm run capacity prints now', () => {

@@ -9,10 +9,10 @@ import { type LocalConsumers, startLocalConsumers } from '../../infra/local/loca
 import type { FunctionRole } from '../../shared/db/roles';
 import type { QueryResult, Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
 import { topology, topologyWith } from '../../shared/topology';
+import { translate } from '../fixtures/consumers/translate/consumer';
+import { untranslatableTitle } from '../fixtures/consumers/translate/effect';
 import { dynamoClient } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
-import { translate } from '../support/fixture-consumer/consumer';
-import { untranslatableTitle } from '../support/fixture-consumer/effect';
 import { tempDataDir } from '../support/pipeline-client';
 
 /**

@@ -28,6 +28,10 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
     expect(report.functions).toBe(10);
     expect(Object.keys(report.functionsRun)).toHaveLength(10);
+    // Each bundle holds the SDK clients its function calls, and the relay's no more than it needs.
+    expect(report.functionsRun[relay]?.sdkClients).toEqual(['EventBridge', 'RDS Data', 'SQS']);
+    for (const [id, run] of Object.entries(report.functionsRun))
+      expect(run.sdkClients.length, id).toBeGreaterThan(0);
   });
 
   it('makes no AWS call its role in the template would deny, and misses no environment variable', () => {

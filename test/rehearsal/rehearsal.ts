@@ -12,7 +12,7 @@
  * the statement's conditions (the DynamoDB leading keys: the partition key values it names).
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateTableCommand, type CreateTableCommandInput, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -35,6 +35,7 @@ import { startDataApiServer } from '../support/data-api-server';
 import { startEmbeddedPostgres } from '../support/embedded-pg';
 import { waitFor } from '../support/wait-for';
 import { AsyncLambda, asyncInvokeConfigs, pumpQueue, type QueueMapping, queueMappings } from './async-lambda';
+import { sdkClientsIn } from './bundle-clients';
 import { playFirstDeploy } from './first-deploy';
 import { FunctionProcess, type FunctionSpec, type InitError } from './functions';
 import {
@@ -64,9 +65,12 @@ export interface RehearsalReport {
   readonly denied: readonly { caller: string; action: string; resource: string; context?: RequestContext }[];
   readonly initErrors: readonly { function: string; error: InitError }[];
   readonly steps: readonly { step: string; ok: boolean; detail?: string }[];
-  /** Per function: the bundle's size, its import (cold start) and its first invocation. */
+  /** Per function: the bundle's size and SDK clients, its import (cold start) and its first invocation. */
   readonly functionsRun: Readonly<
-    Record<string, { bundleBytes: number; initMs: number; firstInvokeMs: number | undefined }>
+    Record<
+      string,
+      { bundleBytes: number; sdkClients: string[]; initMs: number; firstInvokeMs: number | undefined }
+    >
   >;
   /** The actions each function called, for docs/aws.md and for reading. */
   readonly actionsByFunction: Readonly<Record<string, readonly string[]>>;
@@ -454,7 +458,12 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     const functionsRun = Object.fromEntries(
       [...processes.values()].map((p) => [
         p.spec.logicalId,
-        { bundleBytes: statSync(p.spec.bundle).size, initMs: p.initMs, firstInvokeMs: p.firstInvokeMs },
+        {
+          bundleBytes: statSync(p.spec.bundle).size,
+          sdkClients: sdkClientsIn(readFileSync(p.spec.bundle, 'utf8')),
+          initMs: p.initMs,
+          firstInvokeMs: p.firstInvokeMs,
+        },
       ]),
     );
     return {

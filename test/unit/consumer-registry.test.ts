@@ -42,9 +42,9 @@ describe('the consumer registry', () => {
       'content-rejected': ['notify'],
     });
     expect((variant.consumers as Record<string, unknown>).translate).toEqual({
-      description: 'Keeps a translation of each approved version',
+      description: 'Translates each approved version (a test fixture)',
       ...defaultConsumerPolicy,
-      maxPermanentAttempts: 5,
+      maxPermanentAttempts: 1,
     });
   });
 
@@ -110,14 +110,18 @@ describe('defineConsumer', () => {
       ...spec,
       name: 'other',
       resources: { news: topic({ description: 'x', displayName: 'x', perEvent: { publishes: 1 } }) },
-      counters: { translationsWritten: { label: 'x', delta: () => 1, counts: { resource: 'news' } } },
+      counters: { translationsDone: { label: 'x', delta: () => 1, counts: { resource: 'news' } } },
     });
-    expect(() => consumerRegistry([fixture, other])).toThrow(/two consumers count translationsWritten/);
+    expect(() => consumerRegistry([fixture, other])).toThrow(/two consumers count translationsDone/);
   });
 
   it('keeps the resources, counters and folder it was given', () => {
     expect(fixture.resources.translations).toMatchObject({ kind: 'table', partitionKey: 'taskId' });
-    expect(Object.keys(fixture.counters)).toEqual(['translationsWritten']);
+    expect(Object.keys(fixture.counters)).toEqual([
+      'translationsDone',
+      'translationsAnnounced',
+      'renditionsStored',
+    ]);
     expect(fixture.folder.href).toMatch(/\/test\/fixtures\/consumers\/translate\/$/);
   });
 });

@@ -324,7 +324,7 @@ describe('cost model: per million approvals', () => {
     );
   });
 
-  it("one more consumer moves the cost per approval by exactly its declared table and topic (and its inbox's writes)", () => {
+  it("one more consumer moves the cost per approval by exactly its declared table and topic (and its inbox's writes and its logs)", () => {
     const fixture = defineConsumer({
       name: 'fixture',
       description: 'A consumer only this test declares',
@@ -368,6 +368,11 @@ describe('cost model: per million approvals', () => {
       10,
     );
     expect(variant.parts.some((p) => p.name === 'S3 PUT (fixture)')).toBe(false);
+    // Its invocations' log lines, a million of them: one consumer's share, not a fixed count of consumers.
+    expect(moved('CloudWatch Logs ingestion')).toBeCloseTo(
+      ((1e6 * assumptions.logBytesPerConsumerEvent.value) / 1024 ** 3) * prices.logsIngestGb.usd,
+      10,
+    );
     // Nothing it does not declare moves: no database call, no object, nothing outside the consumers.
     for (const name of [
       'RDS Data API',

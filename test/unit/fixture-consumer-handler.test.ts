@@ -4,8 +4,9 @@ import { resourceEnvName } from '../../shared/consumers/resources';
 import { translate } from '../fixtures/consumers/translate/consumer';
 
 // The fixture consumer's handler.ts is what the CDK bundles for it: with the environment the
-// construct gives it (its name, the inbox, a variable per declared resource) it builds a
-// handler; without its table's variable the cold start fails, naming the variable.
+// construct gives it (its name, the inbox, a variable per declared table, topic and bucket, the
+// database settings) it builds a handler; without its table's variable the cold start fails,
+// naming the variable.
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -19,6 +20,12 @@ describe('the fixture consumer’s Lambda handler', () => {
     vi.stubEnv(consumerEnv.consumerName, translate.name);
     vi.stubEnv(consumerEnv.inboxTable, 'content-pipeline-inbox');
     vi.stubEnv(resourceEnvName('translations', 'table'), 'content-pipeline-translations');
+    vi.stubEnv(resourceEnvName('translated', 'topic'), 'arn:aws:sns:eu-west-1:123456789012:translated');
+    vi.stubEnv(resourceEnvName('renditions', 'bucket'), 'content-pipeline-renditions');
+    // Its database resource: the function's database settings (the Data API on AWS).
+    vi.stubEnv('DB_CLUSTER_ARN', 'arn:aws:rds:eu-west-1:123456789012:cluster:pipeline');
+    vi.stubEnv('DB_SECRET_ARN', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:translate');
+    vi.stubEnv('DB_NAME', 'pipeline');
     const { handler } = await handlerModule();
     expect(typeof handler).toBe('function');
   });
@@ -27,6 +34,8 @@ describe('the fixture consumer’s Lambda handler', () => {
     vi.stubEnv(consumerEnv.consumerName, translate.name);
     vi.stubEnv(consumerEnv.inboxTable, 'content-pipeline-inbox');
     vi.stubEnv(resourceEnvName('translations', 'table'), '');
+    vi.stubEnv(resourceEnvName('translated', 'topic'), 'arn:aws:sns:eu-west-1:123456789012:translated');
+    vi.stubEnv(resourceEnvName('renditions', 'bucket'), 'content-pipeline-renditions');
     await expect(handlerModule()).rejects.toThrow(/TRANSLATIONS_TABLE_NAME/);
   });
 });

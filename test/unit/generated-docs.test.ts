@@ -1,7 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { type CliBenchResult, cliMarkdown } from '../../bench/support/cli-report';
+import { type ColdStartResult, coldStartMarkdown } from '../../bench/support/cold-start-report';
 import { type GrowthResult, growthMarkdown } from '../../bench/support/growth-report';
+import { type ModelResult, modelMarkdown } from '../../bench/support/model-report';
+import { benchReportSchema, toMarkdown } from '../../bench/support/report';
 import { type DocPage, readDoc, readSection, replaceSection } from '../../infra/docs/doc-section';
 
 // Figures a script measures are written into docs/ by that script (`--docs`), between markers
@@ -14,14 +17,40 @@ const result = <T>(name: string): T =>
 
 /** Every generated section of every docs page, and the test that holds it. */
 const heldBy: Readonly<Record<string, DocPage>> = {
+  bench: 'docs/performance.md',
+  'cold-start': 'docs/aws.md',
   growth: 'docs/performance.md',
+  model: 'docs/performance.md',
   cli: 'docs/operations.md',
   cost: 'docs/aws.md',
   capacity: 'docs/aws.md',
   settings: 'docs/aws.md', // test/unit/settings.test.ts
 };
 
+/** A section's body as a page holds it: without the trailing newline. */
+const asSection = (markdown: string) => markdown.replace(/\n$/, '');
+
 describe('generated sections of docs/', () => {
+  it('carries npm run bench as bench/results/latest.json has it', () => {
+    // The committed result, checked against the report's schema (a result older than a field fails here).
+    const { e2ePercentilesMs: _, ...report } = result<Record<string, unknown>>('latest.json');
+    expect(readSection(readDoc('docs/performance.md'), 'bench')).toBe(
+      asSection(toMarkdown(benchReportSchema.parse(report))),
+    );
+  });
+
+  it('carries bench:model as bench/results/model.json has it', () => {
+    expect(readSection(readDoc('docs/performance.md'), 'model')).toBe(
+      asSection(modelMarkdown(result<ModelResult>('model.json'))),
+    );
+  });
+
+  it('carries bench:cold-start as bench/results/cold-start.json has it', () => {
+    expect(readSection(readDoc('docs/aws.md'), 'cold-start')).toBe(
+      asSection(coldStartMarkdown(result<ColdStartResult>('cold-start.json'))),
+    );
+  });
+
   it('carries bench:growth as bench/results/growth.json has it', () => {
     expect(readSection(readDoc('docs/performance.md'), 'growth')).toBe(
       growthMarkdown(result<GrowthResult>('growth.json')),

@@ -6,8 +6,8 @@ import type { MeasuredCosts } from './model';
 
 /**
  * Where the capacity model's measured inputs live: the database's cost per operation
- * (`npm run bench:statements` writes it) and the relay's drain under the AWS-like latency
- * profile (`npm run bench` writes `latest.json`). Re-run the benchmark after changing a
+ * (`npm run bench:statements` writes it) and the relay's drain under the latency
+ * model (`npm run bench` writes `latest.json`). Re-run the benchmark after changing a
  * statement, and `npm run capacity` follows.
  */
 export const statementCostsPath = join(projectRoot, 'bench', 'results', 'statements.json');
@@ -33,7 +33,7 @@ export type StatementCosts = z.infer<typeof statementCostsSchema>;
 
 const benchReportSchema = z.object({
   relayRoundTripsPer1000: z.number().positive(),
-  awsProfile: z.object({ relayEventsPerSec: z.number().positive() }),
+  latencyModel: z.object({ relayEventsPerSec: z.number().positive() }),
 });
 
 /** The measured inputs, from the benchmarks' result files; throws naming the file that is missing or malformed. */
@@ -60,7 +60,7 @@ export function readMeasuredCosts(): MeasuredCosts & { readonly measuredAt: stri
       relayNudge: op.relayNudge.dbCpuMs,
       relayNudgeSkipped: op.relayNudgeSkipped.dbCpuMs,
     },
-    relayEventsPerSecPerRun: bench.awsProfile.relayEventsPerSec,
+    relayEventsPerSecPerRun: bench.latencyModel.relayEventsPerSec,
     relayDataApiCallsPer1000: bench.relayRoundTripsPer1000,
   };
 }

@@ -13,6 +13,7 @@ import {
   type LambdaFunction,
   lambdaFunctions,
   lambdaUsd,
+  logBytesPerApproval,
   ofType,
   perMillionApprovals,
   record,
@@ -132,7 +133,7 @@ export interface MeasuredCosts {
     /** A nudge that finds a run draining: its one statement (the run lease, held). */
     readonly relayNudgeSkipped: number;
   };
-  /** Events/s one relay run drains under the AWS-like latency profile (`npm run bench`, `awsProfile.relayEventsPerSec`). */
+  /** Events/s one relay run drains under the latency model (`npm run bench`, `latencyModel.relayEventsPerSec`). */
   readonly relayEventsPerSecPerRun: number;
   /** Database round trips, i.e. Data API calls, per 1,000 events of a drain (`npm run bench`, `relayRoundTripsPer1000`). */
   readonly relayDataApiCallsPer1000: number;
@@ -768,9 +769,9 @@ function components(inputs: CapacityInputs): {
     kind: 'quota',
     limit: Number.POSITIVE_INFINITY,
     unit: 'KB/s',
-    perApproval: book.logBytesPerApproval.value / kb,
+    perApproval: logBytesPerApproval(topology, prices) / kb,
     limitFrom: `no ingestion quota applies to the logs Lambda and API Gateway deliver; ${quota('cloudWatchLogsPutLogEventsTps')} counts PutLogEvents calls, and our code makes none`,
-    detail: `~${book.logBytesPerApproval.value / kb} KB per approval (price book)`,
+    detail: `~${logBytesPerApproval(topology, prices) / kb} KB per approval (price book, by the consumers it reaches)`,
   });
 
   const per: PerApproval = {
@@ -837,7 +838,7 @@ function costPerMillion(inputs: CapacityInputs, per: PerApproval, acu: number, r
     ((per.inboxWru + per.declaredTableWru) * p.dynamoWriteRequestMillion.usd) / million +
     (per.s3Puts * p.s3PutThousand.usd) / 1000 +
     (per.snsPublishes * p.snsPublishMillion.usd) / million +
-    (a.logBytesPerApproval.value / gib) * p.logsIngestGb.usd +
+    (logBytesPerApproval(topology, book) / gib) * p.logsIngestGb.usd +
     (traced * p.xrayTraceMillion.usd) / million;
   return (monthly / approvals + perApprovalUsd) * million;
 }

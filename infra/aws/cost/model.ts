@@ -533,6 +533,12 @@ export function idleMonthlyCost(
 // ---------------------------------------------------------------------------------------------
 // What approvals add
 
+/** The log bytes one approval writes: the API's, the tasks API's and the relay's, and each consumer's it reaches. */
+export function logBytesPerApproval(topology: CostTopology, book: PriceBook): number {
+  const a = book.assumptions;
+  return a.logBytesPerApproval.value + approvedConsumers(topology).length * a.logBytesPerConsumerEvent.value;
+}
+
 /** The consumers a `content.approved` event reaches (from the topology's rules), as the registry declares them. */
 export function approvedConsumers(topology: CostTopology): ConsumerDefinition[] {
   const targets = topology.rules
@@ -744,8 +750,8 @@ export function perMillionApprovals(
     }),
     {
       name: 'CloudWatch Logs ingestion',
-      usd: usdPer((n * a.logBytesPerApproval.value) / gib, p.logsIngestGb),
-      detail: `~${fmt(a.logBytesPerApproval.value / 1024)} KB per approval across the functions and the access log`,
+      usd: usdPer((n * logBytesPerApproval(topology, book)) / gib, p.logsIngestGb),
+      detail: `~${fmt(logBytesPerApproval(topology, book) / 1024)} KB per approval across the functions and the access log`,
     },
     {
       name: 'X-Ray traces',

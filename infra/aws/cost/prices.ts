@@ -376,9 +376,14 @@ const assumptions = {
     why: 'the open-records entry written at begin and removed at complete: keys only, under 1 KB, one write unit each',
   },
   logBytesPerApproval: {
-    value: 10 * 1024,
+    value: 4 * 1024,
     unit: 'bytes',
-    why: 'API access log, tasks-api, relay and three consumers, a few structured lines each',
+    why: 'API access log, tasks-api and relay, a few structured lines each (each consumer it reaches adds logBytesPerConsumerEvent)',
+  },
+  logBytesPerConsumerEvent: {
+    value: 2 * 1024,
+    unit: 'bytes',
+    why: 'one consumer invocation: its start, its effect and its result, a few structured lines',
   },
   apiMethodDetailedMetrics: {
     value: 5,
