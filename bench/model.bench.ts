@@ -2,7 +2,7 @@
  * `npm run bench:model [-- --json] [-- --docs] [-- --seeds 8] [-- --seconds 300]`: the latency
  * model's simulation of the AWS path (bench/support/latency-simulation.ts) at 20 and 100
  * approvals/s, once per seed (1 to `--seeds`), each over `--seconds` of approvals. It runs in
- * simulated time: a minute or so of CPU, nothing started. With `--json`, stdout is one line: the
+ * simulated time: a few seconds of CPU, nothing started. With `--json`, stdout is one line: the
  * runs by rate, the goals' bounds and when. `--docs` writes it to bench/results/model.json and
  * its table into docs/performance.md. A benchmark, not a test: nothing asserts.
  */
