@@ -11,13 +11,12 @@
 // First: the runtime's SDK clients must find the Node-version notice switched off.
 import '../infra/local/quiet-sdk-warning';
 import { execFile } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { writeSection } from '../infra/docs/doc-section';
 import { startRuntime } from '../infra/local/runtime';
 import { tempDataDir } from '../test/support/pipeline-client';
-import { isMain, numberArg, progress } from './support/cli';
+import { isMain, numberArg, progress, writeBenchDocs } from './support/cli';
 import { type CliBenchResult, cliMarkdown } from './support/cli-report';
 import { median, round } from './support/stats';
 
@@ -83,10 +82,7 @@ if (isMain(import.meta.url)) {
   if (args.includes('--json')) process.stdout.write(`${JSON.stringify(result)}\n`);
   else process.stdout.write(`${cliMarkdown(result)}\n`);
   if (args.includes('--docs')) {
-    writeFileSync(new URL('results/cli.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-    progress(
-      `cli: bench/results/cli.json and ${writeSection('docs/operations.md', 'cli', cliMarkdown(result))} updated`,
-    );
+    writeBenchDocs('cli.json', result, 'docs/operations.md', 'cli', cliMarkdown(result));
   }
   process.exit(0);
 }

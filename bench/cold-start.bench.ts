@@ -13,22 +13,15 @@
  * consumer-index, ...). `--docs` writes it to bench/results/cold-start.json and its table into
  * docs/aws.md.
  */
-import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { writeSection } from '../infra/docs/doc-section';
 import { runRehearsal } from '../test/rehearsal/rehearsal';
-import { isMain, numberArg, progress } from './support/cli';
+import { isMain, numberArg, progress, writeBenchDocs } from './support/cli';
 import { type ColdStartResult, coldStartMarkdown } from './support/cold-start-report';
 import { median } from './support/stats';
 
-export type { ColdStartResult };
-
 /** Writes the result to bench/results/cold-start.json and its table into docs/aws.md. */
 export function writeColdStartDocs(result: ColdStartResult): void {
-  writeFileSync(new URL('results/cold-start.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-  progress(
-    `cold start: bench/results/cold-start.json and ${writeSection('docs/aws.md', 'cold-start', coldStartMarkdown(result))} updated`,
-  );
+  writeBenchDocs('cold-start.json', result, 'docs/aws.md', 'cold-start', coldStartMarkdown(result));
 }
 
 /** Runs `rounds` fresh rehearsals and reports each function's medians. */

@@ -19,10 +19,9 @@
  * figure at 0 (goal: at most 1.5). `--docs` writes the result to bench/results/growth.json and
  * its table into docs/performance.md.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as pause } from 'node:timers/promises';
-import { writeSection } from '../infra/docs/doc-section';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
 import { DeliveryAuditStore } from '../shared/audit/audit-store';
 import { taskCounts } from '../shared/ops/ops-queries';
@@ -32,7 +31,7 @@ import { type ConsumerName, consumerNames, topology } from '../shared/topology';
 import { seedPending } from '../test/support/outbox-fixtures';
 import { fullStatus, pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
-import { isMain, progress } from './support/cli';
+import { isMain, progress, writeBenchDocs } from './support/cli';
 import { type GrowthFigures, type GrowthResult, growthMarkdown } from './support/growth-report';
 import { median, round } from './support/stats';
 
@@ -451,13 +450,7 @@ if (isMain(import.meta.url)) {
       if (args.includes('--json')) console.log(JSON.stringify(result));
       else console.log(JSON.stringify(result, null, 2));
       if (args.includes('--docs')) {
-        writeFileSync(
-          new URL('results/growth.json', import.meta.url),
-          `${JSON.stringify(result, null, 2)}\n`,
-        );
-        progress(
-          `growth: bench/results/growth.json and ${writeSection('docs/performance.md', 'growth', growthMarkdown(result))} updated`,
-        );
+        writeBenchDocs('growth.json', result, 'docs/performance.md', 'growth', growthMarkdown(result));
       }
     })
     .catch((err) => {

@@ -6,9 +6,7 @@
  * runs by rate, the goals' bounds and when. `--docs` writes it to bench/results/model.json and
  * its table into docs/performance.md. A benchmark, not a test: nothing asserts.
  */
-import { writeFileSync } from 'node:fs';
-import { writeSection } from '../infra/docs/doc-section';
-import { isMain, numberArg, progress } from './support/cli';
+import { isMain, numberArg, progress, writeBenchDocs } from './support/cli';
 import { latencyGoals } from './support/latency-model';
 import { simulateLatency } from './support/latency-simulation';
 import { type ModelResult, modelMarkdown } from './support/model-report';
@@ -31,10 +29,7 @@ if (isMain(import.meta.url)) {
   const args = process.argv.slice(2);
   const result = simulateRates(numberArg(args, '--seeds', 8), numberArg(args, '--seconds', 300));
   if (args.includes('--docs')) {
-    writeFileSync(new URL('results/model.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-    progress(
-      `model: bench/results/model.json and ${writeSection('docs/performance.md', 'model', modelMarkdown(result))} updated`,
-    );
+    writeBenchDocs('model.json', result, 'docs/performance.md', 'model', modelMarkdown(result));
   }
   if (args.includes('--json')) console.log(JSON.stringify(result));
   else console.log(modelMarkdown(result));

@@ -1,6 +1,7 @@
-import { realpathSync } from 'node:fs';
+import { realpathSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { type DocPage, writeSection } from '../../infra/docs/doc-section';
 
 /**
  * True when the module at `moduleUrl` is the script node was started with, so a benchmark file
@@ -19,6 +20,21 @@ export function isMain(moduleUrl: string): boolean {
 /** Progress for a person watching: always stderr, so stdout stays the result alone. */
 export function progress(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
+}
+
+/**
+ * What `--docs` does for a benchmark: keeps its result as `bench/results/<file>` (the source the
+ * docs tests render again) and writes `markdown` into section `section` of `page`.
+ */
+export function writeBenchDocs(
+  file: string,
+  result: unknown,
+  page: DocPage,
+  section: string,
+  markdown: string,
+): void {
+  writeFileSync(new URL(`../results/${file}`, import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+  progress(`bench/results/${file} and ${writeSection(page, section, markdown)} updated`);
 }
 
 /** `--name N` from the command line, or `fallback`. */

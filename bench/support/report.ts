@@ -5,10 +5,10 @@
  */
 
 import * as z from 'zod';
-import type { ColdStartResult } from '../cold-start.bench';
 import type { ModelFigures } from '../e2e.bench';
 import type { InboxBenchResult } from '../inbox.bench';
 import type { RelayBenchResult } from '../relay.bench';
+import type { ColdStartResult } from './cold-start-report';
 import { type Hop, latencyGoals, latencyModel } from './latency-model';
 import type { ChangeRoundTrips } from './round-trips';
 import { type LatencySummary, percentile, round, summarize } from './stats';

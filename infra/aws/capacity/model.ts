@@ -764,14 +764,15 @@ function components(inputs: CapacityInputs): {
     detail:
       'metrics go out as embedded metric format in the logs; a function allowed PutMetricData counts one call per invocation',
   });
+  const logKb = logBytesPerApproval(topology, prices) / kb;
   list.push({
     name: 'CloudWatch Logs ingestion',
     kind: 'quota',
     limit: Number.POSITIVE_INFINITY,
     unit: 'KB/s',
-    perApproval: logBytesPerApproval(topology, prices) / kb,
+    perApproval: logKb,
     limitFrom: `no ingestion quota applies to the logs Lambda and API Gateway deliver; ${quota('cloudWatchLogsPutLogEventsTps')} counts PutLogEvents calls, and our code makes none`,
-    detail: `~${logBytesPerApproval(topology, prices) / kb} KB per approval (price book, by the consumers it reaches)`,
+    detail: `~${logKb} KB per approval (price book, by the consumers it reaches)`,
   });
 
   const per: PerApproval = {

@@ -594,6 +594,7 @@ export function perMillionApprovals(
   const tasksApi = functionOf(functions, tasksApiServiceName);
   const relay = functionOf(functions, relayServiceName);
   const approved = approvedConsumers(topology);
+  const logBytes = logBytesPerApproval(topology, book);
   const consumers = approved.map((c) => ({
     name: c.name,
     fn: functionOf(functions, consumerServiceName(c.name)),
@@ -750,8 +751,8 @@ export function perMillionApprovals(
     }),
     {
       name: 'CloudWatch Logs ingestion',
-      usd: usdPer((n * logBytesPerApproval(topology, book)) / gib, p.logsIngestGb),
-      detail: `~${fmt(logBytesPerApproval(topology, book) / 1024)} KB per approval across the functions and the access log`,
+      usd: usdPer((n * logBytes) / gib, p.logsIngestGb),
+      detail: `~${fmt(logBytes / 1024)} KB per approval across the functions and the access log`,
     },
     {
       name: 'X-Ray traces',
