@@ -1,4 +1,4 @@
-import { App, type AppProps, Validations } from 'aws-cdk-lib';
+import { App, type AppProps, type Environment, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { PipelineStack } from './pipeline-stack';
 import { type PipelineSettings, parseSettings } from './settings';
@@ -10,6 +10,12 @@ export interface PipelineApp {
   readonly settings: PipelineSettings;
 }
 
+/** What a test (or an app of a user's own) may set beyond context. */
+export interface PipelineAppOptions {
+  /** The stack's account and region. @default environment-agnostic */
+  readonly env?: Environment;
+}
+
 /** The stack's name: one pipeline per stage in an account and region. */
 export const stackName = (settings: Pick<PipelineSettings, 'stage'>): string =>
   `ContentPipeline-${settings.stage}`;
@@ -19,14 +25,19 @@ export const stackName = (settings: Pick<PipelineSettings, 'stage'>): string =>
  * with cdk-nag's AWS Solutions and Serverless packs registered as validation plugins: every
  * synth fails on a finding that is not acknowledged with a reason.
  */
-export function createPipelineApp(props: AppProps = {}): PipelineApp {
+export function createPipelineApp(props: AppProps = {}, options: PipelineAppOptions = {}): PipelineApp {
   const app = new App(props);
   const settings = parseSettings((key) => app.node.tryGetContext(key));
   const stack = new PipelineStack(app, stackName(settings), {
     settings,
     description: `Content pipeline (${settings.stage}, ${settings.target}): outbox -> EventBridge -> inbox`,
-    // Environment-agnostic on purpose: synth needs no credentials and no lookups, so it works offline.
-    env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+    // Environment-agnostic on purpose, whatever CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION say (the
+    // cdk CLI always sets them): synth needs no credentials and makes no context lookup (a stack
+    // with an account would look up its availability zones), so it works offline and in CI, and
+    // `cdk deploy` deploys to the account and region of the caller's credentials (AWS_REGION,
+    // --profile), as for any environment-agnostic stack:
+    // https://docs.aws.amazon.com/cdk/v2/guide/environments.html
+    env: options.env,
     tags: { project: 'content-pipeline', stage: settings.stage },
   });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));

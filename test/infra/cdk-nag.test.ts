@@ -47,3 +47,21 @@ describe.each(Object.entries(variants))('cdk-nag on the %s variant', (_name, con
     }
   });
 });
+
+// The acknowledgements must hold wherever the stack is synthesized: the cdk CLI always sets a
+// region (and an account with credentials), and an app of a user's own may pin both, in any
+// partition. Synthesis throws on any unacknowledged finding.
+const environments = {
+  'a region only': { region: 'eu-west-1' },
+  'an account and a region': { account: '123456789012', region: 'eu-west-1' },
+  'the China partition': { account: '123456789012', region: 'cn-north-1' },
+  'the GovCloud partition': { account: '123456789012', region: 'us-gov-west-1' },
+} as const;
+
+describe.each(Object.entries(environments))('cdk-nag on a stack pinned to %s', (_name, env) => {
+  it('synthesizes the prod variant with no unacknowledged finding', () => {
+    const { app } = synthPipeline({ stage: 'prod', alarmEmail: 'ops@example.com' }, { env });
+    const violations = new AwsSolutionsChecks().validateScope(app).violations;
+    expect(violations.map((v) => v.ruleName)).toEqual([]);
+  });
+});

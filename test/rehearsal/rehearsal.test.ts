@@ -9,6 +9,10 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     timeout: 900_000,
   }, async () => {
     report = await runRehearsal();
+    // The assembly the cdk CLI wrote, as a user with credentials runs it, not an in-process App.
+    expect(report.synthesizedBy).toMatch(
+      /^CDK_DEFAULT_REGION=\S+ CDK_DEFAULT_ACCOUNT=\d{12} npx cdk synth -c stage=sandbox /,
+    );
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
     expect(report.steps.map((s) => s.step)).toHaveLength(15);

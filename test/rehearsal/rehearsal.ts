@@ -1,5 +1,5 @@
 /**
- * The offline deploy rehearsal: synthesize the sandbox stack as `cdk deploy` would, then run
+ * The offline deploy rehearsal: synthesize the sandbox stack with the cdk CLI, as `cdk deploy` does, then run
  * every function's real bundle, with exactly the environment its template gives it, the way
  * Lambda runs it (its own process, `handler(event, context)`), against local stand-ins reached
  * through `AWS_ENDPOINT_URL_*`: the Data API endpoint over embedded PostgreSQL (each function
@@ -25,12 +25,12 @@ import { toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { type ConsumerName, type RuleSpec, topology } from '../../shared/topology';
-import { synthPipeline } from '../infra/support/synth';
 import { startAwsStandins } from '../support/aws';
 import { CallRecorder } from '../support/aws/calls';
 import { describeEventBridgeRequest } from '../support/aws/eventbridge';
 import { startRecordingProxy } from '../support/aws/proxy';
 import { startS3rver } from '../support/aws/s3rver';
+import { cdkCliSynth } from '../support/cdk-cli';
 import { startDataApiServer } from '../support/data-api-server';
 import { startEmbeddedPostgres } from '../support/embedded-pg';
 import { waitFor } from '../support/wait-for';
@@ -56,6 +56,8 @@ const allowAll = { effect: 'Allow', actions: ['*'], resources: ['*'] } as const;
 
 /** What the rehearsal found; `deniedCalls` and `missingEnv` must be 0 and every step ok. */
 export interface RehearsalReport {
+  /** The command that wrote the assembly the rehearsal deployed (`npx cdk synth …`, with its environment). */
+  readonly synthesizedBy: string;
   readonly functions: number;
   readonly awsCalls: number;
   readonly deniedCalls: number;
@@ -102,10 +104,19 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
   const cleanups: (() => Promise<void> | void)[] = [];
   const steps: { step: string; ok: boolean; detail?: string }[] = [];
   try {
-    log('synthesizing the sandbox stack with its bundles');
-    const synth = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' }, { bundle: true });
-    const template = synth.json as unknown as CfnTemplate;
-    const stackName = synth.stack.stackName;
+    // The assembly `cdk deploy` would upload: the cdk CLI binary's own, as a user with
+    // credentials runs it (the CLI sets CDK_DEFAULT_REGION and CDK_DEFAULT_ACCOUNT), never an
+    // in-process App, whose environment no user has.
+    const command = ['-c', 'stage=sandbox', '-c', 'alarmEmail=ops@example.com'];
+    log(`synthesizing the sandbox stack with its bundles: npx cdk synth ${command.join(' ')}`);
+    const synth = await cdkCliSynth(command, {
+      CDK_DEFAULT_REGION: deployment.region,
+      CDK_DEFAULT_ACCOUNT: deployment.account,
+    });
+    cleanups.push(() => synth.remove());
+    if (synth.code !== 0) throw new Error(`${synth.command} failed (exit ${synth.code}):\n${synth.stderr}`);
+    const template = synth.template<CfnTemplate>();
+    const stackName = synth.stackName;
     // Queue URLs are the SQS stand-in's, known once it runs; the environments are resolved again then.
     let queueUrl: (name: string) => string = (name) => unresolved(`queue ${name}`);
     const resolver = new TemplateResolver(template, {
@@ -133,7 +144,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
           logicalId: id,
           name: resolver.physicalName(id),
           arn: resolver.getAtt(id, 'Arn'),
-          bundle: join(synth.assembly.directory, `asset.${asset}`, 'index.mjs'),
+          bundle: join(synth.outdir, `asset.${asset}`, 'index.mjs'),
           exportName: String(p.Handler).split('.').pop() ?? 'handler',
           environment: env(id),
           timeoutMs: Number(p.Timeout ?? 3) * 1_000,
@@ -467,6 +478,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       ]),
     );
     return {
+      synthesizedBy: synth.command,
       functions: specs.length,
       awsCalls: calls.length,
       deniedCalls: denied.length,

@@ -1,4 +1,4 @@
-import { Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Stack, Validations } from 'aws-cdk-lib';
 import type { CfnRestApi, RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ManagedPolicy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
@@ -23,10 +23,19 @@ export interface ApiAccessProps {
 /**
  * The execute-api resource of one route on the stage: path parameters become `*`
  * (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-control-access-using-iam-policies-to-invoke-api.html).
+ *
+ * Partition, region and account are always the pseudo parameters, never the stack's own values:
+ * `api.arnForExecuteApi` writes a stack's concrete region and account (which the cdk CLI always
+ * sets, from CDK_DEFAULT_REGION and CDK_DEFAULT_ACCOUNT), so the policy, and with it cdk-nag's
+ * finding and our acknowledgement of it, would differ with the environment synth runs in. Resolved
+ * at deploy, both are the same ARN.
  */
 export function routeArn(api: RestApi, route: ApiRoute): string {
-  return api.arnForExecuteApi(route.method, routePath(route), apiStageName);
+  return `arn:${Aws.PARTITION}:execute-api:${Aws.REGION}:${Aws.ACCOUNT_ID}:${api.restApiId}/${routeResource(route)}`;
 }
+
+/** What follows the API id in a route's ARN: the stage, the method and the path, `*` for each parameter. */
+const routeResource = (route: ApiRoute) => `${apiStageName}/${route.method}${routePath(route)}`;
 
 const routePath = (route: ApiRoute) => route.resource.replace(/\{[^}]+\}/g, '*');
 
@@ -56,11 +65,12 @@ export class ApiAccess extends Construct {
           }),
         ],
       });
-      // cdk-nag names each resource with a "*" in it: one acknowledgement per route with a path parameter.
+      // cdk-nag names each resource with a "*" in it: one acknowledgement per route with a path parameter,
+      // in the form routeArn writes in every environment.
       const apiId = Stack.of(this).getLogicalId(props.api.node.defaultChild as CfnRestApi);
       for (const route of routes.filter((r) => r.resource.includes('{'))) {
         Validations.of(managed).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${apiId}>/${apiStageName}/${route.method}${routePath(route)}]`,
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${apiId}>/${routeResource(route)}]`,
           reason:
             'execute-api resources name each route on this API and stage; a path parameter ({taskId}, {consumer}) is a "*" in its place, as API Gateway documents.',
         });

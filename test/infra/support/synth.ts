@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Environment } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { projectRoot } from '../../../infra/aws/constructs/pipeline-function';
@@ -18,6 +19,8 @@ export interface SynthOptions {
    * of CPU per process). On where a test stands in for `cdk synth`; off elsewhere for speed.
    */
   readonly cfnValidation?: boolean;
+  /** The stack's account and region, as an app of a user's own may pin them. @default environment-agnostic */
+  readonly env?: Environment;
 }
 
 export interface Synthesized extends PipelineApp {
@@ -54,11 +57,10 @@ export function synthPipeline(
   const ctx: Record<string, unknown> = { ...cdkJsonContext(), ...context };
   if (!options.bundle) ctx['aws:cdk:bundling-stacks'] = [];
   const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cdk-'));
-  const pipeline = createPipelineApp({
-    context: ctx,
-    outdir,
-    builtinCloudFormationValidation: options.cfnValidation ?? false,
-  });
+  const pipeline = createPipelineApp(
+    { context: ctx, outdir, builtinCloudFormationValidation: options.cfnValidation ?? false },
+    { env: options.env },
+  );
   const assembly = pipeline.app.synth();
   const template = Template.fromStack(pipeline.stack);
   return { ...pipeline, template, assembly, json: template.toJSON() as Synthesized['json'] };
