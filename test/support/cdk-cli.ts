@@ -38,7 +38,8 @@ export interface CliSynth {
 function userEnvironment(extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (/^(AWS_|CDK_)/.test(key) || key.startsWith('npm_') || key === 'VITEST' || key === 'NODE_ENV') continue;
+    if (/^(AWS_|CDK_)/.test(key) || key.startsWith('npm_') || key === 'VITEST' || key === 'NODE_ENV')
+      continue;
     env[key] = value;
   }
   return { ...env, ...extra };
@@ -62,7 +63,10 @@ interface ManifestJson {
  * nothing else of this process's AWS or CDK environment is passed on. Never throws on the
  * CLI's failure: the caller reads `code` and `annotations`.
  */
-export function cdkCliSynth(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<CliSynth> {
+export function cdkCliSynth(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<CliSynth> {
   const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cdk-cli-'));
   const argv = ['cdk', 'synth', ...args, '--output', outdir];
   const command = [...Object.entries(env).map(([k, v]) => `${k}=${v}`), 'npx', ...argv].join(' ');
@@ -104,7 +108,8 @@ export function cdkCliSynth(args: readonly string[], env: Readonly<Record<string
           annotations,
           template<T>() {
             const file = stack?.properties?.templateFile;
-            if (!file) throw new Error(`${command} wrote no stack template (exit ${code}): ${String(stderr)}`);
+            if (!file)
+              throw new Error(`${command} wrote no stack template (exit ${code}): ${String(stderr)}`);
             return JSON.parse(readFileSync(join(outdir, file), 'utf8')) as T;
           },
           remove: () => rmSync(outdir, { recursive: true, force: true }),
