@@ -37,7 +37,13 @@ const transientSqlStates = new Set(['55P03']);
 
 /**
  * Node.js and undici error codes of a connection or a resource that failed for now; the SDK's
- * own list (`isTransientError`) covers the common socket ones and is consulted first.
+ * own list (`isTransientError`) covers the common socket ones and is consulted first. The I/O
+ * ones pass once the disk, the mount or the descriptors are back: a full disk or quota (ENOSPC,
+ * EDQUOT), a file system remounted read-only by the kernel or an operator (EROFS), a failing
+ * device or an NFS server gone (EIO, ESTALE), a process out of descriptors or memory (EMFILE,
+ * ENFILE, ENOMEM, ENOBUFS), a resource busy or interrupted (EBUSY, ETXTBSY, EAGAIN, EINTR).
+ * Not EACCES, EPERM, ENOENT or EISDIR: a permission or a path that is wrong stays wrong until a
+ * person changes it.
  */
 const transientErrnoCodes = new Set([
   'ECONNRESET',
@@ -54,6 +60,16 @@ const transientErrnoCodes = new Set([
   'ENFILE',
   'EBUSY',
   'EAGAIN',
+  'EWOULDBLOCK',
+  'EINTR',
+  'ENOSPC',
+  'EDQUOT',
+  'EROFS',
+  'EIO',
+  'ESTALE',
+  'ENOMEM',
+  'ENOBUFS',
+  'ETXTBSY',
 ]);
 
 /** AWS errors the SDK leaves to the caller that still pass on their own (Data API statement timeouts). */

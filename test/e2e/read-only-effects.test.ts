@@ -79,9 +79,7 @@ describe('effects on a directory that is read-only for a while', () => {
     const during = await waitFor(
       records,
       (all) =>
-        all.every(
-          (r) => r?.status === 'DEAD' || (r?.status === 'FAILED' && r.attempts >= failuresSeen),
-        ),
+        all.every((r) => r?.status === 'DEAD' || (r?.status === 'FAILED' && r.attempts >= failuresSeen)),
       { timeoutMs: deliveryBoundMs, intervalMs: 200, what: `every record failed ${failuresSeen} times` },
     );
     mount('-o', 'remount,bind,rw', effects);

@@ -17,6 +17,34 @@ const sdkError = (name: string, status: number, extra: Record<string, unknown> =
 
 const wrapped = (cause: unknown) => new Error('content index write of task t v2 failed', { cause });
 
+/** An error as Node's fs raises it: `code`, a negative `errno`, the `syscall` and the path. */
+const systemError = (code: string, syscall = 'open') =>
+  Object.assign(new Error(`${code}: failed, ${syscall} '/data/effects/notifications.jsonl'`), {
+    code,
+    errno: -5,
+    syscall,
+    path: '/data/effects/notifications.jsonl',
+  });
+
+/** I/O failures that pass once the disk, the mount or the process's descriptors are back. */
+const transientIoCodes = [
+  'ENOSPC',
+  'EDQUOT',
+  'EROFS',
+  'EIO',
+  'EMFILE',
+  'ENFILE',
+  'EAGAIN',
+  'EWOULDBLOCK',
+  'EBUSY',
+  'EINTR',
+  'ENOMEM',
+  'ENOBUFS',
+  'ESTALE',
+  'ETXTBSY',
+  'ECONNRESET',
+];
+
 describe('failure kinds: transient is retried until the maximum event age, permanent spends a small budget', () => {
   it('throttling, 5xx, timeouts and dropped connections are transient, also wrapped by an effect', () => {
     const transient: [string, unknown][] = [
@@ -39,6 +67,7 @@ describe('failure kinds: transient is retried until the maximum event age, perma
       ['a refused connection', Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })],
       ['DNS for now', Object.assign(new Error('getaddrinfo EAI_AGAIN'), { code: 'EAI_AGAIN' })],
       ['undici', Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' })],
+      ...transientIoCodes.map((code): [string, unknown] => [`a file system's ${code}`, systemError(code)]),
       ['the local fault injection', new InjectedFaultError('injected fault: effectFailBefore')],
       ['one that says so', new TransientError('the archive bucket is being created')],
       ['PostgreSQL restarting', translatePgError(Object.assign(new Error('terminating'), { code: '57P01' }))],
@@ -81,6 +110,9 @@ describe('failure kinds: transient is retried until the maximum event age, perma
       ['a task that is not there', new PipelineError('NOT_FOUND', 'no task t')],
       ['a Data API bad request', translateDataApiError(sdkError('BadRequestException', 400))],
       ['a schema violation', z.object({ a: z.string() }).safeParse({}).error],
+      ['a missing file', systemError('ENOENT')],
+      ['a file system refusing the user', systemError('EACCES')],
+      ['a path that is a directory', systemError('EISDIR')],
       ['a bug', new TypeError("Cannot read properties of undefined (reading 'x')")],
       ['an unknown error', new Error('something odd')],
       ['not even an Error', 'a string'],

@@ -1,7 +1,8 @@
-import { appendFile, mkdir, readFile, stat } from 'node:fs/promises';
+import { appendFile, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Publisher, PublishOutcome, TopicMessage } from '../../../shared/consumers/resources';
 import { snsSubject } from '../../../shared/consumers/topic-subject';
+import { ensureDirectory } from './ensure-directory';
 
 /** A send waiting for its file's writer. */
 interface PendingSend {
@@ -73,7 +74,7 @@ export class FilePublisher implements Publisher {
   }
 
   private async appendOnce(batch: readonly TopicMessage[]): Promise<PublishOutcome[]> {
-    await mkdir(dirname(this.path), { recursive: true });
+    await ensureDirectory(dirname(this.path));
     // The file is re-read only when its size is not what this process last saw: a batch costs
     // one stat, not a parse of every earlier message.
     const size = await stat(this.path).then(

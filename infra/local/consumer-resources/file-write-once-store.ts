@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, readdir, unlink, writeFile } from 'node:fs/promises';
+import { link, readdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { PutOutcome, WriteOnceStore } from '../../../shared/consumers/resources';
+import { ensureDirectory } from './ensure-directory';
 
 /**
  * A bucket resource as files under `root/<key>` (the local runtime's stand-in for S3). Written
@@ -16,7 +17,7 @@ export class FileWriteOnceStore implements WriteOnceStore {
     if (key.split('/').some((part) => part === '..' || part === ''))
       throw new Error(`invalid object key ${key}`);
     const path = join(this.root, key);
-    await mkdir(dirname(path), { recursive: true });
+    await ensureDirectory(dirname(path));
     const temp = `${path}.${randomUUID()}.tmp`;
     try {
       // Inside the try: a write that fails part-way (a full disk) leaves no temporary file.
