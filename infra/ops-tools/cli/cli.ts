@@ -193,7 +193,11 @@ const redriveOptions = () => [
   new Option('--all', 'redrive every entry, one at a time, with progress on stderr'),
 ];
 
-const taskStatuses = ['pending', 'approved', 'withdrawn', 'rejected'] as const;
+/**
+ * `--status` of `tasks list`: the stored names, which every output shows, and `pending`, the
+ * short name the tasks API also takes for `pending_review`. Each is sent as typed.
+ */
+const taskStatuses = ['pending_review', 'pending', 'approved', 'withdrawn', 'rejected'] as const;
 
 const commands: readonly CommandSpec[] = [
   {
@@ -270,9 +274,11 @@ const commands: readonly CommandSpec[] = [
   {
     words: ['tasks', 'list'],
     summary: 'tasks newest first, a page at a time (a lost id is found here)',
-    example: 'pipeline tasks list --status pending --limit 5',
+    example: 'pipeline tasks list --status pending_review --limit 5',
     options: () => [
-      new Option('--status <s>', 'only tasks in this status').choices(taskStatuses),
+      new Option('--status <s>', 'only tasks in this status (pending is short for pending_review)').choices(
+        taskStatuses,
+      ),
       new Option('--limit <n>', 'tasks per page, 1 to 100 (default 20)'),
       new Option('--cursor <c>', 'the next page, as the previous one named it'),
     ],
