@@ -668,14 +668,44 @@ const globalHint =
 
 const helpHint = (name: string) => `Run \`${name} --help\` for usage.\n`;
 
+/** What parsing found to do: a command to run, or the arguments `help <command…>` stands for. */
+interface Parsed {
+  spec?: CommandSpec;
+  args?: string[];
+  values?: Values;
+  path?: string;
+  helpArgv?: string[];
+}
+
+/**
+ * The arguments `help <words>` stands for: `<words> --help` when the words name a command or a
+ * group, so both print the same; otherwise the words up to the first unknown one, which commander
+ * then refuses as it refuses any unknown command (with its "did you mean"). A word after a
+ * command that has no subcommands is refused here, since parsing it would run that command.
+ */
+function helpArgv(program: Command, words: readonly string[]): string[] {
+  let command = program;
+  for (const [i, word] of words.entries()) {
+    const sub = command.commands.find((c) => c.name() === word);
+    if (!sub) {
+      if (command.commands.length === 0) {
+        command.error(`unknown command '${word}'`, {
+          exitCode: exitCodes.usage,
+          code: 'commander.unknownCommand',
+        });
+      }
+      return words.slice(0, i + 1);
+    }
+    command = sub;
+  }
+  return [...words, '--help'];
+}
+
 /**
  * The commander program: one subcommand per `CommandSpec` (groups such as `tasks` hold theirs),
  * each with its own help and example. Output goes through `io`; errors throw (exitOverride).
  */
-function buildProgram(
-  io: CliIo,
-  ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string },
-) {
+function buildProgram(io: CliIo, ran: Parsed) {
   const program = new Command('pipeline');
   const output = (name: string) => ({
     writeOut: (s: string) => void io.stdout.write(s),
@@ -697,7 +727,9 @@ function buildProgram(
     )
     .version(packageVersion(), '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help (also after any command)')
-    .helpCommand('help [command]', 'show help for a command')
+    // Commander's own help command reads one word (`help tasks approve` would show `tasks`):
+    // `help [command...]` below takes them all.
+    .helpCommand(false)
     .addHelpText(
       'after',
       `${epilogue}\n\nExample:\n  pipeline tasks create --title "Spring launch copy" -o json`,
@@ -734,6 +766,12 @@ function buildProgram(
   for (const [word, group] of groups) {
     group.description(`${word} ${group.commands.map((c) => c.name()).join('|')}`);
   }
+  configure(program.command('help'), 'pipeline help')
+    .description("show a command's help, as --help after it does")
+    .argument('[command...]')
+    .action((words: string[]) => {
+      ran.helpArgv = helpArgv(program, words);
+    });
   return program;
 }
 
@@ -746,7 +784,7 @@ export const cliCommands: readonly Pick<CommandSpec, 'words' | 'args' | 'summary
  * exit 2). Exit 0 done, 1 the server refused or failed, 2 usage (nothing was sent).
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  const ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string } = {};
+  const ran: Parsed = {};
   try {
     await buildProgram(io, ran).parseAsync([...argv], { from: 'user' });
   } catch (err) {
@@ -757,6 +795,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     return reportUnexpected(io, err);
   }
+  // `help <command…>` is that command's `--help`, parsed anew (it ends there: no second `help`).
+  if (ran.helpArgv) return runCli(ran.helpArgv, io);
   const { spec, values = {}, path = 'pipeline' } = ran;
   if (!spec) return 0;
   try {
