@@ -78,6 +78,13 @@ describe('help', () => {
     expect(await run(['help', ...words])).toEqual({ code: 2, stdout: '', stderr: message });
   });
 
+  it('tasks withdraw --help names both states a withdrawal takes a task from', async () => {
+    const r = await run(['tasks', 'withdraw', '--help']);
+
+    // shared/tasks/task-store.ts withdraws from status IN ('pending_review', 'approved').
+    expect(r.stdout.replace(/\s+/g, ' ')).toMatch(/withdraw a task, pending review or approved,/);
+  });
+
   it('the top-level help lists every command group, the exit codes, within 80 columns', async () => {
     const r = await run(['--help']);
 

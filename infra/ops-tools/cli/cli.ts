@@ -245,7 +245,7 @@ const commands: readonly CommandSpec[] = [
   },
   {
     words: ['tasks', 'withdraw'],
-    summary: 'withdraw an approved task as yourself',
+    summary: 'withdraw a task, pending review or approved, as yourself',
     example: 'pipeline tasks withdraw "$id" --reason "legal hold"',
     args: ['<taskId>'],
     options: () => [new Option('--reason <r>', 'why, recorded with the task')],
