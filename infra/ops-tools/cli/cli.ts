@@ -1,7 +1,7 @@
 /**
- * The ops CLI (`npx pipeline …`): the local pipeline's tasks API and ops API from a terminal or
- * a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests call it with a fake
- * fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
+ * The ops CLI (`pipeline …`, or `npx pipeline …`): the local pipeline's tasks API and ops API
+ * from a terminal or a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests
+ * call it with a fake fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
  *
  * Parsing, per-command help, `--version` and "did you mean" come from commander: it is the
  * smaller of the two usual libraries (no dependencies, one file to load, which keeps `--help`
