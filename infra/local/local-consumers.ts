@@ -357,9 +357,12 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         processedCounter(name),
         (processedNow.get(name) ?? 0) - (read[processedCounter(name)] ?? 0),
       );
-    log('counters recounted from the stores (the last run did not stop cleanly)', {
-      ms: Date.now() - started,
-    });
+    log(
+      `counters recounted from the stores (${options.recount ? 'the last run did not stop cleanly' : 'new counters'})`,
+      {
+        ms: Date.now() - started,
+      },
+    );
   };
   if (options.recount || counters.created) {
     try {

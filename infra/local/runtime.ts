@@ -187,11 +187,11 @@ const isAlive = (pid: number) => {
 /**
  * One runtime per data directory: a second `npm start` on it would fight over PostgreSQL. The
  * lock is removed by a clean stop, so finding one of a process that is gone means the last run
- * stopped without one (a SIGKILL, a crash): `uncleanStop`.
+ * stopped without one (a SIGKILL, a crash): `uncleanStop` is that run's pid.
  */
-function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean } {
+function takeLock(dataDir: string): { unlock: () => void; uncleanStop: number | undefined } {
   const lock = join(dataDir, 'runtime.pid');
-  let uncleanStop = false;
+  let uncleanStop: number | undefined;
   if (existsSync(lock)) {
     const pid = Number(readFileSync(lock, 'utf8'));
     if (pid !== process.pid && isAlive(pid)) {
@@ -199,7 +199,7 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean }
         `another pipeline (pid ${pid}) is running on ${dataDir}; stop it or set PIPELINE_DATA_DIR`,
       );
     }
-    uncleanStop = true;
+    uncleanStop = pid;
   }
   writeFileSync(lock, String(process.pid));
   return { unlock: () => rmSync(lock, { force: true }), uncleanStop };
@@ -218,6 +218,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const { unlock, uncleanStop } = takeLock(dataDir);
+  if (uncleanStop !== undefined) {
+    log(
+      `the last run on ${dataDir} (pid ${uncleanStop}) did not stop cleanly (killed or crashed): recovering what it left`,
+    );
+  }
   const startedAt = new Date();
   const stack: (() => Promise<void>)[] = [async () => unlock()];
   const teardown = async () => {
@@ -285,7 +290,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
-      recount: uncleanStop,
+      recount: uncleanStop !== undefined,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
