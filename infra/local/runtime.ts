@@ -113,6 +113,11 @@ export interface RuntimeOptions {
    * much is appended before it compacts (see BusJournalOptions.compactAfterBytes).
    */
   readonly busJournal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
+  /**
+   * Aborts the start (`npm start` asked to stop while starting): looked at between its steps;
+   * what was started is stopped again and the start rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -215,6 +220,7 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: number | 
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? (() => {});
   const topology = options.topology ?? projectTopology;
+  options.signal?.throwIfAborted();
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const { unlock, uncleanStop } = takeLock(dataDir);
@@ -250,11 +256,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       onRecovered: recovered,
     });
     stack.push(() => pg.stop());
+    options.signal?.throwIfAborted();
     const seams = options.seams ?? {};
     const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
+    options.signal?.throwIfAborted();
     // This process holds the data directory's lock: any relay run that still holds a slot of
     // the run lease died with an earlier process (a SIGKILL leaves it held for its lease), and
     // would keep this runtime's first sweep and nudges from starting a run until it ran out.
@@ -297,6 +305,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
+    options.signal?.throwIfAborted();
     const consumerInvoke = new Map(
       topology.registry.map(({ name }) => [
         name,
@@ -339,6 +348,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     await bus.start();
     stack.push(() => bus.stop());
+    options.signal?.throwIfAborted();
 
     const abort = new AbortController();
     const logger = new Logger({ serviceName: relayServiceName, logLevel: 'WARN' });
@@ -471,6 +481,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         }),
     );
 
+    options.signal?.throwIfAborted();
     return {
       url: http.url,
       dataDir,
