@@ -47,6 +47,7 @@ import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 import { databaseFigures, StatusHistory } from './status-history';
+import { steadyClock } from './steady-clock';
 
 /** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
 export function defaultLocalCaller(): string {
@@ -88,13 +89,20 @@ export interface RuntimeOptions {
    */
   readonly audit?: { readonly periodMs?: number; readonly settings?: Partial<AuditConfig> };
   /**
-   * The bus's clock for its own bookkeeping (delivery ages, dead-letter expiry): `Date.now` by
-   * default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
+   * The runtime's one clock (epoch ms) for every age, lease, backoff and alarm window it keeps:
+   * the bus's, the consumers' inbox, the relay's, the runners', the ops API's. By default a
+   * steady clock (steady-clock.ts): the wall clock read at start, then moved by the monotonic
+   * clock, so a step of the system clock while it runs changes none of them.
+   */
+  readonly clock?: () => number;
+  /**
+   * The bus's clock for its own bookkeeping (delivery ages, dead-letter expiry): the runtime's
+   * clock by default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
    */
   readonly busClock?: () => number;
   /**
    * Epoch ms of the runners' records and the local alarms' windows (`relay-errors` counts the
-   * failures of its period): `Date.now` by default; a test moves it past a period.
+   * failures of its period): the runtime's clock by default; a test moves it past a period.
    */
   readonly alarmClock?: () => number;
   /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
@@ -229,7 +237,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       `the last run on ${dataDir} (pid ${uncleanStop}) did not stop cleanly (killed or crashed): recovering what it left`,
     );
   }
-  const startedAt = new Date();
+  const clock = options.clock ?? steadyClock();
+  const alarmClock = options.alarmClock ?? clock;
+  const startedAt = new Date(clock());
   const stack: (() => Promise<void>)[] = [async () => unlock()];
   const teardown = async () => {
     for (const step of stack.reverse())
@@ -299,6 +309,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       faults,
       log,
       recount: uncleanStop !== undefined,
+      clock,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
@@ -330,7 +341,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       concurrency: seams.consumerConcurrency,
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
       deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
-      clock: options.busClock,
+      clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
       retry: (consumer) => {
@@ -371,6 +382,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         concurrency: topology.relay.publishConcurrency,
       }),
       settings: topology.relay,
+      clock,
       logger,
       metrics,
       // The runner is created below; the relay only calls it after its first run has started.
@@ -389,7 +401,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
-      clock: options.alarmClock,
+      clock: alarmClock,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -425,19 +437,20 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const audit = new AuditRunner({
       run: () => {
         // Bounded as the Lambda is, by its timeout.
-        const deadline = Date.now() + auditSettings.timeoutSeconds * 1_000;
+        // A duration: on the monotonic clock.
+        const deadline = performance.now() + auditSettings.timeoutSeconds * 1_000;
         return runDeliveryAudit({
           store: auditStore,
           inbox: consumers.inbox,
           bus: localBusIdentity,
           rules: topology.rules,
           settings: auditSettings,
-          remainingMs: () => deadline - Date.now(),
+          remainingMs: () => deadline - performance.now(),
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
       onError: (err) => log('delivery audit run failed', { error: String(err) }),
-      clock: options.alarmClock,
+      clock: alarmClock,
     });
     audit.start();
     stack.push(() => audit.stop());
@@ -452,12 +465,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       startedAt,
       sweepMs,
       components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
-      clock: options.alarmClock,
+      clock: alarmClock,
+      recordClock: clock,
       topology,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),
       periodMs: options.historyPeriodMs,
+      clock,
       onError: (err) => log('status history reading failed', { error: String(err) }),
     });
     history.start();
