@@ -64,6 +64,12 @@ async function ready(run: ReturnType<typeof launch>): Promise<string> {
 const has = (tree: readonly ProcessInfo[], pattern: RegExp) => tree.some((p) => pattern.test(p.command));
 const initdbRunning = /\/initdb .*--pgdata=/;
 
+/** Whether `path` exists in the directory the running initdb of `tree` was told to make. */
+const initdbMade = (tree: readonly ProcessInfo[], path: string) => {
+  const pgdata = tree.map((p) => /\/initdb .*--pgdata=(\S+)/.exec(p.command)?.[1]).find(Boolean);
+  return pgdata !== undefined && existsSync(join(pgdata, path));
+};
+
 /** A moment of the first start: reached when `at` says so of its process tree and its log so far. */
 interface Moment {
   readonly name: string;
@@ -82,10 +88,10 @@ const moments: Moment[] = [
     at: (t) => has(t, /postgres --single/),
   },
   {
-    // It lists the locales after the password is set, before template0 and postgres exist.
-    name: "initdb's single-user setup is making the collations",
+    // template0 is made after the password is set, and the postgres database after it.
+    name: "initdb's single-user setup has made template0",
     duringInitdb: true,
-    at: (t) => has(t, /postgres --single/) && has(t, /^locale -a/),
+    at: (t) => has(t, /postgres --single/) && initdbMade(t, join('base', '4')),
   },
   {
     name: 'PostgreSQL is starting or started, no migration applied yet',
