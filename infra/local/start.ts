@@ -134,7 +134,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  if (startAborted.signal.aborted) {
+  // The start's own abort (see RuntimeOptions.signal), not a failure that came first.
+  if (startAborted.signal.aborted && err === startAborted.signal.reason) {
     log('stopped before it was ready');
     process.exit(0);
   }
