@@ -32,6 +32,8 @@ import { writeJsonDurably } from './postgres-data-location';
 export const clusterMarker = 'content-pipeline-cluster.json';
 
 const stagingInfix = '.initdb-';
+/** initdb's password file, beside the directory it makes, deleted once initdb ended (see initCluster). */
+export const passwordFilePrefix = '.pwfile-';
 const asideInfix = '.incomplete-';
 
 /**
@@ -64,12 +66,16 @@ function fsyncDirectory(dir: string): void {
   }
 }
 
-/** Removes the staging directories of initdb runs that a killed start left beside `dataDir`. */
+/**
+ * Removes the staging directories of initdb runs that a killed start left beside `dataDir`, and
+ * their password files (the superuser's password, which only a finished initdb deletes).
+ */
 export function removeAbandonedStaging(dataDir: string, log: (message: string) => void): void {
   const parent = dirname(dataDir);
   if (!existsSync(parent)) return;
   const prefix = `${basename(dataDir)}${stagingInfix}`;
   for (const name of readdirSync(parent)) {
+    if (name.startsWith(passwordFilePrefix)) rmSync(join(parent, name), { force: true });
     if (!name.startsWith(prefix)) continue;
     const staging = join(parent, name);
     log(

@@ -12,6 +12,7 @@ import {
   loginProblem,
   makeCluster,
   markChecked,
+  passwordFilePrefix,
   removeAbandonedStaging,
   setAside,
 } from './postgres-cluster';
@@ -106,7 +107,7 @@ const messagesLocale = 'C';
  */
 export async function initCluster(dataDir: string, host: PostgresHost, password: string): Promise<void> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const passwordFile = join(dirname(dataDir), `.pwfile-${randomUUID()}`);
+  const passwordFile = join(dirname(dataDir), `${passwordFilePrefix}${randomUUID()}`);
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
   try {
     if (host.user) {

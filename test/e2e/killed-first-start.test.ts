@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -149,6 +149,8 @@ describe('a first start killed at any moment', () => {
         /removing \S+: a PostgreSQL cluster whose initdb was stopped before it finished/,
       );
       expect(output).toContain('initializing PostgreSQL');
+      // Nor is the superuser's password left in a file beside it.
+      expect(readdirSync(dir).filter((name) => name.startsWith('.pwfile-'))).toEqual([]);
     } else {
       // A cluster whose initdb completed is never made again.
       expect(output).not.toContain('initializing PostgreSQL');
