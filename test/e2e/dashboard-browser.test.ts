@@ -641,6 +641,41 @@ describe.skipIf(!haveChromium)(
       expect(await testid('outbox-pending').textContent()).toBe('0');
     });
 
+    it('says once that the pipeline is unreachable, with its cause, while no request gets an answer', async () => {
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      // The server stopped: every request of the page is refused, as Chromium sees a closed port.
+      const refused: string[] = [];
+      await page.route(
+        (url) => url.pathname !== '/',
+        (r) => {
+          refused.push(new URL(r.request().url()).pathname);
+          return r.abort('connectionrefused');
+        },
+      );
+      // A refresh runs after the one before ended: the third refusal of /ops/status comes after
+      // the banner of a refresh that started once the route was in place.
+      await expect.poll(() => refused.filter((p) => p === '/ops/status').length).toBeGreaterThanOrEqual(3);
+
+      const banner = (await testid('error-banner').textContent()) ?? '';
+      expect(await testid('error-banner').isVisible()).toBe(true);
+      expect(banner.match(/unreachable/g), banner).toHaveLength(1);
+      expect(banner.match(/Failed to fetch/g), banner).toHaveLength(1); // Chromium's cause, once
+      expect(banner).toContain('Retrying every 2 s');
+      // Nor does the trace, which stays as last read, say it again.
+      expect(await testid('trace-error').isHidden()).toBe(true);
+      expect(await testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      expect(await testid('outbox-pending').textContent()).toBe('3'); // the last figures stay
+
+      // It answers again, one route with an error: that failure is listed, the outage is over.
+      await page.unrouteAll();
+      fake.failStatus = true;
+      await expect
+        .poll(() => testid('error-banner').textContent())
+        .toContain('GET /ops/status failed: 500 internal error');
+      expect(await testid('error-banner').textContent()).not.toContain('unreachable');
+    });
+
     it('says "unknown" in the header and on every pill while the status cannot be read, never OK', async () => {
       const status = fake.status as { alarms: Record<string, string> };
       fake.status = {
