@@ -883,6 +883,105 @@ describe.skipIf(!haveChromium)(
       expect(events?.height).toBeLessThan(1500);
     });
 
+    it.each([
+      { width: 390, titleLines: 2 },
+      { width: 1280, titleLines: 1 },
+    ])(
+      'at $width px a title of ordinary words wraps only between words, and one without spaces still fits',
+      async ({ width, titleLines }) => {
+        await page.setViewportSize({ width, height: 900 });
+        const title = 'Telecommunications partnership agreement renewal';
+        const unbroken = 'quarterly_stakeholder_communications_overview_international_distribution_v2';
+        fake.pending = [
+          {
+            taskId,
+            title,
+            assignee: 'alice',
+            status: 'pending_review',
+            version: 1,
+            createdAt: now,
+            updatedAt: now,
+          },
+        ];
+        (fake.events[0] as Entry).title = unbroken;
+        (fake.events[1] as Entry).title = title;
+        (fake.tasks[taskId] as Entry).title = title;
+        await open(`#task=${taskId}`);
+        await expect.poll(() => testid('trace-task-title').textContent()).toBe(title);
+
+        // Each word of the element's text as laid out: a word on one line has one box, a word
+        // broken across lines one per line. tsconfig has no DOM lib: the globals are typed by hand.
+        const layout = (id: string) =>
+          page.evaluate((testId) => {
+            interface Rect {
+              top: number;
+            }
+            interface Text {
+              data: string;
+            }
+            const g = globalThis as unknown as {
+              document: {
+                querySelector(s: string): unknown;
+                createTreeWalker(root: unknown, show: number): { nextNode(): Text | null };
+                createRange(): {
+                  setStart(n: Text, o: number): void;
+                  setEnd(n: Text, o: number): void;
+                  getClientRects(): ArrayLike<Rect>;
+                };
+              };
+            };
+            const el = g.document.querySelector(`[data-testid="${testId}"]`);
+            if (!el) return { words: [], lines: 0 };
+            const walker = g.document.createTreeWalker(el, 4); // NodeFilter.SHOW_TEXT
+            const words: { word: string; boxes: number }[] = [];
+            const tops = new Set<number>();
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+              for (const m of node.data.matchAll(/\S+/g)) {
+                const range = g.document.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                const boxes = Array.from(range.getClientRects());
+                for (const b of boxes) tops.add(Math.round(b.top));
+                words.push({ word: m[0], boxes: boxes.length });
+              }
+            }
+            return { words, lines: tops.size };
+          }, id);
+
+        for (const id of [`pending-task-${taskId}`, `event-task-${approvedEvent}`, 'trace-task-title']) {
+          const { words, lines } = await layout(id);
+          expect(words.map((w) => w.word).join(' '), id).toBe(title);
+          expect(
+            words.filter((w) => w.boxes !== 1),
+            id,
+          ).toEqual([]);
+          expect(lines, id).toBeGreaterThanOrEqual(titleLines);
+        }
+        // The title without spaces is broken where it would leave the screen: every cell, and
+        // everything in one, stays on it.
+        const cells = await page.evaluate(() => {
+          const g = globalThis as unknown as {
+            document: {
+              documentElement: { scrollWidth: number };
+              querySelectorAll(
+                s: string,
+              ): ArrayLike<{ getBoundingClientRect(): { left: number; right: number } }>;
+            };
+          };
+          return {
+            scrollWidth: g.document.documentElement.scrollWidth,
+            rights: Array.from(g.document.querySelectorAll('td, td *')).map((el) => {
+              const r = el.getBoundingClientRect();
+              return r.left < 0 ? -1 : r.right;
+            }),
+          };
+        });
+        expect(await testid(`event-task-${withdrawnEvent}`).textContent()).toBe(unbroken);
+        expect(cells.scrollWidth).toBeLessThanOrEqual(width);
+        expect(cells.rights.filter((right) => right < 0 || right > width + 0.5)).toEqual([]);
+      },
+    );
+
     it('renders data as text: markup in a title, an event type or an error never runs or renders', async () => {
       const hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
       (fake.tasks[taskId] as { title: string }).title = hostile;
