@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// `npx pipeline …`: the ops CLI, run from dist/cli.mjs, the JavaScript `npm ci` built from
-// infra/ops-tools/cli/cli.ts (the `prepare` script). A source newer than the build (an edit, a
-// checkout, a move: dist/cli.meta.json names each file it was built from) is built again first,
-// in about a quarter of a second; every other run compiles nothing.
+// `pipeline …`: the ops CLI. Typed by name through bin/pipeline (a symlink to this file: with
+// `export PATH="$PWD/bin:$PATH"` in the clone), `npm link` (package.json's "bin") or `npx pipeline`;
+// node resolves the symlinks to this .mjs, so it runs as ESM from any directory. It runs
+// dist/cli.mjs, the JavaScript `npm ci` built from infra/ops-tools/cli/cli.ts (the `prepare`
+// script). A source newer than the build (an edit, a checkout, a move: dist/cli.meta.json names
+// each file it was built from) is built again first, in about a quarter of a second; every other
+// run compiles nothing.
 import { readFileSync, statSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);

@@ -142,6 +142,8 @@ export interface LocalConsumersOptions {
    * the ones after, whose time is the machine's.
    */
   readonly invocationTimeoutMs?: number | (() => number);
+  /** Epoch ms of the inbox's leases, backoffs and ages (the runtime's clock); `Date.now` by default. */
+  readonly clock?: () => number;
 }
 
 /** A declared counter's item in the counters table (`effects#<name>`, as before counters were declared). */
@@ -302,6 +304,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       createConsumer({
         ...consumerDeps(name, { inboxTable }, client, inboxOptions, inboxSettingsFor(name, {}, topology)),
         routes: topology,
+        ...(options.clock ? { clock: options.clock } : {}),
         logger: localLogger(consumer.name, log),
         metrics: quietMetrics,
         effect: withFaults(counting(consumer, effect), faults, () =>
@@ -357,9 +360,12 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         processedCounter(name),
         (processedNow.get(name) ?? 0) - (read[processedCounter(name)] ?? 0),
       );
-    log('counters recounted from the stores (the last run did not stop cleanly)', {
-      ms: Date.now() - started,
-    });
+    log(
+      `counters recounted from the stores (${options.recount ? 'the last run did not stop cleanly' : 'new counters'})`,
+      {
+        ms: Date.now() - started,
+      },
+    );
   };
   if (options.recount || counters.created) {
     try {

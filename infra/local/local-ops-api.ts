@@ -27,6 +27,11 @@ export interface LocalOpsApiDeps {
   readonly components: () => Partial<Record<StatusComponent, ComponentState>>;
   /** Epoch ms of the alarms' windows; `Date.now` by default. */
   readonly clock?: () => number;
+  /**
+   * Epoch ms of the records the ops API reads and writes (open records' ages, a redrive's new
+   * first attempt): the runtime's clock, which the consumers' inbox keeps its times by; `Date.now` by default.
+   */
+  readonly recordClock?: () => number;
   /** Whose alarm thresholds and consumer policies: the project's topology by default. */
   readonly topology?: LocalHealthDeps['topology'];
 }
@@ -57,6 +62,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     processedCount: (consumer) => consumers.processedCount(consumer),
     bus: () => localBusIdentity,
     auditGraceSeconds: deps.auditGraceSeconds,
+    clock: deps.recordClock,
     logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
   });
 }

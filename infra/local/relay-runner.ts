@@ -104,7 +104,8 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
       this.helpers.add(helper);
       return;
     }
-    const at = Date.now() + Math.max(0, ms);
+    // Compared only with another wake-up's: the monotonic clock, which no clock step moves.
+    const at = performance.now() + Math.max(0, ms);
     // The earliest wake-up wins: a later one is covered by the run it starts.
     if (this.wake && this.wake.at <= at) return;
     if (this.wake) clearTimeout(this.wake.timer);

@@ -47,6 +47,7 @@ import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
 import { databaseFigures, StatusHistory } from './status-history';
+import { steadyClock } from './steady-clock';
 
 /** The local caller when `PIPELINE_CALLER` is unset: the person running the pipeline. */
 export function defaultLocalCaller(): string {
@@ -88,13 +89,20 @@ export interface RuntimeOptions {
    */
   readonly audit?: { readonly periodMs?: number; readonly settings?: Partial<AuditConfig> };
   /**
-   * The bus's clock for its own bookkeeping (delivery ages, dead-letter expiry): `Date.now` by
-   * default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
+   * The runtime's one clock (epoch ms) for every age, lease, backoff and alarm window it keeps:
+   * the bus's, the consumers' inbox, the relay's, the runners', the ops API's. By default a
+   * steady clock (steady-clock.ts): the wall clock read at start, then moved by the monotonic
+   * clock, so a step of the system clock while it runs changes none of them.
+   */
+  readonly clock?: () => number;
+  /**
+   * The bus's clock for its own bookkeeping (delivery ages, dead-letter expiry): the runtime's
+   * clock by default; a test moves it to make a delivery outlive its retries or a dead letter its queue.
    */
   readonly busClock?: () => number;
   /**
    * Epoch ms of the runners' records and the local alarms' windows (`relay-errors` counts the
-   * failures of its period): `Date.now` by default; a test moves it past a period.
+   * failures of its period): the runtime's clock by default; a test moves it past a period.
    */
   readonly alarmClock?: () => number;
   /** How long a client may take to send its request headers before a 408 (the server's default otherwise). */
@@ -113,6 +121,11 @@ export interface RuntimeOptions {
    * much is appended before it compacts (see BusJournalOptions.compactAfterBytes).
    */
   readonly busJournal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
+  /**
+   * Aborts the start (`npm start` asked to stop while starting): looked at between its steps;
+   * what was started is stopped again and the start rejects with the signal's reason.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** An AWS SDK v3 client, as far as a seam touches it: its middleware stack. */
@@ -187,11 +200,11 @@ const isAlive = (pid: number) => {
 /**
  * One runtime per data directory: a second `npm start` on it would fight over PostgreSQL. The
  * lock is removed by a clean stop, so finding one of a process that is gone means the last run
- * stopped without one (a SIGKILL, a crash): `uncleanStop`.
+ * stopped without one (a SIGKILL, a crash): `uncleanStop` is that run's pid.
  */
-function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean } {
+function takeLock(dataDir: string): { unlock: () => void; uncleanStop: number | undefined } {
   const lock = join(dataDir, 'runtime.pid');
-  let uncleanStop = false;
+  let uncleanStop: number | undefined;
   if (existsSync(lock)) {
     const pid = Number(readFileSync(lock, 'utf8'));
     if (pid !== process.pid && isAlive(pid)) {
@@ -199,7 +212,7 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean }
         `another pipeline (pid ${pid}) is running on ${dataDir}; stop it or set PIPELINE_DATA_DIR`,
       );
     }
-    uncleanStop = true;
+    uncleanStop = pid;
   }
   writeFileSync(lock, String(process.pid));
   return { unlock: () => rmSync(lock, { force: true }), uncleanStop };
@@ -215,10 +228,18 @@ function takeLock(dataDir: string): { unlock: () => void; uncleanStop: boolean }
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const log = options.log ?? (() => {});
   const topology = options.topology ?? projectTopology;
+  options.signal?.throwIfAborted();
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const { unlock, uncleanStop } = takeLock(dataDir);
-  const startedAt = new Date();
+  if (uncleanStop !== undefined) {
+    log(
+      `the last run on ${dataDir} (pid ${uncleanStop}) did not stop cleanly (killed or crashed): recovering what it left`,
+    );
+  }
+  const clock = options.clock ?? steadyClock();
+  const alarmClock = options.alarmClock ?? clock;
+  const startedAt = new Date(clock());
   const stack: (() => Promise<void>)[] = [async () => unlock()];
   const teardown = async () => {
     for (const step of stack.reverse())
@@ -245,11 +266,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       onRecovered: recovered,
     });
     stack.push(() => pg.stop());
+    options.signal?.throwIfAborted();
     const seams = options.seams ?? {};
     const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
+    options.signal?.throwIfAborted();
     // This process holds the data directory's lock: any relay run that still holds a slot of
     // the run lease died with an earlier process (a SIGKILL leaves it held for its lease), and
     // would keep this runtime's first sweep and nudges from starting a run until it ran out.
@@ -285,13 +308,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       engine: options.dynamo ?? 'dynalite',
       faults,
       log,
-      recount: uncleanStop,
+      recount: uncleanStop !== undefined,
+      clock,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
+    options.signal?.throwIfAborted();
     const consumerInvoke = new Map(
       topology.registry.map(({ name }) => [
         name,
@@ -316,7 +341,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       concurrency: seams.consumerConcurrency,
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
       deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
-      clock: options.busClock,
+      clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
       retry: (consumer) => {
@@ -334,6 +359,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     await bus.start();
     stack.push(() => bus.stop());
+    options.signal?.throwIfAborted();
 
     const abort = new AbortController();
     const logger = new Logger({ serviceName: relayServiceName, logLevel: 'WARN' });
@@ -356,6 +382,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         concurrency: topology.relay.publishConcurrency,
       }),
       settings: topology.relay,
+      clock,
       logger,
       metrics,
       // The runner is created below; the relay only calls it after its first run has started.
@@ -374,7 +401,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
-      clock: options.alarmClock,
+      clock: alarmClock,
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -410,19 +437,20 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const audit = new AuditRunner({
       run: () => {
         // Bounded as the Lambda is, by its timeout.
-        const deadline = Date.now() + auditSettings.timeoutSeconds * 1_000;
+        // A duration: on the monotonic clock.
+        const deadline = performance.now() + auditSettings.timeoutSeconds * 1_000;
         return runDeliveryAudit({
           store: auditStore,
           inbox: consumers.inbox,
           bus: localBusIdentity,
           rules: topology.rules,
           settings: auditSettings,
-          remainingMs: () => deadline - Date.now(),
+          remainingMs: () => deadline - performance.now(),
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
       onError: (err) => log('delivery audit run failed', { error: String(err) }),
-      clock: options.alarmClock,
+      clock: alarmClock,
     });
     audit.start();
     stack.push(() => audit.stop());
@@ -437,12 +465,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       startedAt,
       sweepMs,
       components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
-      clock: options.alarmClock,
+      clock: alarmClock,
+      recordClock: clock,
       topology,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),
       periodMs: options.historyPeriodMs,
+      clock,
       onError: (err) => log('status history reading failed', { error: String(err) }),
     });
     history.start();
@@ -466,6 +496,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         }),
     );
 
+    options.signal?.throwIfAborted();
     return {
       url: http.url,
       dataDir,

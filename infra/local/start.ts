@@ -9,8 +9,9 @@ import { isPipelineError } from '../../shared/errors';
 import { defaultPort } from '../../shared/local-port';
 import { type FaultRates, parseFaults } from './faults';
 import { portMessage, portUnavailable } from './ports';
-import { startRuntime } from './runtime';
+import { type Runtime, startRuntime } from './runtime';
 import { parseStartEnvironment, type StartEnvironment } from './start-environment';
+import { onStopRequest } from './stop-requests';
 
 const log = (message: string, extra?: Record<string, unknown>) => {
   const time = new Date().toISOString().slice(11, 23);
@@ -42,7 +43,53 @@ process.on('beforeExit', () => {
   process.exit(1);
 });
 
+/** The runtime once started; until then a stop request aborts the start. */
+let runtime: Runtime | undefined;
+const startAborted = new AbortController();
+/** Monotonic ms of the first stop request (0: none), so a jump of the wall clock changes nothing. */
+let stoppingSince = 0;
+
+/**
+ * A stop request (see stop-requests.ts): a graceful stop, as Ctrl-C always did; during the start
+ * it aborts the start at its next step, which stops what it started. A second request a second
+ * or more later exits at once.
+ */
+function stop(cause: string): void {
+  const now = performance.now();
+  // `npm start` relays the terminal's Ctrl-C, so one key press can arrive twice at once.
+  if (stoppingSince > 0 && now - stoppingSince < 1_000) return;
+  if (stoppingSince > 0) {
+    log(`${cause} again: exiting now (pending events stay pending for the next start)`);
+    process.exit(130);
+  }
+  stoppingSince = now;
+  if (runtime === undefined) {
+    log(
+      `${cause}: stopping the start (what it started is stopped again; press Ctrl-C again to exit at once)`,
+    );
+    startAborted.abort(new Error(`the start was stopped (${cause})`));
+    return;
+  }
+  log(`${cause}: stopping (finishing in-flight work; press Ctrl-C again to exit at once)`);
+  stopRuntime(runtime);
+}
+
+/** The graceful stop: stop claiming, settle what is in flight, stop the services; then exit. */
+function stopRuntime(started: Runtime): void {
+  started.stop().then(
+    () => {
+      log('stopped');
+      process.exit(0);
+    },
+    (err) => {
+      console.error('stop failed', err);
+      process.exit(1);
+    },
+  );
+}
+
 async function main(): Promise<void> {
+  onStopRequest(stop);
   let config: StartEnvironment;
   let faults: FaultRates;
   try {
@@ -65,46 +112,33 @@ async function main(): Promise<void> {
     }
   }
 
-  const runtime = await startRuntime({
+  const started = await startRuntime({
     dataDir: config.PIPELINE_DATA_DIR,
     port: config.PORT,
     dynamo: config.PIPELINE_DYNAMO,
     faults,
     faultSeed: seed,
     ...(config.PIPELINE_CALLER ? { caller: config.PIPELINE_CALLER } : {}),
+    signal: startAborted.signal,
     log,
   });
+  runtime = started;
   ready = true;
-  log(`data in ${runtime.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);
-  console.log(`pipeline ready: ${runtime.url}`);
-
-  let stoppingSince = 0;
-  const shutdown = (signal: string) => {
-    // `npm start` relays the terminal's Ctrl-C, so one key press can arrive twice at once.
-    if (stoppingSince > 0 && Date.now() - stoppingSince < 1_000) return;
-    if (stoppingSince > 0) {
-      log(`${signal} again: exiting now (pending events stay pending for the next start)`);
-      process.exit(130);
-    }
-    stoppingSince = Date.now();
-    log(`${signal}: stopping (finishing in-flight work; press Ctrl-C again to exit at once)`);
-    runtime.stop().then(
-      () => {
-        log('stopped');
-        process.exit(0);
-      },
-      (err) => {
-        console.error('stop failed', err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGHUP', () => shutdown('SIGHUP'));
+  log(`data in ${started.dataDir}, DynamoDB engine ${config.PIPELINE_DYNAMO}`);
+  console.log(`pipeline ready: ${started.url}`);
+  // Asked to stop after the start's last look at its signal: stop now.
+  if (startAborted.signal.aborted) {
+    log('stopping, as asked during the start');
+    stopRuntime(started);
+  }
 }
 
 main().catch((err) => {
+  // The start's own abort (see RuntimeOptions.signal), not a failure that came first.
+  if (startAborted.signal.aborted && err === startAborted.signal.reason) {
+    log('stopped before it was ready');
+    process.exit(0);
+  }
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   // The port taken between the check and the server's listen.
   if (code === 'EADDRINUSE' || code === 'EACCES') {

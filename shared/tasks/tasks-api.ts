@@ -98,10 +98,10 @@ const withdrawBody = z.strictObject({ withdrawnBy: notInBody('withdrawer'), reas
 // The reason is required: it is the answer the task's assignee gets.
 const rejectBody = z.strictObject({ rejectedBy: notInBody('rejecter'), reason: text(1000) });
 
-/** `status=` of `GET /tasks`: `pending` is the API's word for the stored `pending_review` (which is accepted too). */
+/** `status=` of `GET /tasks`: a task's status as every answer names it; `pending` is short for `pending_review`. */
 const listStatus = z
-  .enum(['pending', 'pending_review', 'approved', 'withdrawn', 'rejected'], {
-    error: 'must be one of pending, approved, withdrawn, rejected',
+  .enum(['pending_review', 'pending', 'approved', 'withdrawn', 'rejected'], {
+    error: 'must be one of pending_review (or pending), approved, withdrawn, rejected',
   })
   .transform((s): TaskStatus => (s === 'pending' ? 'pending_review' : s));
 const listLimit = z

@@ -641,6 +641,41 @@ describe.skipIf(!haveChromium)(
       expect(await testid('outbox-pending').textContent()).toBe('0');
     });
 
+    it('says once that the pipeline is unreachable, with its cause, while no request gets an answer', async () => {
+      await open(`#task=${taskId}`);
+      await expect.poll(() => testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      // The server stopped: every request of the page is refused, as Chromium sees a closed port.
+      const refused: string[] = [];
+      await page.route(
+        (url) => url.pathname !== '/',
+        (r) => {
+          refused.push(new URL(r.request().url()).pathname);
+          return r.abort('connectionrefused');
+        },
+      );
+      // A refresh runs after the one before ended: the third refusal of /ops/status comes after
+      // the banner of a refresh that started once the route was in place.
+      await expect.poll(() => refused.filter((p) => p === '/ops/status').length).toBeGreaterThanOrEqual(3);
+
+      const banner = (await testid('error-banner').textContent()) ?? '';
+      expect(await testid('error-banner').isVisible()).toBe(true);
+      expect(banner.match(/unreachable/g), banner).toHaveLength(1);
+      expect(banner.match(/Failed to fetch/g), banner).toHaveLength(1); // Chromium's cause, once
+      expect(banner).toContain('Retrying every 2 s');
+      // Nor does the trace, which stays as last read, say it again.
+      expect(await testid('trace-error').isHidden()).toBe(true);
+      expect(await testid('trace-task-title').textContent()).toBe('Spring campaign copy');
+      expect(await testid('outbox-pending').textContent()).toBe('3'); // the last figures stay
+
+      // It answers again, one route with an error: that failure is listed, the outage is over.
+      await page.unrouteAll();
+      fake.failStatus = true;
+      await expect
+        .poll(() => testid('error-banner').textContent())
+        .toContain('GET /ops/status failed: 500 internal error');
+      expect(await testid('error-banner').textContent()).not.toContain('unreachable');
+    });
+
     it('says "unknown" in the header and on every pill while the status cannot be read, never OK', async () => {
       const status = fake.status as { alarms: Record<string, string> };
       fake.status = {
@@ -847,6 +882,105 @@ describe.skipIf(!haveChromium)(
       const events = await testid('events-table').boundingBox();
       expect(events?.height).toBeLessThan(1500);
     });
+
+    it.each([
+      { width: 390, titleLines: 2 },
+      { width: 1280, titleLines: 1 },
+    ])(
+      'at $width px a title of ordinary words wraps only between words, and one without spaces still fits',
+      async ({ width, titleLines }) => {
+        await page.setViewportSize({ width, height: 900 });
+        const title = 'Telecommunications partnership agreement renewal';
+        const unbroken = 'quarterly_stakeholder_communications_overview_international_distribution_v2';
+        fake.pending = [
+          {
+            taskId,
+            title,
+            assignee: 'alice',
+            status: 'pending_review',
+            version: 1,
+            createdAt: now,
+            updatedAt: now,
+          },
+        ];
+        (fake.events[0] as Entry).title = unbroken;
+        (fake.events[1] as Entry).title = title;
+        (fake.tasks[taskId] as Entry).title = title;
+        await open(`#task=${taskId}`);
+        await expect.poll(() => testid('trace-task-title').textContent()).toBe(title);
+
+        // Each word of the element's text as laid out: a word on one line has one box, a word
+        // broken across lines one per line. tsconfig has no DOM lib: the globals are typed by hand.
+        const layout = (id: string) =>
+          page.evaluate((testId) => {
+            interface Rect {
+              top: number;
+            }
+            interface Text {
+              data: string;
+            }
+            const g = globalThis as unknown as {
+              document: {
+                querySelector(s: string): unknown;
+                createTreeWalker(root: unknown, show: number): { nextNode(): Text | null };
+                createRange(): {
+                  setStart(n: Text, o: number): void;
+                  setEnd(n: Text, o: number): void;
+                  getClientRects(): ArrayLike<Rect>;
+                };
+              };
+            };
+            const el = g.document.querySelector(`[data-testid="${testId}"]`);
+            if (!el) return { words: [], lines: 0 };
+            const walker = g.document.createTreeWalker(el, 4); // NodeFilter.SHOW_TEXT
+            const words: { word: string; boxes: number }[] = [];
+            const tops = new Set<number>();
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+              for (const m of node.data.matchAll(/\S+/g)) {
+                const range = g.document.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                const boxes = Array.from(range.getClientRects());
+                for (const b of boxes) tops.add(Math.round(b.top));
+                words.push({ word: m[0], boxes: boxes.length });
+              }
+            }
+            return { words, lines: tops.size };
+          }, id);
+
+        for (const id of [`pending-task-${taskId}`, `event-task-${approvedEvent}`, 'trace-task-title']) {
+          const { words, lines } = await layout(id);
+          expect(words.map((w) => w.word).join(' '), id).toBe(title);
+          expect(
+            words.filter((w) => w.boxes !== 1),
+            id,
+          ).toEqual([]);
+          expect(lines, id).toBeGreaterThanOrEqual(titleLines);
+        }
+        // The title without spaces is broken where it would leave the screen: every cell, and
+        // everything in one, stays on it.
+        const cells = await page.evaluate(() => {
+          const g = globalThis as unknown as {
+            document: {
+              documentElement: { scrollWidth: number };
+              querySelectorAll(
+                s: string,
+              ): ArrayLike<{ getBoundingClientRect(): { left: number; right: number } }>;
+            };
+          };
+          return {
+            scrollWidth: g.document.documentElement.scrollWidth,
+            rights: Array.from(g.document.querySelectorAll('td, td *')).map((el) => {
+              const r = el.getBoundingClientRect();
+              return r.left < 0 ? -1 : r.right;
+            }),
+          };
+        });
+        expect(await testid(`event-task-${withdrawnEvent}`).textContent()).toBe(unbroken);
+        expect(cells.scrollWidth).toBeLessThanOrEqual(width);
+        expect(cells.rights.filter((right) => right < 0 || right > width + 0.5)).toEqual([]);
+      },
+    );
 
     it('renders data as text: markup in a title, an event type or an error never runs or renders', async () => {
       const hostile = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';

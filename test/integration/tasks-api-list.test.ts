@@ -121,8 +121,8 @@ describe('GET /tasks lists tasks newest first in keyset pages', () => {
   });
 
   it.each([
-    ['status=stale', 'status', /pending, approved, withdrawn, rejected/],
-    ['status=', 'status', /pending, approved, withdrawn, rejected/],
+    ['status=stale', 'status', /pending_review \(or pending\), approved, withdrawn, rejected/],
+    ['status=', 'status', /pending_review \(or pending\), approved, withdrawn, rejected/],
     ['limit=0', 'limit', /1 to 100/],
     ['limit=101', 'limit', /1 to 100/],
     ['limit=-1', 'limit', /1 to 100/],

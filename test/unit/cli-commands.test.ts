@@ -326,6 +326,40 @@ describe('tasks', () => {
     expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
   });
 
+  it('show of a rejected task says who rejected it, when, and the whole reason, as for a withdrawal', async () => {
+    const reason =
+      "Off brand: the banner uses last year's palette and the headline promises a discount that legal has not cleared";
+    const rejected = {
+      ...task,
+      status: 'rejected',
+      version: 2,
+      rejectedAt: '2026-05-04T10:05:00.000Z',
+      rejectReason: reason,
+    };
+    const withdrawn = {
+      ...task,
+      withdrawnBy: 'wes',
+      withdrawnAt: '2026-05-04T10:06:00.000Z',
+      withdrawReason: 'legal hold',
+    };
+    const noEvents = { taskId, events: [] };
+    const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? noEvents : rejected }));
+    const other = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? noEvents : withdrawn }));
+
+    const r = await run(['tasks', 'show', taskId], api.fetch);
+    const w = await run(['tasks', 'show', taskId], other.fetch);
+
+    expect(r.code).toBe(0);
+    // The GET /tasks/{id} answer names the rejecter as the reviewer.
+    expect(r.stdout).toContain(
+      'rejected  by rita at 2026-05-04T10:05:00.000Z\n' +
+        "reason    Off brand: the banner uses last year's palette and the headline\n" +
+        '          promises a discount that legal has not cleared\n',
+    );
+    expect(Math.max(...r.stdout.split('\n').map((l) => l.length))).toBeLessThanOrEqual(80);
+    expect(w.stdout).toContain('withdrawn by wes at 2026-05-04T10:06:00.000Z\nreason    legal hold\n');
+  });
+
   it('show --json prints the task and the trace as one document', async () => {
     const api = fakeApi((c) => ({ body: c.path.startsWith('/ops/') ? trace : task }));
 

@@ -40,6 +40,51 @@ describe('help', () => {
     },
   );
 
+  it.each(cliCommands.map((c) => [c.words.join(' '), c] as const))(
+    'help %s prints exactly what --help after the command prints',
+    async (_name, command) => {
+      const asked = await run(['help', ...command.words]);
+
+      expect(asked).toEqual(await run([...command.words, '--help']));
+      expect(asked.code).toBe(0);
+    },
+  );
+
+  it("help of a group prints the group's help; help alone the top-level help", async () => {
+    const groups = [
+      ...new Set(cliCommands.filter((c) => c.words.length > 1).map((c) => c.words[0] as string)),
+    ];
+
+    expect(groups).toContain('tasks');
+    for (const group of groups) {
+      const asked = await run(['help', group]);
+      expect(asked).toEqual(await run([group, '--help']));
+      expect(asked.stdout.split('\n')[0]).toBe(`Usage: pipeline ${group} [options] [command]`);
+    }
+    expect(await run(['help'])).toEqual(await run(['--help']));
+  });
+
+  it.each([
+    [['nosuch'], "pipeline: unknown command 'nosuch'\nRun `pipeline --help` for usage.\n"],
+    [
+      ['tasks', 'aprove'],
+      "pipeline: unknown command 'aprove' (did you mean approve?)\nRun `pipeline tasks --help` for usage.\n",
+    ],
+    [
+      ['tasks', 'approve', 'now'],
+      "pipeline: unknown command 'now'\nRun `pipeline tasks approve --help` for usage.\n",
+    ],
+  ])('help %j is a usage error (exit 2), as an unknown command is', async (words, message) => {
+    expect(await run(['help', ...words])).toEqual({ code: 2, stdout: '', stderr: message });
+  });
+
+  it('tasks withdraw --help names both states a withdrawal takes a task from', async () => {
+    const r = await run(['tasks', 'withdraw', '--help']);
+
+    // shared/tasks/task-store.ts withdraws from status IN ('pending_review', 'approved').
+    expect(r.stdout.replace(/\s+/g, ' ')).toMatch(/withdraw a task, pending review or approved,/);
+  });
+
   it('the top-level help lists every command group, the exit codes, within 80 columns', async () => {
     const r = await run(['--help']);
 

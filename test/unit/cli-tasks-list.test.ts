@@ -105,10 +105,26 @@ describe('tasks list', () => {
     expect((await run(['tasks', 'list'])).stdout).toBe('no tasks\n');
   });
 
+  it('--status takes pending_review, the name every output and the API use, and pending as its alias', async () => {
+    reply = () => ({ status: 200, body: { tasks: [listed(1)], nextCursor: null } });
+
+    const named = await run(['tasks', 'list', '--status', 'pending_review']);
+    const alias = await run(['tasks', 'list', '--status', 'pending']);
+    const help = await run(['tasks', 'list', '--help']);
+
+    expect(named).toMatchObject({ code: 0, stderr: '' });
+    expect(alias).toMatchObject({ code: 0, stderr: '' });
+    expect(seen.map((s) => s.url)).toEqual(['/tasks?status=pending_review', '/tasks?status=pending']);
+    expect(named.stdout).toContain(`${listed(1).taskId}  pending_review  `);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain(
+      '(choices: "pending_review", "pending", "approved", "withdrawn", "rejected")',
+    );
+  });
+
   it.each([
     [['--limit', '0'], '--limit "0" is not a whole number from 1 to 100'],
     [['--limit', '101'], '--limit "101" is not a whole number from 1 to 100'],
-    [['--status', 'pending_review'], "option '--status <s>' argument 'pending_review' is invalid."],
+    [['--status', 'published'], "option '--status <s>' argument 'published' is invalid."],
   ])('%j is refused with exit 2 before any request', async (args, message) => {
     const r = await run(['tasks', 'list', ...args]);
 

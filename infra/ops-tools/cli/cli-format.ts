@@ -220,6 +220,35 @@ export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): st
   return out.join('\n');
 }
 
+/**
+ * `label` then `text` as whole words on lines of at most `maxWidth` columns, carried on under the
+ * text (a word longer than a line is cut across lines): a free text shown in full.
+ */
+function wrap(label: string, text: string, maxWidth = narrowWidth): string[] {
+  const indent = 10;
+  const room = Math.max(16, maxWidth - indent);
+  // One line of text first, as a cell: a newline in it would break the indent.
+  const words = cell(text, Number.POSITIVE_INFINITY).split(' ').filter(Boolean);
+  const lines: string[] = [];
+  let line = '';
+  for (let word of words) {
+    while (word.length > room) {
+      if (line !== '') lines.push(line);
+      lines.push(word.slice(0, room));
+      word = word.slice(room);
+      line = '';
+    }
+    if (line === '') line = word;
+    else if (line.length + 1 + word.length <= room) line += ` ${word}`;
+    else {
+      lines.push(line);
+      line = word;
+    }
+  }
+  if (line !== '') lines.push(line);
+  return lines.map((l, i) => (i === 0 ? label.padEnd(indent) : ' '.repeat(indent)) + l);
+}
+
 /** A consumer's column in a trace: its inbox state, or why there is none. */
 export function traceCell(state: InboxState | null, routed: boolean): string {
   if (!state) return routed ? 'not received' : 'not routed';
@@ -242,16 +271,20 @@ export function formatTaskTrace(taskRaw: unknown, traceRaw: unknown, maxWidth = 
   field('status', `${String(t.status)} (version ${String(t.version)})`);
   field('assignee', t.assignee);
   field('reviewer', t.reviewer);
-  field(
-    'withdrawn',
-    t.withdrawnBy ? `by ${String(t.withdrawnBy)}${t.withdrawReason ? `: ${t.withdrawReason}` : ''}` : null,
-  );
+  /** A withdrawal or a rejection: who and when, then the reason, all of them whole (a long ARN too). */
+  const ending = (label: string, by: unknown, at: unknown, reason: unknown) => {
+    out.push(...wrap(label, `${by ? `by ${String(by)} ` : ''}${at ? `at ${String(at)}` : ''}`, maxWidth));
+    if (typeof reason === 'string' && reason !== '') out.push(...wrap('reason', reason, maxWidth));
+  };
+  // Only a task pending review can be rejected; its rejecter is recorded as its reviewer.
+  if (t.withdrawnBy || t.withdrawnAt) ending('withdrawn', t.withdrawnBy, t.withdrawnAt, t.withdrawReason);
+  if (t.rejectedAt || t.rejectReason) ending('rejected', t.reviewer, t.rejectedAt, t.rejectReason);
   field('created', t.createdAt);
   field('updated', t.updatedAt);
   const events = Array.isArray(record(traceRaw).events) ? (record(traceRaw).events as unknown[]) : [];
   out.push('');
   if (events.length === 0) {
-    out.push('events    none (no approve or withdraw yet)');
+    out.push('events    none (no approve, reject or withdraw yet)');
     return out.join('\n');
   }
   const names = consumerColumns(events);

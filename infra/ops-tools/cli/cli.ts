@@ -1,7 +1,7 @@
 /**
- * The ops CLI (`npx pipeline …`): the local pipeline's tasks API and ops API from a terminal or
- * a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests call it with a fake
- * fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
+ * The ops CLI (`pipeline …`, or `npx pipeline …`): the local pipeline's tasks API and ops API
+ * from a terminal or a script. `bin/pipeline.mjs` calls `runCli` with the real process; tests
+ * call it with a fake fetch and in-memory streams, so everything the CLI does goes through `CliIo`.
  *
  * Parsing, per-command help, `--version` and "did you mean" come from commander: it is the
  * smaller of the two usual libraries (no dependencies, one file to load, which keeps `--help`
@@ -193,7 +193,11 @@ const redriveOptions = () => [
   new Option('--all', 'redrive every entry, one at a time, with progress on stderr'),
 ];
 
-const taskStatuses = ['pending', 'approved', 'withdrawn', 'rejected'] as const;
+/**
+ * `--status` of `tasks list`: the stored names, which every output shows, and `pending`, the
+ * short name the tasks API also takes for `pending_review`. Each is sent as typed.
+ */
+const taskStatuses = ['pending_review', 'pending', 'approved', 'withdrawn', 'rejected'] as const;
 
 const commands: readonly CommandSpec[] = [
   {
@@ -241,7 +245,7 @@ const commands: readonly CommandSpec[] = [
   },
   {
     words: ['tasks', 'withdraw'],
-    summary: 'withdraw an approved task as yourself',
+    summary: 'withdraw a task, pending review or approved, as yourself',
     example: 'pipeline tasks withdraw "$id" --reason "legal hold"',
     args: ['<taskId>'],
     options: () => [new Option('--reason <r>', 'why, recorded with the task')],
@@ -270,9 +274,11 @@ const commands: readonly CommandSpec[] = [
   {
     words: ['tasks', 'list'],
     summary: 'tasks newest first, a page at a time (a lost id is found here)',
-    example: 'pipeline tasks list --status pending --limit 5',
+    example: 'pipeline tasks list --status pending_review --limit 5',
     options: () => [
-      new Option('--status <s>', 'only tasks in this status').choices(taskStatuses),
+      new Option('--status <s>', 'only tasks in this status (pending is short for pending_review)').choices(
+        taskStatuses,
+      ),
       new Option('--limit <n>', 'tasks per page, 1 to 100 (default 20)'),
       new Option('--cursor <c>', 'the next page, as the previous one named it'),
     ],
@@ -662,14 +668,44 @@ const globalHint =
 
 const helpHint = (name: string) => `Run \`${name} --help\` for usage.\n`;
 
+/** What parsing found to do: a command to run, or the arguments `help <command…>` stands for. */
+interface Parsed {
+  spec?: CommandSpec;
+  args?: string[];
+  values?: Values;
+  path?: string;
+  helpArgv?: string[];
+}
+
+/**
+ * The arguments `help <words>` stands for: `<words> --help` when the words name a command or a
+ * group, so both print the same; otherwise the words up to the first unknown one, which commander
+ * then refuses as it refuses any unknown command (with its "did you mean"). A word after a
+ * command that has no subcommands is refused here, since parsing it would run that command.
+ */
+function helpArgv(program: Command, words: readonly string[]): string[] {
+  let command = program;
+  for (const [i, word] of words.entries()) {
+    const sub = command.commands.find((c) => c.name() === word);
+    if (!sub) {
+      if (command.commands.length === 0) {
+        command.error(`unknown command '${word}'`, {
+          exitCode: exitCodes.usage,
+          code: 'commander.unknownCommand',
+        });
+      }
+      return words.slice(0, i + 1);
+    }
+    command = sub;
+  }
+  return [...words, '--help'];
+}
+
 /**
  * The commander program: one subcommand per `CommandSpec` (groups such as `tasks` hold theirs),
  * each with its own help and example. Output goes through `io`; errors throw (exitOverride).
  */
-function buildProgram(
-  io: CliIo,
-  ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string },
-) {
+function buildProgram(io: CliIo, ran: Parsed) {
   const program = new Command('pipeline');
   const output = (name: string) => ({
     writeOut: (s: string) => void io.stdout.write(s),
@@ -691,7 +727,9 @@ function buildProgram(
     )
     .version(packageVersion(), '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help (also after any command)')
-    .helpCommand('help [command]', 'show help for a command')
+    // Commander's own help command reads one word (`help tasks approve` would show `tasks`):
+    // `help [command...]` below takes them all.
+    .helpCommand(false)
     .addHelpText(
       'after',
       `${epilogue}\n\nExample:\n  pipeline tasks create --title "Spring launch copy" -o json`,
@@ -728,6 +766,12 @@ function buildProgram(
   for (const [word, group] of groups) {
     group.description(`${word} ${group.commands.map((c) => c.name()).join('|')}`);
   }
+  configure(program.command('help'), 'pipeline help')
+    .description("show a command's help, as --help after it does")
+    .argument('[command...]')
+    .action((words: string[]) => {
+      ran.helpArgv = helpArgv(program, words);
+    });
   return program;
 }
 
@@ -740,7 +784,7 @@ export const cliCommands: readonly Pick<CommandSpec, 'words' | 'args' | 'summary
  * exit 2). Exit 0 done, 1 the server refused or failed, 2 usage (nothing was sent).
  */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  const ran: { spec?: CommandSpec; args?: string[]; values?: Values; path?: string } = {};
+  const ran: Parsed = {};
   try {
     await buildProgram(io, ran).parseAsync([...argv], { from: 'user' });
   } catch (err) {
@@ -751,6 +795,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     return reportUnexpected(io, err);
   }
+  // `help <command…>` is that command's `--help`, parsed anew (it ends there: no second `help`).
+  if (ran.helpArgv) return runCli(ran.helpArgv, io);
   const { spec, values = {}, path = 'pipeline' } = ran;
   if (!spec) return 0;
   try {

@@ -202,6 +202,46 @@ export function unknownSummary(why) {
 }
 
 /**
+ * One read of a refresh that failed: its message, and when no answer came at all (the server
+ * stopped, the network down), the browser's reason.
+ * @typedef {{ message: string, unreachable?: string }} ReadFailure
+ */
+
+/**
+ * The error banner's text for the reads of one refresh that failed. With the server gone every
+ * read fails alike, so that is said once, with its reason (once per distinct reason), not once
+ * per read; each failure that came with an answer (a 500 of one route) is listed as it is.
+ * @param {readonly ReadFailure[]} failures at least one
+ * @param {number} refreshMs
+ * @returns {string}
+ */
+export function failureBanner(failures, refreshMs) {
+  const retrying = `Retrying every ${refreshMs / 1000} s.`;
+  /** @type {string[]} */
+  const reasons = [];
+  /** @type {string[]} */
+  const answered = [];
+  let unanswered = 0;
+  for (const f of failures) {
+    if (f.unreachable === undefined) {
+      if (!answered.includes(f.message)) answered.push(f.message);
+      continue;
+    }
+    unanswered += 1;
+    if (!reasons.includes(f.unreachable)) reasons.push(f.unreachable);
+  }
+  const why = reasons.join('; ');
+  if (answered.length === 0) {
+    return `The pipeline is unreachable (${why}): what is shown may be stale. ${retrying}`;
+  }
+  return [
+    `Some figures could not be read; they may be stale. ${retrying}`,
+    ...(unanswered > 0 ? [`${unanswered} of the requests got no answer (${why})`] : []),
+    ...answered,
+  ].join('\n');
+}
+
+/**
  * The header's one-line verdict on a status answer: the components down first (their figures
  * and alarms cannot be read meanwhile), then the alarms not OK. Never "all OK" while a component
  * is down or an alarm has no data.
@@ -255,6 +295,18 @@ class RequestError extends Error {
   constructor(message, status) {
     super(message);
     this.status = status;
+  }
+}
+
+/** An ops API request that got no answer: the server stopped, or the network is down. */
+class UnreachableError extends Error {
+  /**
+   * @param {string} request its method and path
+   * @param {string} reason what the browser said (Chromium: "Failed to fetch")
+   */
+  constructor(request, reason) {
+    super(`${request}: the pipeline is unreachable (${reason})`);
+    this.reason = reason;
   }
 }
 
@@ -400,7 +452,7 @@ async function call(method, path, body) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
-    throw new Error(`${method} ${path}: the pipeline is unreachable (${messageOf(e)})`);
+    throw new UnreachableError(`${method} ${path}`, messageOf(e));
   }
   const raw = await res.text();
   let json;
@@ -1076,6 +1128,8 @@ function startDashboard(config) {
       trace = obj(both[1]);
     } catch (e) {
       if (id !== traceTaskId) return;
+      // The refresh's banner says the pipeline is unreachable, once: the trace stays as last read.
+      if (quiet && e instanceof UnreachableError) return;
       errorEl.textContent = messageOf(e);
       errorEl.hidden = false;
       if (!quiet || (e instanceof RequestError && e.status === 404)) out.replaceChildren();
@@ -1169,7 +1223,7 @@ function startDashboard(config) {
     }
     running = true;
     clearTimeout(timer);
-    /** @type {string[]} */
+    /** @type {ReadFailure[]} */
     const failures = [];
     /**
      * @param {string} path
@@ -1181,7 +1235,11 @@ function startDashboard(config) {
         render(await call('GET', path));
         return true;
       } catch (e) {
-        failures.push(messageOf(e));
+        failures.push(
+          e instanceof UnreachableError
+            ? { message: e.message, unreachable: e.reason }
+            : { message: messageOf(e) },
+        );
         return false;
       }
     };
@@ -1218,9 +1276,7 @@ function startDashboard(config) {
     }
     const banner = $('error-banner');
     if (failures.length > 0) {
-      banner.textContent = `Some figures could not be read; they may be stale. Retrying every ${
-        config.refreshMs / 1000
-      } s.\n${failures.join('\n')}`;
+      banner.textContent = failureBanner(failures, config.refreshMs);
       banner.hidden = false;
     } else {
       banner.hidden = true;
