@@ -216,6 +216,13 @@ export interface AuditConfig {
   readonly timeoutSeconds: number;
   /** The local runtime only: how often it audits (on AWS the audit runs with the relay's safety sweep). */
   readonly localPeriodSeconds: number;
+  /**
+   * A `FAILED` or `PROCESSING` inbox record nothing was due on, nor done to, for this long has
+   * lost its delivery: each run re-sends it (shared/audit/stuck-records.ts).
+   */
+  readonly stuckAfterSeconds: number;
+  /** Stuck records a run reads and re-sends at most per consumer (the next run goes on). */
+  readonly stuckPerRun: number;
 }
 
 const audit: AuditConfig = {
@@ -231,6 +238,11 @@ const audit: AuditConfig = {
   leaseSeconds: 60,
   timeoutSeconds: 300,
   localPeriodSeconds: 60,
+  // Twice the longest wait between two attempts of a record still being retried: on AWS Lambda's
+  // own retries (a minute, then two) and the retry queue's delay of a backoff cap; locally the
+  // bus retries at the backoff cap (a minute).
+  stuckAfterSeconds: 600,
+  stuckPerRun: 500,
 };
 
 /** Alarm thresholds; both the CDK alarms and the local status page evaluate these. */

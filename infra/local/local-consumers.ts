@@ -18,7 +18,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { localLambdaContext } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import type { InboxOps, InboxPresence } from '../../shared/inbox/inbox-ops';
+import type { InboxOps, InboxPresence, InboxStuckRecords } from '../../shared/inbox/inbox-ops';
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import type { ComponentState, EffectCounts, StatusComponent } from '../../shared/ops/ops-ports';
@@ -87,7 +87,7 @@ export interface LocalConsumers {
   /** Whether the DynamoDB engine serves, and if not, why and since when (its supervisor's word). */
   health(): ComponentState;
   /** The consumers' inbox table as operators read it, for the ops API and the delivery audit (the same table every consumer writes). */
-  readonly inbox: InboxOps & InboxPresence;
+  readonly inbox: InboxOps & InboxPresence & InboxStuckRecords;
   /** The same table through the consumers' port, for the ops API's one write there (a redrive whose re-send failed goes back DEAD). */
   readonly inboxStore: Pick<InboxStore, 'markDead'>;
   /** Runs one delivery through `consumer` (a name of the topology's registry), as Lambda would. */

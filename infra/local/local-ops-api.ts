@@ -3,7 +3,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
-import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports';
+import type { ComponentState, ConsumerRedelivery, StatusComponent } from '../../shared/ops/ops-ports';
 import type { AuditRunner } from './audit-runner';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
@@ -20,6 +20,10 @@ export interface LocalOpsApiDeps {
   readonly audit: AuditRunner;
   /** The audit's grace period here (the topology's, or a test's). */
   readonly auditGraceSeconds: number;
+  /** How a redrive hands an event to a consumer: the bus (journalled) by default. */
+  readonly redelivery?: ConsumerRedelivery;
+  /** When an open record nothing was due on counts as stuck here (the topology's, or a test's). */
+  readonly stuckAfterSeconds: number;
   /** When the runtime started: the relay-silence alarm waits one sweep from here. */
   readonly startedAt: Date;
   readonly sweepMs: number;
@@ -47,7 +51,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     inbox: consumers.inbox,
     inboxStore: consumers.inboxStore,
     deadLetters: new BusDeadLetters(bus),
-    redelivery: new BusRedelivery(bus),
+    redelivery: deps.redelivery ?? new BusRedelivery(bus),
     health: new LocalHealth({
       relay,
       audit: deps.audit,
@@ -62,6 +66,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     processedCount: (consumer) => consumers.processedCount(consumer),
     bus: () => localBusIdentity,
     auditGraceSeconds: deps.auditGraceSeconds,
+    stuckAfterSeconds: deps.stuckAfterSeconds,
     clock: deps.recordClock,
     logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
   });

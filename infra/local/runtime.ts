@@ -21,7 +21,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localHeaderCaller } from '../../shared/http/caller';
 import type { OpsStatus } from '../../shared/ops/ops-api';
-import type { StatusComponent } from '../../shared/ops/ops-ports';
+import type { ConsumerRedelivery, StatusComponent } from '../../shared/ops/ops-ports';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
@@ -43,6 +43,7 @@ import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
+import { BusRedelivery } from './local-ops';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
 import { RelayRunner } from './relay-runner';
@@ -121,6 +122,11 @@ export interface RuntimeOptions {
    * much is appended before it compacts (see BusJournalOptions.compactAfterBytes).
    */
   readonly busJournal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
+  /**
+   * Awaited before an ops redrive hands its event to the bus, after an inbox redrive reset its
+   * record: a test holds it here to kill the runtime between the two writes. None by default.
+   */
+  readonly beforeRedelivery?: (consumer: ConsumerName, event: unknown) => Promise<void>;
   /**
    * Aborts the start (`npm start` asked to stop while starting): looked at between its steps;
    * what was started is stopped again and the start rejects with the signal's reason.
@@ -446,6 +452,16 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           rules: topology.rules,
           settings: auditSettings,
           remainingMs: () => deadline - performance.now(),
+          stuck: { inbox: consumers.inbox, redelivery: new BusRedelivery(bus), clock },
+        }).then((report) => {
+          const resent = Object.values(report.resent).reduce((n, c) => n + c, 0);
+          if (resent > 0 || report.unsendable > 0) {
+            log('delivery audit re-sent inbox records nothing would retry', {
+              resent: report.resent,
+              unsendable: report.unsendable,
+            });
+          }
+          return report;
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
@@ -462,6 +478,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       relay,
       audit,
       auditGraceSeconds: auditSettings.graceSeconds,
+      stuckAfterSeconds: auditSettings.stuckAfterSeconds,
+      redelivery:
+        options.beforeRedelivery && gatedRedelivery(new BusRedelivery(bus), options.beforeRedelivery),
       startedAt,
       sweepMs,
       components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
@@ -513,4 +532,17 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await teardown();
     throw err;
   }
+}
+
+/** A redelivery that waits for `gate` before each hand-over (RuntimeOptions.beforeRedelivery). */
+function gatedRedelivery(
+  inner: ConsumerRedelivery,
+  gate: (consumer: ConsumerName, event: unknown) => Promise<void>,
+): ConsumerRedelivery {
+  return {
+    async redeliver(consumer, event) {
+      await gate(consumer, event);
+      await inner.redeliver(consumer, event);
+    },
+  };
 }

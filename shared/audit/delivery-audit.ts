@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { type BusIdentity, deliveredBusEvent } from '../events/bus-event';
 import { routedConsumers } from '../events/event-routing';
 import { recordKey } from '../inbox/dynamo-inbox-table';
-import type { InboxPresence } from '../inbox/inbox-ops';
+import type { InboxPresence, InboxStuckRecords } from '../inbox/inbox-ops';
 import type { InboxKey } from '../inbox/inbox-store';
+import type { ConsumerRedelivery } from '../ops/ops-ports';
 import { type AuditConfig, type ConsumerName, consumerNames, type RuleSpec, topology } from '../topology';
 import type { DeliveredRow, DeliveryAuditStore, Finding } from './audit-store';
+import { resendStuck } from './stuck-records';
 
 /** What one audit run did (the function's return value, and the local runner's record). */
 export interface AuditReport {
@@ -22,6 +24,10 @@ export interface AuditReport {
   readonly caughtUp: boolean;
   /** Open findings per consumer after the run: what `UndeliveredToConsumer` reports. */
   readonly undelivered: Readonly<Record<ConsumerName, number>>;
+  /** Stuck inbox records this run re-sent, per consumer (none when the run has no `stuck` port). */
+  readonly resent: Readonly<Record<ConsumerName, number>>;
+  /** Stuck records it could not re-send: no whole stored event and no outbox row left to rebuild it from. */
+  readonly unsendable: number;
 }
 
 /** What a run needs; the AWS function and the local runtime build it alike. */
@@ -37,8 +43,19 @@ export interface DeliveryAuditDeps {
     | 'findingsToRecheck'
     | 'settleRecheck'
     | 'undeliveredCounts'
+    | 'deliveredEvents'
   >;
   readonly inbox: InboxPresence;
+  /**
+   * Where the run finds inbox records nothing will retry and how it re-sends them; without it
+   * the run only looks for missing records.
+   */
+  readonly stuck?: {
+    readonly inbox: InboxStuckRecords;
+    readonly redelivery: ConsumerRedelivery;
+    /** Epoch ms the inbox records are written by. @default Date.now */
+    readonly clock?: () => number;
+  };
   /** The rules as the topology defines them: what should have been delivered, whatever is deployed. */
   readonly rules?: readonly RuleSpec[];
   /** Account and Region of the bus, as EventBridge writes them into each event. */
@@ -69,6 +86,10 @@ const pageBytes = topology.relay.claimBytes.perClaim;
  * page one range read of the delivered rows' index and one presence check of its keys
  * (BatchGetItem). The cursor moves with each page's findings in one statement under the run's
  * lease, so a run that dies midway loses no finding and skips no event; the next run goes on.
+ *
+ * Then (with a `stuck` port) it re-sends the inbox records nothing will retry: a record is not
+ * missing, yet `FAILED` or `PROCESSING` with no attempt due or leased for `stuckAfterSeconds`
+ * has lost its delivery as surely (see stuck-records.ts).
  */
 export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditReport> {
   const settings = deps.settings ?? topology.audit;
@@ -85,12 +106,15 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
       cleared: 0,
       caughtUp: false,
       undelivered: await deps.store.undeliveredCounts(),
+      resent: { ...found },
+      unsendable: 0,
     };
   }
   let audited = 0;
   let pages = 0;
   let cleared = 0;
   let caughtUp = false;
+  let stuck = { resent: { ...found }, unsendable: 0 };
   try {
     const open = await deps.store.findingsToRecheck(settings.recheckPerRun);
     if (open.length > 0) {
@@ -128,6 +152,18 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
         break;
       }
     }
+    // Under the lease, so two runs never re-send the same record at once.
+    if (deps.stuck && remainingMs() > pageMarginMs) {
+      stuck = await resendStuck({
+        inbox: deps.stuck.inbox,
+        redelivery: deps.stuck.redelivery,
+        outbox: deps.store,
+        bus: deps.bus,
+        now: (deps.stuck.clock ?? Date.now)(),
+        stuckAfterSeconds: settings.stuckAfterSeconds,
+        limit: settings.stuckPerRun,
+      });
+    }
   } finally {
     await deps.store.release(owner, audited);
   }
@@ -139,6 +175,7 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
     cleared,
     caughtUp,
     undelivered: await deps.store.undeliveredCounts(),
+    ...stuck,
   };
 }
 

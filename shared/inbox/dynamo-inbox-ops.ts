@@ -22,7 +22,15 @@ import {
   storeError,
 } from './dynamo-inbox-table';
 import { InboxNotDeadError, InboxRecordNotFoundError } from './errors';
-import type { InboxOps, InboxPage, InboxPresence, OpenFigure, OpenFigures } from './inbox-ops';
+import {
+  type InboxOps,
+  type InboxPage,
+  type InboxPresence,
+  type InboxStuckRecords,
+  isStuck,
+  type OpenFigure,
+  type OpenFigures,
+} from './inbox-ops';
 import type { InboxKey, InboxRecord } from './inbox-store';
 
 /** Options of the operator's adapter; the defaults suit the Lambda functions. */
@@ -39,7 +47,7 @@ export interface DynamoInboxOpsOptions extends DynamoInboxTableOptions {
  * and the redrive, one conditional UpdateItem. Over the table the consumers' `DynamoInboxStore`
  * writes, with the same shard count.
  */
-export class DynamoInboxOps extends DynamoInboxTable implements InboxOps, InboxPresence {
+export class DynamoInboxOps extends DynamoInboxTable implements InboxOps, InboxPresence, InboxStuckRecords {
   private readonly pageSize: number;
   private readonly openQueries: LimitFunction;
 
@@ -136,6 +144,33 @@ export class DynamoInboxOps extends DynamoInboxTable implements InboxOps, InboxP
       if (!more) return { records };
       if (records.length >= limit) return { records, cursor: encodeCursor(consumer, after as string) };
     }
+  }
+
+  /**
+   * Per status (`FAILED`, `PROCESSING`) and shard, the index entries older than `before` (a
+   * record stuck since then entered its status before it), oldest first, `limit` at most of
+   * each shard; then those records from the table, kept when {@link isStuck}. Reads only the
+   * open records older than `before`: a healthy pipeline has few or none.
+   */
+  async stuck(consumer: string, before: number, limit: number): Promise<readonly InboxRecord[]> {
+    const bound = `${new Date(before).toISOString()}#`;
+    const keys = await Promise.all(
+      (['FAILED', 'PROCESSING'] as const).flatMap((status) =>
+        openKeys(consumer, status, this.shards).map(async (value) => {
+          const output = await this.queryOpen(consumer, value, { before: bound, limit });
+          return ((output.Items ?? []) as InboxItem[]).map((item) => ({
+            [inboxTableSchema.partitionKey]: item[inboxTableSchema.partitionKey],
+          }));
+        }),
+      ),
+    );
+    const found = await this.getMany(keys.flat());
+    const records: InboxRecord[] = [];
+    for (const item of found.values()) {
+      const record = decode(item);
+      if (isStuck(record, before)) records.push(record);
+    }
+    return records.sort((a, b) => a.updatedAt - b.updatedAt).slice(0, limit);
   }
 
   /**
@@ -261,10 +296,20 @@ export class DynamoInboxOps extends DynamoInboxTable implements InboxOps, InboxP
   private queryOpen(
     consumer: string,
     value: string,
-    options: { start?: Record<string, unknown>; after?: string; limit?: number; count?: boolean },
+    options: {
+      start?: Record<string, unknown>;
+      after?: string;
+      before?: string;
+      limit?: number;
+      count?: boolean;
+    },
   ): Promise<QueryCommandOutput> {
     const keyCondition =
-      options.after === undefined ? '#openKey = :openKey' : '#openKey = :openKey AND #openSince > :after';
+      options.after !== undefined
+        ? '#openKey = :openKey AND #openSince > :after'
+        : options.before !== undefined
+          ? '#openKey = :openKey AND #openSince < :before'
+          : '#openKey = :openKey';
     return this.openQueries(() =>
       this.call('queryOpen', { consumer, eventId: `*${value}` }, () =>
         this.doc.send(
@@ -276,6 +321,9 @@ export class DynamoInboxOps extends DynamoInboxTable implements InboxOps, InboxP
             ExpressionAttributeValues: {
               ':openKey': value,
               ...(options.after === undefined ? {} : { ':after': options.after }),
+              ...(options.after !== undefined || options.before === undefined
+                ? {}
+                : { ':before': options.before }),
             },
             ExclusiveStartKey: options.start,
             Select: options.count ? 'COUNT' : undefined,

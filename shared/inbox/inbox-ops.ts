@@ -72,3 +72,29 @@ export interface InboxPresence {
   /** The table keys (`recordKey`, `<consumer>#<eventId>`) of those of `keys` that have a record. */
   present(keys: readonly InboxKey[]): Promise<ReadonlySet<string>>;
 }
+
+/**
+ * The open records nothing is working on: `FAILED` or `PROCESSING` records of one consumer
+ * whose next attempt and lease both ended before `before` and that nothing changed since then.
+ * What the delivery audit re-sends (shared/audit/stuck-records.ts): a record whose delivery was
+ * lost (a bus journal line damaged, a kill between an inbox redrive's reset and its re-send)
+ * would otherwise wait for a retry that never comes. Apart from {@link InboxOps} as
+ * {@link InboxPresence} is: only the audit and its route ask it.
+ */
+export interface InboxStuckRecords {
+  /**
+   * At most `limit` such records of `consumer`, oldest first per status, read from the
+   * operator's index (only entries older than `before`) and then the table.
+   */
+  stuck(consumer: string, before: number, limit: number): Promise<readonly InboxRecord[]>;
+}
+
+/** Whether nothing has worked on `r` since `before` and nothing is due to: no attempt scheduled or leased after it. */
+export function isStuck(r: InboxRecord, before: number): boolean {
+  return (
+    (r.status === 'FAILED' || r.status === 'PROCESSING') &&
+    r.updatedAt < before &&
+    r.nextAttemptAt < before &&
+    r.leaseUntil < before
+  );
+}

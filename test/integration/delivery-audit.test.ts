@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
-import type { SqlClient } from '../../shared/db/sql-client';
+import { type SqlClient, sqlParam } from '../../shared/db/sql-client';
 import { recordKey } from '../../shared/inbox/dynamo-inbox-table';
 import type { InboxPresence } from '../../shared/inbox/inbox-ops';
-import type { InboxKey } from '../../shared/inbox/inbox-store';
+import type { InboxKey, InboxRecord } from '../../shared/inbox/inbox-store';
 import { type AuditConfig, type ConsumerName, topology } from '../../shared/topology';
 import { openTestDatabase, type SqlAdapterFactory, sqlAdapters } from '../support/sql-adapters';
 
@@ -115,6 +115,50 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
     );
   });
 
+  it('re-sends the inbox records nothing will retry: the stored event, or one rebuilt from its outbox row', async () => {
+    const [whole, truncated, purged] = (await seedDelivered(owner, topology.eventTypes.approved, 3)) as [
+      string,
+      string,
+      string,
+    ];
+    await owner.query('DELETE FROM outbox WHERE event_id = :purged', { purged: sqlParam.uuid(purged) });
+    const stored = { id: 'bus-stored', detail: { id: whole } };
+    const record = (eventId: string, event: unknown) =>
+      ({ consumer: 'notify', eventId, event }) as InboxRecord;
+    const asked: { consumer: string; before: number }[] = [];
+    const sent: { consumer: ConsumerName; event: unknown }[] = [];
+    const now = Date.parse('2026-12-05T12:00:00Z');
+
+    const report = await runDeliveryAudit({
+      store,
+      inbox,
+      bus,
+      settings: { ...settings, stuckAfterSeconds: 600 },
+      stuck: {
+        inbox: {
+          stuck: async (consumer, before) => {
+            asked.push({ consumer, before });
+            return consumer === 'notify'
+              ? [record(whole, stored), record(truncated, '{"version":"0","id":"bus-'), record(purged, '{')]
+              : [];
+          },
+        },
+        redelivery: { redeliver: async (consumer, event) => void sent.push({ consumer, event }) },
+        clock: () => now,
+      },
+    });
+
+    expect(asked.map((a) => a.before)).toEqual(everyConsumer.map(() => now - 600_000));
+    expect(report).toMatchObject({ resent: { index: 0, notify: 2, archive: 0 }, unsendable: 1 });
+    expect(sent).toEqual([
+      { consumer: 'notify', event: stored },
+      {
+        consumer: 'notify',
+        event: expect.objectContaining({ detail: expect.objectContaining({ id: truncated }) }),
+      },
+    ]);
+  });
+
   it('leaves an event delivered within the grace period for a later run, by the database’s clock', async () => {
     const [recent] = await seedDelivered(owner, topology.eventTypes.approved, 1, 10);
     expect(await run({ graceSeconds: 300 })).toMatchObject({ audited: 0, caughtUp: true });
@@ -204,6 +248,8 @@ describe('delivery audit on an empty outbox', () => {
         cleared: 0,
         caughtUp: true,
         undelivered: { index: 0, notify: 0, archive: 0 },
+        resent: { index: 0, notify: 0, archive: 0 },
+        unsendable: 0,
       });
     } finally {
       await opened.close();
