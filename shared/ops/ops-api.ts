@@ -10,7 +10,7 @@ import { jsonResponse } from '../http/responses';
 import { createRouter, type Route, routeFor } from '../http/router';
 import { isInboxError } from '../inbox/errors';
 import { inboxHealth } from '../inbox/inbox-health';
-import type { InboxOps } from '../inbox/inbox-ops';
+import { type InboxOps, isStuck } from '../inbox/inbox-ops';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
@@ -116,6 +116,11 @@ export interface OpsApiDeps {
   readonly bus?: (context: Context) => BusIdentity;
   /** The delivery audit's grace period, from which its lag is told. @default `topology.audit.graceSeconds` */
   readonly auditGraceSeconds?: number;
+  /**
+   * How long an open record nothing was due on stays before its redrive re-sends it (see
+   * shared/audit/stuck-records.ts). @default `topology.audit.stuckAfterSeconds`
+   */
+  readonly stuckAfterSeconds?: number;
   readonly clock?: () => number;
 }
 
@@ -208,7 +213,12 @@ export interface OpsRouteDeps {
   trace(taskId: string): Promise<TaskTrace>;
   auditListing(consumer: ConsumerName | undefined): Promise<AuditListing>;
   redriveOutbox(target: RedriveTarget, stopBy: number): Promise<Redriven>;
-  redriveInbox(consumer: ConsumerName, target: RedriveTarget, stopBy: number): Promise<Redriven>;
+  redriveInbox(
+    consumer: ConsumerName,
+    target: RedriveTarget,
+    stopBy: number,
+    bus: BusIdentity,
+  ): Promise<Redriven>;
   redriveDeadLetters(target: ConsumerRedriveTarget, stopBy: number): Promise<Redriven>;
   redriveAudit(
     target: ConsumerRedriveTarget,
@@ -270,7 +280,7 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
     body: inboxRedriveBody,
     invalid: redriveShape,
     handler: async ({ params, body, context }, ops) =>
-      ok(await ops.redriveInbox(consumerOf(params.consumer), body, ops.stopBy(context))),
+      ok(await ops.redriveInbox(consumerOf(params.consumer), body, ops.stopBy(context), ops.bus(context))),
   }),
   route({
     method: 'GET',
@@ -319,6 +329,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const outbox = new OutboxStore(db);
   const audits = new DeliveryAuditStore(db);
   const auditGraceSeconds = deps.auditGraceSeconds ?? topology.audit.graceSeconds;
+  const stuckAfterSeconds = deps.stuckAfterSeconds ?? topology.audit.stuckAfterSeconds;
   const busOf = deps.bus ?? (() => localBusIdentity);
 
   async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
@@ -471,22 +482,63 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
     return true;
   }
 
+  /**
+   * Re-sends a record nothing will retry (`FAILED` or `PROCESSING`, nothing due on it for
+   * `stuckAfterSeconds`: its delivery was lost), as the delivery audit does on its own: the
+   * stored event, or (stored truncated) the event rebuilt from its outbox row. The record is
+   * not changed, so there is no step between two writes for a crash to fall into.
+   */
+  async function resendStuckRecord(
+    consumer: ConsumerName,
+    eventId: string,
+    bus: BusIdentity,
+  ): Promise<boolean> {
+    const current = await inbox.get({ consumer, eventId });
+    if (!current || !isStuck(current, clock() - stuckAfterSeconds * 1_000)) return false;
+    let event = current.event;
+    if (typeof event !== 'object' || event === null) {
+      const row = (await audits.deliveredEvents([eventId])).get(eventId);
+      if (!row) {
+        throw new HttpError(
+          409,
+          `the stored event of ${consumer}/${eventId} was truncated and its outbox row is gone`,
+        );
+      }
+      event = deliveredBusEvent(row, row.busEventId, bus);
+    }
+    await redelivery.redeliver(consumer, event);
+    return true;
+  }
+
   async function redriveInbox(
     consumer: ConsumerName,
     target: RedriveTarget,
     stopBy: number,
+    bus: BusIdentity,
   ): Promise<Redriven> {
     if ('eventId' in target) {
-      if (!(await redriveInboxRecord(consumer, target.eventId))) {
-        throw new HttpError(404, `no dead ${consumer} inbox record ${target.eventId}`);
+      if (
+        !(await redriveInboxRecord(consumer, target.eventId)) &&
+        !(await resendStuckRecord(consumer, target.eventId, bus))
+      ) {
+        throw new HttpError(
+          404,
+          `no dead ${consumer} inbox record ${target.eventId}, nor one nothing will retry`,
+        );
       }
       return { redriven: 1, complete: true };
     }
+    // Each record at most once per request: one that dies again while this goes on is listed
+    // again after the cursor (its death is newer) and must not be redriven again, or a redrive
+    // of records that keep dying runs until its deadline.
+    const seen = new Set<string>();
     let redriven = 0;
     let cursor: string | undefined;
     do {
       const page = await inbox.listDead(consumer, { limit: opsListLimits.inboxDead, cursor });
       for (const r of page.records) {
+        if (seen.has(r.eventId)) continue;
+        seen.add(r.eventId);
         // Between records only, never between a reset and its hand-over.
         if (clock() >= stopBy) return { redriven, complete: false };
         if (await redriveInboxRecord(consumer, r.eventId).catch(skipTruncated)) redriven++;

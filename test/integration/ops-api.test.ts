@@ -12,7 +12,7 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
 import type { InboxOps } from '../../shared/inbox/inbox-ops';
-import { createOpsApi, type OpsApiDeps, opsApiRoutes } from '../../shared/ops/ops-api';
+import { createOpsApi, type OpsApiDeps, opsApiRoutes, opsListLimits } from '../../shared/ops/ops-api';
 import type {
   ConsumerRedelivery,
   DeadLetter,
@@ -403,6 +403,93 @@ describeEachEngine('ops API', (fixture) => {
     expect(await call('POST', '/ops/inbox/archive/dead/redrive', { all: true })).toMatchObject({
       body: { redriven: 2, complete: true },
     });
+  });
+
+  it('a redrive of every DEAD inbox record redrives each once, also those that die again meanwhile', async () => {
+    // Each re-send dies again at once, as a consumer whose effect still fails gives up: the
+    // record goes back DEAD (fenced on the redrive's ownership) with a newer death, listed again.
+    // By the bus event's id: the record's stored event, read back, is another object. More than
+    // a page of the dead list, so the redrive lists again after those it redrove first.
+    const events = new Map<string, string>();
+    for (let i = 0; i < opsListLimits.inboxDead + 10; i++) {
+      const event = busEvent(approvedRow());
+      events.set(event.id, await deadRecord('notify', event));
+    }
+    const sends = new Map<string, number>();
+    const diesAgain: ConsumerRedelivery = {
+      redeliver: async (consumer, event) => {
+        const eventId = events.get((event as { id: string }).id);
+        if (eventId === undefined) return;
+        sends.set(eventId, (sends.get(eventId) ?? 0) + 1);
+        const reset = await inboxOps.get({ consumer, eventId });
+        await inbox.markDead(
+          { consumer, eventId },
+          { status: 'FAILED', leaseOwner: reset?.leaseOwner as string },
+          { now: Date.now(), reason: 'failed again', expiresAt: 2_000_000_000 },
+        );
+      },
+    };
+
+    const answer = await call(
+      'POST',
+      '/ops/inbox/notify/dead/redrive',
+      { all: true },
+      { redelivery: diesAgain },
+      15_000,
+    );
+
+    expect(answer.body).toMatchObject({ complete: true });
+    expect(Object.fromEntries(sends)).toEqual(Object.fromEntries([...events.values()].map((id) => [id, 1])));
+  });
+
+  it('redrives by id a FAILED record nothing will retry (its stored event re-sent, unchanged), not one whose retry is due', async () => {
+    const failedAt = async (now: number) => {
+      const eventId = randomUUID();
+      const event = busEvent(approvedRow());
+      const base = {
+        consumer: 'index',
+        eventId,
+        owner: 'a',
+        payloadHash: 'h',
+        eventType: 'content.approved',
+      };
+      await inbox.begin({ ...base, leaseUntil: now + 10, subject: null, event, now });
+      await inbox.fail({ consumer: 'index', eventId }, 'a', {
+        now,
+        firstAttemptAt: now,
+        error: 'the bus journal line of its retry was lost',
+        nextAttemptAt: now + 1_000,
+        kind: 'transient',
+        permanentFailures: 0,
+      });
+      return { eventId, event };
+    };
+    const stuck = await failedAt(Date.now() - 3_600_000);
+    const retrying = await failedAt(Date.now());
+
+    expect(
+      await call(
+        'POST',
+        '/ops/inbox/index/dead/redrive',
+        { eventId: stuck.eventId },
+        { stuckAfterSeconds: 600 },
+      ),
+    ).toMatchObject({ status: 200, body: { redriven: 1 } });
+    expect(redelivered).toEqual([{ consumer: 'index', event: stuck.event }]);
+    expect(await inboxOps.get({ consumer: 'index', eventId: stuck.eventId })).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+    });
+    expect(
+      (
+        await call(
+          'POST',
+          '/ops/inbox/index/dead/redrive',
+          { eventId: retrying.eventId },
+          { stuckAfterSeconds: 600 },
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it('redrives a dead inbox record: reset, then its stored event handed back to the consumer', async () => {
