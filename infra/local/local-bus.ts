@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { assertValidRules } from '../../shared/events/event-pattern';
 import type { ConsumerName, RuleSpec } from '../../shared/topology';
 import type { BusCounters, BusDeadLetter, BusEvent } from './bus/bus-types';
+import { countKeptAside } from './bus/damaged-lines';
 import { DeadLetterFile } from './bus/dead-letters';
-import { BusJournal, type JournalDisk } from './bus/journal';
+import { BusJournal, type DamagedLine, type JournalDisk } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
 import type { FaultInjector } from './faults';
@@ -63,6 +64,8 @@ export class LocalBus {
   private readonly dispatch: TargetDispatch;
   private readonly putEvents: PutEventsEndpoint;
   private redriving: Promise<unknown> = Promise.resolve();
+  /** Journal lines kept aside in `damagedFile` (by this start and earlier ones), and those of this start. */
+  private damage: { keptAside: number; lines: readonly DamagedLine[] } = { keptAside: 0, lines: [] };
 
   constructor(private readonly options: LocalBusOptions) {
     this.rules = options.rules.map((spec) => ({ spec, enabled: true }));
@@ -124,6 +127,16 @@ export class LocalBus {
       pending = await this.journal.recover();
       if (Date.now() - started > 1_000)
         this.options.log?.('bus journal recovered', { ms: Date.now() - started, pending: pending.length });
+      this.damage = {
+        keptAside: await countKeptAside(this.journal.damagedPath),
+        lines: this.journal.damaged,
+      };
+      for (const d of this.damage.lines) {
+        this.options.log?.(
+          `bus journal line ${d.lineNumber} could not be read (${d.torn ? 'its last line, cut short by a crash' : 'damaged'}): kept aside in ${this.journal.damagedPath}`,
+          { component: 'bus', lineNumber: d.lineNumber, torn: d.torn, file: this.journal.damagedPath },
+        );
+      }
       await this.journal.openForAppend();
     } catch (err) {
       throw new Error(
@@ -196,6 +209,19 @@ export class LocalBus {
     const rule = this.rules.find((r) => r.spec.name === name);
     if (rule) rule.enabled = enabled;
     return rule !== undefined;
+  }
+
+  /**
+   * The journal lines a start could not read: how many its keep-aside file holds (this start's
+   * and earlier ones', until someone removes the file), where, and the lines of this start,
+   * whose deliveries the runtime makes again (journal-repair.ts).
+   */
+  journalDamage(): {
+    readonly keptAside: number;
+    readonly file: string;
+    readonly lines: readonly DamagedLine[];
+  } {
+    return { ...this.damage, file: this.journal.damagedPath };
   }
 
   /** Whether the bus takes events: its journal accepts writes (a full or failing disk stops it). */

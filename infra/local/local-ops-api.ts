@@ -63,6 +63,10 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     }),
     nudger: relay,
     effects: () => consumers.effectCounts(),
+    journal: async () => {
+      const { keptAside, file } = bus.journalDamage();
+      return { linesKeptAside: keptAside, file };
+    },
     processedCount: (consumer) => consumers.processedCount(consumer),
     bus: () => localBusIdentity,
     auditGraceSeconds: deps.auditGraceSeconds,

@@ -41,6 +41,7 @@ import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import type { LocalPort } from './consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
 import { startHttpServer } from './http-server';
+import { remakeDamagedDeliveries } from './journal-repair';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { BusRedelivery } from './local-ops';
@@ -366,6 +367,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await bus.start();
     stack.push(() => bus.stop());
     options.signal?.throwIfAborted();
+    const damaged = bus.journalDamage().lines;
+    if (damaged.length > 0) {
+      // The outbox is the truth: what the unreadable lines still name is delivered again from it.
+      const repair = await remakeDamagedDeliveries(
+        damaged.map((d) => d.text),
+        { db, rules: topology.rules, bus },
+      );
+      log(
+        `bus journal: ${damaged.length} line(s) could not be read; ${repair.deliveries} deliveries of ${repair.events} event(s) they name made again from the outbox`,
+        { component: 'bus', file: bus.journalDamage().file, ...repair },
+      );
+    }
 
     const abort = new AbortController();
     const logger = new Logger({ serviceName: relayServiceName, logLevel: 'WARN' });

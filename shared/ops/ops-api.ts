@@ -58,6 +58,16 @@ export interface OpsStatus {
   /** Each alarm's state; INSUFFICIENT_DATA (locally) for one whose figure could not be read. */
   readonly alarms: Record<string, AlarmState> | null;
   readonly relay: RelayHealth | null;
+  /** The local bus's journal: lines a start could not read, kept aside; null where there is none (AWS). */
+  readonly journal: JournalStatus | null;
+}
+
+/** The local bus journal as `GET /ops/status` shows it. */
+export interface JournalStatus {
+  /** Lines starts could not read and kept aside (their deliveries made again from the outbox), until the file is removed. */
+  readonly linesKeptAside: number;
+  /** Where they are kept, beside the journal. */
+  readonly file: string;
 }
 
 /** The delivery audit as `GET /ops/status` shows it. */
@@ -107,6 +117,8 @@ export interface OpsApiDeps {
   readonly logger: OpsApiLogger;
   /** Local only: counts of what the effects did (their files and tables). */
   readonly effects?: () => Promise<EffectCounts>;
+  /** Local only: the bus journal's lines kept aside (there is no journal on AWS). */
+  readonly journal?: () => Promise<JournalStatus>;
   /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
   /**
@@ -370,6 +382,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         ),
         read('components', undefined, async () => (await health.components?.()) ?? {}),
       ]);
+    const journal = deps.journal ? await read('journal', 'bus', deps.journal) : null;
     const consumers =
       consumerList &&
       (Object.fromEntries(consumerNames.map((c, i) => [c, consumerList[i]])) as Record<
@@ -406,6 +419,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       },
       alarms,
       relay,
+      journal,
     };
   }
 

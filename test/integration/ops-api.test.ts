@@ -153,7 +153,12 @@ describeEachEngine('ops API', (fixture) => {
     expect(status, inspect(logger.error.mock.calls, { depth: 5 })).toBe(200);
     expect(body.consumers.notify.dead).toBe(before.consumers.notify.dead + 1);
     expect(body.consumers.notify.processed).toBeNull();
-    expect(body).toMatchObject({ effects: null, deadLetters: 0, alarms: { 'oldest-pending-age': 'OK' } });
+    expect(body).toMatchObject({
+      effects: null,
+      journal: null,
+      deadLetters: 0,
+      alarms: { 'oldest-pending-age': 'OK' },
+    });
     expect(Object.keys(body).sort()).toEqual(
       [
         'alarms',
@@ -162,6 +167,7 @@ describeEachEngine('ops API', (fixture) => {
         'consumers',
         'deadLetters',
         'effects',
+        'journal',
         'outbox',
         'relay',
         'tasks',

@@ -2,12 +2,22 @@ import { createReadStream, existsSync } from 'node:fs';
 import { type FileHandle, open as openFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { BusEvent, BusTarget, TargetDelivery } from './bus-types';
+import { keepAside } from './damaged-lines';
 import { replaceDurablyAsync } from './durable-file';
 
 /** A line of the journal: an accepted event with its targets, or one target finished with it. */
 type JournalLine =
   | { t: 'event'; event: BusEvent; targets: BusTarget[] }
   | { t: 'done'; id: string; consumer: BusTarget['consumer']; rule: string };
+
+/** A journal line the start could not read, as it was kept aside (see {@link BusJournal.recover}). */
+export interface DamagedLine {
+  /** 1-based, in the journal as the start found it. */
+  readonly lineNumber: number;
+  readonly text: string;
+  /** The file's last line, without its newline: an append a crash cut short (never answered). */
+  readonly torn: boolean;
+}
 
 /** An event and the targets it still has to reach. */
 export interface JournalledEvent {
@@ -125,6 +135,8 @@ export class BusJournal {
   /** Characters appended since the last compaction, and how many that compaction wrote. */
   private appended = 0;
   private compacted = 0;
+  /** The lines the last {@link recover} could not read, kept aside in `damagedPath`. */
+  damaged: readonly DamagedLine[] = [];
   /** Durable, unfinished events by id, with the targets each still has to reach. */
   private readonly open = new Map<string, { event: BusEvent; targets: Map<string, BusTarget> }>();
   private readonly disk: JournalDisk;
@@ -138,29 +150,45 @@ export class BusJournal {
     this.clock = options.clock ?? Date.now;
   }
 
+  /** Where {@link recover} keeps the lines it could not read: `<journal>.damaged.jsonl`, beside it. */
+  get damagedPath(): string {
+    return this.path.replace(/\.jsonl$/, '') + '.damaged.jsonl';
+  }
+
   /**
    * Reads what an earlier run left pending, line by line (a journal of any size: never one
    * string), compacts the journal to just that (durably, before the old journal is replaced:
    * a crash right after a restart must not lose pending deliveries), and returns one delivery
    * per pending (event, target).
+   *
+   * A line it cannot read (damaged on the disk while the runtime was stopped, or the last line
+   * of an append a crash cut short) is never dropped silently: it is appended to
+   * {@link damagedPath} (fsync'ed) before the journal is rewritten without it, and listed in
+   * {@link damaged}, so that its owner reports it and makes its deliveries again from what the
+   * line's ids name (the local bus does, from the outbox: infra/local/journal-repair.ts).
    */
   async recover(): Promise<TargetDelivery[]> {
     this.open.clear();
+    this.damaged = [];
     if (!existsSync(this.path)) return [];
     const lines = createInterface({
       input: createReadStream(this.path, { encoding: 'utf8' }),
       crlfDelay: Number.POSITIVE_INFINITY,
     });
+    const damaged: { lineNumber: number; text: string }[] = [];
+    let lineNumber = 0;
     for await (const line of lines) {
+      lineNumber++;
       if (!line.trim()) continue;
-      let entry: JournalLine;
-      try {
-        entry = JSON.parse(line) as JournalLine;
-      } catch {
-        continue; // a torn last line from a crash mid-append: its entry was never answered
-      }
-      if (entry.t === 'event') this.remember(entry.event, entry.targets);
+      const entry = parseLine(line);
+      if (!entry) damaged.push({ lineNumber, text: line });
+      else if (entry.t === 'event') this.remember(entry.event, entry.targets);
       else this.forget(entry.id, entry);
+    }
+    if (damaged.length > 0) {
+      const torn = !(await endsWithNewline(this.path));
+      this.damaged = damaged.map((d) => ({ ...d, torn: torn && d.lineNumber === lineNumber }));
+      await keepAside(this.damagedPath, this.damaged, this.clock());
     }
     const pending: TargetDelivery[] = [];
     for (const { event, targets } of this.open.values()) {
@@ -394,3 +422,39 @@ export class BusJournal {
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** A journal line, or undefined when it is not one whole: not JSON, or not the shape this journal writes. */
+function parseLine(line: string): JournalLine | undefined {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const e = entry as Partial<Record<string, unknown>> | null;
+  if (typeof e !== 'object' || e === null) return undefined;
+  if (e.t === 'event') {
+    const event = e.event as Partial<BusEvent> | undefined;
+    return typeof event?.id === 'string' && Array.isArray(e.targets) ? (e as JournalLine) : undefined;
+  }
+  return e.t === 'done' &&
+    typeof e.id === 'string' &&
+    typeof e.consumer === 'string' &&
+    typeof e.rule === 'string'
+    ? (e as JournalLine)
+    : undefined;
+}
+
+/** Whether the file's last byte is a newline (an empty file counts as ending well). */
+async function endsWithNewline(path: string): Promise<boolean> {
+  const handle = await openFile(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return true;
+    const byte = Buffer.alloc(1);
+    await handle.read(byte, 0, 1, size - 1);
+    return byte[0] === 0x0a;
+  } finally {
+    await handle.close();
+  }
+}

@@ -156,6 +156,17 @@ export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): st
     ]),
   );
   out.push(line('dead letters', 'deadLetters', () => [String(num(s.deadLetters))]));
+  // Local only, and only once a start kept a journal line aside: the file is what to look at.
+  const journal = record(s.journal);
+  if (num(journal.linesKeptAside) > 0) {
+    out.push(
+      labelled(
+        'bus journal',
+        [p.alarm(`${num(journal.linesKeptAside)} unreadable line(s) kept aside`), `in ${String(journal.file)}`],
+        maxWidth,
+      ),
+    );
+  }
   out.push(
     line('audit', 'audit', () => [
       `last run ${typeof audit.lastRunAt === 'string' ? audit.lastRunAt : 'never'}`,
