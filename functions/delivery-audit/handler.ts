@@ -3,6 +3,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
@@ -14,12 +15,15 @@ import { createSqlClient, parseConfig } from '../../shared/config';
 import { consumerEnv, deliveryAuditServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
+import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
 import {
   cloudWatchOkAlarms,
   gaugeAlarmsEnv,
   gaugeAlarmsVariable,
 } from '../../shared/ops/adapters/aws/ok-alarms';
+import { consumerFunctionsVariable, opsEnv } from '../../shared/ops/ops-config';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import type { ConsumerName } from '../../shared/topology';
 
 // Built once per container; a bad environment fails the cold start.
 const config = parseConfig();
@@ -27,6 +31,7 @@ const env = parseEnvironment(
   z.object({
     [consumerEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
     [gaugeAlarmsEnv]: gaugeAlarmsVariable,
+    [opsEnv.consumerFunctions]: consumerFunctionsVariable,
   }),
   process.env,
   'delivery audit configuration',
@@ -37,6 +42,11 @@ const store = new DeliveryAuditStore(createSqlClient(config));
 const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
+// A stuck record is re-sent as an inbox redrive re-sends one: an async invoke of its consumer.
+const redelivery = new LambdaRedelivery(
+  new LambdaClient({}),
+  env[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
+);
 const okAlarms = cloudWatchOkAlarms(
   new CloudWatchClient({}),
   env[gaugeAlarmsEnv] as Record<string, string> | undefined,
@@ -53,8 +63,15 @@ export const handler = middy(async (_event: unknown, context: Context): Promise<
     inbox,
     bus: functionIdentity(context),
     remainingMs: () => context.getRemainingTimeInMillis(),
+    stuck: { inbox, redelivery },
   });
   await emitAuditGauges({ undelivered: report.undelivered, metrics, okAlarms });
+  if (Object.values(report.resent).some((n) => n > 0) || report.unsendable > 0) {
+    logger.warn('inbox records nothing would retry re-sent', {
+      resent: report.resent,
+      unsendable: report.unsendable,
+    });
+  }
   if (Object.values(report.found).some((n) => n > 0)) {
     logger.warn('delivered events missing from a consumer inbox', { found: report.found });
   }

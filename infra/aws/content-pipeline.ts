@@ -353,6 +353,10 @@ export class ContentPipeline extends Construct {
     this.audit = new DeliveryAudit(this, 'DeliveryAudit', {
       database: this.database.access('audit'),
       inbox: this.inbox,
+      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
+        ConsumerName,
+        ReturnType<typeof consumerFunction>
+      >,
       audit: topology.audit,
       schedule: this.relay.schedule,
       alarmNames: { [alarmIds.undelivered]: alarmName(stack.stackName, alarmIds.undelivered) },

@@ -32,16 +32,19 @@ export interface OpsConfig {
 const consumerName = z.enum(consumerNames);
 const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN');
 
+/** `CONSUMER_FUNCTIONS`: each consumer's function name, as JSON; read by the ops API and the delivery audit (its re-sends). */
+export const consumerFunctionsVariable = jsonVariable(
+  z
+    .record(consumerName, functionName)
+    .refine((m) => consumerNames.every((c) => c in m), 'must name a function for every consumer'),
+);
+
 const schema = z.object({
   [opsEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
   [opsEnv.alarmPrefix]: z.string().min(1).max(200),
   [opsEnv.alarms]: jsonVariable(z.array(z.string().min(1).max(255)).max(100, 'at most 100 alarms')),
   [opsEnv.relayFunction]: functionName,
-  [opsEnv.consumerFunctions]: jsonVariable(
-    z
-      .record(consumerName, functionName)
-      .refine((m) => consumerNames.every((c) => c in m), 'must name a function for every consumer'),
-  ),
+  [opsEnv.consumerFunctions]: consumerFunctionsVariable,
   [opsEnv.deadLetterQueues]: blankIsUnset(
     jsonVariable(
       z.array(

@@ -435,7 +435,7 @@ describe('delivery audit', () => {
     });
   });
 
-  it('may read which inbox records exist by key (BatchGetItem), its own database role and its own alarms, nothing more', () => {
+  it('may read which inbox records exist by key (BatchGetItem), the open records of the index (Query), re-send to the consumers (InvokeFunction), its own database role and its own alarms, nothing more', () => {
     const statements = statementsOf(s.stack.pipeline.audit.function).filter(
       (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
     );
@@ -444,6 +444,8 @@ describe('delivery audit', () => {
       [
         'cloudwatch:DescribeAlarms',
         'dynamodb:BatchGetItem',
+        'dynamodb:Query',
+        'lambda:InvokeFunction',
         'rds-data:BeginTransaction',
         'rds-data:CommitTransaction',
         'rds-data:ExecuteStatement',
@@ -456,6 +458,15 @@ describe('delivery audit', () => {
       Effect: 'Allow',
       Resource: arnOf(s.stack.pipeline.inbox.table),
     });
+    const invoke = statements.find((st) => st.Action === 'lambda:InvokeFunction');
+    expect(invoke?.Resource).toEqual(
+      expect.arrayContaining(consumerNames.map((c) => arnOf(consumerFunction(c)))),
+    );
+    expect(invoke?.Resource).toHaveLength(consumerNames.length);
+    // The consumers' function names, as the ops API is told them (its redrive re-sends the same way).
+    expect(envOf(s.stack.pipeline.audit.function).CONSUMER_FUNCTIONS).toEqual(
+      envOf(s.stack.pipeline.opsApi.function).CONSUMER_FUNCTIONS,
+    );
     const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
     expect(JSON.stringify(alarms?.Resource)).toMatch(/:alarm:ContentPipeline-sandbox-undelivered"\]\]\}$/);
     expect(JSON.parse(String(envOf(s.stack.pipeline.audit.function).GAUGE_ALARMS))).toEqual({

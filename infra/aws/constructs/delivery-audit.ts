@@ -1,11 +1,14 @@
 import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { consumerEnv, deliveryAuditServiceName } from '../../../shared/consumers/contract';
 import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
-import type { AuditConfig } from '../../../shared/topology';
+import { opsEnv } from '../../../shared/ops/ops-config';
+import type { AuditConfig, ConsumerName } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import type { InboxTable } from './inbox-table';
 import { allowDescribeAlarms } from './pipeline-alarms';
@@ -15,6 +18,11 @@ export interface DeliveryAuditProps {
   /** The audit's own database role (`functionRoles.audit`): reads delivered rows, keeps its cursor and findings. */
   readonly database: DatabaseAccess;
   readonly inbox: InboxTable;
+  /**
+   * Each consumer's function: the audit re-sends an inbox record nothing will retry by invoking
+   * it asynchronously (shared/audit/stuck-records.ts).
+   */
+  readonly consumerFunctions: Readonly<Record<ConsumerName, IFunction>>;
   /** `topology.audit`: the Lambda timeout. */
   readonly audit: AuditConfig;
   /**
@@ -52,6 +60,9 @@ export class DeliveryAudit extends Construct {
         ...props.database.environment,
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
         [gaugeAlarmsEnv]: stack.toJsonString(props.alarmNames),
+        [opsEnv.consumerFunctions]: stack.toJsonString(
+          Object.fromEntries(Object.entries(props.consumerFunctions).map(([c, f]) => [c, f.functionName])),
+        ),
       },
       memorySize: 256,
       timeout: Duration.seconds(props.audit.timeoutSeconds),
@@ -60,6 +71,15 @@ export class DeliveryAudit extends Construct {
     });
     props.database.grant(this.function);
     props.inbox.grantPresence(this.function);
+    // The stuck records: their index entries (Query), the records (BatchGetItem, above), and
+    // their re-send.
+    props.inbox.grantCountOpen(this.function);
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: Object.values(props.consumerFunctions).map((f) => f.functionArn),
+      }),
+    );
     allowDescribeAlarms(this.function, Object.values(props.alarmNames));
     // A failed run is redone by the next tick from the cursor it kept; Lambda's retries would
     // only queue behind the audit's lease.

@@ -152,7 +152,7 @@ export class BusJournal {
 
   /** Where {@link recover} keeps the lines it could not read: `<journal>.damaged.jsonl`, beside it. */
   get damagedPath(): string {
-    return this.path.replace(/\.jsonl$/, '') + '.damaged.jsonl';
+    return `${this.path.replace(/\.jsonl$/, '')}.damaged.jsonl`;
   }
 
   /**
