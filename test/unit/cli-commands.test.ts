@@ -171,6 +171,19 @@ describe('status', () => {
     expect(r.stdout).not.toContain('all OK');
   });
 
+  it('says how many bus journal lines a start kept aside, and where, only when there are some', async () => {
+    const kept = { ...status, journal: { linesKeptAside: 2, file: '/data/bus/journal.damaged.jsonl' } };
+    const none = { ...status, journal: { linesKeptAside: 0, file: '/data/bus/journal.damaged.jsonl' } };
+
+    const withLines = await run(['status'], fakeApi(() => ({ body: kept })).fetch);
+    const without = await run(['status'], fakeApi(() => ({ body: none })).fetch);
+
+    expect(withLines.stdout).toMatch(
+      /bus journal\s+2 unreadable line\(s\) kept aside\s+in \/data\/bus\/journal\.damaged\.jsonl/,
+    );
+    expect(without.stdout).not.toContain('bus journal');
+  });
+
   it('--json prints the server document as one JSON document; --url replaces the default', async () => {
     const api = fakeApi(() => ({ body: status }));
 

@@ -162,7 +162,10 @@ export function formatStatus(raw: unknown, p: Paint, maxWidth = narrowWidth): st
     out.push(
       labelled(
         'bus journal',
-        [p.alarm(`${num(journal.linesKeptAside)} unreadable line(s) kept aside`), `in ${String(journal.file)}`],
+        [
+          p.alarm(`${num(journal.linesKeptAside)} unreadable line(s) kept aside`),
+          `in ${String(journal.file)}`,
+        ],
         maxWidth,
       ),
     );
