@@ -10,6 +10,7 @@ import { emitAuditGauges } from '../../shared/audit/audit-gauges';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { type AuditReport, runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { functionIdentity } from '../../shared/aws/function-identity';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { consumerEnv, deliveryAuditServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
@@ -34,11 +35,11 @@ const env = parseEnvironment(
 const logger = new Logger({ serviceName: deliveryAuditServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName });
 const store = new DeliveryAuditStore(createSqlClient(config));
-const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
+const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 const okAlarms = cloudWatchOkAlarms(
-  new CloudWatchClient({}),
+  new CloudWatchClient(sdkClientConfig()),
   env[gaugeAlarmsEnv] as Record<string, string> | undefined,
   (message, extra) => logger.warn(message, extra),
 );
@@ -47,17 +48,19 @@ const okAlarms = cloudWatchOkAlarms(
  * The delivery audit Lambda, run by the relay's safety-sweep schedule (so an idle Aurora wakes
  * once per period for both): one bounded run, then `UndeliveredToConsumer` per consumer.
  */
-export const handler = middy(async (_event: unknown, context: Context): Promise<AuditReport> => {
-  const report = await runDeliveryAudit({
-    store,
-    inbox,
-    bus: functionIdentity(context),
-    remainingMs: () => context.getRemainingTimeInMillis(),
-  });
-  await emitAuditGauges({ undelivered: report.undelivered, metrics, okAlarms });
-  if (Object.values(report.found).some((n) => n > 0)) {
-    logger.warn('delivered events missing from a consumer inbox', { found: report.found });
-  }
-  logger.info('delivery audit run', { ...report });
-  return report;
-}).use(injectLambdaContext(logger));
+export const handler = withInvocationDeadline(
+  middy(async (_event: unknown, context: Context): Promise<AuditReport> => {
+    const report = await runDeliveryAudit({
+      store,
+      inbox,
+      bus: functionIdentity(context),
+      remainingMs: () => context.getRemainingTimeInMillis(),
+    });
+    await emitAuditGauges({ undelivered: report.undelivered, metrics, okAlarms });
+    if (Object.values(report.found).some((n) => n > 0)) {
+      logger.warn('delivered events missing from a consumer inbox', { found: report.found });
+    }
+    logger.info('delivery audit run', { ...report });
+    return report;
+  }).use(injectLambdaContext(logger)),
+);
