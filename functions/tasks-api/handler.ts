@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
+import { withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { createRelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';

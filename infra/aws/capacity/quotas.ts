@@ -42,6 +42,7 @@ const page = {
   dynamoQuotas: 'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html',
   dynamoOnDemand:
     'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html',
+  dynamoWarm: 'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html',
   sqsMessages:
     'https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html',
   sqsQueues: 'https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html',
@@ -158,6 +159,14 @@ export const quotas = {
     source: page.dynamoQuotas,
     read,
     note: 'no account-level quota applies to on-demand tables; a new on-demand table serves up to 4,000 WRU at once and doubles its previous peak within 30 minutes (on-demand-capacity-mode), so a cold launch at full rate throttles for a while',
+  },
+  dynamoNewTableWarmWru: {
+    value: 4_000,
+    unit: 'write request units per second a new on-demand table (and each of its global secondary indexes) serves at once',
+    adjustable: true,
+    source: page.dynamoWarm,
+    read: '2026-12-05',
+    note: '"New on-demand tables will be able to sustain up to 4,000 writes per second and 12,000 reads per second" (pre-warming-on-demand-capacity-mode.html); past that a table throttles until it has doubled its previous peak, which takes up to 30 minutes. Raised per table by setting its warm throughput (WarmThroughput), billed once',
   },
   sqsStandardApiRps: {
     value: Number.POSITIVE_INFINITY,
