@@ -45,9 +45,16 @@ export interface WarmWrites {
 }
 
 /**
- * The write units a second each table must serve at once for `approvalsPerSec` approvals, where
- * that is more than a new on-demand table serves (`quotas.dynamoNewTableWarmWru`): what the stack
- * sets as its `WarmThroughput.WriteUnitsPerSecond`. Rounded up to a hundred.
+ * Room above the rate a table is pre-warmed for: a steady rate is a mean, and arrivals come in
+ * bursts above it; a quarter more keeps the goal rate off the table's edge.
+ */
+export const warmHeadroom = 1.25;
+
+/**
+ * The write units a second each table must serve at once for `approvalsPerSec` approvals (with
+ * `warmHeadroom`), where that is more than a new on-demand table serves
+ * (`quotas.dynamoNewTableWarmWru`): what the stack sets as its `WarmThroughput.WriteUnitsPerSecond`.
+ * Rounded up to a hundred.
  */
 export function warmWritesFor(
   approvalsPerSec: number,
@@ -55,7 +62,7 @@ export function warmWritesFor(
   quotas: Pick<QuotaBook, 'dynamoNewTableWarmWru'>,
 ): WarmWrites {
   const needed = (unitsPerApproval: number): number | undefined => {
-    const units = Math.ceil((approvalsPerSec * unitsPerApproval) / 100) * 100;
+    const units = Math.ceil((approvalsPerSec * warmHeadroom * unitsPerApproval) / 100) * 100;
     return units > quotas.dynamoNewTableWarmWru.value ? units : undefined;
   };
   return {
