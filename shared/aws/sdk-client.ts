@@ -41,11 +41,13 @@ export const sdkCallLimits = {
   request: { connectionTimeoutMs: 2_000, requestTimeoutMs: 5_000, maxAttempts: 3, reserveMs: 1_500 },
   /**
    * An RDS Data API statement: the service runs one for up to 45 s before it cancels it
-   * (https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/data-api.limitations.html), and
-   * ours take far less; the invocation's deadline bounds it further. The adapter retries a
+   * (https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/data-api.limitations.html, read
+   * 2026-12-05), and ours take far less. The request timeout is above that, so the client never
+   * gives up on (and the SDK never re-sends) a statement the server may still run: it ends only a
+   * connection that hangs. The invocation's deadline bounds it further. The adapter retries a
    * resuming Aurora itself, so the SDK tries a statement twice at most.
    */
-  statement: { connectionTimeoutMs: 2_000, requestTimeoutMs: 30_000, maxAttempts: 2, reserveMs: 1_500 },
+  statement: { connectionTimeoutMs: 2_000, requestTimeoutMs: 50_000, maxAttempts: 2, reserveMs: 1_500 },
   /**
    * A synchronous Invoke that waits for another function's run (the migration waits for the first
    * relay run): bounded by the caller's deadline, not by a figure of its own.
