@@ -1,10 +1,8 @@
 import { topology } from '../../../shared/topology';
 import { writeSection } from '../../docs/doc-section';
-import { priceBook } from '../cost/prices';
 import { synthesizeStage } from '../synthesize';
 import { readMeasuredCosts } from './measured';
-import { capacityModel } from './model';
-import { quotasIn, type Region, regions } from './quotas';
+import { type Region, regions } from './quotas';
 import { capacityText, type StageCapacity, stageCapacity, stages } from './render';
 
 /**
