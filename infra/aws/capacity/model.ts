@@ -502,7 +502,7 @@ function components(inputs: CapacityInputs): {
   const accountPool = Math.max(q.lambdaUnreservedMinimum.value, q.lambdaConcurrency.value - reservedTotal);
   // A reservation is a limit of the function's own; the others share the account's pool. The
   // relay's holds its draining runs: a nudge is an asynchronous invoke, which Lambda queues and
-  // retries when throttled (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html),
+  // retries when throttled (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html),
   // and only hints (the approve statement nudges only while no run holds the run lease), so the
   // nudges past the reservation delay a hint, never an event.
   const drainSeconds = 1 / measured.relayEventsPerSecPerRun;
