@@ -51,7 +51,7 @@ export const iamCaller: CallerIdentity = (event) => {
 };
 
 /**
- * The name a person reads for a recorded caller (the notify consumer's messages carry it, not
+ * The name a person reads for a recorded caller (what a notification carries rather than
  * the ARN): an IAM user's name, a role session's name with its role, a federated user's name,
  * the root as such; anything else (a local caller's name) as it is.
  */
