@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replaceDurablyAsync } from '../../infra/local/bus/durable-file';
+import { probeWrite, replaceDurablyAsync } from '../../infra/local/bus/durable-file';
 import { type JournalDisk, type JournalFile, journalUnavailableMessage } from '../../infra/local/bus/journal';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
@@ -49,6 +49,14 @@ class FillableDisk implements Partial<JournalDisk> {
   replace = async (path: string, lines: Iterable<string>): Promise<void> => {
     if (this.full) throw this.enospc();
     await replaceDurablyAsync(path, lines);
+  };
+
+  /** No room while full (statfs's answer); the real filesystem's otherwise. */
+  freeBytes = async (): Promise<number | undefined> => (this.full ? 0 : undefined);
+
+  probe = async (path: string, bytes: number): Promise<void> => {
+    if (this.full) throw this.enospc();
+    await probeWrite(path, bytes);
   };
 }
 
@@ -119,19 +127,25 @@ describe('the local runtime heals itself', () => {
     disk.full = true;
     const ids = await client.createAndApprove(5);
     await busFailed.promise;
-    // The relay's runs publish, the bus refuses (it cannot journal), the rows back off.
-    const refused = await waitFor(
+    // The relay's runs publish, the bus refuses everything (it cannot journal): the relay's
+    // circuit opens, the refused rows go back as they were (no attempt, no backoff), and no
+    // run claims again until a probe is accepted.
+    const held = await waitFor(
       () =>
-        runtime.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM outbox
-            WHERE status = 'pending' AND next_attempt_at > now() AND strpos(last_error, :cause) > 0`,
-          { cause: journalUnavailableMessage },
+        runtime.db.query<{ n: number; tried: number; open: boolean }>(
+          `SELECT count(*)::int AS n, count(*) FILTER (WHERE attempts > 0 OR lease_until IS NOT NULL)::int AS tried,
+                  (SELECT opened_at IS NOT NULL FROM relay_circuit) AS open
+             FROM outbox WHERE status = 'pending'`,
         ),
-      (r) => (r.rows[0]?.n ?? 0) === ids.length,
-      { timeoutMs: deliveryBoundMs, intervalMs: 100, what: 'the refused rows backing off' },
+      (r) => r.rows[0]?.open === true && r.rows[0]?.n === ids.length && r.rows[0]?.tried === 0,
+      { timeoutMs: deliveryBoundMs, intervalMs: 100, what: 'the circuit open, the refused rows given back' },
     );
-    // The backoff an outage of minutes builds up (the issue saw the last event 11.5 minutes late),
-    // set in the database rather than waited for.
+    // What an outage of minutes builds up, set in the database rather than waited for: the
+    // probe a minute away (its longest wait), and rows that were refused beside accepted ones
+    // (a journal that failed mid-batch) backing off for 15 minutes.
+    await runtime.db.query(
+      "UPDATE relay_circuit SET probe_at = now() + interval '1 minute', failed_probes = 6 WHERE opened_at IS NOT NULL",
+    );
     await runtime.db.query(
       `UPDATE outbox SET next_attempt_at = now() + interval '15 minutes'
         WHERE status = 'pending' AND strpos(last_error, :cause) > 0`,
@@ -142,14 +156,18 @@ describe('the local runtime heals itself', () => {
 
     disk.full = false;
     await back;
-    // Woken by the recovery: the rows the outage held are due (or delivered) by now.
-    const waiting = await runtime.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM outbox WHERE status = 'pending' AND next_attempt_at > now()`,
+    // Woken by the recovery: the probe is due (or taken, and the circuit closed), and the rows
+    // the outage held are due (or delivered) by now.
+    const waiting = await runtime.db.query<{ n: number; probeWaits: boolean | null }>(
+      `SELECT count(*)::int AS n, (SELECT probe_at > now() FROM relay_circuit WHERE opened_at IS NOT NULL) AS "probeWaits"
+         FROM outbox WHERE status = 'pending' AND next_attempt_at > now() AND strpos(last_error, :cause) > 0`,
+      { cause: journalUnavailableMessage },
     );
     const { counted, status: after } = await settledWith(5);
 
-    expect(refused.rows[0]?.n).toBe(5);
+    expect(held.rows[0]).toEqual({ n: 5, tried: 0, open: true });
     expect(waiting.rows[0]?.n).toBe(0);
+    expect(waiting.rows[0]?.probeWaits).not.toBe(true);
     expect(status).toBe(200);
     expect(body.components.bus).toMatchObject({ up: false, cause: expect.stringMatching(/ENOSPC/) });
     expect(body.components.postgres).toEqual({ up: true });
@@ -159,6 +177,12 @@ describe('the local runtime heals itself', () => {
     expect(linesAbout('bus')).toEqual([
       expect.stringMatching(/^bus failed: a journal write failed \(Error: ENOSPC/),
       expect.stringMatching(/^bus recovered: the journal takes events again after \d+ ms$/),
+    ]);
+    expect(linesAbout('relay')).toEqual([
+      expect.stringMatching(/^relay circuit opened: the bus refused every event \(InternalFailure: .*ENOSPC/),
+      expect.stringMatching(
+        /^relay circuit closed: a probe was accepted after \d+ ms open; \d+ waiting events due$/,
+      ),
     ]);
   }, 900_000);
 
