@@ -98,6 +98,7 @@ describe('the bus journal on a filesystem that fills up', () => {
 
         rmSync(filler);
         const freedAt = performance.now();
+        logged.push(`${new Date().toISOString()} (test) filler removed`);
         let last: OpsStatus | undefined;
         const delivered = await reachedWithin(
           async () => {
@@ -120,7 +121,9 @@ describe('the bus journal on a filesystem that fills up', () => {
           'SELECT status, count(*)::int AS n, max(attempts)::int AS attempts FROM outbox GROUP BY status',
         );
         console.log(`bus-disk-full: outbox ${JSON.stringify(outbox)}`);
-        console.log(`bus-disk-full: log\n${logged.filter((l) => / (bus|relay) /.test(l)).join('\n')}`);
+        console.log(
+          `bus-disk-full: log\n${logged.filter((l) => / (bus|relay|\(test\)) /.test(l)).join('\n')}`,
+        );
         await runtime.bus.idle();
         const counted = await runtime.consumers.countEffects();
         const after = (await rawStatus(runtime.url)).body;
