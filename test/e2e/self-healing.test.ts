@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeWrite, replaceDurablyAsync } from '../../infra/local/bus/durable-file';
@@ -119,6 +119,30 @@ async function settledWith(approvals: number) {
 }
 
 const once = (n: number) => ({ indexDocuments: n, notificationsSent: n, archivedObjects: n });
+
+/** A process's parent and state from /proc (Linux), or undefined once it is gone. */
+function procStat(pid: number): { ppid: number; state: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(ppid), state: state ?? '' };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes `pid` started that are still running: a postmaster's backends and helpers. */
+const childrenOf = (pid: number) =>
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((p) => procStat(p)?.ppid === pid);
+
+/** Still running: neither gone nor a zombie waiting to be reaped. */
+const running = (pid: number) => {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.state !== 'Z';
+};
 const linesAbout = (component: string) => logged.filter((l) => l.startsWith(`${component} `));
 
 describe('the local runtime heals itself', () => {
@@ -220,10 +244,20 @@ describe('the local runtime heals itself', () => {
     const created = await client.call<{ taskId: string }>('POST', '/tasks', { title: 'before the kill' });
     const gate = hold('postgres');
     const back = recovery('postgres');
-    const pid = runtime.postgres.pid;
+    const pid = runtime.postgres.pid as number;
+    const backends = childrenOf(pid);
 
-    process.kill(pid as number, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
     await gate.reached.promise;
+    // A killed postmaster's backends run on until they notice, and one that a pool holds can
+    // still commit a request (an honest 200: its WAL is replayed). The outage begins once they
+    // are gone: without this wait the request found one alive and was answered 200 in 1 of 3
+    // runs at load average 10.
+    await waitFor(
+      () => backends.filter(running),
+      (alive) => alive.length === 0,
+      { timeoutMs: deliveryBoundMs, intervalMs: 50, what: "the killed postmaster's backends gone" },
+    );
     const refused = await rawHttp(runtime.url, {
       method: 'POST',
       target: `/tasks/${created.body.taskId}/approve`,
