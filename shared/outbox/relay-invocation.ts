@@ -276,7 +276,7 @@ function add(a: Omit<RunReport, 'stats' | 'circuit'>, b: RunReport): Omit<RunRep
 }
 
 /** What an invocation's runs did to the circuit, and how the last one left it. */
-export interface CircuitSeen {
+interface CircuitSeen {
   readonly last: CircuitReport;
   /** A run of this invocation opened it, refused with this cause. */
   readonly opened?: string;
