@@ -54,10 +54,11 @@ describe('the bus journal on a filesystem that fills up', () => {
       const dir = tempDataDir('pipeline-disk-full-');
       const busDir = join(dir, 'bus');
       mkdirSync(busDir);
-      const unmount = mountTmpfs(busDir, 8 << 20);
+      let unmount: (() => void) | undefined;
       let runtime: Runtime | undefined;
       const logged: string[] = [];
       try {
+        unmount = mountTmpfs(busDir, 8 << 20);
         runtime = await startRuntime({
           dataDir: dir,
           port: 0,
@@ -137,9 +138,12 @@ describe('the bus journal on a filesystem that fills up', () => {
         expect(upAgainWhileFull).toBe(0);
         expect(after.components.bus).toEqual({ up: true });
       } finally {
-        await runtime?.stop();
-        unmount();
-        rmSync(dir, { recursive: true, force: true });
+        try {
+          await runtime?.stop();
+        } finally {
+          unmount?.();
+          rmSync(dir, { recursive: true, force: true });
+        }
       }
     },
     900_000,
