@@ -9,6 +9,7 @@ import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-cl
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
 import { createRelayInvocation, type RelayWakeups } from '../../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
@@ -38,6 +39,7 @@ export const handler = withInvocationDeadline(
     createRelayInvocation({
       outbox: new OutboxStore(db),
       lease: new RelayLeaseStore(db),
+      circuit: new RelayCircuitStore(db),
       publisher,
       settings: topology.relay,
       wakeups,

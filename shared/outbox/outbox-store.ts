@@ -328,19 +328,33 @@ export class OutboxStore {
   }
 
   /**
-   * Gives claimed rows back unpublished (shutdown): claimable at once, and the attempt the
-   * claim counted is returned.
+   * Gives claimed rows back unpublished, fenced like a failure: claimable again, and the attempt
+   * (and the unsettled claim) the claim counted is taken back, so a row the transport refused as
+   * a whole (the relay's circuit) gains no attempt and no backoff. `error` is kept as the row's
+   * last error, for an operator; `holdMs` keeps it from being claimed for that long (a refused
+   * probe's row, so the next probe takes another: see RelayCircuitStore).
    */
-  async release(owner: string, items: readonly { eventId: string; claimToken: number }[]): Promise<string[]> {
+  async release(
+    owner: string,
+    items: readonly { eventId: string; claimToken: number }[],
+    options: { readonly error?: string; readonly holdMs?: number } = {},
+  ): Promise<string[]> {
     if (items.length === 0) return [];
     const { rows } = await this.db.query<{ event_id: string }>(
       `UPDATE outbox o
           SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0),
-              unsettled_claims = greatest(o.unsettled_claims - 1, 0)
+              unsettled_claims = greatest(o.unsettled_claims - 1, 0),
+              next_attempt_at = greatest(o.next_attempt_at, now() + :holdMs * interval '1 millisecond'),
+              last_error = CASE WHEN :error = '' THEN o.last_error ELSE left(:error, 2000) END
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint)
         WHERE ${claimFence}
        RETURNING o.event_id`,
-      { owner, items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))) },
+      {
+        owner,
+        items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))),
+        error: options.error ?? '',
+        holdMs: Math.max(0, Math.round(options.holdMs ?? 0)),
+      },
     );
     return rows.map((r) => r.event_id);
   }
