@@ -4,6 +4,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerEnv, deliveryAuditServiceName } from '../../../shared/consumers/contract';
 import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
@@ -19,10 +20,10 @@ export interface DeliveryAuditProps {
   readonly database: DatabaseAccess;
   readonly inbox: InboxTable;
   /**
-   * Each consumer's function: the audit re-sends an inbox record nothing will retry by invoking
-   * it asynchronously (shared/audit/stuck-records.ts).
+   * Each consumer's queue: the audit re-sends an inbox record nothing will retry by sending its
+   * event there, as the consumer's rules do (shared/audit/stuck-records.ts).
    */
-  readonly consumerFunctions: Readonly<Record<ConsumerName, IFunction>>;
+  readonly consumerQueues: Readonly<Record<ConsumerName, IQueue>>;
   /** `topology.audit`: the Lambda timeout. */
   readonly audit: AuditConfig;
   /**
@@ -60,8 +61,8 @@ export class DeliveryAudit extends Construct {
         ...props.database.environment,
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
         [gaugeAlarmsEnv]: stack.toJsonString(props.alarmNames),
-        [opsEnv.consumerFunctions]: stack.toJsonString(
-          Object.fromEntries(Object.entries(props.consumerFunctions).map(([c, f]) => [c, f.functionName])),
+        [opsEnv.consumerQueues]: stack.toJsonString(
+          Object.fromEntries(Object.entries(props.consumerQueues).map(([c, q]) => [c, q.queueUrl])),
         ),
       },
       memorySize: 256,
@@ -74,12 +75,7 @@ export class DeliveryAudit extends Construct {
     // The stuck records: their index entries (Query), the records (BatchGetItem, above), and
     // their re-send.
     props.inbox.grantCountOpen(this.function);
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['lambda:InvokeFunction'],
-        resources: Object.values(props.consumerFunctions).map((f) => f.functionArn),
-      }),
-    );
+    for (const queue of Object.values(props.consumerQueues)) queue.grantSendMessages(this.function);
     allowDescribeAlarms(this.function, Object.values(props.alarmNames));
     // A failed run is redone by the next tick from the cursor it kept; Lambda's retries would
     // only queue behind the audit's lease.
