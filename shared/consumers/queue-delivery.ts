@@ -38,9 +38,12 @@ const maxVisibilitySeconds = 43_200;
 
 /**
  * How long a message that failed stays hidden before its next receive: the consumer's base
- * backoff doubled per receive, capped at {@link queueBackoffMaxSeconds}, with equal jitter (half
- * fixed, half random, so many messages that failed together do not come back together), and
- * never less than `retryAfterMs`, when the inbox said when it will take the event again.
+ * backoff doubled per receive, with jitter upwards of it (up to half as much again, so many
+ * messages that failed together do not come back together), capped at
+ * {@link queueBackoffMaxSeconds}; never less than the longest backoff the inbox may have set the
+ * record (its full-jitter ceiling for that attempt, `shared/db/retry.ts`), nor than
+ * `retryAfterMs`, when the inbox said when it takes the event again: a receive before then would
+ * only be refused.
  */
 export function queueFailureDelaySeconds(
   policy: Pick<ConsumerPolicy, 'backoff'>,
@@ -49,17 +52,17 @@ export function queueFailureDelaySeconds(
   random: () => number = Math.random,
 ): number {
   const step = Math.max(0, Math.min(30, Math.floor(receiveCount) - 1));
-  const exponential = Math.min(queueBackoffMaxSeconds * 1_000, policy.backoff.baseMs * 2 ** step);
-  const jittered = exponential / 2 + (random() * exponential) / 2;
-  const seconds = Math.ceil(Math.max(jittered, retryAfterMs ?? 0) / 1_000);
+  const exponential = policy.backoff.baseMs * 2 ** step;
+  const jittered = Math.min(queueBackoffMaxSeconds * 1_000, exponential * (1 + random() / 2));
+  const inboxCeiling = Math.min(policy.backoff.maxMs, exponential);
+  const seconds = Math.ceil(Math.max(jittered, inboxCeiling, retryAfterMs ?? 0) / 1_000);
   return Math.min(maxVisibilitySeconds, Math.max(1, seconds));
 }
 
 /**
  * Receives of one message before its queue moves it to the DLQ: twice as many as the failures
- * the retry budget (maximum age plus a backoff) can hold at the shortest waits
- * {@link queueFailureDelaySeconds} gives once grown (half the cap), plus the growing ones, at
- * most SQS's 1,000. A message that is never handled at all (the function dies on it) comes back
+ * the retry budget (maximum age plus a backoff) can hold at half the longest wait
+ * {@link queueFailureDelaySeconds} gives once grown, plus the growing ones, at most SQS's 1,000. A message that is never handled at all (the function dies on it) comes back
  * after the queue's visibility timeout instead, which is longer still.
  * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
  */
