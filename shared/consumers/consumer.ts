@@ -219,9 +219,7 @@ export interface ConsumerHandlerDeps extends ConsumerDeps {
  */
 export function createConsumerHandler(
   deps: ConsumerHandlerDeps,
-  queue: Omit<QueueConsumerDeps, 'consumer' | 'logger' | 'policy'> & {
-    readonly policy: QueueConsumerDeps['policy'];
-  },
+  queue: Omit<QueueConsumerDeps<ConsumerContext>, 'consumer' | 'logger'>,
 ) {
   return middy(createQueueConsumer({ ...queue, consumer: createConsumer(deps), logger: deps.logger }))
     .use(injectLambdaContext(deps.logger, { resetKeys: true }))

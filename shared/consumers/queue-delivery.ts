@@ -1,6 +1,5 @@
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { EventBridgeEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { isInboxError } from '../inbox/errors';
-import type { ConsumerContext, ConsumerFunction, ConsumerLogger } from './consumer';
 import type { ConsumerPolicy } from './define-consumer';
 
 /**
@@ -83,14 +82,27 @@ export interface QueueReceipts {
   hide(receiptHandle: string, seconds: number): Promise<void>;
 }
 
-export interface QueueConsumerDeps {
+/**
+ * The consumer's body as its queue hands it events: one EventBridge event at a time, with the
+ * invocation's context (`createConsumer`'s function fits). Declared here rather than imported
+ * from `consumer.ts`, which wires this module: an import each way would be a cycle.
+ */
+export type QueuedConsumer<C> = (event: EventBridgeEvent<string, unknown>, context: C) => Promise<unknown>;
+
+/** What the batch handler logs; a consumer's logger fits. */
+export interface QueueConsumerLogger {
+  warn(message: string, ...extra: unknown[]): void;
+  error(message: string, ...extra: unknown[]): void;
+}
+
+export interface QueueConsumerDeps<C> {
   /** The consumer's body: one EventBridge event at a time (`createConsumer`). */
-  readonly consumer: ConsumerFunction;
+  readonly consumer: QueuedConsumer<C>;
   /** The consumer's queue: only its records are taken. */
   readonly queueArn: string;
   readonly receipts: QueueReceipts;
   readonly policy: Pick<ConsumerPolicy, 'backoff'>;
-  readonly logger: ConsumerLogger;
+  readonly logger: QueueConsumerLogger;
   readonly random?: () => number;
 }
 
@@ -107,10 +119,10 @@ export interface QueueConsumerDeps {
  * Hand-written rather than Powertools' batch utility: the backoff per failed message, and the
  * receipt check before any effect, are this pipeline's, and the utility runs neither.
  */
-export function createQueueConsumer(deps: QueueConsumerDeps) {
+export function createQueueConsumer<C>(deps: QueueConsumerDeps<C>) {
   const { consumer, receipts, logger } = deps;
 
-  async function handle(record: SQSRecord, context: ConsumerContext): Promise<void> {
+  async function handle(record: SQSRecord, context: C): Promise<void> {
     if (record.eventSourceARN !== deps.queueArn) {
       logger.error('a record not from this consumer’s queue: not acted on', {
         messageId: record.messageId,
@@ -132,7 +144,7 @@ export function createQueueConsumer(deps: QueueConsumerDeps) {
       event = record.body;
     }
     try {
-      await consumer(event as Parameters<ConsumerFunction>[0], context);
+      await consumer(event as EventBridgeEvent<string, unknown>, context);
     } catch (err) {
       const retryAfterMs = isInboxError(err, 'IN_PROGRESS', 'BACKOFF')
         ? Number((err.details as { retryAfterMs?: unknown }).retryAfterMs)
@@ -155,7 +167,7 @@ export function createQueueConsumer(deps: QueueConsumerDeps) {
     }
   }
 
-  return async (event: SQSEvent, context: ConsumerContext): Promise<SQSBatchResponse> => {
+  return async (event: SQSEvent, context: C): Promise<SQSBatchResponse> => {
     const outcomes = await Promise.allSettled(event.Records.map((record) => handle(record, context)));
     return {
       batchItemFailures: event.Records.flatMap((record, i) =>
