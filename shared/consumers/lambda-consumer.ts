@@ -1,6 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import * as z from 'zod';
 import { sdkClientConfig, withInvocationDeadline } from '../aws/sdk-client';
 import type { SqlClient } from '../db/sql-client';
 import { inboxSettingsFor } from '../inbox/settings';
@@ -8,7 +7,6 @@ import { type ConsumerName, topology } from '../topology';
 import { SqsQueueReceipts } from './adapters/aws/sqs-queue-receipts';
 import { createConsumerHandler } from './consumer';
 import { consumerDeps, parseConsumerConfig } from './consumer-deps';
-import { consumerQueueEnv } from './contract';
 import type { ConsumerDefinition, EffectFactory } from './define-consumer';
 import type { Publisher, ResourceSpec, ResourceSpecs, WriteOnceStore } from './resources';
 
@@ -66,7 +64,7 @@ export function lambdaConsumer<R extends ResourceSpecs>(
     {},
     { ...topology, consumers: { ...topology.consumers, [name]: consumer.policy } },
   );
-  const queue = parseQueueConfig();
+  const { queue } = config;
   return withInvocationDeadline(
     createConsumerHandler(
       { ...consumerDeps(name, config, dynamo, {}, settings), effect: effect(ports) },
@@ -80,22 +78,6 @@ export function lambdaConsumer<R extends ResourceSpecs>(
       },
     ),
   );
-}
-
-/** The consumer's queue from its environment (the stack sets it); a bad deploy fails the cold start. */
-function parseQueueConfig(env: Readonly<Record<string, string | undefined>> = process.env) {
-  const parsed = z
-    .object({
-      [consumerQueueEnv.url]: z.url(),
-      [consumerQueueEnv.arn]: z.string().regex(/^arn:aws[\w-]*:sqs:[\w-]+:\d{12}:[\w-]{1,80}$/),
-      [consumerQueueEnv.visibilityTimeoutSeconds]: z.coerce.number().int().min(1).max(43_200),
-    })
-    .parse(env);
-  return {
-    url: parsed[consumerQueueEnv.url] as string,
-    arn: parsed[consumerQueueEnv.arn] as string,
-    visibilityTimeoutSeconds: parsed[consumerQueueEnv.visibilityTimeoutSeconds] as number,
-  };
 }
 
 function need<T>(adapter: T | undefined, key: string, kind: string): T {
