@@ -70,7 +70,10 @@ export function lambdaConsumer<R extends ResourceSpecs>(
       { ...consumerDeps(name, config, dynamo, {}, settings), effect: effect(ports) },
       {
         queueArn: queue.arn,
-        receipts: new SqsQueueReceipts(new SQSClient(sdkClientConfig()), {
+        // The item limits, as for the inbox's writes: a failed message's hide records how the
+        // work went, so it must still run after a hung effect used the invocation's budget up to
+        // the request reserve (else the message waits out the queue's timeout, not its backoff).
+        receipts: new SqsQueueReceipts(new SQSClient(sdkClientConfig('item')), {
           url: queue.url,
           visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
         }),
