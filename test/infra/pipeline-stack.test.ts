@@ -648,9 +648,8 @@ describe('consumers', () => {
       for (const [id, r] of resourcesOfType(s, type))
         for (const c of consumerIds) expect(names(r), `${type} ${id}`).not.toContain(`"${c}"`);
     for (const [id, policy] of resourcesOfType(s, 'AWS::IAM::Policy')) {
-      const statements = (policy.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] })
-        .Statement;
-      for (const st of statements.filter((x) => JSON.stringify(x.Action).includes('lambda:Invoke')))
+      const document = policy.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] };
+      for (const st of document.Statement.filter((x) => JSON.stringify(x.Action).includes('lambda:Invoke')))
         for (const c of consumerIds) expect(JSON.stringify(st.Resource), id).not.toContain(`"${c}"`);
     }
   });
@@ -668,9 +667,10 @@ describe('consumers', () => {
         ([, p]) => JSON.stringify(p.Properties?.Queues) === JSON.stringify([ref(consumer.queue)]),
       );
       expect(policies).toHaveLength(1);
-      const statements = (
-        policies[0]?.[1].Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }
-      ).Statement;
+      const document = policies[0]?.[1].Properties?.PolicyDocument as {
+        Statement: Record<string, unknown>[];
+      };
+      const statements = document.Statement;
       const allows = statements.filter((st) => st.Effect === 'Allow');
       // EventBridge, each statement for one of its rules.
       expect(allows.map((st) => st.Principal)).toEqual(

@@ -233,11 +233,6 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       if (!found) throw new Error(`no function ${name}`);
       return found;
     };
-    const consumerProcess = (consumer: ConsumerName) => {
-      const found = [...processes.values()].find((p) => consumerOf(p.spec) === consumer);
-      if (!found) throw new Error(`no ${consumer} consumer`);
-      return found;
-    };
     const busId = resolver.resourcesOfType('AWS::Events::EventBus')[0]?.[0] as string;
     const rules: RuleSpec[] = resolver
       .resourcesOfType('AWS::Events::Rule')
