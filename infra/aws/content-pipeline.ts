@@ -10,7 +10,7 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
-import type { ConsumerDefinition } from '../../shared/consumers/define-consumer';
+import { type ConsumerDefinition, queuePolicyProblems } from '../../shared/consumers/define-consumer';
 import { resourceConstructId } from '../../shared/consumers/resources';
 import { PipelineError } from '../../shared/errors';
 import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
@@ -280,6 +280,11 @@ export class ContentPipeline extends Construct {
         'CONFIG',
         `the topology's consumers (${consumerNames.join(', ')}) are not its registry's (${registered.join(', ')})`,
       );
+    }
+    // A topology variant's policies are checked as defineConsumer checks a declaration's.
+    for (const name of consumerNames) {
+      const problems = queuePolicyProblems(topology.consumers[name]);
+      if (problems.length > 0) throw new Error(`consumer ${name}: ${problems.join('; ')}`);
     }
     const consumers = new Map<ConsumerName, Consumer>();
     for (const definition of topology.registry) {

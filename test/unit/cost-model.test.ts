@@ -339,6 +339,7 @@ describe('cost model: per million approvals', () => {
       'Aurora I/O',
       'Aurora kept awake',
       'EventBridge PutEvents',
+      'SQS (consumer queues)',
       'EventBridge archive',
       'DynamoDB writes and reads',
       'DynamoDB storage and PITR',
