@@ -337,6 +337,9 @@ export class ContentPipeline extends Construct {
     // fresh stack's wake queue is empty, but nothing should depend on that).
     this.relay.schedule.node.addDependency(this.migration.resource);
     this.relay.wakeMapping.node.addDependency(this.migration.resource);
+    // A consumer that reads the database (archive) must not be handed an event before the schema
+    // exists; none is handed one before its mapping exists, so every mapping waits for it.
+    for (const consumer of consumers.values()) consumer.mapping.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {

@@ -168,6 +168,11 @@ export function createQueueConsumer<C>(deps: QueueConsumerDeps<C>) {
   }
 
   return async (event: SQSEvent, context: C): Promise<SQSBatchResponse> => {
+    // Anything but its mapping's batch (an event sent straight to the function) is refused whole.
+    if (!Array.isArray((event as Partial<SQSEvent> | null)?.Records)) {
+      logger.error('an invocation that is no batch of this consumer’s queue: not acted on');
+      throw new Error('not a batch of the consumer’s queue: refused');
+    }
     const outcomes = await Promise.allSettled(event.Records.map((record) => handle(record, context)));
     return {
       batchItemFailures: event.Records.flatMap((record, i) =>

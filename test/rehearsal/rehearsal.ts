@@ -443,7 +443,15 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     const poller = (async () => {
       while (polling) {
         let handed = 0;
-        for (const queue of consumerQueues) handed += await pump(queue).catch(() => 0);
+        // Not before the functions run (they start below); a pump that fails is tried again.
+        if (processes.size < specs.length) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          continue;
+        }
+        for (const queue of consumerQueues)
+          handed += await Promise.resolve()
+            .then(() => pump(queue))
+            .catch(() => 0);
         if (handed > 0) continue;
         const hidden = compress
           ? consumerQueues.flatMap((q) =>

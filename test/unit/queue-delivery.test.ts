@@ -158,6 +158,20 @@ describe('createQueueConsumer', () => {
     expect(JSON.stringify(logger.lines)).toContain('could not set a failed message’s backoff');
   });
 
+  it('refuses an invocation that is no batch of its queue (an event sent straight to the function)', async () => {
+    let ran = 0;
+    const { receipts } = receiptsOf([]);
+    const { handler, logger } = handlerWith(async () => {
+      ran++;
+      return { status: 'processed' } as never;
+    }, receipts);
+    await expect(handler({ id: 'e1', 'detail-type': 'content.approved' } as never, context)).rejects.toThrow(
+      /not a batch of the consumer’s queue/,
+    );
+    expect(ran).toBe(0);
+    expect(JSON.stringify(logger.lines)).toContain('no batch of this consumer’s queue');
+  });
+
   it('acts on nothing a forged invoke hands it: a receipt SQS does not know, or a record of another queue', async () => {
     let ran = 0;
     const { receipts, hides } = receiptsOf(['handle-real']);

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { AnyPrincipal, Effect, type IGrantable, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
@@ -52,6 +53,8 @@ export class Consumer extends Construct {
   public readonly queue: Queue;
   /** What the function could never handle: alarmed, listed and redriven by the ops API. */
   public readonly deadLetters: DeadLetterQueue;
+  /** The event source mapping that hands the queue's messages to the function. */
+  public readonly mapping: EventSourceMapping;
 
   constructor(scope: Construct, id: string, props: ConsumerProps) {
     super(scope, id);
@@ -96,6 +99,10 @@ export class Consumer extends Construct {
         reportBatchItemFailures: true,
       }),
     );
+    const mapping = this.function.node.children.find((c) => c instanceof EventSourceMapping);
+    if (!(mapping instanceof EventSourceMapping))
+      throw new Error(`the ${this.name} queue has no event source mapping`);
+    this.mapping = mapping;
     props.inbox.grantConsumer(this.function, this.name);
     props.effect.grant(this.function);
     const why =
