@@ -25,7 +25,7 @@ const dynamo = new DynamoDBClient({});
 
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
 export const handler = createOpsApi({
-  db: createSqlClient(config),
+  db: createSqlClient(config, 'ops'),
   inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
   inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
   deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery, {

@@ -14,7 +14,7 @@ const logger = new Logger({ serviceName: 'tasks-api' });
  * middlewares live in `createTasksApi`, which the local runtime and the tests call directly.
  */
 export const handler = createTasksApi({
-  db: createSqlClient(config),
+  db: createSqlClient(config, 'tasksApi'),
   nudger: createRelayNudger(config.relayFunctionName),
   logger,
 }).use(injectLambdaContext(logger, { resetKeys: true }));
