@@ -206,10 +206,12 @@ async function handle(
       {
         method: method === 'HEAD' ? 'GET' : method,
         url: target,
-        // Any header of that name the client sent is replaced, never passed on.
+        // Any header of that name the client sent is replaced, never passed on. Each value of a
+        // repeated header apart (`headersDistinct`; `headers` joins most with ", "), as API
+        // Gateway's multiValueHeaders has them: a route refuses a header it reads sent twice.
         headers: {
           ...Object.fromEntries(
-            Object.entries(req.headers).filter(([name]) => name.toLowerCase() !== localCallerHeader),
+            Object.entries(req.headersDistinct).filter(([name]) => name.toLowerCase() !== localCallerHeader),
           ),
           [localCallerHeader]: options.caller,
         },
