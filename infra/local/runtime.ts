@@ -8,7 +8,8 @@ import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { consumerServiceName } from '../../shared/consumers/contract';
 import { migrate } from '../../shared/db/migrate';
-import { PgSqlClient } from '../../shared/db/pg-client';
+import { ConnectionScope, PgSqlClient } from '../../shared/db/pg-client';
+import { applicationName, timeoutsOf } from '../../shared/db/pg-settings';
 import {
   allFunctionRoles,
   type FunctionRole,
@@ -47,6 +48,7 @@ import { type LocalConsumers, startLocalConsumers } from './local-consumers';
 import { BusRedelivery } from './local-ops';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
+import { PostgresProbe } from './postgres-probe';
 import { RelayRunner } from './relay-runner';
 import { databaseFigures, StatusHistory } from './status-history';
 import { steadyClock } from './steady-clock';
@@ -275,7 +277,21 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     stack.push(() => pg.stop());
     options.signal?.throwIfAborted();
     const seams = options.seams ?? {};
-    const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
+    // Whether PostgreSQL serves is what a probe with a deadline sees (a stopped postmaster
+    // exits no process), and what its supervisor saw die: the supervisor's word first.
+    const probe = new PostgresProbe({ url: pg.url, log, onRecovered: () => recovered('postgres') });
+    probe.start();
+    stack.push(() => probe.stop());
+    const postgresHealth = () => {
+      const supervised = pg.health();
+      return supervised.up ? probe.state : supervised;
+    };
+    const db = new PgSqlClient({
+      connectionString: pg.url,
+      maxConnections: 4,
+      applicationName: applicationName('owner'),
+      timeouts: timeoutsOf('owner'),
+    });
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
@@ -300,6 +316,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       const client = new PgSqlClient({
         connectionString: urlAs(pg.url, login),
         maxConnections: connections[login.role],
+        applicationName: applicationName(login.role),
+        timeouts: timeoutsOf(login.role),
       });
       roleClients.set(login.role, seams.sql?.(client, login.role) ?? client);
       stack.push(() => client.close());
@@ -409,15 +427,44 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       signal: abort.signal,
     });
     const sweepMs = options.sweepMs ?? topology.relay.sweepSeconds * 1_000;
+    const relayLambda = asLambda('outbox-relay', async (...args: Parameters<typeof relayBody>) => {
+      try {
+        return await relayBody(...args);
+      } finally {
+        // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
+        metrics.clearMetrics();
+      }
+    });
     const relay: RelayRunner = new RelayRunner({
-      // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
-      relay: asLambda('outbox-relay', async (...args: Parameters<typeof relayBody>) => {
+      // Each run in a scope of its own: a run abandoned at its deadline has its connections
+      // dropped, and their backends ended, so a statement a hung backend was sent does not run
+      // (and commit: a run lease taken for a run long given up) once it goes on.
+      relay: async (event, context, deadline) => {
+        const scope = new ConnectionScope();
+        const drop = () => {
+          const pids = scope.drop();
+          if (pids.length === 0) return;
+          db.query(
+            'SELECT count(pg_terminate_backend(pid))::int AS n FROM unnest(CAST(:pids AS int[])) AS pid',
+            {
+              pids: `{${pids.join(',')}}`,
+            },
+          ).then(
+            () => log('relay run abandoned: its backends ended', { pids }),
+            (err: unknown) =>
+              log('relay run abandoned: ending its backends failed; they end when their connections close', {
+                pids,
+                error: String(err),
+              }),
+          );
+        };
+        deadline.addEventListener('abort', drop, { once: true });
         try {
-          return await relayBody(...args);
+          return await scope.run(() => relayLambda(event, context));
         } finally {
-          metrics.clearMetrics();
+          deadline.removeEventListener('abort', drop);
         }
-      }),
+      },
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
       clock: alarmClock,
@@ -496,7 +543,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         options.beforeRedelivery && gatedRedelivery(new BusRedelivery(bus), options.beforeRedelivery),
       startedAt,
       sweepMs,
-      components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
+      components: () => ({ postgres: postgresHealth(), dynamo: consumers.health(), bus: bus.health() }),
       clock: alarmClock,
       recordClock: clock,
       topology,

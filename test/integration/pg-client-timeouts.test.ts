@@ -65,7 +65,8 @@ async function backendOf(db: PgSqlClient): Promise<number> {
 async function contAndWaitGone(pid: number): Promise<void> {
   cont(pid);
   await waitFor(
-    () => owner.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = :pid', { pid }),
+    () =>
+      owner.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = :pid', { pid }),
     (r) => r.rows[0]?.n === 0,
     { timeoutMs: 60_000, intervalMs: 50, what: `backend ${pid} gone` },
   );
