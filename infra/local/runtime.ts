@@ -437,8 +437,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     const relay: RelayRunner = new RelayRunner({
       // Each run in a scope of its own: a run abandoned at its deadline has its connections
-      // dropped, and their backends ended, so a statement a hung backend was sent does not run
-      // (and commit: a run lease taken for a run long given up) once it goes on.
+      // dropped, and their backends ended (pg_terminate_backend, as the owner), so a statement a
+      // hung backend was sent does not run (and commit: a run lease taken for a run long given
+      // up) once it goes on. The drop's cancel request misses one sent to a backend stopped
+      // while idle: PostgreSQL forgets a cancel that arrives between statements.
       relay: async (event, context, deadline) => {
         const scope = new ConnectionScope();
         const drop = () => {

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { connect } from 'node:net';
 import pg from 'pg';
 import { isPipelineError, PipelineError } from '../errors';
 import { type PgTimeouts, pgTimeouts } from './pg-settings';
@@ -132,7 +133,65 @@ interface Checkout {
   readonly conn: pg.PoolClient;
   /** Whether the connection can no longer be trusted (its socket failed, a statement got no answer). */
   broken: boolean;
+  /** Whether a statement was sent on it and not answered yet. */
+  sending: boolean;
+  /** Dropped by its scope (ConnectionScope.drop): a statement it was sending may still run. */
+  dropped: boolean;
   release(): void;
+}
+
+/**
+ * Asks the server to cancel the statement a connection's backend runs: a CancelRequest on a new
+ * connection, naming the backend by the process id and secret key it gave at startup, which
+ * takes no login and no privilege
+ * (https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-FLOW-CANCELING-REQUESTS).
+ * Sent when the client stops waiting for an answer: a backend that cannot run now (stopped, or
+ * its machine frozen) is signalled by the postmaster and cancels the statement once it runs
+ * again, instead of completing it (a lease taken, a row written) for a caller long gone. Best
+ * effort, as the protocol says of it: not awaited, bounded by `waitMs` (a stopped postmaster
+ * takes no connection), and a statement that already finished, or one sent to a backend that was
+ * idle (PostgreSQL drops a cancel that arrives between statements), is not undone.
+ */
+function requestCancel(conn: pg.PoolClient, waitMs: number): void {
+  // node-postgres keeps BackendKeyData on the client, untyped; host and port as it connected.
+  const { processID, secretKey, host, port } = conn as unknown as {
+    processID?: number | null;
+    secretKey?: number | null;
+    host?: string;
+    port?: number;
+  };
+  if (typeof processID !== 'number' || typeof secretKey !== 'number' || !host || !port) return;
+  const request = Buffer.alloc(16);
+  request.writeInt32BE(16, 0);
+  request.writeInt32BE(80877102, 4); // the cancel request code
+  request.writeInt32BE(processID, 8);
+  request.writeInt32BE(secretKey, 12);
+  const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host);
+  socket.setTimeout(Math.max(1, waitMs), () => socket.destroy());
+  socket.on('error', () => socket.destroy());
+  // The server reads the request and closes the connection without a word.
+  socket.on('connect', () => socket.end(request));
+  socket.on('close', () => socket.destroy());
+}
+
+/**
+ * A statement's failure, and what it leaves of the connection: one the server did not answer
+ * breaks it, and one the client stopped waiting for is cancelled on the server (best effort).
+ */
+function sendFailure(out: Checkout, err: unknown, waitedMs: number, timeouts: PgTimeouts): PipelineError {
+  if (!serverAnswered(err)) out.broken = true;
+  if (out.dropped && !serverAnswered(err)) {
+    // Its cancel was asked for already, by the drop.
+    return new PipelineError(
+      'DB_OUTCOME_UNKNOWN',
+      'the work was given up with this statement unanswered; the statement may still take effect',
+      { dropped: true },
+      { cause: err },
+    );
+  }
+  const failure = statementFailure(err, waitedMs, timeouts);
+  if (isPipelineError(failure, 'DB_OUTCOME_UNKNOWN')) requestCancel(out.conn, timeouts.connectMs);
+  return failure;
 }
 
 /** The scope of the work running now, if it runs in one (see {@link ConnectionScope}). */
@@ -167,16 +226,19 @@ export class ConnectionScope {
 
   /**
    * Ends every connection the work holds now: a statement in flight fails at once (node-postgres
-   * destroys the socket of a client ended with a query active), and each goes back to its pool
-   * as broken, which removes it. What the work checks out afterwards is fresh. Returns the server
-   * process ids of the dropped connections: a backend that cannot run now (stopped, or waiting)
-   * would still run the statement it was sent once it can, unless the caller has the server end
-   * it (`pg_terminate_backend`).
+   * destroys the socket of a client ended with a query active) and is cancelled on the server
+   * (best effort, see requestCancel), and each connection goes back to its pool as broken, which
+   * removes it. What the work checks out afterwards is fresh. Returns the server process ids of
+   * the dropped connections: a backend that cannot run now and was sent its statement while idle
+   * would still run it once it can, unless the caller has the server end it
+   * (`pg_terminate_backend`, which needs a privilege the pool's role may not have).
    */
-  drop(): number[] {
+  drop(waitMs = pgTimeouts.connectMs): number[] {
     const pids: number[] = [];
     for (const out of this.held) {
       out.broken = true;
+      out.dropped = true;
+      if (out.sending) requestCancel(out.conn, waitMs);
       // node-postgres keeps the BackendKeyData's process id on the client, untyped.
       const pid = (out.conn as unknown as { processID?: number | null }).processID;
       if (typeof pid === 'number') pids.push(pid);
@@ -199,6 +261,8 @@ async function checkout(pool: pg.Pool, timeouts: PgTimeouts): Promise<Checkout> 
   const out: Checkout = {
     conn,
     broken: false,
+    sending: false,
+    dropped: false,
     release() {
       scope?.letGo(out);
       conn.removeListener('error', onError);
@@ -225,6 +289,7 @@ async function send<R extends Row>(
   assertPortableParams(params);
   const { text, names } = toPositional(sql, params);
   const started = performance.now();
+  out.sending = true;
   try {
     const result = await out.conn.query<R>({
       text,
@@ -233,8 +298,9 @@ async function send<R extends Row>(
     });
     return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
   } catch (err) {
-    if (!serverAnswered(err)) out.broken = true;
-    throw statementFailure(err, performance.now() - started, timeouts);
+    throw sendFailure(out, err, performance.now() - started, timeouts);
+  } finally {
+    out.sending = false;
   }
 }
 
@@ -251,11 +317,13 @@ async function send<R extends Row>(
 async function commit(out: Checkout, timeouts: PgTimeouts): Promise<void> {
   const started = performance.now();
   let answer: pg.QueryResult;
+  out.sending = true;
   try {
     answer = await out.conn.query('COMMIT');
   } catch (err) {
-    if (!serverAnswered(err)) out.broken = true;
-    throw statementFailure(err, performance.now() - started, timeouts);
+    throw sendFailure(out, err, performance.now() - started, timeouts);
+  } finally {
+    out.sending = false;
   }
   if (answer.command !== 'COMMIT') {
     throw new PipelineError(

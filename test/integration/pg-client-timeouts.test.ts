@@ -1,10 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { constants } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PgSqlClient } from '../../shared/db/pg-client';
+import { ConnectionScope, PgSqlClient } from '../../shared/db/pg-client';
 import { applicationName, pgTimeouts } from '../../shared/db/pg-settings';
 import { isPipelineError, PipelineError } from '../../shared/errors';
 import { unavailableCause } from '../../shared/http/unavailable';
 import { createTestDatabase, type TestDatabase } from '../support/database';
+import { deferred } from '../support/gates';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -43,6 +46,28 @@ function cont(pid: number): void {
   } catch {
     // Gone already.
   }
+}
+
+/**
+ * Whether a signal waits for a stopped process (`/proc/<pid>/status`: SigPnd for the thread,
+ * ShdPnd for the process, each a hex mask with bit n-1 for signal n). A cancel request reaches a
+ * backend as SIGINT, sent by the postmaster (or its child) once it has read the request: the
+ * test continues the backend only after that, as a backend stopped for longer would be.
+ */
+function signalPending(pid: number, signal: number): boolean {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mask = (name: string) =>
+    BigInt(`0x${new RegExp(`^${name}:\\s*([0-9a-f]+)`, 'm').exec(status)?.[1] ?? '0'}`);
+  return ((mask('SigPnd') | mask('ShdPnd')) & (1n << BigInt(signal - 1))) !== 0n;
+}
+
+/** Waits until the stopped backend `pid` has a cancel (SIGINT) waiting for it. */
+async function cancelReached(pid: number): Promise<void> {
+  await waitFor(
+    () => signalPending(pid, constants.signals.SIGINT),
+    (pending) => pending,
+    { timeoutMs: 60_000, intervalMs: 20, what: `a cancel waiting for backend ${pid}` },
+  );
 }
 
 /** The error `work` rejects with (it must reject). */
@@ -152,6 +177,101 @@ describe('the pg adapter turns a server that does not answer into a classified e
     expect(err.message).toMatch(/the transaction was not committed/);
     expect(unavailableCause(err)).toBe('the database is unavailable');
     expect(rows).toEqual([]);
+  });
+
+  /**
+   * A backend of `db` (one connection) stopped in the middle of `statement`: it waits on a lock
+   * the owner holds on row `id`, is stopped, then the lock is let go (and granted to it, stopped).
+   * Resolves once it is stopped, with its pid and the statement's outcome to come.
+   */
+  async function stoppedMidStatement(db: PgSqlClient, id: number, statement: () => Promise<unknown>) {
+    await owner.query("INSERT INTO marks VALUES (:id, 'before')", { id });
+    const pid = await backendOf(db);
+    const locked = deferred();
+    const letGo = deferred();
+    const holder = owner.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM marks WHERE id = :id FOR UPDATE', { id });
+      locked.resolve();
+      await letGo.promise;
+    });
+    await locked.promise;
+    const outcome = statement().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await waitFor(
+      () =>
+        owner.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = :pid AND wait_event_type = 'Lock'`,
+          { pid },
+        ),
+      (r) => r.rows[0]?.n === 1,
+      { timeoutMs: 60_000, intervalMs: 20, what: `backend ${pid} waiting on the lock` },
+    );
+    stop(pid);
+    letGo.resolve();
+    await holder;
+    return { pid, outcome };
+  }
+
+  it('cancels a statement it stopped waiting for: a backend stopped mid-statement does not complete it once it goes on', async () => {
+    // No server-side timeout: only the client's deadline and its cancel request act.
+    const db = new PgSqlClient({
+      connectionString: database.url,
+      maxConnections: 1,
+      timeouts: { queryMs: 1_000, statementMs: 0, lockMs: 0 },
+    });
+    let err: unknown;
+    let pid = 0;
+    try {
+      const stopped = await stoppedMidStatement(db, 5, () =>
+        db.query("UPDATE marks SET note = 'changed' WHERE id = 5"),
+      );
+      pid = stopped.pid;
+      err = await stopped.outcome;
+      await cancelReached(pid);
+    } finally {
+      if (pid) await contAndWaitGone(pid);
+    }
+    const { rows } = await owner.query<{ note: string }>('SELECT note FROM marks WHERE id = 5');
+    await db.close();
+
+    expect(isPipelineError(err, 'DB_OUTCOME_UNKNOWN')).toBe(true);
+    expect(rows).toEqual([{ note: 'before' }]);
+  });
+
+  it('drops the connections of a scope given up: its statement fails at once as outcome unknown, and the next runs on a fresh connection', async () => {
+    // No deadline of the client's own: only the drop ends the wait.
+    const db = new PgSqlClient({
+      connectionString: database.url,
+      maxConnections: 1,
+      timeouts: { queryMs: 0, statementMs: 0, lockMs: 0 },
+    });
+    const scope = new ConnectionScope();
+    let err: unknown;
+    let pids: number[] = [];
+    let pid = 0;
+    try {
+      const stopped = await stoppedMidStatement(db, 6, () =>
+        scope.run(() => db.query("UPDATE marks SET note = 'changed' WHERE id = 6")),
+      );
+      pid = stopped.pid;
+      pids = scope.drop();
+      err = await stopped.outcome;
+      await cancelReached(pid);
+    } finally {
+      if (pid) await contAndWaitGone(pid);
+    }
+    const next = await backendOf(db);
+    const { rows } = await owner.query<{ note: string }>('SELECT note FROM marks WHERE id = 6');
+    await db.close();
+
+    expect(pids).toEqual([pid]);
+    expect(isPipelineError(err, 'DB_OUTCOME_UNKNOWN')).toBe(true);
+    expect((err as PipelineError).details).toEqual({ dropped: true });
+    expect(next).not.toBe(pid);
+    // Its cancel reached the backend: the statement did not complete when it went on.
+    expect(rows).toEqual([{ note: 'before' }]);
   });
 
   describe('a server that takes the connection and never answers', () => {
