@@ -67,6 +67,11 @@ export interface PostgresProbeOptions {
   readonly onRecovered?: () => void;
   /** Epoch ms of `since`; `Date.now` by default. */
   readonly clock?: () => number;
+  /**
+   * The postmaster's supervisor's word: while it says down (a death it is mending), the probe
+   * neither probes nor speaks, so a failure is one line in the log, the supervisor's.
+   */
+  readonly supervised?: () => ComponentState;
   /** The probe itself (a test's); {@link probePostgres} by default. */
   readonly probe?: (url: string, timeoutMs: number) => Promise<string | undefined>;
 }
@@ -115,6 +120,12 @@ export class PostgresProbe {
     const missesToDown = this.options.missesToDown ?? probeSettings.missesToDown;
     const probe = this.options.probe ?? probePostgres;
     while (!this.stopped) {
+      if (this.options.supervised && !this.options.supervised().up) {
+        this.misses = 0;
+        this.down = undefined;
+        await this.pause(this.options.periodMs ?? probeSettings.periodMs);
+        continue;
+      }
       const at = this.clock();
       const miss = await probe(this.options.url, timeoutMs).catch((err: unknown) => String(err));
       if (this.stopped) break;

@@ -279,7 +279,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const seams = options.seams ?? {};
     // Whether PostgreSQL serves is what a probe with a deadline sees (a stopped postmaster
     // exits no process), and what its supervisor saw die: the supervisor's word first.
-    const probe = new PostgresProbe({ url: pg.url, log, onRecovered: () => recovered('postgres') });
+    const probe = new PostgresProbe({
+      url: pg.url,
+      log,
+      onRecovered: () => recovered('postgres'),
+      supervised: () => pg.health(),
+    });
     probe.start();
     stack.push(() => probe.stop());
     const postgresHealth = () => {

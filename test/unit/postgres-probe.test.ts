@@ -46,4 +46,28 @@ describe('the PostgreSQL probe judges health by what answers within a deadline',
     ]);
     expect(recovered).toHaveBeenCalledTimes(1);
   });
+
+  it('leaves a death to the supervisor: while it says down, no probe and no line of its own', async () => {
+    let supervisorUp = true;
+    const probed = vi.fn(async () => 'refused a new connection: connect ECONNREFUSED');
+    const log = vi.fn();
+    const probe = new PostgresProbe({
+      url: 'postgres://unused',
+      periodMs: 1_000,
+      missesToDown: 2,
+      log,
+      supervised: () => (supervisorUp ? { up: true } : { up: false, cause: 'exited', since: 'then' }),
+      probe: probed,
+    });
+
+    probe.start();
+    await vi.advanceTimersByTimeAsync(0);
+    supervisorUp = false;
+    await vi.advanceTimersByTimeAsync(10_000);
+    const whileDown = { calls: probed.mock.calls.length, state: probe.state };
+    await probe.stop();
+
+    expect(whileDown).toEqual({ calls: 1, state: { up: true } });
+    expect(log).not.toHaveBeenCalled();
+  });
 });
