@@ -49,8 +49,15 @@ export function translatePgError(err: unknown): PipelineError {
   return new PipelineError('DB_ERROR', message, { sqlState }, { cause: err });
 }
 
-/** A SQLSTATE-shaped code: the server answered with an ErrorResponse (and the connection still works). */
-const serverAnswered = (err: unknown) => /^[0-9A-Z]{5}$/.test(String((err as { code?: unknown }).code ?? ''));
+/**
+ * A SQLSTATE-shaped code: the server answered with an ErrorResponse (and the connection still
+ * works). Not a five-letter errno that looks like one (EPIPE, EPERM): no SQLSTATE class starts
+ * with E (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+ */
+const serverAnswered = (err: unknown) => {
+  const code = String((err as { code?: unknown }).code ?? '');
+  return /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('E');
+};
 
 /** pg-pool's errors for a wait for a connection (new or pooled) that ran out of `connectionTimeoutMillis`. */
 const connectTimeoutMessages = new Set([
