@@ -1,5 +1,6 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import * as z from 'zod';
+import { sdkClientConfig } from './aws/sdk-client';
 import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
 import { applicationName, type ConnectionHolder, timeoutsOf } from './db/pg-settings';
@@ -133,7 +134,7 @@ export function createSqlClient(config: Pick<AppConfig, 'database'>, holder: Con
       );
     case 'data-api':
       return new DataApiSqlClient({
-        client: new RDSDataClient({}),
+        client: new RDSDataClient(sdkClientConfig('statement')),
         resourceArn: db.resourceArn,
         secretArn: db.secretArn,
         database: db.database,

@@ -18,7 +18,22 @@ describe('a relay run holds its run lease only until its deadline', () => {
     const never = () => new Promise<never>(() => {});
     const relay = createRelayInvocation({
       // Every outbox statement waits for ever, as one sent to a stopped backend with no deadline.
-      outbox: { claim: never, markDelivered: never, markFailed: never, purgeDelivered: never, stats: never },
+      outbox: {
+        claim: never,
+        markDelivered: never,
+        markFailed: never,
+        purgeDelivered: never,
+        release: never,
+        stats: never,
+      },
+      circuit: {
+        read: never,
+        open: never,
+        takeProbe: never,
+        probeFailed: never,
+        probeNow: never,
+        close: never,
+      },
       publisher: new RecordingPublisher(),
       lease: {
         acquire: async () => 0,

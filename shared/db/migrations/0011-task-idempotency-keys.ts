@@ -15,8 +15,8 @@ import type { Migration } from '../migration';
  * reads and writes every column of `tasks` (0002's grant is table-wide). The index is built in
  * the migration's transaction, over the tasks already there (none has a key), as 0009's were.
  */
-export const migration0010: Migration = {
-  version: 10,
+export const migration0011: Migration = {
+  version: 11,
   name: 'task-idempotency-keys',
   statements: [
     'ALTER TABLE tasks ADD COLUMN idempotency_key text, ADD COLUMN request_hash text',
