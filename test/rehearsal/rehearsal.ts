@@ -300,7 +300,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       backends: { dynamodb: dynamo.endpoint, s3: s3.endpoint, rdsData: dataApi.endpoint },
       sns: { topics: resolver.resourcesOfType('AWS::SNS::Topic').map(([id]) => resolver.ref(id)) },
       // A clock the rehearsal moves: a delayed message (DelaySeconds) is due without waiting for it.
-      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs },
+      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs, sentClock: Date.now },
       lambda: { functions: specs.map((s) => s.name) },
       secretsManager: {
         secrets: [...secretValues].map(([arn, login]) => ({
