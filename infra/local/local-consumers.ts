@@ -36,6 +36,7 @@ import { type FaultInjector, InjectedFaultError } from './faults';
 import { copyLegacyTable, legacyTables } from './legacy-tables';
 import type { BusEvent } from './local-bus';
 import { LocalCounters } from './local-counters';
+import { type LocalAwsCredentials, localRegion } from './local-credentials';
 import { repairOpenIndex } from './open-index-repair';
 import { Supervisor } from './supervisor';
 
@@ -144,6 +145,12 @@ export interface LocalConsumersOptions {
   readonly invocationTimeoutMs?: number | (() => number);
   /** Epoch ms of the inbox's leases, backoffs and ages (the runtime's clock); `Date.now` by default. */
   readonly clock?: () => number;
+  /**
+   * The data directory's key pair: the consumers' DynamoDB client signs with it, and dynalite
+   * refuses any request not signed with it (DynamoDB Local verifies no signature: see
+   * docs/local-runtime.md). Without: a fixed dummy pair and an engine that takes any (tests).
+   */
+  readonly credentials?: LocalAwsCredentials;
 }
 
 /** A declared counter's item in the counters table (`effects#<name>`, as before counters were declared). */
@@ -226,7 +233,7 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   const startEngine = (port?: number) =>
     options.engine === 'dynamodb-local'
       ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
-      : startDynalite(join(dataDir, 'dynamo'), { port });
+      : startDynalite(join(dataDir, 'dynamo'), { port, credentials: options.credentials });
   const first = await startEngine();
   const port = Number(new URL(first.endpoint).port);
   // A dead engine is started again on the same port and data, so the client below (and every
@@ -246,8 +253,9 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   };
   const client = new DynamoDBClient({
     endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    region: localRegion,
+    // A copy: the SDK notes where credentials came from on the object it is given.
+    credentials: { ...(options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' }) },
   });
   const resourceTables = localResourceTables(registry);
   let counters: LocalCounters;

@@ -44,6 +44,7 @@ import { startHttpServer } from './http-server';
 import { remakeDamagedDeliveries } from './journal-repair';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
+import { type LocalCredentials, localCredentials, localRegion } from './local-credentials';
 import { BusRedelivery } from './local-ops';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
@@ -181,8 +182,13 @@ export interface RuntimeSeams {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
-  /** The PostgreSQL server (its postmaster's pid and health, for fault drills). */
-  readonly postgres: Pick<LocalPostgres, 'pid' | 'health'>;
+  /**
+   * The data directory's credentials (`credentials.json`, 0600): the key pair the bus's
+   * PutEvents endpoint and dynalite accept signatures of, for a test's own client.
+   */
+  readonly credentials: Pick<LocalCredentials, 'file' | 'aws'>;
+  /** The PostgreSQL server (its postmaster's pid and health, for fault drills; its port). */
+  readonly postgres: Pick<LocalPostgres, 'pid' | 'health' | 'port'>;
   /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
@@ -253,6 +259,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       await step().catch((err) => log('stop step failed', { error: String(err) }));
   };
   try {
+    // Made by the data directory's first start, kept 0600: nothing below has a fixed password.
+    const credentials = localCredentials(dataDir, (m) => log(m));
     const faults = new FaultInjector(options.faults ?? noFaults, options.faultSeed);
     // What waited on a component that failed is woken once it serves again, so the backoff
     // built up against the outage does not hold deliveries: set once the relay and the bus exist.
@@ -269,6 +277,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
 
     const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m), {
+      superuserPassword: credentials.postgres.superuserPassword,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
@@ -317,6 +326,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       log,
       recount: uncleanStop !== undefined,
       clock,
+      credentials: credentials.aws,
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
@@ -351,6 +361,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
+      credentials: credentials.aws,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -385,8 +396,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
     const eventBridge = new EventBridgeClient({
       endpoint: bus.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      region: localRegion,
+      // A copy: the SDK notes where credentials came from on the object it is given.
+      credentials: { ...credentials.aws },
     });
     seams.sdkClient?.(eventBridge as unknown as SdkClientSeam, 'eventbridge');
     const relayDb = dbAs('relay');
@@ -532,6 +544,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: http.url,
       dataDir,
+      credentials: Object.freeze({ file: credentials.file, aws: Object.freeze({ ...credentials.aws }) }),
       postgres: pg,
       db,
       bus,
