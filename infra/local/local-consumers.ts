@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
+import type { EffectArrival } from '../../shared/audit/foreign-effects';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
@@ -151,6 +152,13 @@ export interface LocalConsumersOptions {
    * docs/local-runtime.md). Without: a fixed dummy pair and an engine that takes any (tests).
    */
   readonly credentials?: LocalAwsCredentials;
+  /**
+   * Told of every event a consumer processed (its effect ran), as the record completes: what the
+   * delivery audit checks against the outbox (infra/local/foreign-effects.ts). After an unclean
+   * stop (`recount`), the notes the last run had not had checked are gone: every PROCESSED record
+   * first received since `recountSince` (epoch ms) is told again.
+   */
+  readonly arrivals?: { readonly note: (arrival: EffectArrival) => void; readonly recountSince: number };
 }
 
 /** A declared counter's item in the counters table (`effects#<name>`, as before counters were declared). */
@@ -330,7 +338,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return Object.fromEntries(counted.map((c, i) => [c.name, values[i] ?? 0]));
   };
 
-  /** PROCESSED records per consumer, by a scan of the inbox: only for the recount. */
+  /**
+   * PROCESSED records per consumer, by a scan of the inbox: only for the recount. Those first
+   * received since `options.arrivals.recountSince` are told to the audit again on the way.
+   */
   const countProcessed = async (): Promise<Map<string, number>> => {
     const out = new Map(names.map((name) => [name, 0]));
     const pages = paginateScan(
@@ -338,16 +349,29 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       {
         TableName: inboxTable,
         FilterExpression: '#state.#status = :processed',
-        ProjectionExpression: '#consumer',
-        ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
+        ProjectionExpression: '#consumer, #eventId, #state.#receivedAt',
+        ExpressionAttributeNames: {
+          '#state': 'state',
+          '#status': 'status',
+          '#consumer': 'consumer',
+          '#eventId': 'eventId',
+          '#receivedAt': 'receivedAt',
+        },
         ExpressionAttributeValues: { ':processed': { S: 'PROCESSED' } },
       },
     );
+    const arrivals = options.arrivals;
     for await (const page of pages) {
       for (const item of page.Items ?? []) {
         const consumer = item.consumer?.S;
         const n = consumer === undefined ? undefined : out.get(consumer);
-        if (consumer !== undefined && n !== undefined) out.set(consumer, n + 1);
+        if (consumer === undefined || n === undefined) continue;
+        out.set(consumer, n + 1);
+        const eventId = item.eventId?.S;
+        const receivedAt = Number(item.state?.M?.receivedAt?.N);
+        if (arrivals && eventId !== undefined && receivedAt >= arrivals.recountSince) {
+          arrivals.note({ consumer: consumer as ConsumerName, eventId });
+        }
       }
     }
     return out;
@@ -408,8 +432,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         // finished later still counts the record it completed (its retry finds the record
         // done and counts nothing). The record is PROCESSED whatever happens here: a failed
         // count must not fail the delivery.
-        if (result.status === 'processed')
+        if (result.status === 'processed') {
+          options.arrivals?.note({ consumer: consumer as ConsumerName, eventId: result.eventId });
           await count(processedCounter(consumer), 1, `${consumer}: a processed event`);
+        }
         return result;
       });
       return withInvocationTimeout(invocation, consumer, timeoutMs);

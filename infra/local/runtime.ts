@@ -40,6 +40,7 @@ import { AuditRunner } from './audit-runner';
 import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import type { LocalPort } from './consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
+import { ForeignEffectsWatch } from './foreign-effects';
 import { startHttpServer } from './http-server';
 import { remakeDamagedDeliveries } from './journal-repair';
 import { type BusEvent, LocalBus } from './local-bus';
@@ -317,6 +318,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const asLambda = <A extends unknown[], R>(name: LambdaName, fn: (...args: A) => Promise<R>) =>
       seams.lambda ? seams.lambda(name, fn) : fn;
 
+    // Every effect a consumer performs is checked by the delivery audit against the outbox.
+    const foreign = new ForeignEffectsWatch(join(dataDir, 'foreign-effects.json'), log);
+    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
+    const retentionSeconds = topology.relay.purge.retentionHours * 3_600;
     const consumers = await startLocalConsumers({
       dataDir,
       topology,
@@ -327,12 +332,17 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       recount: uncleanStop !== undefined,
       clock,
       credentials: credentials.aws,
+      arrivals: { note: (a) => foreign.note(a), recountSince: clock() - retentionSeconds * 1_000 },
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
+    // The audit's last look, once the bus has stopped delivering and before the engine stops:
+    // what was processed since its last run is checked now, not left unchecked by the stop.
+    let lastForeignCheck = async () => {};
+    stack.push(() => lastForeignCheck());
     options.signal?.throwIfAborted();
     const consumerInvoke = new Map(
       topology.registry.map(({ name }) => [
@@ -463,8 +473,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
     );
     // The delivery audit as its own role, over the consumers' inbox, on its period.
-    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
     const auditStore = new DeliveryAuditStore(dbAs('audit'));
+    const checkForeign = () =>
+      foreign.check({
+        committed: (ids) => auditStore.committedEvents(ids),
+        inbox: consumers.inbox,
+        now: clock(),
+        retentionSeconds,
+      });
     const audit = new AuditRunner({
       run: () => {
         // Bounded as the Lambda is, by its timeout.
@@ -478,7 +494,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           settings: auditSettings,
           remainingMs: () => deadline - performance.now(),
           stuck: { inbox: consumers.inbox, redelivery: new BusRedelivery(bus), clock },
-        }).then((report) => {
+        }).then(async (report) => {
+          const found = await checkForeign();
           const resent = Object.values(report.resent).reduce((n, c) => n + c, 0);
           if (resent > 0 || report.unsendable > 0) {
             log('delivery audit re-sent inbox records nothing would retry', {
@@ -486,7 +503,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
               unsendable: report.unsendable,
             });
           }
-          return report;
+          return { ...report, foreign: found };
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
@@ -495,6 +512,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     audit.start();
     stack.push(() => audit.stop());
+    lastForeignCheck = async () => {
+      if (foreign.waiting === 0) return;
+      await checkForeign().catch((err: unknown) =>
+        log('the delivery audit could not check the last effects against the outbox before the stop', {
+          unchecked: foreign.waiting,
+          error: String(err),
+        }),
+      );
+    };
 
     const opsApi = createLocalOpsApi({
       db: dbAs('ops'),
@@ -512,6 +538,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: alarmClock,
       recordClock: clock,
       topology,
+      foreignEffects: foreign,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),

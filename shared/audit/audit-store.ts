@@ -347,6 +347,20 @@ export class DeliveryAuditStore {
     return new Map(rows.map((r) => [r.event_id, toDeliveredRow(r)]));
   }
 
+  /**
+   * Which of `eventIds` (UUIDs) have an outbox row, in any status: the events the pipeline
+   * committed (see foreign-effects.ts). One probe of the primary key per id.
+   */
+  async committedEvents(eventIds: readonly string[]): Promise<ReadonlySet<string>> {
+    if (eventIds.length === 0) return new Set();
+    const { rows } = await this.db.query<{ event_id: string }>(
+      `SELECT o.event_id FROM outbox o
+         JOIN jsonb_array_elements_text(:ids::jsonb) AS i(id) ON o.event_id = i.id::uuid`,
+      { ids: sqlParam.json([...new Set(eventIds)]) },
+    );
+    return new Set(rows.map((r) => r.event_id));
+  }
+
   /** Notes a re-send of a finding (it stays open until a run finds the record). */
   async noteRedrive(eventId: string, consumer: ConsumerName): Promise<void> {
     await this.db.query(
