@@ -243,6 +243,13 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
       : startDynalite(join(dataDir, 'dynamo'), { port, credentials: options.credentials });
   const first = await startEngine();
+  if (options.engine === 'dynamodb-local' && options.credentials) {
+    // It cannot do better: see docs/local-runtime.md, "Only the owner".
+    log(
+      `DynamoDB Local checks no signature and listens on port ${new URL(first.endpoint).port} of every interface: any local user (or host that can reach this one) can read and change the inbox; dynalite, the default, takes only this data directory's credentials`,
+      { level: 'warn' },
+    );
+  }
   const port = Number(new URL(first.endpoint).port);
   // A dead engine is started again on the same port and data, so the client below (and every
   // record it wrote) is where it was; what failed meanwhile is retried by the bus.
