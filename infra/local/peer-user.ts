@@ -63,13 +63,19 @@ const closed = '07';
 
 /** The uid on the line of `table` whose local and remote addresses are `local` and `remote`. */
 function uidIn(table: string, local: string, remote: string): number | undefined {
-  for (const line of table.split('\n').slice(1)) {
-    const fields = line.trim().split(/\s+/);
+  // Found by its text rather than by splitting every line: the table lists every TCP socket of
+  // the machine's namespace, thousands on a busy one.
+  const needle = ` ${local} ${remote} `;
+  for (let at = table.indexOf(needle); at >= 0; at = table.indexOf(needle, at + needle.length)) {
+    const end = table.indexOf('\n', at);
     // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
-    if (fields[1] === local && fields[2] === remote && fields[3] !== timeWait && fields[3] !== closed) {
-      const uid = Number(fields[7]);
-      return Number.isInteger(uid) ? uid : undefined;
-    }
+    const fields = table
+      .slice(at, end < 0 ? undefined : end)
+      .trim()
+      .split(/\s+/);
+    if (fields[2] === timeWait || fields[2] === closed) continue;
+    const uid = Number(fields[6]);
+    if (Number.isInteger(uid)) return uid;
   }
   return undefined;
 }
