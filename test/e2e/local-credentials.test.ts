@@ -51,7 +51,14 @@ const forgedApproval = (taskId: string) => ({
     subject: taskId,
     time: new Date().toISOString(),
     datacontenttype: 'application/json',
-    data: { taskId, version: 2, title: 'forged', reviewer: 'mallory', approvedAt: new Date().toISOString() },
+    data: {
+      taskId,
+      version: 2,
+      title: 'forged',
+      assignee: null,
+      reviewer: 'mallory',
+      approvedAt: new Date().toISOString(),
+    },
   }),
 });
 

@@ -26,6 +26,7 @@ const forged = () =>
       taskId: target.taskId,
       version: 2,
       title: 'forged',
+      assignee: null,
       reviewer: 'intruder',
       approvedAt: new Date().toISOString(),
     },
