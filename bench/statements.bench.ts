@@ -28,6 +28,7 @@ import { PgSqlClient } from '../shared/db/pg-client';
 import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { runRelay } from '../shared/outbox/relay';
+import { RelayCircuitStore } from '../shared/outbox/relay-circuit';
 import { createRelayInvocation } from '../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../shared/outbox/relay-lease';
 import { relayServiceName } from '../shared/outbox/relay-metrics';
@@ -162,6 +163,7 @@ export async function measureStatementCosts(count: number): Promise<StatementCos
       const nudge = createRelayInvocation({
         outbox,
         lease: new RelayLeaseStore(db),
+        circuit: new RelayCircuitStore(db),
         publisher,
         settings: relaySettings,
         wakeups: { wakeAfter: async () => {} },

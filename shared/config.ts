@@ -1,5 +1,6 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import * as z from 'zod';
+import { sdkClientConfig } from './aws/sdk-client';
 import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
 import type { SqlClient } from './db/sql-client';
@@ -124,7 +125,7 @@ export function createSqlClient(config: Pick<AppConfig, 'database'>): SqlClient 
       );
     case 'data-api':
       return new DataApiSqlClient({
-        client: new RDSDataClient({}),
+        client: new RDSDataClient(sdkClientConfig('statement')),
         resourceArn: db.resourceArn,
         secretArn: db.secretArn,
         database: db.database,

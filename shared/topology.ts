@@ -66,7 +66,18 @@ export interface RelayConfig {
    * payload escaped twice): below its 1 MiB response limit, and per row below its 64 KB row limit.
    */
   readonly claimBytes: { readonly perClaim: number; readonly perRow: number };
+  /**
+   * Backoff of one row's transient failure, when it fails alone: a throttled entry beside
+   * accepted ones, a failed call beside calls that passed. Full jitter up to the ceiling.
+   */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  /**
+   * The transport's circuit: when a round's every published entry fails transiently (the bus
+   * or PutEvents refusing everything), the relay stops claiming and probes with one due row,
+   * the first after `probeBaseMs`, each failed probe doubling the wait up to `probeMaxMs`.
+   * Rows gain neither attempts nor backoff while it is open (`shared/outbox/relay-circuit.ts`).
+   */
+  readonly circuit: { readonly probeBaseMs: number; readonly probeMaxMs: number };
   readonly pollIntervalMs: number;
   readonly budgetMarginMs: number;
   readonly timeoutSeconds: number;
@@ -130,6 +141,12 @@ const relay: RelayConfig = {
    */
   claimBytes: { perClaim: 1024 * 1024 - 64 * 1024, perRow: 60 * 1024 },
   backoff: { baseMs: 1_000, maxMs: 15 * 60_000 },
+  /**
+   * A probe is one PutEvents call of one entry (and a few statements): a minute apart at most,
+   * an outage's end is seen within a minute by the probes alone, and at once where the
+   * transport says so (the local bus when its journal writes again).
+   */
+  circuit: { probeBaseMs: 1_000, probeMaxMs: 60_000 },
   /**
    * A run that has drained what is due waits for rows that become due within its budget
    * (backoff), re-checking at most this often; it returns once nothing is pending.

@@ -4,6 +4,7 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import * as z from 'zod';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { SqsRetryPorts } from '../../shared/consumers/adapters/aws/sqs-retry-ports';
 import { consumerRetriesEnv, consumerRetriesServiceName } from '../../shared/consumers/contract';
 import { createConsumerRetries } from '../../shared/consumers/retries';
@@ -27,13 +28,15 @@ const env = parseEnvironment(
 const logger = new Logger({ serviceName: consumerRetriesServiceName });
 
 /** The consumer retries Lambda: the retry queue's event source mapping hands it Lambda's on-failure records. */
-export const handler = middy(
-  createConsumerRetries({
-    ports: new SqsRetryPorts(new SQSClient({}), new LambdaClient({}), {
-      retryQueueUrl: env[consumerRetriesEnv.retryQueueUrl],
-      deadLetterQueueUrl: env[consumerRetriesEnv.deadLetterQueueUrl],
+export const handler = withInvocationDeadline(
+  middy(
+    createConsumerRetries({
+      ports: new SqsRetryPorts(new SQSClient(sdkClientConfig()), new LambdaClient(sdkClientConfig()), {
+        retryQueueUrl: env[consumerRetriesEnv.retryQueueUrl],
+        deadLetterQueueUrl: env[consumerRetriesEnv.deadLetterQueueUrl],
+      }),
+      consumerFunctions: env[consumerRetriesEnv.consumerFunctions] as Record<ConsumerName, string>,
+      logger,
     }),
-    consumerFunctions: env[consumerRetriesEnv.consumerFunctions] as Record<ConsumerName, string>,
-    logger,
-  }),
-).use(injectLambdaContext(logger));
+  ).use(injectLambdaContext(logger)),
+);

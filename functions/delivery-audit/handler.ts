@@ -11,6 +11,7 @@ import { emitAuditGauges } from '../../shared/audit/audit-gauges';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { type AuditReport, runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { functionIdentity } from '../../shared/aws/function-identity';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { consumerEnv, deliveryAuditServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
@@ -39,16 +40,16 @@ const env = parseEnvironment(
 const logger = new Logger({ serviceName: deliveryAuditServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName });
 const store = new DeliveryAuditStore(createSqlClient(config));
-const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
+const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 // A stuck record is re-sent as an inbox redrive re-sends one: an async invoke of its consumer.
 const redelivery = new LambdaRedelivery(
-  new LambdaClient({}),
+  new LambdaClient(sdkClientConfig()),
   env[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
 );
 const okAlarms = cloudWatchOkAlarms(
-  new CloudWatchClient({}),
+  new CloudWatchClient(sdkClientConfig()),
   env[gaugeAlarmsEnv] as Record<string, string> | undefined,
   (message, extra) => logger.warn(message, extra),
 );
@@ -57,24 +58,26 @@ const okAlarms = cloudWatchOkAlarms(
  * The delivery audit Lambda, run by the relay's safety-sweep schedule (so an idle Aurora wakes
  * once per period for both): one bounded run, then `UndeliveredToConsumer` per consumer.
  */
-export const handler = middy(async (_event: unknown, context: Context): Promise<AuditReport> => {
-  const report = await runDeliveryAudit({
-    store,
-    inbox,
-    bus: functionIdentity(context),
-    remainingMs: () => context.getRemainingTimeInMillis(),
-    stuck: { inbox, redelivery },
-  });
-  await emitAuditGauges({ undelivered: report.undelivered, metrics, okAlarms });
-  if (Object.values(report.resent).some((n) => n > 0) || report.unsendable > 0) {
-    logger.warn('inbox records nothing would retry re-sent', {
-      resent: report.resent,
-      unsendable: report.unsendable,
+export const handler = withInvocationDeadline(
+  middy(async (_event: unknown, context: Context): Promise<AuditReport> => {
+    const report = await runDeliveryAudit({
+      store,
+      inbox,
+      bus: functionIdentity(context),
+      remainingMs: () => context.getRemainingTimeInMillis(),
+      stuck: { inbox, redelivery },
     });
-  }
-  if (Object.values(report.found).some((n) => n > 0)) {
-    logger.warn('delivered events missing from a consumer inbox', { found: report.found });
-  }
-  logger.info('delivery audit run', { ...report });
-  return report;
-}).use(injectLambdaContext(logger));
+    await emitAuditGauges({ undelivered: report.undelivered, metrics, okAlarms });
+    if (Object.values(report.resent).some((n) => n > 0) || report.unsendable > 0) {
+      logger.warn('inbox records nothing would retry re-sent', {
+        resent: report.resent,
+        unsendable: report.unsendable,
+      });
+    }
+    if (Object.values(report.found).some((n) => n > 0)) {
+      logger.warn('delivered events missing from a consumer inbox', { found: report.found });
+    }
+    logger.info('delivery audit run', { ...report });
+    return report;
+  }).use(injectLambdaContext(logger)),
+);

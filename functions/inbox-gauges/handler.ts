@@ -2,7 +2,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Context } from 'aws-lambda';
 import * as z from 'zod';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { consumerEnv, inboxGaugesServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
@@ -23,13 +25,13 @@ const env = parseEnvironment(
   process.env,
   'inbox gauges configuration',
 );
-const inbox = new DynamoInboxOps(new DynamoDBClient({}), {
+const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName });
 const logger = new Logger({ serviceName: inboxGaugesServiceName });
 const okAlarms = cloudWatchOkAlarms(
-  new CloudWatchClient({}),
+  new CloudWatchClient(sdkClientConfig()),
   env[gaugeAlarmsEnv] as Record<string, string> | undefined,
   (message, extra) => logger.warn(message, extra),
 );
@@ -38,4 +40,6 @@ const okAlarms = cloudWatchOkAlarms(
  * The inbox gauges Lambda (every `topology.alarms.gaugePeriodSeconds`): per consumer, DEAD and
  * FAILED records, the oldest lease and the oldest retry age.
  */
-export const handler = () => emitInboxGauges({ inbox, metrics, consumers: consumerNames, okAlarms });
+export const handler = withInvocationDeadline((_event: unknown, _context: Context) =>
+  emitInboxGauges({ inbox, metrics, consumers: consumerNames, okAlarms }),
+);

@@ -5,6 +5,7 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import middy from '@middy/core';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import * as z from 'zod';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { migrate } from '../../shared/db/migrate';
 import { type RoleLogin, setRolePasswords } from '../../shared/db/roles';
@@ -24,7 +25,7 @@ const { DB_ROLE_SECRETS: roleSecrets, RELAY_FUNCTION_NAME: relayFunction } = par
 );
 const logger = new Logger({ serviceName: 'migrate' });
 const db = createSqlClient(config);
-const secrets = new SecretsManagerClient({});
+const secrets = new SecretsManagerClient(sdkClientConfig());
 
 const secretLogin = z.object({ username: z.string(), password: z.string() });
 
@@ -46,7 +47,8 @@ async function roleLogins(arns: Readonly<Record<string, string>>): Promise<RoleL
  * the deploy: the sweeps run the relay anyway, and its errors are alarmed.
  */
 async function firstRelayRun(functionName: string): Promise<void> {
-  const lambda = new LambdaClient({});
+  // It waits for the relay's run: bounded by this invocation's deadline, not by a request timeout.
+  const lambda = new LambdaClient(sdkClientConfig('run'));
   try {
     const out = await lambda.send(
       new InvokeCommand({
@@ -83,4 +85,4 @@ export async function run(event: Pick<CloudFormationCustomResourceEvent, 'Reques
   return { PhysicalResourceId: 'content-pipeline-schema', Data: { SchemaVersion: String(version) } };
 }
 
-export const handler = middy(run).use(injectLambdaContext(logger));
+export const handler = withInvocationDeadline(middy(run).use(injectLambdaContext(logger)));

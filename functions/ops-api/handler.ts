@@ -5,6 +5,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { functionIdentity } from '../../shared/aws/function-identity';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
@@ -19,26 +20,28 @@ import { LambdaRelayNudger } from '../../shared/tasks/relay-nudger';
 const config = parseConfig();
 const ops = parseOpsConfig();
 const logger = new Logger({ serviceName: 'ops-api' });
-const lambda = new LambdaClient({});
+const lambda = new LambdaClient(sdkClientConfig());
 const redelivery = new LambdaRedelivery(lambda, ops.consumerFunctions);
-const dynamo = new DynamoDBClient({});
+const dynamo = new DynamoDBClient(sdkClientConfig('item'));
 
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
-export const handler = createOpsApi({
-  db: createSqlClient(config),
-  inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
-  inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
-  deadLetters: new SqsDeadLetters(new SQSClient({}), ops.deadLetterQueues, redelivery, {
-    consumerFunctions: ops.consumerFunctions,
-  }),
-  redelivery,
-  health: new CloudWatchHealth(new CloudWatchClient({}), {
-    alarmPrefix: ops.alarmPrefix,
-    alarmNames: ops.alarmNames,
-    relayFunctionName: ops.relayFunctionName,
-  }),
-  nudger: new LambdaRelayNudger({ client: lambda, functionName: ops.relayFunctionName }),
-  // The stack's bus is in this function's account and Region.
-  bus: functionIdentity,
-  logger,
-}).use(injectLambdaContext(logger, { resetKeys: true }));
+export const handler = withInvocationDeadline(
+  createOpsApi({
+    db: createSqlClient(config),
+    inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
+    inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
+    deadLetters: new SqsDeadLetters(new SQSClient(sdkClientConfig()), ops.deadLetterQueues, redelivery, {
+      consumerFunctions: ops.consumerFunctions,
+    }),
+    redelivery,
+    health: new CloudWatchHealth(new CloudWatchClient(sdkClientConfig()), {
+      alarmPrefix: ops.alarmPrefix,
+      alarmNames: ops.alarmNames,
+      relayFunctionName: ops.relayFunctionName,
+    }),
+    nudger: new LambdaRelayNudger({ client: lambda, functionName: ops.relayFunctionName }),
+    // The stack's bus is in this function's account and Region.
+    bus: functionIdentity,
+    logger,
+  }).use(injectLambdaContext(logger, { resetKeys: true })),
+);

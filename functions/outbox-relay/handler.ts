@@ -5,9 +5,11 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
+import { sdkClientConfig, withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
 import { createRelayInvocation, type RelayWakeups } from '../../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
@@ -19,7 +21,7 @@ const config = parseConfig();
 const logger = new Logger({ serviceName: relayServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
 const db = createSqlClient(config);
-const publisher = new EventBridgePublisher(new EventBridgeClient({}), {
+const publisher = new EventBridgePublisher(new EventBridgeClient(sdkClientConfig()), {
   busName: config.eventBusName,
   source: topology.source,
   maxEntries: topology.relay.putEventsMaxEntries,
@@ -28,20 +30,23 @@ const publisher = new EventBridgePublisher(new EventBridgeClient({}), {
 });
 // Without a wake queue (a stack that has none), rows due later wait for the schedule.
 const wakeups: RelayWakeups = config.relayWakeQueueUrl
-  ? new SqsRelayWakeups(new SQSClient({}), config.relayWakeQueueUrl)
+  ? new SqsRelayWakeups(new SQSClient(sdkClientConfig()), config.relayWakeQueueUrl)
   : { wakeAfter: async () => {} };
 
 /** The outbox relay Lambda: nudged by the tasks API, woken through its queue, swept on a schedule. */
-export const handler = middy(
-  createRelayInvocation({
-    outbox: new OutboxStore(db),
-    lease: new RelayLeaseStore(db),
-    publisher,
-    settings: topology.relay,
-    wakeups,
-    logger,
-    metrics,
-  }),
-)
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics, { throwOnEmptyMetrics: false }));
+export const handler = withInvocationDeadline(
+  middy(
+    createRelayInvocation({
+      outbox: new OutboxStore(db),
+      lease: new RelayLeaseStore(db),
+      circuit: new RelayCircuitStore(db),
+      publisher,
+      settings: topology.relay,
+      wakeups,
+      logger,
+      metrics,
+    }),
+  )
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics, { throwOnEmptyMetrics: false })),
+);

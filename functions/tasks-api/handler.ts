@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { withInvocationDeadline } from '../../shared/aws/sdk-client';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { createRelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
@@ -13,8 +14,10 @@ const logger = new Logger({ serviceName: 'tasks-api' });
  * The tasks API Lambda (API Gateway REST proxy): only wiring. Routing, validation and the
  * middlewares live in `createTasksApi`, which the local runtime and the tests call directly.
  */
-export const handler = createTasksApi({
-  db: createSqlClient(config),
-  nudger: createRelayNudger(config.relayFunctionName),
-  logger,
-}).use(injectLambdaContext(logger, { resetKeys: true }));
+export const handler = withInvocationDeadline(
+  createTasksApi({
+    db: createSqlClient(config),
+    nudger: createRelayNudger(config.relayFunctionName),
+    logger,
+  }).use(injectLambdaContext(logger, { resetKeys: true })),
+);

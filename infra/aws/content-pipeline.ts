@@ -22,6 +22,8 @@ import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
+import { quotas } from './capacity/quotas';
+import { warmWritesFor, writeUnitsPerApproval } from './capacity/warm-throughput';
 import { ApiAccess } from './constructs/api-access';
 import { Consumer, type ConsumerEffectResources } from './constructs/consumer';
 import {
@@ -42,6 +44,7 @@ import { PipelineDashboard } from './constructs/pipeline-dashboard';
 import { sqlAdapterContextKey } from './constructs/pipeline-function';
 import { SchemaMigration } from './constructs/schema-migration';
 import { TasksApi } from './constructs/tasks-api';
+import { priceBook } from './cost/prices';
 import {
   type DeployTarget,
   type PipelineSettings,
@@ -93,11 +96,29 @@ export interface ContentPipelineProps {
    */
   readonly dbMaxCapacity?: number;
   /**
+   * Whether the Aurora cluster has a Serverless v2 reader in a second Availability Zone (promotion
+   * tier 1, scaling with the writer) that Aurora promotes on a failover.
+   * @default sandbox false, prod true
+   */
+  readonly dbReader?: boolean;
+  /**
+   * The tasks API's reserved concurrency (1-10,000); none leaves it unreserved, which a new
+   * account's concurrency quota needs.
+   * @default sandbox none, prod 400
+   */
+  readonly tasksApiReservedConcurrency?: number | 'none';
+  /**
    * The relay's reserved concurrency (1-100); none leaves it unreserved, which a new account's
    * concurrency quota needs.
-   * @default none
+   * @default sandbox none, prod 10
    */
-  readonly relayReservedConcurrency?: number;
+  readonly relayReservedConcurrency?: number | 'none';
+  /**
+   * The approval rate the inbox table and its index (and any declared table that needs it) are
+   * pre-warmed for, as the capacity model sizes their warm throughput; none pre-warms nothing.
+   * @default sandbox none, prod 1000
+   */
+  readonly prewarmApprovalsPerSecond?: number | 'none';
   /**
    * The relay's safety sweep period in minutes (the delivery audit runs with it).
    * @default sandbox 60, prod 1
@@ -223,6 +244,7 @@ export class ContentPipeline extends Construct {
             retain: prod,
             backupRetention: Duration.days(prod ? 14 : 1),
             logRetention,
+            reader: settings.dbReader,
           })
         : undefined;
     this.database = aurora ?? new UrlDatabase(settings.databaseUrl);
@@ -234,16 +256,26 @@ export class ContentPipeline extends Construct {
       ...common,
     });
 
+    // Warm throughput for the rate asked, from the capacity model's write units per approval.
+    const warmWrites =
+      settings.prewarmApprovalsPerSecond === undefined
+        ? undefined
+        : warmWritesFor(
+            settings.prewarmApprovalsPerSecond,
+            writeUnitsPerApproval(topology, priceBook),
+            quotas,
+          );
     this.inbox = new InboxTable(this, 'Inbox', {
       removalPolicy,
       deletionProtection: prod,
       existingTable: props.existingInboxTable,
+      warmWrites: warmWrites?.inbox,
     });
-    this.consumerResources = this.makeConsumerResources(topology.registry, {
-      removalPolicy,
-      retain: prod,
-      logRetention,
-    });
+    this.consumerResources = this.makeConsumerResources(
+      topology.registry,
+      { removalPolicy, retain: prod, logRetention },
+      warmWrites?.declared ?? {},
+    );
 
     const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
     const registered = topology.registry.map((c) => c.name);
@@ -324,6 +356,7 @@ export class ContentPipeline extends Construct {
       database: this.database.access('tasksApi'),
       apiName: names,
       relayFunction: this.relay.function,
+      reservedConcurrency: settings.tasksApiReservedConcurrency,
       tasksRatePerSecond: settings.apiRatePerSecond,
       defaultRatePerSecond: settings.opsRatePerSecond,
       ...common,
@@ -436,7 +469,8 @@ export class ContentPipeline extends Construct {
    */
   private makeConsumerResources(
     registry: readonly ConsumerDefinition[],
-    props: Omit<ConsumerResourceProps, 'key'>,
+    props: Omit<ConsumerResourceProps, 'key' | 'warmWrites'>,
+    warmWrites: Readonly<Record<string, number | undefined>>,
   ): ReadonlyMap<string, ReadonlyMap<string, ConsumerResource>> {
     const declaredBy = new Map<string, string>();
     const made = new Map<string, ReadonlyMap<string, ConsumerResource>>();
@@ -452,7 +486,14 @@ export class ContentPipeline extends Construct {
           );
         }
         declaredBy.set(key, consumer.name);
-        resources.set(key, consumerResource(this, resourceConstructId(key), spec, { ...props, key }));
+        resources.set(
+          key,
+          consumerResource(this, resourceConstructId(key), spec, {
+            ...props,
+            key,
+            warmWrites: warmWrites[key],
+          }),
+        );
       }
       made.set(consumer.name, resources);
     }

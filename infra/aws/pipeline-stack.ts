@@ -4,8 +4,8 @@ import { resourceConstructId } from '../../shared/consumers/resources';
 import type { Topology } from '../../shared/topology';
 import { AuroraDatabase } from './constructs/database';
 import { alarmName } from './constructs/pipeline-alarms';
-import { ContentPipeline } from './content-pipeline';
-import type { PipelineSettings } from './settings';
+import { ContentPipeline, type ContentPipelineProps } from './content-pipeline';
+import { type PipelineSettings, settingsAsProps } from './settings';
 
 export interface PipelineStackProps extends StackProps {
   /** What the app read from context (`parseSettings`). */
@@ -26,7 +26,11 @@ export class PipelineStack extends Stack {
     // Id `Default`: CDK leaves a construct of that id out of its children's logical ids
     // (https://docs.aws.amazon.com/cdk/api/v2/docs/constructs.Node.html#addr), so every resource
     // keeps the logical id it had when the stack built them itself, and an update replaces nothing.
-    this.pipeline = new ContentPipeline(this, 'Default', { ...props.settings, topology: props.topology });
+    this.pipeline = new ContentPipeline(this, 'Default', {
+      // Each value checked by resolveSettings again; `none` where a setting was given as nothing.
+      ...(settingsAsProps(props.settings) as ContentPipelineProps),
+      topology: props.topology,
+    });
     this.addOutputs();
   }
 

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { type ConfigField, configError, configFields } from '../../shared/env';
 import { topology } from '../../shared/topology';
+import { prodGoalApprovalsPerSec } from './capacity/goal';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */
 export type DeployTarget = 'aws' | 'localstack';
@@ -81,14 +82,43 @@ export const settingSpecs = {
     // statements measure, at a quarter vCPU per ACU, needs about 80 ACU there). A sandbox stays small.
     default: { byStage: { sandbox: 2, prod: 128 } },
   }),
+  dbReader: setting<boolean>({
+    description:
+      "Whether the Aurora cluster has a Serverless v2 reader in a second Availability Zone, in promotion tier 1 (it scales with the writer): Aurora promotes it to writer on a failover, and the Data API follows the cluster's writer endpoint. It doubles Aurora's compute bill.",
+    schema: z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]),
+    default: { byStage: { sandbox: false, prod: true } },
+  }),
+  tasksApiReservedConcurrency: setting<number | undefined>({
+    description:
+      "The tasks API's reserved concurrency, or `none`: executions no other function can take (consumers piling up behind a hung downstream cannot starve approvals) and the most the API runs at once. A reservation needs the account's concurrency quota above 100 plus every reservation (Lambda keeps 100 unreserved; a new account's quota may be 10, and any reservation then fails the deploy).",
+    schema: z.union([
+      z.literal('none').transform(() => undefined),
+      num.pipe(z.number().int().min(1).max(10_000)),
+    ]),
+    // Prod: about twice what the goal rate needs (`npm run capacity`: 1,000 approvals/s x the
+    // tasks API's execution time), and with the relay's within a default account's 1,000 less the 100
+    // Lambda keeps unreserved. A sandbox must deploy on a new account.
+    default: { byStage: { sandbox: undefined, prod: 400 } },
+  }),
   relayReservedConcurrency: setting<number | undefined>({
     description:
-      "The relay's reserved concurrency, or `none`. Reserve (to cap relay runs) once the account's concurrency quota is raised: a new account's may be 10, all of which Lambda keeps unreserved, and any reservation then fails the deploy.",
+      "The relay's reserved concurrency, or `none`: its draining runs (at most `topology.relay.maxRuns`), nudges and wake-ups always find room, and never take more. Needs the account's quota to hold it (see `tasksApiReservedConcurrency`); nudges past it are throttled and retried by Lambda, and a nudge only hints.",
     schema: z.union([
       z.literal('none').transform(() => undefined),
       num.pipe(z.number().int().min(1).max(100)),
     ]),
-    default: undefined,
+    // Prod: the run lease's 4 draining runs and room for nudges and wake-ups that find them busy.
+    default: { byStage: { sandbox: undefined, prod: 10 } },
+  }),
+  prewarmApprovalsPerSecond: setting<number | undefined>({
+    description:
+      'The approval rate the inbox table and its index are pre-warmed for (DynamoDB warm throughput), or `none`: a new on-demand table takes 4,000 write units a second at once and grows by doubling, so without it a fresh stack throttles an approval stream of a few hundred a second. The write units come from the capacity model (`npm run capacity`); a table the default already covers gets none. Pre-warming is billed once, when the value is raised.',
+    schema: z.union([
+      z.literal('none').transform(() => undefined),
+      num.pipe(z.number().int().min(1).max(100_000)),
+    ]),
+    // Prod: the goal rate the capacity test holds prod to (infra/aws/capacity/goal.ts).
+    default: { byStage: { sandbox: undefined, prod: prodGoalApprovalsPerSec } },
   }),
   relaySweepMinutes: setting<number>({
     description:
@@ -174,7 +204,8 @@ export function resolveSettings(
   if (!parsed.success) throw configError(what, configFields(parsed.error));
   const stage = parsed.data.stage ?? defaultStage;
   const settings = Object.fromEntries(
-    contextKeys.map((k) => [k, k in parsed.data ? parsed.data[k] : settingDefault(k, stage)]),
+    // A key given as `none` parses to undefined: it is set (to nothing), not left to its default.
+    contextKeys.map((k) => [k, k in set ? parsed.data[k] : settingDefault(k, stage)]),
   ) as PipelineSettings;
   // Checked with the defaults filled in: a sandbox's `dbMinCapacity=4` exceeds its default maximum.
   const crossed: ConfigField[] = [];
@@ -186,6 +217,20 @@ export function resolveSettings(
   }
   if (crossed.length > 0) throw configError(what, crossed);
   return settings;
+}
+
+/**
+ * Settings as props to give `ContentPipeline` again: a setting that may be `none` and is unset
+ * (undefined) is given as `none`, so a prod stage told `-c relayReservedConcurrency=none` does not
+ * get prod's default back.
+ */
+export function settingsAsProps(settings: PipelineSettings): Readonly<Partial<Record<SettingKey, unknown>>> {
+  return Object.fromEntries(
+    contextKeys.map((k) => [
+      k,
+      settings[k] === undefined && settingSpecs[k].schema.safeParse('none').success ? 'none' : settings[k],
+    ]),
+  );
 }
 
 /** Reads the app's settings from CDK context (`-c key=value`, cdk.json), checked as `resolveSettings` does. */

@@ -30,6 +30,12 @@ const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
  *
  * Not the delivery audit's redrive: that re-sends only the findings of its walk (records that
  * never came), and a line damaged while a record was `FAILED` leaves a record, not a finding.
+ * Nor the event put back to pending: the relay did deliver it, so that would undo a true
+ * `delivered` (its time, which the audit's cursor has walked past, and its bus event id: a
+ * re-publish gets a new one) and send it to every rule's target again through the relay's
+ * claim, where a journalled re-send reaches the consumers directly, with the id they saw.
+ * A crash after the journal was rewritten and before these re-sends are journalled leaves the
+ * line only in the kept-aside file: the records it held are then re-sent by that backstop too.
  * A line too damaged to name its event is left to the audit's re-send of records nothing will
  * retry (shared/audit/stuck-records.ts), within `audit.stuckAfterSeconds`.
  */

@@ -253,9 +253,18 @@ export class LocalBus {
 
   /** Puts a dead letter back on the bus for its target; false when there is none with that id. */
   redrive(id: string, consumer?: ConsumerName): Promise<boolean> {
+    return this.redriveWhere(() => this.dead.find(id, consumer));
+  }
+
+  /** Puts this letter (one of {@link deadLetters}) back on the bus; false when it is gone already. */
+  redriveLetter(letter: BusDeadLetter): Promise<boolean> {
+    return this.redriveWhere(() => (this.dead.all.includes(letter) ? letter : undefined));
+  }
+
+  private redriveWhere(find: () => BusDeadLetter | undefined): Promise<boolean> {
     // One redrive at a time: two at once could both find the same letter and deliver it twice.
     const redriven = this.redriving.then(async () => {
-      const letter = this.dead.find(id, consumer);
+      const letter = find();
       if (!letter) return false;
       const target = { rule: letter.rule, consumer: letter.consumer };
       // Journal the redelivery (fsync) before forgetting the letter: a crash between the two

@@ -32,13 +32,27 @@ export class BusDeadLetters implements DeadLetterStore {
     return this.bus.deadLetters().slice(0, limit);
   }
 
-  async redrive(target: { readonly id: string; readonly consumer?: ConsumerName } | 'all'): Promise<number> {
-    const letters =
-      target === 'all'
-        ? this.bus.deadLetters().map((d) => ({ id: d.id, consumer: d.consumer }))
-        : [{ id: target.id, consumer: target.consumer }];
+  /**
+   * Redrives each letter there is now (of `target`, dead before `deadBefore`) once: a letter
+   * that dies again while this goes on is a new letter, left for another request.
+   */
+  async redrive(
+    target: { readonly id: string; readonly consumer?: ConsumerName } | 'all',
+    stopBy = Number.POSITIVE_INFINITY,
+    deadBefore = Number.POSITIVE_INFINITY,
+  ): Promise<number> {
+    const letters = this.bus
+      .deadLetters()
+      .filter(
+        (d) =>
+          Date.parse(d.deadAt) < deadBefore &&
+          (target === 'all' || (d.id === target.id && (!target.consumer || d.consumer === target.consumer))),
+      );
     let redriven = 0;
-    for (const { id, consumer } of letters) while (await this.bus.redrive(id, consumer)) redriven++;
+    for (const letter of letters) {
+      if (Date.now() >= stopBy) break;
+      if (await this.bus.redriveLetter(letter)) redriven++;
+    }
     return redriven;
   }
 }

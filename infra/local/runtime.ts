@@ -24,6 +24,7 @@ import type { OpsStatus } from '../../shared/ops/ops-api';
 import type { ConsumerRedelivery, StatusComponent } from '../../shared/ops/ops-ports';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
 import { createRelayInvocation } from '../../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
@@ -412,9 +413,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     seams.sdkClient?.(eventBridge as unknown as SdkClientSeam, 'eventbridge');
     const relayDb = dbAs('relay');
+    const relayCircuit = new RelayCircuitStore(relayDb);
     const relayBody = createRelayInvocation({
       outbox: new OutboxStore(relayDb),
       lease: new RelayLeaseStore(relayDb),
+      circuit: relayCircuit,
       publisher: new EventBridgePublisher(eventBridge, {
         busName: topology.busName,
         source: topology.source,
@@ -443,6 +446,24 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
       clock: alarmClock,
+      onRun: (summary) => {
+        if ('skipped' in summary) return;
+        const { opened, closed } = summary.circuit;
+        if (opened !== undefined)
+          log(
+            `relay circuit opened: the bus refused every event (${opened}); no run claims until a probe is accepted`,
+            {
+              component: 'relay',
+              cause: opened,
+              held: summary.held,
+            },
+          );
+        if (closed)
+          log(
+            `relay circuit closed: a probe was accepted after ${closed.openForMs} ms open; ${closed.madeDue} waiting events due`,
+            { component: 'relay', ...closed },
+          );
+      },
       onError: (err, kind) => log('relay run failed', { kind, error: String(err) }),
     });
     relay.start();
@@ -454,8 +475,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     const relayOutbox = new OutboxStore(relayDb);
     wake = async (component) => {
-      // Rows the relay backed off because the bus refused them, due now; then a run to take them.
-      if (component === 'bus') await relayOutbox.dueAfterOutage(journalUnavailableMessage);
+      // The bus writes again: the relay's next probe is due now (its circuit, opened when the
+      // bus refused everything, closes as soon as the probe is accepted, and every waiting row
+      // is due), and rows it backed off because the bus refused them beside accepted ones are
+      // due too; then a run to take them.
+      if (component === 'bus') {
+        await relayCircuit.probeNow();
+        await relayOutbox.dueAfterOutage(journalUnavailableMessage);
+      }
       // Deliveries that failed on the engine (the inbox and the consumers' tables on DynamoDB,
       // a consumer reading PostgreSQL) wait in the bus's retry pauses: retried now.
       if (component !== 'bus') bus.retryNow();

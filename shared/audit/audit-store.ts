@@ -303,13 +303,14 @@ export class DeliveryAuditStore {
   /**
    * Open findings to re-send, oldest delivery first, at most `limit`: those of `eventId` (and
    * `consumer`) when given, else every one not re-sent in the last `quietSeconds` (a re-send
-   * that recent is still on its way: sending it again would only duplicate it).
+   * that recent is still on its way: sending it again would only duplicate it) nor since
+   * `since` (a time {@link now} gave: a redrive of everything re-sends each finding once).
    */
   async toRedrive(
     limit: number,
     target:
       | { readonly eventId: string; readonly consumer?: ConsumerName }
-      | { readonly quietSeconds: number },
+      | { readonly quietSeconds: number; readonly since?: string },
   ): Promise<Finding[]> {
     const one = 'eventId' in target;
     const { rows } = await this.db.query<{ event_id: string; consumer: ConsumerName; delivered_at: Date }>(
@@ -318,11 +319,13 @@ export class DeliveryAuditStore {
             WHERE event_id = :eventId AND (:consumer::text IS NULL OR consumer = :consumer::text)
             ORDER BY consumer LIMIT :limit`
         : `SELECT event_id, consumer, delivered_at FROM delivery_audit_findings
-            WHERE redriven_at IS NULL OR redriven_at < now() - make_interval(secs => :quietSeconds::float8)
+            WHERE redriven_at IS NULL
+               OR (redriven_at < now() - make_interval(secs => :quietSeconds::float8)
+                   AND (:since::timestamptz IS NULL OR redriven_at < :since::timestamptz))
             ORDER BY delivered_at, event_id, consumer LIMIT :limit`,
       one
         ? { limit, eventId: sqlParam.uuid(target.eventId), consumer: target.consumer ?? null }
-        : { limit, quietSeconds: target.quietSeconds },
+        : { limit, quietSeconds: target.quietSeconds, since: target.since ?? null },
     );
     return rows.map((r) => ({
       eventId: r.event_id,
@@ -359,6 +362,14 @@ export class DeliveryAuditStore {
       { ids: sqlParam.json([...new Set(eventIds)]) },
     );
     return new Set(rows.map((r) => r.event_id));
+  }
+
+  /** The database's time now, as its own text: what `since` of {@link toRedrive} compares with the times it notes. */
+  async now(): Promise<string> {
+    const { rows } = await this.db.query<{ now: string }>(
+      `SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS now`,
+    );
+    return rows[0]?.now as string;
   }
 
   /** Notes a re-send of a finding (it stays open until a run finds the record). */

@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { sdkClientConfig, withInvocationDeadline } from '../aws/sdk-client';
 import type { SqlClient } from '../db/sql-client';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type ConsumerName, topology } from '../topology';
@@ -35,7 +36,7 @@ export function lambdaConsumer<R extends ResourceSpecs>(
   adapters: AdaptersFor<R>,
 ) {
   const config = parseConsumerConfig(consumer);
-  const dynamo = new DynamoDBClient({});
+  const dynamo = new DynamoDBClient(sdkClientConfig('item'));
   const all = adapters as Partial<LambdaAdapters>;
   const portOf = (key: string, spec: ResourceSpec): unknown => {
     const name = config.resources[key] as string;
@@ -61,10 +62,12 @@ export function lambdaConsumer<R extends ResourceSpecs>(
     {},
     { ...topology, consumers: { ...topology.consumers, [name]: consumer.policy } },
   );
-  return createConsumerHandler({
-    ...consumerDeps(name, config, dynamo, {}, settings),
-    effect: effect(ports),
-  });
+  return withInvocationDeadline(
+    createConsumerHandler({
+      ...consumerDeps(name, config, dynamo, {}, settings),
+      effect: effect(ports),
+    }),
+  );
 }
 
 function need<T>(adapter: T | undefined, key: string, kind: string): T {

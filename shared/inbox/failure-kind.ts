@@ -72,8 +72,16 @@ const transientErrnoCodes = new Set([
   'ETXTBSY',
 ]);
 
-/** AWS errors the SDK leaves to the caller that still pass on their own (Data API statement timeouts). */
-const transientAwsNames = new Set(['StatementTimeoutException', 'DatabaseResumingException']);
+/**
+ * AWS errors the SDK leaves to the caller that still pass on their own (Data API statement
+ * timeouts), and a call given up at its invocation's deadline (`InvocationDeadlineError` of
+ * shared/aws/sdk-client.ts: the SDK does not retry it, the next invocation may pass).
+ */
+const transientAwsNames = new Set([
+  'StatementTimeoutException',
+  'DatabaseResumingException',
+  'InvocationDeadlineError',
+]);
 
 interface ErrorShape {
   readonly name?: unknown;

@@ -1,4 +1,4 @@
-import { type ConsumerName, type Topology, topology } from '../topology';
+import { type ConsumerName, type RelayConfig, type Topology, topology } from '../topology';
 
 /** How the inbox treats one consumer's attempts: retries, leases and retention. */
 export interface InboxSettings {
@@ -39,7 +39,9 @@ export const inboxDefaults = {
 } as const;
 
 /** What the retention derivation reads of the topology. */
-export type RetentionTopology = Pick<Topology, 'consumers' | 'relay' | 'archiveRetentionDays'>;
+export type RetentionTopology = Pick<Topology, 'consumers' | 'archiveRetentionDays'> & {
+  readonly relay: Pick<RelayConfig, 'maxEventAgeSeconds' | 'backoff' | 'maxUnsettledClaims' | 'leaseSeconds'>;
+};
 
 /** The inbox settings of one consumer: its topology policy plus the defaults, then `overrides`. */
 export function inboxSettingsFor(

@@ -13,7 +13,7 @@ import { inboxHealth } from '../inbox/inbox-health';
 import { type InboxOps, isStuck } from '../inbox/inbox-ops';
 import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
-import { type OutboxStats, OutboxStore } from '../outbox/outbox-store';
+import { type DeadRedriveCursor, type OutboxStats, OutboxStore } from '../outbox/outbox-store';
 import type { RelayNudger } from '../tasks/relay-nudger';
 import { type ConsumerName, consumerNames, topology } from '../topology';
 import {
@@ -168,13 +168,20 @@ const deadLetterRedriveBody = z.union([
   z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
   redriveAll,
 ]);
+/**
+ * An audit redrive of everything may be asked again and again while it answers `complete:
+ * false` (the CLI does): `since`, the time its first answer gave, carries the call on, so that a
+ * finding it re-sent in an earlier request is not re-sent again, however long the call lasts.
+ */
 const auditRedriveBody = z.union([
   z.strictObject({ eventId: z.uuid('must be a UUID'), consumer: consumerField.optional() }),
-  redriveAll,
+  z.strictObject({ all: z.literal(true), since: z.iso.datetime({ offset: true }).optional() }),
 ]);
 /** What a redrive names: one event (for one consumer, where the list holds several), or everything. */
 type RedriveTarget = { eventId: string } | { all: true };
 type ConsumerRedriveTarget = { eventId: string; consumer?: ConsumerName } | { all: true };
+/** What an audit redrive names: one event, or every finding not re-sent since `since` (this call's start). */
+type AuditRedriveTarget = { eventId: string; consumer?: ConsumerName } | { all: true; since?: string };
 /** Findings an audit redrive of everything reads and re-sends per round. */
 const auditRedriveBatch = 100;
 const eventsLimit = z
@@ -240,10 +247,10 @@ export interface OpsRouteDeps {
   ): Promise<Redriven>;
   redriveDeadLetters(target: ConsumerRedriveTarget, stopBy: number): Promise<Redriven>;
   redriveAudit(
-    target: ConsumerRedriveTarget,
+    target: AuditRedriveTarget,
     stopBy: number,
     bus: BusIdentity,
-  ): Promise<Redriven & { readonly skipped: number }>;
+  ): Promise<Redriven & { readonly skipped: number; readonly since?: string }>;
   /**
    * When a redrive of everything stops, so that it answers before API Gateway gives up (29 s):
    * the answer says `complete: false`, and the same request goes on from where it stopped.
@@ -446,11 +453,14 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       }
       redriven = 1;
     } else {
-      // A thousand rows per statement: a few statements even for a big backlog.
+      // A thousand rows per statement: a few statements even for a big backlog. The walk takes
+      // each dead event once: one put back that dies again while this goes on is behind it.
+      let after: DeadRedriveCursor | null = null;
       for (;;) {
-        const batch = await outbox.redriveDeadBatch(outboxRedriveBatch);
-        redriven += batch;
-        if (batch < outboxRedriveBatch) break;
+        const batch = await outbox.redriveDeadBatch(outboxRedriveBatch, after);
+        redriven += batch.redriven;
+        after = batch.last;
+        if (batch.last === null || batch.redriven < outboxRedriveBatch) break;
         if (clock() >= stopBy) {
           complete = false;
           break;
@@ -589,10 +599,13 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       return { redriven, complete: true };
     }
     // One pass takes what each queue hands out (up to 1,000 messages on AWS): pass again until
-    // a pass finds nothing, or the time is up.
+    // a pass finds nothing, or the time is up. Only letters dead before this request began: one
+    // it redrove that dies again meanwhile is a new letter, and passing again for it would
+    // redrive letters that keep dying until the deadline.
+    const startedAt = clock();
     let redriven = 0;
     for (;;) {
-      const pass = await deadLetters.redrive('all', stopBy);
+      const pass = await deadLetters.redrive('all', stopBy, startedAt);
       redriven += pass;
       if (pass === 0) return { redriven, complete: true };
       if (clock() >= stopBy) return { redriven, complete: false };
@@ -616,10 +629,10 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
    * outbox no longer keeps (purged after its retention) cannot be rebuilt: 409 for one, skipped in all.
    */
   async function redriveAudit(
-    target: ConsumerRedriveTarget,
+    target: AuditRedriveTarget,
     stopBy: number,
     bus: BusIdentity,
-  ): Promise<Redriven & { readonly skipped: number }> {
+  ): Promise<Redriven & { readonly skipped: number; readonly since?: string }> {
     let redriven = 0;
     let skipped = 0;
     const resend = async (findings: readonly { eventId: string; consumer: ConsumerName }[]) => {
@@ -649,17 +662,20 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       }
       return { redriven, skipped, complete: true };
     }
-    // Those re-sent within the grace period are on their way; a second pass (or a repeated
-    // request after `complete: false`) leaves them, so it always moves on. `attempted` keeps one
-    // that cannot be re-sent (left un-noted) from being read again in this request.
+    // Those re-sent within the grace period are on their way, and those re-sent since the call
+    // began (`since`, the database's time, answered so that a repeated request after `complete:
+    // false` carries it on) were re-sent by this call: a second pass or request leaves both, so
+    // each finding is re-sent at most once per call and the call always moves on. `attempted`
+    // keeps one that cannot be re-sent (left un-noted) from being read again in this request.
+    const since = target.since ?? (await audits.now());
     const attempted = new Set<string>();
     for (;;) {
-      const batch = await audits.toRedrive(auditRedriveBatch, { quietSeconds: auditGraceSeconds });
+      const batch = await audits.toRedrive(auditRedriveBatch, { quietSeconds: auditGraceSeconds, since });
       const fresh = batch.filter((f) => !attempted.has(`${f.eventId}#${f.consumer}`));
       for (const f of fresh) attempted.add(`${f.eventId}#${f.consumer}`);
-      if (fresh.length === 0) return { redriven, skipped, complete: true };
+      if (fresh.length === 0) return { redriven, skipped, complete: true, since };
       await resend(fresh);
-      if (clock() >= stopBy) return { redriven, skipped, complete: false };
+      if (clock() >= stopBy) return { redriven, skipped, complete: false, since };
     }
   }
 

@@ -30,10 +30,15 @@ export interface DeadLetterStore {
    * Re-delivers every letter of event `id` (only `consumer`'s when given), or every letter
    * there is (`'all'`), and forgets each once its re-delivery was accepted; returns how many
    * (0: there was none). `stopBy` (epoch ms) ends a long redrive early, with what it did so far.
+   * `deadBefore` (epoch ms) leaves the letters that died at or after it: a redrive of
+   * everything passes it its own start, so a letter it redrove that dies again meanwhile is
+   * not redriven again by the same request (a redrive of letters that keep dying would loop
+   * until its deadline).
    */
   redrive(
     target: { readonly id: string; readonly consumer?: ConsumerName } | 'all',
     stopBy?: number,
+    deadBefore?: number,
   ): Promise<number>;
 }
 

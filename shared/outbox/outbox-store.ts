@@ -122,6 +122,12 @@ const claimFence = `o.event_id = x.event_id
           AND o.claim_owner = :owner
           AND o.claim_token = x.claim_token`;
 
+/** Where a redrive of every dead event stands: after this row (`created_at` as PostgreSQL's text, to the microsecond). */
+export interface DeadRedriveCursor {
+  readonly createdAt: string;
+  readonly eventId: string;
+}
+
 /** Everything the outbox needs from PostgreSQL, in one place and through the SqlClient port. */
 export class OutboxStore {
   constructor(private readonly db: SqlClient) {}
@@ -328,19 +334,33 @@ export class OutboxStore {
   }
 
   /**
-   * Gives claimed rows back unpublished (shutdown): claimable at once, and the attempt the
-   * claim counted is returned.
+   * Gives claimed rows back unpublished, fenced like a failure: claimable again, and the attempt
+   * (and the unsettled claim) the claim counted is taken back, so a row the transport refused as
+   * a whole (the relay's circuit) gains no attempt and no backoff. `error` is kept as the row's
+   * last error, for an operator; `holdMs` keeps it from being claimed for that long (a refused
+   * probe's row, so the next probe takes another: see RelayCircuitStore).
    */
-  async release(owner: string, items: readonly { eventId: string; claimToken: number }[]): Promise<string[]> {
+  async release(
+    owner: string,
+    items: readonly { eventId: string; claimToken: number }[],
+    options: { readonly error?: string; readonly holdMs?: number } = {},
+  ): Promise<string[]> {
     if (items.length === 0) return [];
     const { rows } = await this.db.query<{ event_id: string }>(
       `UPDATE outbox o
           SET lease_until = NULL, attempts = greatest(o.attempts - 1, 0),
-              unsettled_claims = greatest(o.unsettled_claims - 1, 0)
+              unsettled_claims = greatest(o.unsettled_claims - 1, 0),
+              next_attempt_at = greatest(o.next_attempt_at, now() + :holdMs * interval '1 millisecond'),
+              last_error = CASE WHEN :error = '' THEN o.last_error ELSE left(:error, 2000) END
          FROM jsonb_to_recordset(:items::jsonb) AS x(event_id uuid, claim_token bigint)
         WHERE ${claimFence}
        RETURNING o.event_id`,
-      { owner, items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))) },
+      {
+        owner,
+        items: sqlParam.json(items.map((i) => ({ event_id: i.eventId, claim_token: i.claimToken }))),
+        error: options.error ?? '',
+        holdMs: Math.max(0, Math.round(options.holdMs ?? 0)),
+      },
     );
     return rows.map((r) => r.event_id);
   }
@@ -441,17 +461,53 @@ export class OutboxStore {
   }
 
   /**
-   * Puts up to `batchSize` dead events back to pending with fresh attempts, in one statement;
-   * returns how many (call again while it returns `batchSize`).
+   * Puts up to `batchSize` dead events back to pending with fresh attempts, in one statement:
+   * the oldest after `after` (every dead event when null), walked by (created_at, event_id).
+   * Returns how many and the last one taken: pass it back as `after` for the next batch (call
+   * again while a batch comes back full). A walk takes each event once: one it put back that
+   * the relay makes dead again (an entry that can never succeed) is behind the walk, so a redrive
+   * of everything never loops over events that die again.
    */
-  async redriveDeadBatch(batchSize = 1_000): Promise<number> {
-    const { rowCount } = await this.db.query(
-      `UPDATE outbox SET status = 'pending', attempts = 0, unsettled_claims = 0, next_attempt_at = now(), lease_until = NULL
-        WHERE event_id IN (SELECT event_id FROM outbox WHERE status = 'dead' ORDER BY created_at LIMIT :batchSize)
-          AND status = 'dead'`,
-      { batchSize },
+  async redriveDeadBatch(
+    batchSize = 1_000,
+    after: DeadRedriveCursor | null = null,
+  ): Promise<{ readonly redriven: number; readonly last: DeadRedriveCursor | null }> {
+    // MATERIALIZED: the rows are picked once, so the count and the cursor are those of the
+    // rows the UPDATE changed (a CTE inlined into IN (...) may be evaluated again).
+    const { rows } = await this.db.query<{
+      redriven: number;
+      last_at: string | null;
+      last_id: string | null;
+    }>(
+      `WITH picked AS MATERIALIZED (
+         SELECT event_id, created_at FROM outbox
+          WHERE status = 'dead' AND (created_at, event_id) > (:afterAt::timestamptz, :afterId::uuid)
+          ORDER BY created_at, event_id
+          LIMIT :batchSize
+          FOR UPDATE SKIP LOCKED
+       ),
+       moved AS (
+         UPDATE outbox o
+            SET status = 'pending', attempts = 0, unsettled_claims = 0, next_attempt_at = now(), lease_until = NULL
+           FROM picked p
+          WHERE o.event_id = p.event_id AND o.status = 'dead'
+         RETURNING o.event_id
+       ),
+       last AS (SELECT created_at, event_id FROM picked ORDER BY created_at DESC, event_id DESC LIMIT 1)
+       SELECT (SELECT count(*) FROM moved)::int AS redriven,
+              (SELECT created_at::text FROM last) AS last_at,
+              (SELECT event_id::text FROM last) AS last_id`,
+      {
+        batchSize,
+        afterAt: after?.createdAt ?? '-infinity',
+        afterId: sqlParam.uuid(after?.eventId ?? '00000000-0000-0000-0000-000000000000'),
+      },
     );
-    return rowCount;
+    const r = rows[0];
+    return {
+      redriven: r?.redriven ?? 0,
+      last: r?.last_at && r.last_id ? { createdAt: r.last_at, eventId: r.last_id } : null,
+    };
   }
 
   /**

@@ -4,7 +4,14 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { sleep as realSleep } from '../db/retry';
 import type { OutboxStats } from './outbox-store';
-import { addRounds, type RelayDeps, type RelaySettings, type RunReport, runRelay } from './relay';
+import {
+  addRounds,
+  type CircuitReport,
+  type RelayDeps,
+  type RelaySettings,
+  type RunReport,
+  runRelay,
+} from './relay';
 import type { RelayLeaseStore, RunRole } from './relay-lease';
 import { addRelayMetrics } from './relay-metrics';
 
@@ -35,8 +42,10 @@ export type RelayInvocationSettings = RelaySettings & {
   readonly maxRuns: number;
 };
 
-export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner' | 'settings'> {
+export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner' | 'settings' | 'circuit'> {
   readonly settings: RelayInvocationSettings;
+  /** The circuit over the transport (RelayCircuitStore): every deployed relay keeps one. */
+  readonly circuit: NonNullable<RelayDeps['circuit']>;
   readonly lease: Pick<RelayLeaseStore, 'acquire' | 'renew' | 'release' | 'writersInFlight'>;
   readonly wakeups: RelayWakeups;
   readonly logger: Logger;
@@ -49,8 +58,13 @@ export interface RelayInvocationDeps extends Omit<RelayDeps, 'owner' | 'settings
 
 /** The JSON the relay function returns (visible in a test invoke and in the local runtime). */
 export type RelaySummary =
-  | (Omit<RunReport, 'stats'> &
-      RunReport['stats'] & { readonly owner: string; readonly role: RunRole; readonly slot: number })
+  | (Omit<RunReport, 'stats' | 'circuit'> &
+      RunReport['stats'] & {
+        readonly owner: string;
+        readonly role: RunRole;
+        readonly slot: number;
+        readonly circuit: CircuitSummary;
+      })
   | { readonly owner: string; readonly role: RunRole; readonly skipped: 'a run holds the lease' };
 
 /** A helper wake-up, as the runner or SQS hands it over (a record's body is the message). */
@@ -86,6 +100,10 @@ const writersPollMs = { first: 5, max: 250 } as const;
  * - a run whose time ran out with rows still due wakes a successor at once; rows due later (a
  *   backoff) get a wake-up for when they are due; a backlog one run does not drain wakes a
  *   helper (at most `maxRuns - 1`). No control-plane call is on this path.
+ *
+ * While the transport's circuit is open a run claims nothing and ends at once (or probes, when
+ * the probe is due): it wakes a run for the next probe, never a successor for the rows that
+ * wait (they are due, but not to be claimed). A run that opened or closed it logs so.
  *
  * Then the metrics of what it did.
  */
@@ -131,8 +149,9 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
       });
     };
 
-    let totals: Omit<RunReport, 'stats'> | undefined;
+    let totals: Omit<RunReport, 'stats' | 'circuit'> | undefined;
     let stats: OutboxStats | undefined;
+    let circuit: CircuitSeen | undefined;
     // Rows were still due when this run had to stop: a successor is woken at once.
     let successor = false;
     try {
@@ -141,6 +160,7 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
           {
             outbox: deps.outbox,
             publisher: deps.publisher,
+            circuit: deps.circuit,
             settings,
             random: deps.random,
             clock: deps.clock,
@@ -154,6 +174,9 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
         );
         totals = totals ? add(totals, run) : run;
         stats = run.stats;
+        circuit = seen(circuit, run.circuit);
+        // Open: the rows wait for the probe, not for a successor.
+        if (run.circuit.open) break;
         if (stats.nextDueInMs === 0) {
           successor = !deps.signal?.aborted;
           break;
@@ -179,11 +202,34 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
       clearInterval(renewal);
       if (held.slot !== null) await lease.release(owner, held.slot).catch(() => {});
     }
-    if (!totals || !stats) throw new Error('a relay run ended without a report');
-    await wakeFor(deps, successor ? 0 : stats.nextDueInMs);
-    const settled: RunReport = { ...totals, stats };
-    addRelayMetrics(deps.metrics, settled);
-    const summary: RelaySummary = { owner, role, slot, ...totals, ...stats };
+    if (!totals || !stats || !circuit) throw new Error('a relay run ended without a report');
+    await wakeFor(deps, successor ? 0 : circuit.last.open ? circuit.last.probeInMs : stats.nextDueInMs);
+    const settled: RunReport = { ...totals, stats, circuit: circuit.last };
+    addRelayMetrics(deps.metrics, settled, {
+      opened: circuit.opened !== undefined,
+      closed: circuit.closed !== undefined,
+      failedProbes: circuit.failedProbes,
+    });
+    const summary: RelaySummary = {
+      owner,
+      role,
+      slot,
+      ...totals,
+      ...stats,
+      circuit: circuitSummary(circuit),
+    };
+    // Info, not warn: the CircuitOpened metric and the oldest-age alarm are what alert; these
+    // lines are the record (the local runtime logs its own, and keeps this logger at WARN).
+    if (circuit.opened !== undefined)
+      deps.logger.info(
+        "the transport refused every event: the relay's circuit opened; no run claims until a probe is accepted",
+        { cause: circuit.opened, held: totals.held, nextProbeInMs: circuit.last.probeInMs },
+      );
+    if (circuit.closed)
+      deps.logger.info("the relay's circuit closed: a probe was accepted, every waiting event is due", {
+        openForMs: circuit.closed.openForMs,
+        madeDue: circuit.closed.madeDue,
+      });
     if (settled.dead > 0) deps.logger.warn('events went dead', { dead: settled.dead, totalDead: stats.dead });
     if (settled.expiredLeases > 0)
       deps.logger.warn('took over expired leases', { expiredLeases: settled.expiredLeases });
@@ -224,7 +270,49 @@ async function wakeFor(deps: RelayInvocationDeps, inMs: number | null): Promise<
   }
 }
 
-/** Two runs' counts added up (the stats are the last one's, kept apart). */
-function add(a: Omit<RunReport, 'stats'>, b: RunReport): Omit<RunReport, 'stats'> {
+/** Two runs' counts added up (the stats and the circuit are the last one's, kept apart). */
+function add(a: Omit<RunReport, 'stats' | 'circuit'>, b: RunReport): Omit<RunReport, 'stats' | 'circuit'> {
   return { ...addRounds(a, b), rounds: a.rounds + b.rounds, purged: a.purged + b.purged };
+}
+
+/** What an invocation's runs did to the circuit, and how the last one left it. */
+interface CircuitSeen {
+  readonly last: CircuitReport;
+  /** A run of this invocation opened it, refused with this cause. */
+  readonly opened?: string;
+  /** A run's probe closed it (the last close, when it opened and closed more than once). */
+  readonly closed?: NonNullable<CircuitReport['closed']>;
+  /** Probes the transport refused. */
+  readonly failedProbes: number;
+}
+
+function seen(before: CircuitSeen | undefined, run: CircuitReport): CircuitSeen {
+  const opened = run.opened ?? before?.opened;
+  const closed = run.closed ?? before?.closed;
+  return {
+    last: run,
+    failedProbes: (before?.failedProbes ?? 0) + run.failedProbes,
+    ...(opened === undefined ? {} : { opened }),
+    ...(closed === undefined ? {} : { closed }),
+  };
+}
+
+/** The circuit in the invocation's summary: how the runs left it, and what they did to it. */
+export interface CircuitSummary {
+  readonly open: boolean;
+  readonly nextProbeInMs?: number | null;
+  readonly cause?: string;
+  readonly opened?: string;
+  readonly closed?: NonNullable<CircuitReport['closed']>;
+  readonly failedProbes: number;
+}
+
+function circuitSummary(c: CircuitSeen): CircuitSummary {
+  return {
+    open: c.last.open,
+    ...(c.last.open ? { nextProbeInMs: c.last.probeInMs, cause: c.last.cause } : {}),
+    ...(c.opened === undefined ? {} : { opened: c.opened }),
+    ...(c.closed ? { closed: c.closed } : {}),
+    failedProbes: c.failedProbes,
+  };
 }

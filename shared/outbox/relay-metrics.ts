@@ -12,6 +12,14 @@ export const relayMetricNames = {
   expiredLeases: 'ExpiredLeases',
   fencedOut: 'FencedOutSettles',
   purged: 'PurgedEvents',
+  /** Events given back unpublished because the transport refused their round as a whole (no attempt counted). */
+  held: 'HeldEvents',
+  /** Times a run opened the circuit: the transport (the bus, PutEvents) refused everything. */
+  circuitOpened: 'CircuitOpened',
+  /** Times a probe was accepted and closed the circuit. */
+  circuitClosed: 'CircuitClosed',
+  /** Probes the transport refused while the circuit was open. */
+  failedProbes: 'FailedProbes',
 } as const;
 
 /** The CloudWatch namespace of every pipeline metric. */
@@ -19,6 +27,16 @@ export const metricsNamespace = 'ContentPipeline';
 
 /** Powertools service name of the relay: the `service` dimension of every relay metric. */
 export const relayServiceName = 'outbox-relay';
+
+/** What an invocation's runs did to the transport's circuit. */
+export interface CircuitCounts {
+  /** A run opened it. */
+  readonly opened: boolean;
+  /** A run's probe closed it. */
+  readonly closed: boolean;
+  /** Probes the transport refused. */
+  readonly failedProbes: number;
+}
 
 /**
  * Adds one run's figures to `metrics` (flushed as EMF by the handler's middleware).
@@ -30,9 +48,10 @@ export const relayServiceName = 'outbox-relay';
  * (https://aws.amazon.com/cloudwatch/pricing/), and an hourly sweep would keep it billed all
  * month for a graph of zeros. The dashboard draws it through `FILL(m, 0)`, so an hour without a
  * point reads 0 (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
- * An idle pipeline therefore pays for two metrics, not nine.
+ * An idle pipeline therefore pays for two metrics, not nine. The circuit's counters go out
+ * likewise, only in a run that opened it, probed or closed it.
  */
-export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
+export function addRelayMetrics(metrics: Metrics, report: RunReport, circuit?: CircuitCounts): void {
   metrics.addMetric(
     relayMetricNames.oldestPendingAge,
     MetricUnit.Seconds,
@@ -47,6 +66,10 @@ export function addRelayMetrics(metrics: Metrics, report: RunReport): void {
     ['expiredLeases', report.expiredLeases],
     ['fencedOut', report.fencedOut],
     ['purged', report.purged],
+    ['held', report.held],
+    ['circuitOpened', circuit?.opened ? 1 : 0],
+    ['circuitClosed', circuit?.closed ? 1 : 0],
+    ['failedProbes', circuit?.failedProbes ?? 0],
   ];
   for (const [name, value] of sentWhileAboveZero) {
     if (value > 0) metrics.addMetric(relayMetricNames[name], MetricUnit.Count, value);

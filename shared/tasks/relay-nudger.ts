@@ -1,5 +1,6 @@
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { invokeAsync } from '../aws/invoke-async';
+import { sdkClientConfig } from '../aws/sdk-client';
 
 /**
  * Wakes the outbox relay right after a commit, for low latency. Only a hint: the relay's
@@ -45,7 +46,7 @@ export const noopRelayNudger: RelayNudger = {
 /** Picks the nudger for a target: the Lambda adapter when a relay function is named, else the no-op. */
 export function createRelayNudger(
   functionName: string | undefined,
-  client: () => LambdaClient = () => new LambdaClient({}),
+  client: () => LambdaClient = () => new LambdaClient(sdkClientConfig()),
 ): RelayNudger {
   return functionName === undefined
     ? noopRelayNudger

@@ -1,7 +1,7 @@
-import { rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replaceDurablyAsync } from '../../infra/local/bus/durable-file';
+import { probeWrite, replaceDurablyAsync } from '../../infra/local/bus/durable-file';
 import { type JournalDisk, type JournalFile, journalUnavailableMessage } from '../../infra/local/bus/journal';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
@@ -49,6 +49,14 @@ class FillableDisk implements Partial<JournalDisk> {
   replace = async (path: string, lines: Iterable<string>): Promise<void> => {
     if (this.full) throw this.enospc();
     await replaceDurablyAsync(path, lines);
+  };
+
+  /** No room while full (statfs's answer); the real filesystem's otherwise. */
+  freeBytes = async (): Promise<number | undefined> => (this.full ? 0 : undefined);
+
+  probe = async (path: string, bytes: number): Promise<void> => {
+    if (this.full) throw this.enospc();
+    await probeWrite(path, bytes);
   };
 }
 
@@ -111,6 +119,30 @@ async function settledWith(approvals: number) {
 }
 
 const once = (n: number) => ({ indexDocuments: n, notificationsSent: n, archivedObjects: n });
+
+/** A process's parent and state from /proc (Linux), or undefined once it is gone. */
+function procStat(pid: number): { ppid: number; state: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(ppid), state: state ?? '' };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes `pid` started that are still running: a postmaster's backends and helpers. */
+const childrenOf = (pid: number) =>
+  readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((p) => procStat(p)?.ppid === pid);
+
+/** Still running: neither gone nor a zombie waiting to be reaped. */
+const running = (pid: number) => {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.state !== 'Z';
+};
 const linesAbout = (component: string) => logged.filter((l) => l.startsWith(`${component} `));
 
 describe('the local runtime heals itself', () => {
@@ -119,19 +151,25 @@ describe('the local runtime heals itself', () => {
     disk.full = true;
     const ids = await client.createAndApprove(5);
     await busFailed.promise;
-    // The relay's runs publish, the bus refuses (it cannot journal), the rows back off.
-    const refused = await waitFor(
+    // The relay's runs publish, the bus refuses everything (it cannot journal): the relay's
+    // circuit opens, the refused rows go back as they were (no attempt, no backoff), and no
+    // run claims again until a probe is accepted.
+    const held = await waitFor(
       () =>
-        runtime.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM outbox
-            WHERE status = 'pending' AND next_attempt_at > now() AND strpos(last_error, :cause) > 0`,
-          { cause: journalUnavailableMessage },
+        runtime.db.query<{ n: number; tried: number; open: boolean }>(
+          `SELECT count(*)::int AS n, count(*) FILTER (WHERE attempts > 0 OR lease_until IS NOT NULL)::int AS tried,
+                  (SELECT opened_at IS NOT NULL FROM relay_circuit) AS open
+             FROM outbox WHERE status = 'pending'`,
         ),
-      (r) => (r.rows[0]?.n ?? 0) === ids.length,
-      { timeoutMs: deliveryBoundMs, intervalMs: 100, what: 'the refused rows backing off' },
+      (r) => r.rows[0]?.open === true && r.rows[0]?.n === ids.length && r.rows[0]?.tried === 0,
+      { timeoutMs: deliveryBoundMs, intervalMs: 100, what: 'the circuit open, the refused rows given back' },
     );
-    // The backoff an outage of minutes builds up (the issue saw the last event 11.5 minutes late),
-    // set in the database rather than waited for.
+    // What an outage of minutes builds up, set in the database rather than waited for: the
+    // probe a minute away (its longest wait), and rows that were refused beside accepted ones
+    // (a journal that failed mid-batch) backing off for 15 minutes.
+    await runtime.db.query(
+      "UPDATE relay_circuit SET probe_at = now() + interval '1 minute', failed_probes = 6 WHERE opened_at IS NOT NULL",
+    );
     await runtime.db.query(
       `UPDATE outbox SET next_attempt_at = now() + interval '15 minutes'
         WHERE status = 'pending' AND strpos(last_error, :cause) > 0`,
@@ -142,14 +180,18 @@ describe('the local runtime heals itself', () => {
 
     disk.full = false;
     await back;
-    // Woken by the recovery: the rows the outage held are due (or delivered) by now.
-    const waiting = await runtime.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM outbox WHERE status = 'pending' AND next_attempt_at > now()`,
+    // Woken by the recovery: the probe is due (or taken, and the circuit closed), and the rows
+    // the outage held are due (or delivered) by now.
+    const waiting = await runtime.db.query<{ n: number; probeWaits: boolean | null }>(
+      `SELECT count(*)::int AS n, (SELECT probe_at > now() FROM relay_circuit WHERE opened_at IS NOT NULL) AS "probeWaits"
+         FROM outbox WHERE status = 'pending' AND next_attempt_at > now() AND strpos(last_error, :cause) > 0`,
+      { cause: journalUnavailableMessage },
     );
     const { counted, status: after } = await settledWith(5);
 
-    expect(refused.rows[0]?.n).toBe(5);
+    expect(held.rows[0]).toEqual({ n: 5, tried: 0, open: true });
     expect(waiting.rows[0]?.n).toBe(0);
+    expect(waiting.rows[0]?.probeWaits).not.toBe(true);
     expect(status).toBe(200);
     expect(body.components.bus).toMatchObject({ up: false, cause: expect.stringMatching(/ENOSPC/) });
     expect(body.components.postgres).toEqual({ up: true });
@@ -159,6 +201,12 @@ describe('the local runtime heals itself', () => {
     expect(linesAbout('bus')).toEqual([
       expect.stringMatching(/^bus failed: a journal write failed \(Error: ENOSPC/),
       expect.stringMatching(/^bus recovered: the journal takes events again after \d+ ms$/),
+    ]);
+    expect(linesAbout('relay')).toEqual([
+      expect.stringMatching(/^relay circuit opened: the bus refused every event \(InternalFailure: .*ENOSPC/),
+      expect.stringMatching(
+        /^relay circuit closed: a probe was accepted after \d+ ms open; \d+ waiting events due$/,
+      ),
     ]);
   }, 900_000);
 
@@ -196,10 +244,20 @@ describe('the local runtime heals itself', () => {
     const created = await client.call<{ taskId: string }>('POST', '/tasks', { title: 'before the kill' });
     const gate = hold('postgres');
     const back = recovery('postgres');
-    const pid = runtime.postgres.pid;
+    const pid = runtime.postgres.pid as number;
+    const backends = childrenOf(pid);
 
-    process.kill(pid as number, 'SIGKILL');
+    process.kill(pid, 'SIGKILL');
     await gate.reached.promise;
+    // A killed postmaster's backends run on until they notice, and one that a pool holds can
+    // still commit a request (an honest 200: its WAL is replayed). The outage begins once they
+    // are gone: without this wait the request found one alive and was answered 200 in 1 of 3
+    // runs at load average 10.
+    await waitFor(
+      () => backends.filter(running),
+      (alive) => alive.length === 0,
+      { timeoutMs: deliveryBoundMs, intervalMs: 50, what: "the killed postmaster's backends gone" },
+    );
     const refused = await rawHttp(runtime.url, {
       method: 'POST',
       target: `/tasks/${created.body.taskId}/approve`,

@@ -46,6 +46,7 @@ describe('guarantee: relays racing while their leases expire', () => {
           return marked;
         }),
         markFailed: quiet.track((owner, items) => outbox.markFailed(owner, items)),
+        release: quiet.track((owner, items, options) => outbox.release(owner, items, options)),
         purgeDelivered: quiet.track((hours, batch) => outbox.purgeDelivered(hours, batch)),
         stats: quiet.track(() => outbox.stats()),
       });

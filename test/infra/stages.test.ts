@@ -1,6 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { prodGoalApprovalsPerSec } from '../../infra/aws/capacity/goal';
+import { quotas } from '../../infra/aws/capacity/quotas';
+import { writeUnitsPerApproval } from '../../infra/aws/capacity/warm-throughput';
+import { priceBook } from '../../infra/aws/cost/prices';
 import { parseSettings } from '../../infra/aws/settings';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
+import { topology } from '../../shared/topology';
 import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the prod stage (-c stage=prod)', () => {
@@ -34,6 +39,55 @@ describe('the prod stage (-c stage=prod)', () => {
       State: 'ENABLED',
     });
     s.template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('has an Aurora Serverless v2 reader in the second AZ, in promotion tier 1, and the writer in the first', () => {
+    const instances = resourcesOfType(s, 'AWS::RDS::DBInstance').map(([, i]) => i.Properties ?? {});
+    const az = (i: number) => ({ 'Fn::Select': [i, { 'Fn::GetAZs': '' }] });
+    expect(instances).toHaveLength(2);
+    expect(instances).toContainEqual(
+      expect.objectContaining({
+        DBInstanceClass: 'db.serverless',
+        PromotionTier: 0,
+        AvailabilityZone: az(0),
+      }),
+    );
+    expect(instances).toContainEqual(
+      expect.objectContaining({
+        DBInstanceClass: 'db.serverless',
+        PromotionTier: 1,
+        AvailabilityZone: az(1),
+      }),
+    );
+    // Both in the cluster whose isolated subnets span those two AZs.
+    const subnets = resourcesOfType(s, 'AWS::EC2::Subnet').map(([, n]) => n.Properties?.AvailabilityZone);
+    expect(subnets).toEqual(expect.arrayContaining([az(0), az(1)]));
+  });
+
+  it('pre-warms the inbox table and its index for the goal rate, with the write units the capacity model computes', () => {
+    const perApproval = writeUnitsPerApproval(topology, priceBook);
+    const [, inbox] =
+      resourcesOfType(s, 'AWS::DynamoDB::Table').find(([id]) => id.startsWith('InboxEventKeyedTable')) ?? [];
+    const table = inbox?.Properties?.WarmThroughput as { WriteUnitsPerSecond: number } | undefined;
+    const indexes = (inbox?.Properties?.GlobalSecondaryIndexes ?? []) as {
+      WarmThroughput?: { WriteUnitsPerSecond: number };
+    }[];
+    const index = indexes[0]?.WarmThroughput;
+    expect(table?.WriteUnitsPerSecond).toBeGreaterThanOrEqual(
+      prodGoalApprovalsPerSec * perApproval.inbox.table,
+    );
+    expect(index?.WriteUnitsPerSecond).toBeGreaterThanOrEqual(
+      prodGoalApprovalsPerSec * perApproval.inbox.index,
+    );
+    // More than a new on-demand table serves at once, or there would be nothing to pre-warm.
+    expect(table?.WriteUnitsPerSecond).toBeGreaterThan(quotas.dynamoNewTableWarmWru.value);
+    // The content index takes what a new table serves at the goal rate: nothing to pre-warm there.
+    const [, contentIndex] =
+      resourcesOfType(s, 'AWS::DynamoDB::Table').find(([id]) => id.startsWith('ContentIndex')) ?? [];
+    expect(prodGoalApprovalsPerSec * (perApproval.declared.contentIndex ?? 0)).toBeLessThanOrEqual(
+      quotas.dynamoNewTableWarmWru.value,
+    );
+    expect(contentIndex?.Properties).not.toHaveProperty('WarmThroughput');
   });
 
   it('draws PendingEvents with its gaps as 0 and each rule’s failed invocations as graphs (no alarm watches them)', () => {
@@ -156,16 +210,40 @@ describe('sandbox and prod in one account and region', () => {
     }
   });
 
-  it('reserve no relay concurrency unless asked, so a first deploy fits a new account’s quota', () => {
-    for (const s of [sandbox, prod]) {
-      const relay = s.stack.getLogicalId(s.stack.pipeline.relay.function.node.defaultChild as never);
-      expect(s.json.Resources[relay]?.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
-    }
+  it('a sandbox has one Aurora instance and pre-warms no table: it costs what a new account’s sandbox should', () => {
+    expect(resourcesOfType(sandbox, 'AWS::RDS::DBInstance')).toHaveLength(1);
+    const [, writer] = resourcesOfType(sandbox, 'AWS::RDS::DBInstance')[0] ?? [];
+    // Its writer keeps the AZ RDS chose: pinning it would replace a deployed sandbox's writer.
+    expect(writer?.Properties).not.toHaveProperty('AvailabilityZone');
+    for (const [id, table] of resourcesOfType(sandbox, 'AWS::DynamoDB::Table'))
+      expect(table.Properties, id).not.toHaveProperty('WarmThroughput');
+  });
+
+  it('a sandbox reserves no concurrency unless asked, so a first deploy fits a new account’s quota', () => {
+    for (const [id, fn] of resourcesOfType(sandbox, 'AWS::Lambda::Function'))
+      expect(fn.Properties, id).not.toHaveProperty('ReservedConcurrentExecutions');
     const reserved = synthPipeline({ stage: 'sandbox', relayReservedConcurrency: '3' });
     const relay = reserved.stack.getLogicalId(
       reserved.stack.pipeline.relay.function.node.defaultChild as never,
     );
     expect(reserved.json.Resources[relay]?.Properties?.ReservedConcurrentExecutions).toBe(3);
+  });
+
+  it('prod reserves concurrency for the tasks API and the relay, within what a default account can reserve', () => {
+    const reservedOf = (fn: { node: { defaultChild: unknown } }) =>
+      prod.json.Resources[prod.stack.getLogicalId(fn.node.defaultChild as never)]?.Properties
+        ?.ReservedConcurrentExecutions;
+    const tasksApi = reservedOf(prod.stack.pipeline.tasksApi.function);
+    const relay = reservedOf(prod.stack.pipeline.relay.function);
+    expect(tasksApi).toBeGreaterThan(0);
+    expect(relay).toBeGreaterThanOrEqual(topology.relay.maxRuns);
+    const all = resourcesOfType(prod, 'AWS::Lambda::Function').reduce(
+      (n, [, fn]) => n + Number(fn.Properties?.ReservedConcurrentExecutions ?? 0),
+      0,
+    );
+    // Lambda keeps 100 of an account's 1,000 (its default quota) unreserved:
+    // https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
+    expect(all).toBeLessThanOrEqual(1_000 - 100);
   });
 });
 

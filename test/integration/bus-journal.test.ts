@@ -187,4 +187,95 @@ describe('BusJournal', () => {
     ]);
     expect(existsSync(`${path}.tmp`)).toBe(false);
   });
+
+  it('a rewrite that fits is no recovery: it refuses events until a write of recoveryBytes succeeds, and says so all along', async () => {
+    const path = journalPath();
+    // The fault as a full disk produces it: the rewrite of what is undelivered is small and
+    // fits; the next events do not. Before, the journal took events again on that rewrite and
+    // failed at the next write, once a second, while its status said up.
+    let full = false;
+    let free = 1 << 30;
+    const enospc = () =>
+      Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const failures: unknown[] = [];
+    const recoveries: number[] = [];
+    const recovered = deferred();
+    const probes: number[] = [];
+    let looked = deferred();
+    const journal = new BusJournal(path, {
+      recoveryBytes: 64 * 1024,
+      onFailure: (err) => failures.push(err),
+      onRecovered: (downMs) => {
+        recoveries.push(downMs);
+        recovered.resolve();
+      },
+      disk: {
+        openAppend: async (p): Promise<JournalFile> => {
+          const file = await open(p, 'a');
+          return {
+            appendFile: async (text) => {
+              if (full) throw enospc();
+              return file.appendFile(text);
+            },
+            sync: () => file.sync(),
+            close: () => file.close(),
+          };
+        },
+        freeBytes: async () => {
+          const seen = free;
+          setImmediate(() => looked.resolve());
+          return seen;
+        },
+        probe: async (_p, bytes) => {
+          probes.push(bytes);
+          if (full) throw enospc();
+        },
+      },
+    });
+    await journal.recover();
+    await journal.openForAppend();
+    full = true;
+    free = 8 * 1024;
+    await expect(journal.recordEvents([{ event: event('refused'), targets }])).rejects.toThrow(
+      /^the bus journal cannot write: ENOSPC/,
+    );
+
+    // Too little room on the filesystem: it looks (no write) and stays down, saying how much.
+    for (let i = 0; i < 3; i++) {
+      looked = deferred();
+      journal.retryNow();
+      await looked.promise;
+    }
+    const short = journal.state;
+    const probedWhileShort = probes.length;
+    // Room, as statfs says, but the write does not fit (or the disk fails it): still down.
+    free = 1 << 30;
+    looked = deferred();
+    journal.retryNow();
+    await looked.promise;
+    await expect(journal.recordEvents([{ event: event('still refused'), targets }])).rejects.toThrow(
+      /the bus journal cannot write/,
+    );
+    const afterFailedProbe = journal.state;
+    // The disk takes writes again.
+    full = false;
+    journal.retryNow();
+    await recovered.promise;
+    await journal.recordEvents([{ event: event('after'), targets }]);
+    await journal.close();
+
+    expect(short).toMatchObject({
+      up: false,
+      cause: expect.stringMatching(/ENOSPC.*8192 bytes free on its filesystem, 65536 needed/),
+    });
+    expect(probedWhileShort).toBe(0);
+    expect(afterFailedProbe.up).toBe(false);
+    // One probe refused while full (or more, if its own retry came meanwhile), one accepted.
+    expect(probes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(probes)).toEqual(new Set([64 * 1024]));
+    expect(failures).toHaveLength(1);
+    expect(recoveries).toHaveLength(1);
+    expect(journal.state).toEqual({ up: true });
+    expect(lines(path).map((l) => l.event?.id)).toEqual(['after']);
+  });
 });

@@ -10,7 +10,11 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus, type LocalBusOptions, type TargetRetry } from '../../infra/local/local-bus';
+import { BusDeadLetters, BusRedelivery } from '../../infra/local/local-ops';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
+import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import type { InboxOps } from '../../shared/inbox/inbox-ops';
+import { createOpsApi, opsApiRoutes } from '../../shared/ops/ops-api';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
 import { type ConsumerName, type EventType, topology } from '../../shared/topology';
 import { deferred } from '../support/gates';
@@ -425,6 +429,57 @@ describe('LocalBus delivery', () => {
     expect(consumersOf(delivered, id)).toEqual(approvedTargets);
     expect(delivered.find((d) => d.consumer === 'notify')?.event.id).toBe(id);
     expect(await bus.redrive(id, 'notify')).toBe(false);
+  });
+
+  it('a redrive of every dead letter through the ops API redrives each once, also those that die again meanwhile', async () => {
+    // notify gives up on its first failure, and fails each event 20 times before it works: every
+    // letter a redrive puts back dies again at once, a new letter of the same event.
+    const failures = new Map<string, number>();
+    const { bus, client } = await startBus({
+      retry: (consumer) => (consumer === 'notify' ? { ...tinyRetry, maxAttempts: 1 } : tinyRetry),
+      invoke: async (consumer, event) => {
+        if (consumer !== 'notify') return;
+        const n = (failures.get(event.id) ?? 0) + 1;
+        failures.set(event.id, n);
+        if (n <= 20) throw new Error(`notify failed (${n})`);
+      },
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(eventIdOf((await put(client, [entry()])).Entries?.[0]));
+    await settle(bus);
+    expect(bus.deadLetters()).toHaveLength(5);
+    const unused = () => {
+      throw new Error('not used by a dead-letter redrive');
+    };
+    const api = createOpsApi({
+      db: { query: unused, transaction: unused, close: async () => {} },
+      inbox: {} as InboxOps,
+      inboxStore: { markDead: unused },
+      deadLetters: new BusDeadLetters(bus),
+      redelivery: new BusRedelivery(bus),
+      health: { alarms: async () => ({}), relay: async () => ({ lastRunAt: null, errors: 0 }) },
+      nudger: { nudge: async () => {} },
+      logger: { error: () => {}, warn: () => {} },
+    });
+
+    const result = await api(
+      toProxyEvent(
+        {
+          method: 'POST',
+          url: '/ops/dead-letters/redrive',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ all: true }),
+        },
+        opsApiRoutes,
+      ),
+      localLambdaContext('ops-api-test', 15_000),
+    );
+    await settle(bus);
+
+    expect(JSON.parse(result.body)).toEqual({ redriven: 5, complete: true });
+    // Each event failed once on its way in and once more after its one redrive.
+    expect(ids.map((id) => failures.get(id))).toEqual([2, 2, 2, 2, 2]);
+    expect(bus.deadLetters()).toHaveLength(5);
   });
 
   it('redeliver sends a stored event to one consumer again', async () => {

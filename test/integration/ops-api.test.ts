@@ -5,7 +5,7 @@ import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { readDelivery } from '../../shared/consumers/delivery';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import { type SqlClient, sqlParam } from '../../shared/db/sql-client';
+import { type Row, type SqlClient, type SqlValue, sqlParam } from '../../shared/db/sql-client';
 import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
@@ -320,6 +320,26 @@ describeEachEngine('ops API', (fixture) => {
     ).toBe(true);
   });
 
+  it('an audit redrive of everything carried on by its since re-sends no finding twice, however long the call lasts', async () => {
+    await owner.query('DELETE FROM delivery_audit_findings');
+    const row = approvedRow();
+    await delivered(row);
+    expect((await audit()).found).toEqual({ index: 1, notify: 1, archive: 1 });
+    // The grace period over (0 here): a request without since re-sends the findings again.
+    const deps = { auditGraceSeconds: 0 };
+
+    const first = await call('POST', '/ops/audit/redrive', { all: true }, deps);
+    const next = await call('POST', '/ops/audit/redrive', { all: true, since: first.body.since }, deps);
+
+    expect(first.body).toMatchObject({ redriven: 3, complete: true, since: expect.any(String) });
+    expect(next.body).toMatchObject({ redriven: 0, complete: true });
+    expect(redelivered).toHaveLength(3);
+    expect((await call('POST', '/ops/audit/redrive', { all: true }, deps)).body).toMatchObject({
+      redriven: 3,
+    });
+    expect((await call('POST', '/ops/audit/redrive', { all: true, since: 'yesterday' })).status).toBe(400);
+  });
+
   it('answers 404 for an audit redrive of an event it found nothing missing for, 400 for a bad body, 409 once the outbox purged it', async () => {
     await owner.query('DELETE FROM delivery_audit_findings');
     expect((await call('POST', '/ops/audit/redrive', { eventId: randomUUID() })).status).toBe(404);
@@ -396,6 +416,40 @@ describeEachEngine('ops API', (fixture) => {
     });
     const { rows } = await owner.query<{ status: string }>('SELECT DISTINCT status FROM outbox');
     expect(rows).toEqual([{ status: 'pending' }]);
+  });
+
+  it('a redrive of every dead outbox event puts each back once, also those the relay makes dead again meanwhile', async () => {
+    await seedPending(owner, 2_500);
+    await owner.query("UPDATE outbox SET status = 'dead'");
+    // As a relay that claims what was put back and finds every entry too large: dead again at
+    // once, after each statement of the redrive, before its next.
+    const putBack = new Map<string, number>();
+    const relayKillsAgain: SqlClient = {
+      query: async <R extends Row = Row>(sql: string, params?: Readonly<Record<string, SqlValue>>) => {
+        const result = await asOps.query<R>(sql, params);
+        if (/SET status = 'pending'/.test(sql)) {
+          const { rows } = await owner.query<{ event_id: string }>(
+            "UPDATE outbox SET status = 'dead' WHERE status = 'pending' RETURNING event_id",
+          );
+          for (const r of rows) putBack.set(r.event_id, (putBack.get(r.event_id) ?? 0) + 1);
+        }
+        return result;
+      },
+      transaction: (work) => asOps.transaction(work),
+      close: async () => {},
+    };
+
+    const answer = await call(
+      'POST',
+      '/ops/outbox/dead/redrive',
+      { all: true },
+      { db: relayKillsAgain },
+      15_000,
+    );
+
+    expect(answer.body).toEqual({ redriven: 2_500, complete: true });
+    expect(putBack.size).toBe(2_500);
+    expect(new Set(putBack.values())).toEqual(new Set([1]));
   });
 
   it('a redrive of every DEAD inbox record stops between records at the deadline', async () => {

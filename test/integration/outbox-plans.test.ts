@@ -4,6 +4,7 @@ import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import type { QueryResult, Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
 import { latestEvents, taskCounts } from '../../shared/ops/ops-queries';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
+import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
 import { topology } from '../../shared/topology';
 import { seedPending, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
@@ -99,6 +100,9 @@ describe('the relay and ops statements on an outbox with a long delivered histor
     )();
     await named('release', () => store.release('relay-plans', [third]))();
     await named('stats', () => store.stats())();
+    // Closing the circuit makes every waiting row due in the same statement.
+    await new RelayCircuitStore(db).open('the plans test', 0);
+    await named('circuitClose', () => new RelayCircuitStore(client).close())();
     await named('purgeDelivered', () => store.purgeDelivered(24 * 7, 500))();
     await named('deliveredCount', () => store.deliveredCount())();
     await named('listDead', () => store.listDead(100))();
@@ -130,6 +134,7 @@ describe('the relay and ops statements on an outbox with a long delivered histor
       'markFailed',
       'release',
       'stats',
+      'circuitClose',
       'purgeDelivered',
       'deliveredCount',
       'listDead',

@@ -6,6 +6,7 @@ import type { SqlClient } from '../../shared/db/sql-client';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
+import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
 import {
   createRelayInvocation,
   type RelaySummary,
@@ -72,6 +73,9 @@ describe('relay invocation', () => {
   beforeEach(async () => {
     await db.query('DELETE FROM outbox');
     await db.query('UPDATE relay_lease SET owner = NULL, lease_until = NULL');
+    await db.query(
+      'UPDATE relay_circuit SET opened_at = NULL, probe_at = NULL, failed_probes = 0, cause = NULL',
+    );
   });
 
   function build(
@@ -96,6 +100,7 @@ describe('relay invocation', () => {
     const run = createRelayInvocation({
       outbox: new OutboxStore(relayDb),
       lease,
+      circuit: new RelayCircuitStore(relayDb),
       publisher,
       settings: testSettings({ pollIntervalMs: 5, ...options.settings }),
       // Full jitter at its top: a backoff is as long as the settings say, never a lucky short one.
@@ -189,6 +194,51 @@ describe('relay invocation', () => {
     expect(reason).toBe('due');
     expect(inMs).toBeGreaterThan(3_500_000);
     expect(inMs).toBeLessThanOrEqual(3_600_000);
+  });
+
+  it('a transport refusing everything opens the circuit: the run wakes a run for the probe, not a successor, and its metrics say so; the accepted probe closes it', async () => {
+    await seedPending(db, 5);
+    const refusing = build(
+      new RecordingPublisher((e) => ({
+        eventId: e.eventId,
+        ok: false,
+        retryable: true,
+        errorCode: 'InternalFailure',
+        errorMessage: 'the bus journal cannot write: ENOSPC',
+      })),
+    );
+    const opened = await refusing.run({ nudge: true }, lambdaContext());
+    const openedMetrics = refusing.metrics.serializeMetrics() as unknown as Record<string, unknown>;
+    // The probe's wait, over (as the database judges time).
+    await db.query('UPDATE relay_circuit SET probe_at = now()');
+    const accepting = build(new RecordingPublisher());
+    const closed = await accepting.run({ wake: 'due' }, lambdaContext());
+    const closedMetrics = accepting.metrics.serializeMetrics() as unknown as Record<string, unknown>;
+
+    expect(opened).toMatchObject({
+      held: 5,
+      failed: 0,
+      pending: 5,
+      circuit: {
+        open: true,
+        opened: 'InternalFailure: the bus journal cannot write: ENOSPC',
+        nextProbeInMs: 1_000,
+        failedProbes: 0,
+      },
+    });
+    // The rows are due, but only the probe may take one: no successor at once.
+    expect(refusing.wakeups.calls).toEqual([[1_000, 'due']]);
+    expect(openedMetrics[relayMetricNames.circuitOpened]).toBe(1);
+    expect(openedMetrics[relayMetricNames.held]).toBe(5);
+    expect(openedMetrics[relayMetricNames.failed]).toBeUndefined();
+    expect(closed).toMatchObject({
+      published: 5,
+      pending: 0,
+      circuit: { open: false, closed: { madeDue: 0 } },
+    });
+    expect(accepting.wakeups.calls).toEqual([]);
+    expect(closedMetrics[relayMetricNames.circuitClosed]).toBe(1);
+    expect(closedMetrics[relayMetricNames.circuitOpened]).toBeUndefined();
   });
 
   it('an empty outbox wakes nothing', async () => {
@@ -316,7 +366,14 @@ describe('relay invocation', () => {
     const definitions = emf._aws.CloudWatchMetrics[0]?.Metrics.map((m) => m.Name) ?? [];
     expect(emf._aws.CloudWatchMetrics[0]?.Namespace).toBe(metricsNamespace);
     // The alarmed gauges always; the rest only when not zero (a missing count is none, and is not billed).
-    const zero = [relayMetricNames.fencedOut, relayMetricNames.purged];
+    const zero = [
+      relayMetricNames.fencedOut,
+      relayMetricNames.purged,
+      relayMetricNames.held,
+      relayMetricNames.circuitOpened,
+      relayMetricNames.circuitClosed,
+      relayMetricNames.failedProbes,
+    ];
     for (const name of Object.values(relayMetricNames)) {
       if (zero.includes(name as never)) expect(definitions).not.toContain(name);
       else expect(definitions).toContain(name);

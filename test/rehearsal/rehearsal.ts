@@ -300,7 +300,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       backends: { dynamodb: dynamo.endpoint, s3: s3.endpoint, rdsData: dataApi.endpoint },
       sns: { topics: resolver.resourcesOfType('AWS::SNS::Topic').map(([id]) => resolver.ref(id)) },
       // A clock the rehearsal moves: a delayed message (DelaySeconds) is due without waiting for it.
-      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs },
+      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs, sentClock: Date.now },
       lambda: { functions: specs.map((s) => s.name) },
       secretsManager: {
         secrets: [...secretValues].map(([arn, login]) => ({
@@ -532,6 +532,8 @@ interface PathContext {
 
 /** The IAM principal the rehearsal's API calls come from (API Gateway's `requestContext.identity.userArn`). */
 const reviewerArn = 'arn:aws:sts::123456789012:assumed-role/content-reviewer/rita';
+/** What the tasks API records for that caller: the role, and the session name it chose (shared/http/caller.ts). */
+const recordedReviewer = 'arn:aws:iam::123456789012:role/content-reviewer (session rita)';
 
 /**
  * An API Gateway REST proxy event for `resource` (the stage's, so `resource` and
@@ -629,8 +631,8 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       'tasks-api',
       apiEvent('GET', `/tasks/${taskId}`, '/tasks/{taskId}'),
     )) as ApiAnswer;
-    check(bodyOf(task).reviewer === reviewerArn, `reviewer ${String(bodyOf(task).reviewer)}`);
-    return `task ${taskId}, event ${eventId}, reviewer the caller's ARN`;
+    check(bodyOf(task).reviewer === recordedReviewer, `reviewer ${String(bodyOf(task).reviewer)}`);
+    return `task ${taskId}, event ${eventId}, reviewer the caller's role and session`;
   });
 
   await step('relay publishes, the bus fans out, every consumer processes the event', async () => {

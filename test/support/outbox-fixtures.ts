@@ -102,13 +102,12 @@ export function claimedEvents(count: number): ClaimedEvent[] {
 }
 
 /** The outbox a relay run needs, with `claim` as given; every mark accepted, the stats empty. */
-export function stubOutbox(
-  claim: OutboxStore['claim'],
-): Pick<OutboxStore, 'claim' | 'markDelivered' | 'markFailed' | 'purgeDelivered' | 'stats'> {
+export function stubOutbox(claim: OutboxStore['claim']): RelayDeps['outbox'] {
   return {
     claim,
     markDelivered: async (items) => items.map((i) => i.eventId),
     markFailed: async () => [],
+    release: async (_owner, items) => items.map((i) => i.eventId),
     purgeDelivered: async () => 0,
     stats: async () => ({ pending: 0, dead: 0, oldestPendingAgeSeconds: 0, nextDueInMs: null }),
   };
@@ -123,6 +122,7 @@ export function throughStore(
     claim: (owner, limits) => store.claim(owner, limits),
     markDelivered: (items) => store.markDelivered(items),
     markFailed: (owner, items) => store.markFailed(owner, items),
+    release: (owner, items, options) => store.release(owner, items, options),
     purgeDelivered: (hours, batch) => store.purgeDelivered(hours, batch),
     stats: () => store.stats(),
     ...overrides,

@@ -6,7 +6,8 @@ import {
   capacityModel,
   type MeasuredCosts,
 } from '../../infra/aws/capacity/model';
-import { quotas } from '../../infra/aws/capacity/quotas';
+import { quotas, quotasIn, type Region, regions } from '../../infra/aws/capacity/quotas';
+import { warmWritesFor, writeUnitsPerApproval } from '../../infra/aws/capacity/warm-throughput';
 import type { CfnResource, CfnTemplate } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
 import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consumers/contract';
@@ -43,6 +44,9 @@ interface Shape {
   /** The open-records index's key; no index when null. */
   readonly indexKey?: Key | null;
   readonly relayReserved?: number;
+  readonly tasksApiReserved?: number;
+  /** Every table's and index's WarmThroughput.WriteUnitsPerSecond; none when undefined. */
+  readonly warmWrites?: number;
   readonly relayMayToggleRules?: boolean;
   readonly maxCapacity?: number;
   readonly minCapacity?: number;
@@ -77,6 +81,10 @@ const policy = (service: string, grants: readonly [actions: string[], on?: strin
   },
 });
 
+/** A table's or index's WarmThroughput, as the stack writes it. */
+const warm = (shape: Shape) =>
+  shape.warmWrites === undefined ? {} : { WarmThroughput: { WriteUnitsPerSecond: shape.warmWrites } };
+
 const keySchema = ([hash, range]: Key) => [
   { AttributeName: hash, KeyType: 'HASH' },
   ...(range ? [{ AttributeName: range, KeyType: 'RANGE' }] : []),
@@ -94,7 +102,10 @@ const resourceActions = {
 } as const;
 
 /** Each consumer's function and grants, and its resources (tables with their name's output), as the stack makes them. */
-function consumerResources(registry: readonly ConsumerDefinition[]) {
+function consumerResources(
+  registry: readonly ConsumerDefinition[],
+  tableProps: Record<string, unknown> = {},
+) {
   const resources: Record<string, CfnResource> = {};
   const outputs: Record<string, unknown> = {};
   for (const c of registry) {
@@ -110,7 +121,7 @@ function consumerResources(registry: readonly ConsumerDefinition[]) {
       if (spec.kind === 'table') {
         resources[id] = {
           Type: 'AWS::DynamoDB::Table',
-          Properties: { KeySchema: keySchema([spec.partitionKey]) },
+          Properties: { KeySchema: keySchema([spec.partitionKey]), ...tableProps },
         };
         outputs[`${id}TableName`] = { Value: { Ref: id } };
       }
@@ -140,10 +151,13 @@ function template(shape: Shape = {}): CfnTemplate {
   const indexKey = shape.indexKey === undefined ? (['openKey', 'eventId'] as const) : shape.indexKey;
   const registry = shape.registry ?? topology.registry;
   const approved = registry.filter((c) => c.subscribes.includes(topology.eventTypes.approved));
-  const ofConsumers = consumerResources(registry);
+  const ofConsumers = consumerResources(registry, warm(shape));
   return {
     Resources: {
-      TasksApi: fn('tasks-api'),
+      TasksApi: fn(
+        'tasks-api',
+        shape.tasksApiReserved === undefined ? {} : { ReservedConcurrentExecutions: shape.tasksApiReserved },
+      ),
       TasksApiPolicy: policy('tasks-api', [
         [dataApi, 'Cluster'],
         [['lambda:InvokeFunction'], 'Relay'],
@@ -172,8 +186,9 @@ function template(shape: Shape = {}): CfnTemplate {
         Properties: {
           KeySchema: keySchema(shape.inboxKey ?? ['consumer', 'eventId']),
           GlobalSecondaryIndexes: indexKey
-            ? [{ IndexName: 'open-records', KeySchema: keySchema(indexKey) }]
+            ? [{ IndexName: 'open-records', KeySchema: keySchema(indexKey), ...warm(shape) }]
             : [],
+          ...warm(shape),
         },
       },
       Cluster: {
@@ -197,11 +212,12 @@ function template(shape: Shape = {}): CfnTemplate {
   } as CfnTemplate;
 }
 
-/** Nothing of ours in the way: a generous route throttle, a key per event, a sharded index. */
+/** Nothing of ours in the way: a generous route throttle, a key per event, a sharded index, warm tables. */
 const spread: Shape = {
   routeThrottle: 20_000,
   inboxKey: ['pk'],
   maxCapacity: 256,
+  warmWrites: 1_000_000,
 };
 const spreadTopology: CapacityTopology = { ...topology, inbox: { ...topology.inbox, openIndexShards: 64 } };
 
@@ -331,12 +347,27 @@ describe('capacity model: Lambda', () => {
     (a.nudgeDataApiCalls * a.dataApiCallMs + a.handlerMs) / 1000 + 1 / measured.relayEventsPerSecPerRun;
 
   it('a reserved concurrency limits its function at the reservation over its execution seconds per approval', () => {
+    const report = model({ ...spread, tasksApiReserved: 50 }, { topology: spreadTopology });
+
+    const reserved = component(report, 'Lambda concurrency, tasks-api (reserved)');
+    const tasksApiSeconds =
+      ((a.dataApiCallsPerRequest['POST /tasks/{taskId}/approve'] ?? 0) * a.dataApiCallMs +
+        a.invokeCallMs +
+        a.handlerMs) /
+      1000;
+    expect(reserved.kind).toBe('own');
+    expect(reserved.limitApprovalsPerSec).toBeCloseTo(50 / tasksApiSeconds, 6);
+    expect(report.firstOwnLimit).toMatchObject({ component: reserved.name });
+    expect(component(report, 'Lambda concurrency, account').limit).toBe(quotas.lambdaConcurrency.value - 50);
+  });
+
+  it('the relay’s reservation holds its draining runs, not its nudges (throttled, Lambda retries them): it bounds the runs', () => {
     const report = model({ ...spread, relayReserved: 3 }, { topology: spreadTopology });
 
     const reserved = component(report, 'Lambda concurrency, outbox-relay (reserved)');
-    expect(reserved.kind).toBe('own');
-    expect(reserved.limitApprovalsPerSec).toBeCloseTo(3 / relaySeconds, 6);
-    expect(report.firstOwnLimit).toMatchObject({ component: reserved.name });
+    expect(reserved.limitApprovalsPerSec).toBeCloseTo(3 * measured.relayEventsPerSecPerRun, 6);
+    // Fewer reserved executions than the run lease has slots: the reservation bounds the drain.
+    expect(component(report, 'Relay runs draining at once').limit).toBe(Math.min(3, topology.relay.maxRuns));
     expect(component(report, 'Lambda concurrency, account').limit).toBe(quotas.lambdaConcurrency.value - 3);
   });
 
@@ -442,6 +473,66 @@ describe('capacity model: the goals', () => {
 
     expect(low?.costPerMillionUsd).toBeGreaterThan(high?.costPerMillionUsd ?? Number.POSITIVE_INFINITY);
     expect(high?.costPerMillionUsd).toBeGreaterThan(0);
+  });
+});
+
+describe('capacity model: a new stack’s tables (warm throughput)', () => {
+  it('a table without WarmThroughput serves a new on-demand table’s 4,000 WRU/s at first: a limit of ours at 4,000 over its writes per approval', () => {
+    const report = model({ ...spread, warmWrites: undefined }, { topology: spreadTopology });
+
+    const inbox = component(report, 'DynamoDB new table, inbox, warm writes');
+    const perApproval = writeUnitsPerApproval(topology, priceBook);
+    expect(inbox.kind).toBe('launch');
+    expect(inbox.limit).toBe(quotas.dynamoNewTableWarmWru.value);
+    expect(inbox.perApproval).toBe(perApproval.inbox.table);
+    // What the review found: about 333 approvals a second on a fresh stack.
+    expect(Math.floor(inbox.limitApprovalsPerSec)).toBe(Math.floor(4_000 / perApproval.inbox.table));
+    expect(report.firstOwnLimit?.component).toBe(inbox.name);
+  });
+
+  it('the template’s WarmThroughput is the limit; warmWritesFor sizes it for a rate from the same write units', () => {
+    const perApproval = writeUnitsPerApproval(topology, priceBook);
+    const warmFor1000 = warmWritesFor(1_000, perApproval, quotas);
+    const report = model({ ...spread, warmWrites: warmFor1000.inbox.table }, { topology: spreadTopology });
+
+    const inbox = component(report, 'DynamoDB new table, inbox, warm writes');
+    expect(inbox.limit).toBe(warmFor1000.inbox.table);
+    expect(inbox.limitApprovalsPerSec).toBeGreaterThanOrEqual(1_000);
+    // What a new table serves anyway gets no warm throughput of its own.
+    expect(warmWritesFor(10, perApproval, quotas).inbox.table).toBeUndefined();
+  });
+});
+
+describe('capacity model: by Region', () => {
+  it('holds the same template against each Region’s defaults: EventBridge’s target invocations limit sa-east-1 at 1,100 over the targets', () => {
+    const inRegion = (region: Region) =>
+      capacityModel(
+        {
+          template: template(spread),
+          topology: spreadTopology,
+          quotas: quotasIn(region),
+          prices: priceBook,
+          measured,
+        },
+        rates,
+      );
+    const targets = topology.registry.filter((c) =>
+      c.subscribes.includes(topology.eventTypes.approved),
+    ).length;
+
+    const invocations = (region: Region) => component(inRegion(region), 'EventBridge target invocations');
+    expect(invocations('us-east-1').limit).toBe(18_750);
+    expect(invocations('eu-west-1').limit).toBe(18_750);
+    expect(invocations('sa-east-1').limit).toBe(1_100);
+    expect(invocations('sa-east-1').limitApprovalsPerSec).toBeCloseTo(1_100 / targets, 6);
+    expect(invocations('sa-east-1').limitFrom).toMatch(/eb-quota\.html \(read \d{4}-\d{2}-\d{2}\)/);
+    expect(component(inRegion('eu-south-1'), 'API Gateway account throttle').limit).toBe(2_500);
+    expect(inRegion('sa-east-1').firstLimit).toMatchObject({
+      component: 'EventBridge target invocations',
+      kind: 'quota',
+    });
+    // The Regions the report covers: the two largest and smaller ones.
+    expect(regions).toEqual(expect.arrayContaining(['us-east-1', 'eu-west-1', 'sa-east-1']));
   });
 });
 

@@ -636,6 +636,26 @@ describe('audit', () => {
     expect(JSON.parse(json.stdout)).toEqual({ redriven: 0, skipped: 0 });
   });
 
+  it("--redrive re-sends each finding once per call: later requests carry the first answer's since, and a request that moves nothing ends it", async () => {
+    // A server whose findings outlast the grace period: without since each request re-sends the
+    // same three again and answers complete: false, for as long as it is asked.
+    const since = '2026-05-04T10:00:00.000000Z';
+    const api = fakeApi((call) => {
+      if (api.calls.length > 20) return { status: 500, body: { error: 'asked too often' } };
+      const body = call.body as { since?: string };
+      return body.since === since
+        ? { body: { redriven: 0, skipped: 0, complete: false, since } }
+        : { body: { redriven: 3, skipped: 0, complete: false, since } };
+    });
+
+    const r = await run(['audit', '--redrive', '--json'], api.fetch);
+
+    expect(api.calls.map((c) => c.body)).toEqual([{ all: true }, { all: true, since }]);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toEqual({ redriven: 3, skipped: 0, complete: false });
+    expect(r.stderr).toContain('the server re-sent nothing more');
+  });
+
   it('--redrive <eventId> re-sends that event (to one --consumer when given); a bad id is refused before any request', async () => {
     const api = fakeApi(() => ({ body: { redriven: 1, skipped: 0, complete: true } }));
 

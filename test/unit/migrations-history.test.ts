@@ -22,6 +22,7 @@ const applied: Record<number, readonly [name: string, sha256: string]> = {
   7: ['reads-bounded-by-work', '046443dd85be2e9e10522dba9a1ced0f781691902b07d8e03fd9113b1c160ccd'],
   8: ['delivery-audit', '90b9fb4ce7428b30cfc8f4705de12e5c800ce765e76c0ed1fcf52399f19f3362'],
   9: ['task-listing-and-rejection', 'a53d28db949f664e81f4284d8c71b56479f87af003f7aa2999c08f38cfff50dd'],
+  10: ['relay-circuit', '173a870c9ae96e7ab0957becea5604d196be07350f416f0f7fe01771edae1d60'],
 };
 
 const digest = (m: Migration) => createHash('sha256').update(JSON.stringify(m.statements)).digest('hex');

@@ -266,6 +266,24 @@ describe('SqsDeadLetters', () => {
     ]);
   });
 
+  it('leaves, in a redrive of all, a letter that arrived after deadBefore (one it redrove that died again)', async () => {
+    const again = { ...dlqMessage('e1', 'c'), Attributes: { SentTimestamp: '1764547300000' } };
+    sqs
+      .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
+      .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), again] })
+      .resolves({});
+    sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
+    sqs.on(DeleteMessageCommand).resolves({});
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const store = new SqsDeadLetters(new SQSClient({}), [dlq], redelivery);
+    expect(await store.redrive('all', Number.POSITIVE_INFINITY, 1764547250000)).toBe(1);
+    expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['a']);
+    const released = sqs
+      .commandCalls(ChangeMessageVisibilityBatchCommand)
+      .flatMap((c) => c.args[0].input.Entries);
+    expect(released.map((e) => e?.ReceiptHandle)).toEqual(['c']);
+  });
+
   it('stops a redrive of all at its deadline and makes the rest visible again', async () => {
     sqs
       .on(ReceiveMessageCommand, { QueueUrl: dlq.url })

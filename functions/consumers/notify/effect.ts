@@ -3,11 +3,13 @@ import type { ConsumerEffect } from '../../../shared/consumers/effect';
 import type { Publisher, TopicMessage } from '../../../shared/consumers/resources';
 import { eventTypes } from '../../../shared/events/event-types';
 import type { PipelineCloudEvent } from '../../../shared/events/schemas';
+import { callerDisplayName } from '../../../shared/http/caller';
 import { notify } from './consumer';
 
 /**
  * One notification: who should hear about which decision (an approval or a rejection, with its
- * reason). `eventId` is its idempotency key; `reviewer` is who decided.
+ * reason). `eventId` is its idempotency key; `reviewer` is who decided, as a person reads it
+ * (`callerDisplayName`): subscribers are told a name, never the reviewer's IAM ARN.
  */
 export type Notification = {
   readonly eventId: string;
@@ -33,6 +35,7 @@ export type Notification = {
 export function notificationFor(event: PipelineCloudEvent): Notification {
   if (event.type === eventTypes.rejected) {
     const d = event.data;
+    const reviewer = callerDisplayName(d.reviewer);
     return {
       eventId: event.id,
       taskId: d.taskId,
@@ -40,16 +43,17 @@ export function notificationFor(event: PipelineCloudEvent): Notification {
       eventType: event.type,
       title: d.title,
       assignee: d.assignee,
-      reviewer: d.reviewer,
+      reviewer,
       rejectedAt: d.rejectedAt,
       reason: d.reason,
-      message: `"${d.title}" was rejected by ${d.reviewer}: ${d.reason}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
+      message: `"${d.title}" was rejected by ${reviewer}: ${d.reason}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
     };
   }
   if (event.type !== eventTypes.approved) {
     throw new TypeError(`notify has no notification for ${event.type}`);
   }
   const d = event.data;
+  const reviewer = callerDisplayName(d.reviewer);
   return {
     eventId: event.id,
     taskId: d.taskId,
@@ -57,9 +61,9 @@ export function notificationFor(event: PipelineCloudEvent): Notification {
     eventType: event.type,
     title: d.title,
     assignee: d.assignee,
-    reviewer: d.reviewer,
+    reviewer,
     approvedAt: d.approvedAt,
-    message: `"${d.title}" was approved by ${d.reviewer}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
+    message: `"${d.title}" was approved by ${reviewer}${d.assignee ? `; assigned to ${d.assignee}` : ''}`,
   };
 }
 

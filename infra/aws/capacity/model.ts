@@ -7,9 +7,11 @@ import {
   approvedConsumers,
   type CfnTemplate,
   type CostPart,
+  type CostTopology,
   declaredResources,
   functionOf,
   idleMonthlyCost,
+  instancesAtWriterCapacity,
   type LambdaFunction,
   lambdaFunctions,
   lambdaUsd,
@@ -39,9 +41,11 @@ import type { QuotaBook } from './quotas';
  * Whose limit it is. `own`: something this stack sets (a throttle, a reservation, a maximum
  * capacity). `design`: a fixed AWS limit that our design runs into (a partition key's
  * throughput, the control-plane rate, the largest Aurora instance): ours to design around.
- * `quota`: an account quota AWS raises on request.
+ * `launch`: what a new table serves from its first moment (its warm throughput, which the stack
+ * sets or leaves at a new on-demand table's default): ours too, but met only until the table has
+ * served that much, since DynamoDB raises it with use. `quota`: an account quota AWS raises on request.
  */
-export type LimitKind = 'own' | 'design' | 'quota';
+export type LimitKind = 'own' | 'design' | 'launch' | 'quota';
 
 /** One thing that can run out, with its use per approval/s and its limit. */
 export interface CapacityComponent {
@@ -95,22 +99,23 @@ export interface CapacityReport {
   readonly byRate: readonly RateFigures[];
   /** The first limit of any kind; null when nothing modelled has a limit. */
   readonly firstLimit: FirstLimit | null;
-  /** The first limit this stack sets or designs itself into (`own` or `design`). */
+  /** The first limit this stack sets or designs itself into (`own`, `design` or `launch`). */
   readonly firstOwnLimit: FirstLimit | null;
 }
 
 /** What of the topology the model reads (the registry: what each consumer's resources take per event). */
 export type CapacityTopology = Pick<
   Topology,
-  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'
+  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit' | 'archiveRetentionDays'
 > & {
-  readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> & {
-    /**
-     * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a
-     * bound; absent, only a reservation (the template's) bounds them.
-     */
-    readonly maxRuns?: number;
-  };
+  readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> &
+    CostTopology['relay'] & {
+      /**
+       * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a
+       * bound; absent, only a reservation (the template's) bounds them.
+       */
+      readonly maxRuns?: number;
+    };
 };
 
 /** The database's measured cost per operation and the relay's measured drain, from the benchmarks. */
@@ -495,26 +500,36 @@ function components(inputs: CapacityInputs): {
   ];
   const reservedTotal = functions.reduce((n, fn) => n + (reservedOf(fn) ?? 0), 0);
   const accountPool = Math.max(q.lambdaUnreservedMinimum.value, q.lambdaConcurrency.value - reservedTotal);
-  // A reservation is a limit of the function's own; the others share the account's pool.
-  for (const p of pathFunctions.filter((f) => f.reserved !== undefined))
+  // A reservation is a limit of the function's own; the others share the account's pool. The
+  // relay's holds its draining runs: a nudge is an asynchronous invoke, which Lambda queues and
+  // retries when throttled (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html),
+  // and only hints (the approve statement nudges only while no run holds the run lease), so the
+  // nudges past the reservation delay a hint, never an event.
+  const drainSeconds = 1 / measured.relayEventsPerSecPerRun;
+  for (const p of pathFunctions.filter((f) => f.reserved !== undefined)) {
+    const isRelay = p.fn.id === relay.id;
     list.push({
       name: `Lambda concurrency, ${p.label} (reserved)`,
       kind: 'own',
       limit: p.reserved ?? 0,
       unit: 'executions',
-      perApproval: p.seconds,
+      perApproval: isRelay ? drainSeconds : p.seconds,
       limitFrom: `template: ReservedConcurrentExecutions ${p.reserved}`,
-      detail: `${p.invocations} invocation(s) per approval, ${(p.seconds * 1000).toFixed(0)} ms of execution`,
+      detail: isRelay
+        ? `the draining runs, a run draining ${count(measured.relayEventsPerSecPerRun)} events/s; nudges past the reservation are throttled, queued and retried by Lambda, and only hint`
+        : `${p.invocations} invocation(s) per approval, ${(p.seconds * 1000).toFixed(0)} ms of execution`,
     });
+  }
   const maxRuns = topology.relay.maxRuns;
+  const relayReserved = reservedOf(relay);
   if (maxRuns !== undefined)
     list.push({
       name: 'Relay runs draining at once',
       kind: 'own',
-      limit: maxRuns,
+      limit: relayReserved === undefined ? maxRuns : Math.min(maxRuns, relayReserved),
       unit: 'runs',
-      perApproval: 1 / measured.relayEventsPerSecPerRun,
-      limitFrom: `topology: relay.maxRuns ${maxRuns}`,
+      perApproval: drainSeconds,
+      limitFrom: `topology: relay.maxRuns ${maxRuns}${relayReserved !== undefined && relayReserved < maxRuns ? `, fewer by the relay's reservation (${relayReserved})` : ''}`,
       detail: `a run drains ${count(measured.relayEventsPerSecPerRun)} events/s (measured, AWS-like latency profile)`,
     });
   const unreserved = pathFunctions.filter((p) => p.reserved === undefined);
@@ -696,6 +711,23 @@ function components(inputs: CapacityInputs): {
     };
     perKey(keys.table, true, writes.table);
     const tableWru = writers * writes.table * wcu;
+    const launch = (where: string, warm: unknown, perApproval: number) => {
+      const set = typeof record(warm).WriteUnitsPerSecond === 'number';
+      const value = set ? Number(record(warm).WriteUnitsPerSecond) : q.dynamoNewTableWarmWru.value;
+      list.push({
+        name: `DynamoDB new ${where}, warm writes`,
+        kind: 'launch',
+        limit: value,
+        unit: 'WRU/s',
+        perApproval,
+        limitFrom: set
+          ? `template: WarmThroughput.WriteUnitsPerSecond ${value}`
+          : `template: no WarmThroughput, so a new on-demand table's ${count(value)} (${quota('dynamoNewTableWarmWru')})`,
+        detail:
+          'what it serves from its first moment; past it a new table throttles until it has doubled its peak, up to 30 minutes at a time (on-demand-capacity-mode); once served, DynamoDB keeps it warm',
+      });
+    };
+    launch(`table, ${label}`, table.WarmThroughput, tableWru);
     list.push({
       name: `DynamoDB on-demand table, ${label}`,
       kind: 'quota',
@@ -706,10 +738,17 @@ function components(inputs: CapacityInputs): {
       detail: `${writers} consumer(s) x ${writes.table} writes x ${wcu} WCU`,
     });
     let indexWru = 0;
+    const indexProps = asArray(table.GlobalSecondaryIndexes).map(record);
     for (const index of keys.indexes) {
       perKey(index, false, writes.index);
       const indexWcu = index.keysOnly ? 1 : wcu;
       indexWru += writers * writes.index * indexWcu;
+      if (writes.index > 0)
+        launch(
+          `index, ${label} ${index.name}`,
+          indexProps.find((i) => i.IndexName === index.name)?.WarmThroughput,
+          writers * writes.index * indexWcu,
+        );
       if (writes.index > 0)
         list.push({
           name: `DynamoDB on-demand index, ${label} ${index.name}`,
@@ -812,7 +851,7 @@ function costPerMillion(inputs: CapacityInputs, per: PerApproval, acu: number, r
   const monthly =
     idle.totalUsd -
     partUsd(idle.parts, 'Aurora Serverless v2 compute') +
-    acu * hours * p.auroraAcuHour.usd +
+    acu * Math.max(1, instancesAtWriterCapacity(template)) * hours * p.auroraAcuHour.usd +
     partUsd(busy.parts, 'CloudWatch custom metrics while busy');
   const traced = per.functions.filter((f) => f.fn.traced).reduce((n, f) => n + f.invocations, 0);
   const eventGb = a.eventBytes.value / gib;
@@ -887,6 +926,6 @@ export function capacityModel(inputs: CapacityInputs, rates: readonly number[]):
     components: figures,
     byRate,
     firstLimit: first(figures, ['own', 'design', 'quota']),
-    firstOwnLimit: first(figures, ['own', 'design']),
+    firstOwnLimit: first(figures, ['own', 'design', 'launch']),
   };
 }

@@ -42,6 +42,7 @@ const page = {
   dynamoQuotas: 'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html',
   dynamoOnDemand:
     'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html',
+  dynamoWarm: 'https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html',
   sqsMessages:
     'https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html',
   sqsQueues: 'https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html',
@@ -56,7 +57,7 @@ export const quotas = {
     adjustable: true,
     source: page.apiGateway,
     read,
-    note: '2,500 RPS (burst 1,250) in some newer Regions',
+    note: '2,500 RPS (burst 1,250) in Africa (Cape Town), Europe (Milan), Asia Pacific (Jakarta) and ten other newer Regions (quotasIn)',
   },
   lambdaConcurrency: {
     value: 1_000,
@@ -115,7 +116,7 @@ export const quotas = {
   },
   eventBridgePutEventsTps: {
     value: 10_000,
-    unit: 'PutEvents requests per second per account (us-east-1; 2,400 us-east-2, 400-1,200 in smaller Regions)',
+    unit: 'PutEvents requests per second per account (us-east-1; by Region in quotasIn)',
     adjustable: true,
     source: page.eventBridge,
     read,
@@ -123,7 +124,7 @@ export const quotas = {
   },
   eventBridgeInvocationsTps: {
     value: 18_750,
-    unit: 'rule target invocations per second per account (us-east-1; 4,500 us-east-2, 750-2,250 elsewhere)',
+    unit: 'rule target invocations per second per account (us-east-1; by Region in quotasIn)',
     adjustable: true,
     source: page.eventBridge,
     read,
@@ -159,6 +160,14 @@ export const quotas = {
     read,
     note: 'no account-level quota applies to on-demand tables; a new on-demand table serves up to 4,000 WRU at once and doubles its previous peak within 30 minutes (on-demand-capacity-mode), so a cold launch at full rate throttles for a while',
   },
+  dynamoNewTableWarmWru: {
+    value: 4_000,
+    unit: 'write request units per second a new on-demand table (and each of its global secondary indexes) serves at once',
+    adjustable: true,
+    source: page.dynamoWarm,
+    read: '2026-12-05',
+    note: '"New on-demand tables will be able to sustain up to 4,000 writes per second and 12,000 reads per second" (pre-warming-on-demand-capacity-mode.html); past that a table throttles until it has doubled its previous peak, which takes up to 30 minutes. Raised per table by setting its warm throughput (WarmThroughput), billed once',
+  },
   sqsStandardApiRps: {
     value: Number.POSITIVE_INFINITY,
     unit: 'API calls per second per action on a standard queue ("nearly unlimited")',
@@ -193,3 +202,46 @@ export const quotas = {
 
 /** Every quota the capacity model reads, by name. */
 export type QuotaBook = Readonly<Record<keyof typeof quotas, Quota>>;
+
+/**
+ * Regions the capacity report holds the stack against: the two largest, where EventBridge's and
+ * API Gateway's defaults are highest, and two smaller ones. Only the quotas whose defaults differ
+ * by Region are listed; the others are the same everywhere (Lambda's 1,000 concurrent executions,
+ * DynamoDB's 40,000 units a table, the Data API's none).
+ */
+export const regionalQuotas = {
+  'us-east-1': {},
+  'eu-west-1': { eventBridgePutEventsTps: 10_000, eventBridgeInvocationsTps: 18_750 },
+  'sa-east-1': { eventBridgePutEventsTps: 600, eventBridgeInvocationsTps: 1_100 },
+  'eu-south-1': { eventBridgePutEventsTps: 400, eventBridgeInvocationsTps: 750, apiGatewayAccountRps: 2_500 },
+} as const satisfies Record<string, Partial<Record<keyof typeof quotas, number>>>;
+
+/** A Region of the capacity report. */
+export type Region = keyof typeof regionalQuotas;
+
+/** The Regions of the capacity report, in its order. */
+export const regions = Object.keys(regionalQuotas) as readonly Region[];
+
+/** Where each Regional figure was read, in the page's words. */
+const regionalRead = '2026-12-05';
+
+/**
+ * The quota book of `region`: the us-east-1 defaults above with the Region's own where it has
+ * one (EventBridge's quotas table lists PutEvents and invocations by Region; API Gateway's lists
+ * the Regions at 2,500 requests a second).
+ */
+export function quotasIn(region: Region): QuotaBook {
+  const own: Partial<Record<keyof typeof quotas, number>> = regionalQuotas[region];
+  return Object.fromEntries(
+    (Object.keys(quotas) as (keyof typeof quotas)[]).map((name) => {
+      const value = own[name];
+      const q: Quota = quotas[name];
+      return [
+        name,
+        value === undefined || region === 'us-east-1'
+          ? q
+          : { ...q, value, read: regionalRead, note: `${region}'s default${q.note ? `; ${q.note}` : ''}` },
+      ];
+    }),
+  ) as QuotaBook;
+}

@@ -1,11 +1,9 @@
 import { topology } from '../../../shared/topology';
 import { writeSection } from '../../docs/doc-section';
-import { priceBook } from '../cost/prices';
 import { synthesizeStage } from '../synthesize';
 import { readMeasuredCosts } from './measured';
-import { capacityModel } from './model';
-import { quotas } from './quotas';
-import { capacityText, rates, type StageCapacity, stages } from './render';
+import { type Region, regions } from './quotas';
+import { capacityText, type StageCapacity, stageCapacity, stages } from './render';
 
 /**
  * `npm run capacity`: synthesizes each stage offline, runs the capacity model (`./model.ts`)
@@ -19,11 +17,24 @@ import { capacityText, rates, type StageCapacity, stages } from './render';
 
 const rounded = (n: number) => (Number.isFinite(n) ? Math.floor(n) : null);
 
-/** The one JSON line; `firstOwnLimitApprovalsPerSec` per stage is the figure the goals are about. */
-function json(stagesCapacity: readonly StageCapacity[]): string {
+/**
+ * The one JSON line: us-east-1's figures at the top (`firstOwnLimitApprovalsPerSec` per stage is
+ * the figure the goals are about), and every Region's under `regions`.
+ */
+function json(all: readonly StageCapacity[]): string {
+  return JSON.stringify({
+    ...regionJson(all.filter((s) => s.region === 'us-east-1')),
+    regions: Object.fromEntries(
+      regions.map((region: Region) => [region, regionJson(all.filter((s) => s.region === region))]),
+    ),
+  });
+}
+
+/** One Region's figures, per stage. */
+function regionJson(stagesCapacity: readonly StageCapacity[]): Record<string, unknown> {
   const perStage = <T>(f: (s: StageCapacity) => T) =>
     Object.fromEntries(stagesCapacity.map((s) => [s.stage, f(s)]));
-  return JSON.stringify({
+  return {
     firstOwnLimitApprovalsPerSec: perStage((s) =>
       rounded(s.report.firstOwnLimit?.approvalsPerSec ?? Infinity),
     ),
@@ -57,7 +68,7 @@ function json(stagesCapacity: readonly StageCapacity[]): string {
         ]),
       ),
     ),
-  });
+  };
 }
 
 function main(args: readonly string[]): number {
@@ -79,11 +90,7 @@ function main(args: readonly string[]): number {
   for (const stage of stages) {
     process.stderr.write(`capacity: synthesizing the ${stage} stage\n`);
     try {
-      const template = synthesizeStage(stage);
-      results.push({
-        stage,
-        report: capacityModel({ template, topology, quotas, prices: priceBook, measured }, rates),
-      });
+      results.push(...stageCapacity(stage, synthesizeStage(stage), topology, measured));
     } catch (err) {
       process.stderr.write(`capacity: the ${stage} stage: ${(err as Error).message ?? err}\n`);
       return 1;

@@ -19,6 +19,7 @@ import {
   type TableResource,
   type TopicResource,
 } from '../../../shared/consumers/resources';
+import { warm } from './inbox-table';
 
 /**
  * A table, topic or bucket a consumer declares (`shared/consumers/resources.ts`), as the stack
@@ -45,6 +46,11 @@ export interface ConsumerResourceProps {
   readonly retain: boolean;
   /** Retention of the log group of CDK's auto-delete handler (a bucket when not `retain`). */
   readonly logRetention: RetentionDays;
+  /**
+   * A table's warm write throughput (`InboxTable`'s `warmWrites` says why); other kinds ignore it.
+   * @default none: what a new on-demand table serves
+   */
+  readonly warmWrites?: number;
 }
 
 /** A declared resource made in `scope` under `id` (construct kinds: ConsumerTable, ConsumerTopic, ConsumerBucket). */
@@ -85,6 +91,7 @@ export class ConsumerTable extends Construct implements ConsumerResource {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: props.retain,
       removalPolicy: props.removalPolicy,
+      warmThroughput: warm(props.warmWrites),
     });
     this.environment = { [resourceEnvName(props.key, 'table')]: this.table.tableName };
     this.output = { suffix: 'TableName', value: this.table.tableName };

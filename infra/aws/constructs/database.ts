@@ -83,6 +83,16 @@ export interface AuroraDatabaseProps {
    * @default 5 minutes
    */
   readonly autoPauseAfter?: Duration;
+  /**
+   * A Serverless v2 reader in the VPC's second Availability Zone, the writer pinned to the first.
+   * In promotion tier 1 it scales with the writer (Aurora keeps a tier 0 or 1 reader at least at the
+   * writer's capacity, https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/aurora-serverless-v2.how-it-works.html),
+   * so on a failover Aurora promotes a reader already sized for the load
+   * (https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/Concepts.AuroraHighAvailability.html);
+   * both read 2026-12-05. Nothing reads from it: the Data API runs every statement on the writer.
+   * @default false
+   */
+  readonly reader?: boolean;
 }
 
 /**
@@ -129,9 +139,26 @@ export class AuroraDatabase extends Construct implements PipelineDatabase {
       ),
     });
 
+    // The VPC's two AZs, as its isolated subnets have them (CloudFormation's Fn::GetAZs when the
+    // stack names no environment, as ours does not).
+    const azs = this.vpc.isolatedSubnets.map((subnet) => subnet.availabilityZone);
     this.cluster = new DatabaseCluster(this, 'Cluster', {
       engine: DatabaseClusterEngine.auroraPostgres({ version: AuroraPostgresEngineVersion.VER_17_9 }),
-      writer: ClusterInstance.serverlessV2('Writer', { autoMinorVersionUpgrade: true }),
+      writer: ClusterInstance.serverlessV2('Writer', {
+        autoMinorVersionUpgrade: true,
+        // Pinned only with a reader, whose AZ must differ: a sandbox's writer keeps what it had.
+        availabilityZone: props.reader ? azs[0] : undefined,
+      }),
+      readers: props.reader
+        ? [
+            ClusterInstance.serverlessV2('Reader', {
+              autoMinorVersionUpgrade: true,
+              availabilityZone: azs[1],
+              // Promotion tier 1: scales with the writer and is the first to be promoted.
+              scaleWithWriter: true,
+            }),
+          ]
+        : [],
       serverlessV2MinCapacity: props.minCapacity,
       serverlessV2MaxCapacity: props.maxCapacity,
       serverlessV2AutoPauseDuration:

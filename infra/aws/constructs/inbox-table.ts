@@ -23,6 +23,16 @@ export interface InboxTableProps {
    * @default a table of its own
    */
   readonly existingTable?: ITable;
+  /**
+   * Write units a second the table and its operator's index serve from their first moment
+   * (DynamoDB warm throughput; https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput.html,
+   * read 2026-12-05): a new on-demand table serves 4,000 at once and grows by doubling its peak,
+   * so a launch at full rate throttles without it. Sized by the capacity model
+   * (`warmWritesFor`); pre-warming is billed once, when the value is raised, and a value cannot be
+   * lowered. Nothing on a table of the user's.
+   * @default none: what a new on-demand table serves
+   */
+  readonly warmWrites?: { readonly table?: number; readonly index?: number };
 }
 
 /**
@@ -38,6 +48,10 @@ export const inboxActions = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:U
  * creates it anew on update and then removes the old one (docs/aws.md, "Deploy to a sandbox account").
  */
 export const inboxTableId = 'EventKeyedTable';
+
+/** A table's or an index's warm throughput of `writes` write units a second; reads keep their default. */
+export const warm = (writes: number | undefined): { writeUnitsPerSecond: number } | undefined =>
+  writes === undefined ? undefined : { writeUnitsPerSecond: writes };
 
 /**
  * The consumers' inbox: one item per (consumer, event), partition key `<consumer>#<eventId>`,
@@ -72,6 +86,7 @@ export class InboxTable extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       deletionProtection: props.deletionProtection,
       removalPolicy: props.removalPolicy,
+      warmThroughput: warm(props.warmWrites?.table),
     });
     table.addGlobalSecondaryIndex({
       indexName: inboxTableSchema.openIndex.name,
@@ -80,6 +95,7 @@ export class InboxTable extends Construct {
       // Keys only: an entry under 1 KB costs one write unit; the dead lists read the stored
       // events from the table by key.
       projectionType: ProjectionType.KEYS_ONLY,
+      warmThroughput: warm(props.warmWrites?.index),
     });
     this.table = table;
   }

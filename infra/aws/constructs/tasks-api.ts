@@ -41,6 +41,12 @@ export interface TasksApiProps {
    * burst twice that. @default 20
    */
   readonly defaultRatePerSecond?: number;
+  /**
+   * Executions reserved for the tasks API: no other function can take them, and it never runs
+   * more (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html, read
+   * 2026-12-05). The stage's `tasksApiReservedConcurrency`. @default none
+   */
+  readonly reservedConcurrency?: number;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
 }
@@ -93,6 +99,7 @@ export class TasksApi extends Construct {
       memorySize: 512,
       // A resuming Aurora takes tens of seconds; API Gateway gives up at 29 s anyway.
       timeout: Duration.seconds(29),
+      reservedConcurrentExecutions: props.reservedConcurrency,
       logRetention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });

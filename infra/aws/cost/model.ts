@@ -8,8 +8,9 @@ import {
 } from '../../../shared/consumers/contract';
 import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
 import type { ResourceKind, ResourceSpec } from '../../../shared/consumers/resources';
+import { inboxSettingsFor, type RetentionTopology } from '../../../shared/inbox/settings';
 import { relayMetricNames, relayServiceName } from '../../../shared/outbox/relay-metrics';
-import type { Topology } from '../../../shared/topology';
+import type { ConsumerName, Topology } from '../../../shared/topology';
 import type { PriceBook } from './prices';
 
 /**
@@ -60,8 +61,23 @@ export interface PerMillionApprovalsCost {
  */
 export type CostTopology = Pick<
   Topology,
-  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit'
->;
+  'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit' | 'archiveRetentionDays'
+> & {
+  /** What the inbox's retention is derived from (`inboxSettingsFor`): how long a record is billed. */
+  readonly relay: RetentionTopology['relay'];
+};
+
+/**
+ * Which end of the idle range to price. `pollers`: each SQS mapping at the count AWS documents
+ * for a quiet standard queue (`documented`, five) or at the fewest Lambda may optimize to
+ * (`fewest`, two; five still for a mapping with maximum concurrency, which that optimization
+ * skips). `auroraAwake`: a cluster that may pause is priced awake all month (something other
+ * than the sweeps keeps calling it), instead of paused between sweeps.
+ */
+export interface IdleAssumptions {
+  readonly pollers?: 'documented' | 'fewest';
+  readonly auroraAwake?: boolean;
+}
 
 /** The tasks API function's Powertools service name (set in `constructs/tasks-api.ts`, not exported there). */
 export const tasksApiServiceName = 'tasks-api';
@@ -296,7 +312,7 @@ interface AuroraIdle {
  * stays up for resume + run + SecondsUntilAutoPause (at most the sweep period) and pauses for
  * the rest; with MinCapacity above 0 it never pauses and idles at its minimum.
  */
-function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns): AuroraIdle {
+function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns, alwaysAwake = false): AuroraIdle {
   const { assumptions: a, prices: p } = book;
   const hours = a.hoursPerMonth.value;
   const instances = ofType(template, 'AWS::RDS::DBInstance');
@@ -315,6 +331,14 @@ function auroraIdle(template: CfnTemplate, book: PriceBook, runs: IdleRuns): Aur
     }
     const min = scaling.MinCapacity;
     awakeMonthUsd += members.length * Math.max(min, a.auroraActiveAcu.value) * hours * p.auroraAcuHour.usd;
+    if (min === 0 && alwaysAwake) {
+      computeUsd += members.length * a.auroraActiveAcu.value * hours * p.auroraAcuHour.usd;
+      pausedFraction = 0;
+      details.push(
+        `MinCapacity 0 but kept awake all month (the range's high end): ${plural(members.length, 'instance')} x ${a.auroraActiveAcu.value} ACU (assumed) x ${hours} h`,
+      );
+      continue;
+    }
     if (min > 0) {
       computeUsd += members.length * min * hours * p.auroraAcuHour.usd;
       pausedFraction = 0;
@@ -385,10 +409,11 @@ export function idleMonthlyCost(
   template: CfnTemplate,
   topology: CostTopology,
   book: PriceBook,
+  assume: IdleAssumptions = {},
 ): IdleMonthlyCost {
   const { prices: p, assumptions: a } = book;
   const runs = idleRuns(template, book);
-  const aurora = auroraIdle(template, book, runs);
+  const aurora = auroraIdle(template, book, runs, assume.auroraAwake);
   const consumers = Object.keys(topology.consumers).length;
 
   const secrets = countOf(template, 'AWS::SecretsManager::Secret');
@@ -416,12 +441,23 @@ export function idleMonthlyCost(
         runs.auditRunsPerMonth * a.auditIdleDataApiCalls.value
       : 0;
   const gaugeQueries = a.gaugeQueriesPerShard.value * topology.inbox.openIndexShards;
-  // Each SQS event source mapping long-polls its queue all month, messages or not.
-  const mappings = ofType(template, 'AWS::Lambda::EventSourceMapping').filter(
+  // Each SQS event source mapping long-polls its queue all month, messages or not: counted from
+  // the template, so a mapping more (a queue per consumer) is priced as it is added.
+  const sqsMappings = ofType(template, 'AWS::Lambda::EventSourceMapping').filter(
     ([, p]) => template.Resources[referencedId(p.EventSourceArn) ?? '']?.Type === 'AWS::SQS::Queue',
-  ).length;
-  const pollsPerMonth =
-    mappings * a.sqsMappingIdlePollers.value * (3600 / a.sqsLongPollSeconds.value) * a.hoursPerMonth.value;
+  );
+  const mappings = sqsMappings.length;
+  const pollersOf = (mapping: Readonly<Record<string, unknown>>) =>
+    assume.pollers === 'fewest' && record(mapping.ScalingConfig).MaximumConcurrency === undefined
+      ? a.sqsMappingFewestPollers.value
+      : a.sqsMappingIdlePollers.value;
+  const pollers = sqsMappings.reduce((n, [, m]) => n + pollersOf(m), 0);
+  const functions = lambdaFunctions(template);
+  const polledBy = sqsMappings.map(([, m]) => {
+    const fn = functions.find((f) => f.id === referencedId(m.FunctionName) || f.id === m.FunctionName);
+    return fn?.service || String(referencedId(m.FunctionName) ?? m.FunctionName);
+  });
+  const pollsPerMonth = pollers * (3600 / a.sqsLongPollSeconds.value) * a.hoursPerMonth.value;
   const gaugeReadUnits = runs.gaugeRunsPerMonth * consumers * gaugeQueries * a.gaugeQueryReadUnits.value;
   const traces =
     (runs.relay.traced ? runs.relayRunsPerMonth : 0) +
@@ -490,7 +526,7 @@ export function idleMonthlyCost(
     {
       name: 'SQS (event source mappings polling)',
       usd: usdPer(pollsPerMonth, p.sqsRequestMillion, million),
-      detail: `${plural(mappings, 'SQS event source mapping')} x ${a.sqsMappingIdlePollers.value} pollers (the fewest Lambda keeps) x one ${a.sqsLongPollSeconds.value} s long poll = ${fmt(pollsPerMonth)} ReceiveMessage requests`,
+      detail: `${plural(mappings, 'SQS event source mapping')} (${polledBy.join(', ')}), ${plural(pollers, 'poller')} in all (${assume.pollers === 'fewest' ? `the fewest Lambda may optimize to: ${a.sqsMappingFewestPollers.value} a mapping, ${a.sqsMappingIdlePollers.value} with maximum concurrency` : `${a.sqsMappingIdlePollers.value} a mapping, as AWS documents for a quiet standard queue`}) x one ${a.sqsLongPollSeconds.value} s long poll = ${fmt(pollsPerMonth)} ReceiveMessage requests`,
     },
     {
       name: 'DynamoDB reads (gauge queries)',
@@ -528,6 +564,42 @@ export function idleMonthlyCost(
     },
   ];
   return { totalUsd: sum(parts), parts, auroraPausedFraction: aurora.pausedFraction };
+}
+
+/** An idle month at both ends of its assumptions, and at the count of pollers AWS documents. */
+export interface IdleMonthlyRange {
+  /** Each SQS mapping at the fewest pollers Lambda may optimize to; Aurora paused between sweeps. */
+  readonly low: IdleMonthlyCost;
+  /** Each SQS mapping at the pollers AWS documents for a quiet queue; Aurora paused between sweeps. */
+  readonly documented: IdleMonthlyCost;
+  /** As documented, and a cluster that may pause kept awake all month. */
+  readonly high: IdleMonthlyCost;
+}
+
+/** The idle month's range: the figures the model assumes rather than reads, at each end. */
+export function idleMonthlyRange(
+  template: CfnTemplate,
+  topology: CostTopology,
+  book: PriceBook,
+): IdleMonthlyRange {
+  return {
+    low: idleMonthlyCost(template, topology, book, { pollers: 'fewest' }),
+    documented: idleMonthlyCost(template, topology, book),
+    high: idleMonthlyCost(template, topology, book, { auroraAwake: true }),
+  };
+}
+
+/**
+ * Aurora instances that take the writer's capacity: the writer and every Serverless v2 reader in
+ * promotion tier 0 or 1, which Aurora keeps at least at the writer's capacity
+ * (https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/aurora-serverless-v2.how-it-works.html,
+ * read 2026-12-05). A busy cluster is billed that many times its writer's ACUs.
+ */
+export function instancesAtWriterCapacity(template: CfnTemplate): number {
+  return ofType(template, 'AWS::RDS::DBInstance').filter(([, i]) => {
+    const tier = i.PromotionTier;
+    return tier === undefined || (typeof tier === 'number' && tier <= 1);
+  }).length;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -654,7 +726,48 @@ export function perMillionApprovals(
   const auditPages = n / topology.audit.pageSize;
   const auditRru = consumers.length * Math.ceil(a.inboxItemKb.value / 4) * 0.5;
 
+  // Each approval's task was created first (POST /tasks): a request, a tasks API run, a statement.
+  const createUsd =
+    usdPer(n, p.apiGatewayRestMillion, million) +
+    lambdaUsd(book, tasksApi, n, a.taskCreateSeconds.value) +
+    usdPer(n * a.taskCreateDataApiCalls.value, p.dataApiMillion, million) +
+    (aurora.clusters > 0 ? usdPer(n * a.taskCreateIoPerTask.value, p.auroraIoMillion, million) : 0) +
+    usdPer((n * a.taskCreateLogBytes.value) / gib, p.logsIngestGb) +
+    (tasksApi.traced ? usdPer(n, p.xrayTraceMillion, million) : 0);
+  // What the tables keep of each approval: every inbox record for its retention (its TTL, derived
+  // from the redelivery paths), each declared table's item for a month (kept while its task is;
+  // each further month costs as much again); storage and point-in-time recovery alike, both
+  // billed on the table's size, which counts each item with DynamoDB's per-item overhead.
+  const monthSeconds = a.hoursPerMonth.value * 3600;
+  const itemGb = (kb: number) => (kb * 1024 + a.dynamoItemOverheadBytes.value) / gib;
+  const inboxGbMonths = approved.reduce(
+    (gb, c) =>
+      gb +
+      n *
+        itemGb(a.inboxItemKb.value) *
+        (inboxSettingsFor(c.name as ConsumerName, {}, topology as RetentionTopology).retentionSeconds /
+          monthSeconds),
+    0,
+  );
+  const retentionDays = approved.map(
+    (c) =>
+      inboxSettingsFor(c.name as ConsumerName, {}, topology as RetentionTopology).retentionSeconds / 86_400,
+  );
+  const declaredGbMonths = tables.reduce(
+    (gb, t) => gb + n * t.spec.perEvent.writes * itemGb(t.spec.perEvent.itemKb),
+    0,
+  );
+  const storedGbMonths = inboxGbMonths + declaredGbMonths;
+
   const parts: CostPart[] = [
+    {
+      name: 'Task creation (POST /tasks)',
+      usd: createUsd,
+      detail:
+        `the task each approval decides: 1 request x ${each(p.apiGatewayRestMillion)}/M, ${a.taskCreateSeconds.value} s of the tasks API at ${memory(tasksApi)}, ` +
+        `${a.taskCreateDataApiCalls.value} Data API request, ~${a.taskCreateIoPerTask.value} Aurora I/O (a guess), ~${fmt(a.taskCreateLogBytes.value / 1024)} KB of logs` +
+        (tasksApi.traced ? ', 1 X-Ray trace' : ''),
+    },
     {
       name: 'API Gateway REST requests',
       usd: usdPer(n, p.apiGatewayRestMillion, million),
@@ -717,6 +830,16 @@ export function perMillionApprovals(
         `inbox ${consumers.length} consumers x (${a.inboxWritesPerConsumer.value} writes x ${Math.ceil(a.inboxItemKb.value)} WRU + ${a.inboxIndexWritesPerConsumer.value} index WRU)` +
         tableUse.map((t) => `, ${t.detail}`).join('') +
         ` = ${inboxWru + tableWru} WRU + ${tableRru} RRU per approval`,
+    },
+    {
+      name: 'DynamoDB storage and PITR',
+      usd: usdPer(storedGbMonths, p.dynamoStorageGbMonth) + usdPer(storedGbMonths, p.dynamoPitrGbMonth),
+      detail:
+        `inbox ${consumers.length} records per approval of ~${a.inboxItemKb.value} KB + ${a.dynamoItemOverheadBytes.value} B, kept ${[...new Set(retentionDays.map((d) => fmt(d)))].join('/')} days (their TTL) = ${fmt(inboxGbMonths, 2)} GB-months` +
+        tables
+          .map((t) => `; ${t.key}: ${t.spec.perEvent.writes} item of ~${t.spec.perEvent.itemKb} KB a month`)
+          .join('') +
+        ` = ${fmt(storedGbMonths, 2)} GB-months x (${each(p.dynamoStorageGbMonth)} storage + ${each(p.dynamoPitrGbMonth)} PITR)`,
     },
     audit
       ? {

@@ -214,6 +214,20 @@ const prices = {
     confirmed: false,
     note: 'unconfirmed: factualminds.com (2026-06)',
   },
+  dynamoStorageGbMonth: {
+    usd: 0.25,
+    unit: 'GB-month of table storage, Standard table class (items billed at their size plus 100 bytes each; first 25 GB a month free, not applied)',
+    source: page.dynamodb,
+    confirmed: false,
+    note: 'unconfirmed: recalled from the AWS page; the 100-byte overhead per item is in the DynamoDB developer guide (item sizes)',
+  },
+  dynamoPitrGbMonth: {
+    usd: 0.2,
+    unit: 'GB-month of continuous backups (point-in-time recovery), on the table size',
+    source: page.dynamodb,
+    confirmed: false,
+    note: 'unconfirmed: recalled from the AWS page',
+  },
   sqsRequestMillion: {
     usd: 0.4,
     unit: 'million requests to a standard queue (64 KB chunks; first million a month free, not applied)',
@@ -280,9 +294,14 @@ const assumptions = {
   },
   relayIdleLogBytes: { value: 1024, unit: 'bytes', why: 'START/END/REPORT lines plus one EMF document' },
   sqsMappingIdlePollers: {
+    value: 5,
+    unit: 'pollers',
+    why: 'an SQS event source mapping long-polls its standard queue even when it is empty; "when traffic is low, Lambda scales back the processing to five concurrent batches" (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html, read 2026-12-05): the count AWS documents for a quiet queue',
+  },
+  sqsMappingFewestPollers: {
     value: 2,
     unit: 'pollers',
-    why: 'an SQS event source mapping long-polls its queue even when it is empty; with traffic low Lambda "can optimize to as few as 2 concurrent batches" (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html), the fewest it documents',
+    why: 'the low end of the idle range: Lambda "can optimize to as few as 2 concurrent batches" on a quiet queue, but not for a mapping with maximum concurrency set (same page), which stays at sqsMappingIdlePollers',
   },
   sqsLongPollSeconds: {
     value: 20,
@@ -340,6 +359,31 @@ const assumptions = {
     why: 'a nudged run at low rates: claim one row, PutEvents, mark it, read the stats',
   },
   consumerSeconds: { value: 0.15, unit: 's', why: 'inbox begin, the effect, inbox complete' },
+  taskCreateSeconds: {
+    value: 0.1,
+    unit: 's',
+    why: 'one create (POST /tasks) before each approval: one Data API statement, no nudge',
+  },
+  taskCreateDataApiCalls: {
+    value: 1,
+    unit: 'requests',
+    why: 'one ExecuteStatement: the task row with its idempotency key (shared/tasks/task-store.ts)',
+  },
+  taskCreateIoPerTask: {
+    value: 3,
+    unit: 'I/O requests',
+    why: 'a guess, not a measurement: one INSERT of a row and its index entries',
+  },
+  taskCreateLogBytes: {
+    value: 2 * 1024,
+    unit: 'bytes',
+    why: 'the API access log line and the tasks API invocation of the create',
+  },
+  dynamoItemOverheadBytes: {
+    value: 100,
+    unit: 'bytes',
+    why: 'DynamoDB bills storage by the size of each item plus 100 bytes of indexing overhead',
+  },
   approveDataApiCalls: {
     value: 1,
     unit: 'requests',

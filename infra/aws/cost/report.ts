@@ -1,9 +1,8 @@
 import { topology } from '../../../shared/topology';
 import { writeSection } from '../../docs/doc-section';
 import { synthesizeStage } from '../synthesize';
-import { type CfnTemplate, type CostPart, idleMonthlyCost, perMillionApprovals } from './model';
-import { priceBook } from './prices';
-import { costText, type StageCost, stages } from './render';
+import type { CfnTemplate, CostPart } from './model';
+import { costText, type StageCost, stageCost, stages } from './render';
 
 const cents = (usd: number): number => Math.round(usd * 100) / 100;
 
@@ -21,11 +20,16 @@ function json(costs: readonly StageCost[]): string {
   const perStage = <T>(f: (c: StageCost) => T) => Object.fromEntries(costs.map((c) => [c.stage, f(c)]));
   const sandbox = costs.find((c) => c.stage === 'sandbox');
   return JSON.stringify({
-    idleMonthlyUsd: perStage((c) => cents(c.idle.totalUsd)),
+    idleMonthlyUsd: perStage((c) => cents(c.idle.documented.totalUsd)),
+    idleMonthlyRangeUsd: perStage((c) => ({
+      low: cents(c.idle.low.totalUsd),
+      documented: cents(c.idle.documented.totalUsd),
+      high: cents(c.idle.high.totalUsd),
+    })),
     perMillionApprovalsUsd: sandbox ? cents(sandbox.perMillion.totalUsd) : null,
-    auroraPausedFraction: perStage((c) => Math.round(c.idle.auroraPausedFraction * 1000) / 1000),
+    auroraPausedFraction: perStage((c) => Math.round(c.idle.documented.auroraPausedFraction * 1000) / 1000),
     parts: perStage((c) => ({
-      idle: byName(c.idle.parts),
+      idle: byName(c.idle.documented.parts),
       perMillionApprovals: byName(c.perMillion.parts),
       perMillionApprovalsUsd: cents(c.perMillion.totalUsd),
     })),
@@ -53,11 +57,7 @@ function main(args: readonly string[]): number {
       return 1;
     }
     try {
-      costs.push({
-        stage,
-        idle: idleMonthlyCost(template, topology, priceBook),
-        perMillion: perMillionApprovals(template, topology, priceBook),
-      });
+      costs.push(stageCost(stage, template, topology));
     } catch (err) {
       process.stderr.write(`cost: cannot price the ${stage} template: ${(err as Error).message ?? err}\n`);
       return 1;

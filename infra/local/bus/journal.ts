@@ -1,9 +1,10 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { type FileHandle, open as openFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { BusEvent, BusTarget, TargetDelivery } from './bus-types';
 import { keepAside } from './damaged-lines';
-import { replaceDurablyAsync } from './durable-file';
+import { freeBytes, probeWrite, replaceDurablyAsync } from './durable-file';
 
 /** A line of the journal: an accepted event with its targets, or one target finished with it. */
 type JournalLine =
@@ -34,11 +35,17 @@ export interface JournalDisk {
   openAppend(path: string): Promise<JournalFile>;
   /** Replaces the file with `lines` so that a crash leaves the old file or the whole new one (see replaceDurablyAsync). */
   replace(path: string, lines: Iterable<string>): Promise<void>;
+  /** Bytes free on the filesystem of `dir` (statfs); undefined when it cannot tell. */
+  freeBytes(dir: string): Promise<number | undefined>;
+  /** Writes `bytes` to `path`, fsyncs them, and removes the file (see probeWrite). */
+  probe(path: string, bytes: number): Promise<void>;
 }
 
 const realDisk: JournalDisk = {
   openAppend: (path) => openFile(path, 'a'),
   replace: replaceDurablyAsync,
+  freeBytes,
+  probe: probeWrite,
 };
 
 /** What a journal tells its owner, and how it is built. */
@@ -59,10 +66,30 @@ export interface BusJournalOptions {
    * approvals' lines)
    */
   readonly compactAfterBytes?: number;
+  /**
+   * What a journal that failed needs before it takes events again: this much free on its
+   * filesystem (statfs), and a write of this much, fsync'ed (then removed). A rewrite of what is
+   * undelivered is no such proof: it is small, and fits where the next events do not (a
+   * journal that took events again on it failed again at the next write, every second, for as
+   * long as the disk stayed full). @default 1 MiB (about 800 approvals' lines: a relay round)
+   */
+  readonly recoveryBytes?: number;
 }
 
 /** See BusJournalOptions.compactAfterBytes. */
 const defaultCompactAfterBytes = 8 << 20;
+
+/** See BusJournalOptions.recoveryBytes. */
+const defaultRecoveryBytes = 1 << 20;
+
+/**
+ * How often a journal that failed looks at its filesystem's free space (one statfs, no write)
+ * while there is not enough: a disk freed is noticed within this long.
+ */
+export const journalRoomCheckMs = 1_000;
+
+/** A failure this soon after a recovery continues that recovery's backoff instead of starting a new one. */
+const steadyAfterMs = 60_000;
 
 /** Lines waiting for the next write, and the callers waiting for their fsync. */
 interface JournalBatch {
@@ -77,9 +104,10 @@ interface JournalBatch {
 export const journalUnavailableMessage = 'the bus journal cannot write';
 
 /**
- * How long a broken journal waits before it tries to rewrite itself again (attempt 1-based):
- * 1 s doubling to 30 s. Each try writes only what is still undelivered, so it is cheap, and a
- * disk freed meanwhile is noticed within half a minute.
+ * How long a broken journal waits before it tries to write again (attempt 1-based) after a try
+ * that failed although its filesystem had room (an I/O error, a read-only filesystem): 1 s
+ * doubling to 30 s. Room that is missing is looked for every {@link journalRoomCheckMs}, with
+ * no write.
  */
 export function journalRetryDelayMs(attempt: number): number {
   return Math.min(30_000, 1_000 * 2 ** Math.max(0, attempt - 1));
@@ -114,10 +142,14 @@ const targetKey = (t: BusTarget) => `${t.rule}/${t.consumer}`;
  * that the next append would glue onto (recovery then skips the glued line: an answered event
  * lost), and on Linux a later fsync can succeed although the failed one's pages never reached
  * the disk. The failed batch's events are refused (never answered), and so is every event after
- * it (the bus answers InternalFailure, which the relay retries) while the journal tries, with
- * backoff, to rewrite itself from the open set: a new file, fsync'ed, renamed over the old one
- * (no torn line survives that), then opened for appending. Once that succeeds it takes events
- * again: writes succeed again, and nothing it answered is missing from the file.
+ * it (the bus answers InternalFailure, which the relay treats as its transport being down)
+ * until it can really write again: its filesystem has `recoveryBytes` free (statfs, looked at
+ * every second without writing), a probe write of that size succeeds (fsync'ed, removed), and
+ * it rewrites itself from the open set: a new file, fsync'ed, renamed over the old one (no torn
+ * line survives that), then opened for appending. Only then does it take events again (and
+ * `state` say up): writes succeed again, and nothing it answered is missing from the file. A
+ * try that fails with room on the disk (an I/O error) waits 1 s doubling to 30 s before the
+ * next; one that fails within a minute of a recovery continues that backoff.
  */
 export class BusJournal {
   private handle: JournalFile | undefined;
@@ -129,6 +161,10 @@ export class BusJournal {
   private broken: { err: unknown; since: number } | undefined;
   private reopening: { timer: NodeJS.Timeout } | undefined;
   private reopenAttempts = 0;
+  /** When it last took events again after a failure. */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
+  /** What the last look at the filesystem found, while it had too little room. */
+  private room: { free: number; needed: number } | undefined;
   /** A rewrite is under way; `retrySoon` asks for another at once if it fails. */
   private rewriting = false;
   private retrySoon = false;
@@ -208,9 +244,12 @@ export class BusJournal {
   /** Whether the journal takes events, and if not, the write failure that stopped it and since when. */
   get state(): { readonly up: boolean; readonly cause?: string; readonly since?: string } {
     if (!this.broken) return { up: true };
+    const room = this.room
+      ? `; ${this.room.free} bytes free on its filesystem, ${this.room.needed} needed to take events again`
+      : '';
     return {
       up: false,
-      cause: `${journalUnavailableMessage}: ${messageOf(this.broken.err)}`,
+      cause: `${journalUnavailableMessage}: ${messageOf(this.broken.err)}${room}`,
       since: new Date(this.broken.since).toISOString(),
     };
   }
@@ -356,7 +395,9 @@ export class BusJournal {
         if (batch.durable) await handle.sync();
       } catch (err) {
         this.fail(err);
-        for (const w of batch.waiters) w.reject(err);
+        // Named as every refusal after it is: the relay's last error says what it was.
+        const why = new Error(`${journalUnavailableMessage}: ${messageOf(err)}`, { cause: err });
+        for (const w of batch.waiters) w.reject(why);
         continue;
       }
       for (const { event, targets } of batch.events) this.remember(event, targets);
@@ -373,7 +414,8 @@ export class BusJournal {
   private fail(err: unknown): void {
     if (this.broken) return;
     this.broken = { err, since: this.clock() };
-    this.reopenAttempts = 0;
+    this.room = undefined;
+    if (this.clock() - this.recoveredAt >= steadyAfterMs) this.reopenAttempts = 0;
     this.options.onFailure?.(err);
     // The handle may sit past a torn line: it is not written again, only replaced.
     const handle = this.handle;
@@ -393,14 +435,27 @@ export class BusJournal {
     this.reopening = { timer };
   }
 
-  /** Rewrites the file from the open set and opens it again; on failure, tries again later. */
+  /**
+   * Takes events again once it can really write: room on the filesystem, a probe write of
+   * `recoveryBytes`, then the file rewritten from the open set and opened again. Too little
+   * room: looks again in {@link journalRoomCheckMs}; any other failure: tries again later.
+   */
   private async reopen(): Promise<void> {
     if (!this.broken || this.closed || this.rewriting) return;
     this.rewriting = true;
     try {
       // Writes run one at a time: none is under way while broken (flush refuses every batch).
       while (this.writing) await this.writing;
+      const needed = this.options.recoveryBytes ?? defaultRecoveryBytes;
+      const free = await this.disk.freeBytes(dirname(this.path));
+      if (free !== undefined && free < needed) {
+        this.room = { free, needed };
+        this.scheduleReopen(this.retrySoon ? 0 : journalRoomCheckMs);
+        return;
+      }
+      this.room = undefined;
       this.reopenAttempts++;
+      await this.disk.probe(`${this.path}.probe`, needed);
       await this.rewrite();
       const handle = await this.disk.openAppend(this.path);
       if (this.closed) {
@@ -417,6 +472,7 @@ export class BusJournal {
     }
     const downMs = this.clock() - this.broken.since;
     this.broken = undefined;
+    this.recoveredAt = this.clock();
     this.options.onRecovered?.(downMs);
   }
 }

@@ -390,17 +390,36 @@ const commands: readonly CommandSpec[] = [
           'audit --redrive re-sends every finding; --consumer goes with --redrive <eventId>',
         );
       }
-      // A long redrive answers `complete: false` before its deadline: ask again until it is done.
+      // A long redrive answers `complete: false` before its deadline: ask again until it is done,
+      // each request carrying the first answer's `since`, so that the server re-sends no finding
+      // this call re-sent already (without it, findings the audit had not cleared yet were re-sent
+      // again by every request once the grace period was over, for as long as the call lasted).
+      // A request that moves nothing ends the call: asking again would only repeat it.
       let redriven = 0;
       let skipped = 0;
+      let since: string | undefined;
       for (;;) {
-        const pass = await ctx.client.post<{ redriven?: number; skipped?: number; complete?: boolean }>(
-          '/ops/audit/redrive',
-          { all: true },
-        );
+        const pass = await ctx.client.post<{
+          redriven?: number;
+          skipped?: number;
+          complete?: boolean;
+          since?: string;
+        }>('/ops/audit/redrive', since === undefined ? { all: true } : { all: true, since });
         redriven += num(pass.redriven);
         skipped += num(pass.skipped);
         if (pass.complete !== false) break;
+        if (num(pass.redriven) + num(pass.skipped) === 0) {
+          print(ctx, `re-sent ${redriven} missing deliveries before it stopped`, {
+            redriven,
+            skipped,
+            complete: false,
+          });
+          throw new CliError(
+            'request',
+            'the server re-sent nothing more and answered complete: false; run audit --redrive again later',
+          );
+        }
+        since ??= typeof pass.since === 'string' ? pass.since : undefined;
         ctx.io.stderr.write(`re-sent ${redriven} so far\n`);
       }
       const human =

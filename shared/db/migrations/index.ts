@@ -8,6 +8,7 @@ import { migration0006 } from './0006-outbox-room-for-hot-claims';
 import { migration0007 } from './0007-reads-bounded-by-work';
 import { migration0008 } from './0008-delivery-audit';
 import { migration0009 } from './0009-task-listing-and-rejection';
+import { migration0010 } from './0010-relay-circuit';
 
 /**
  * Every migration, in version order. Append only: never edit one that has shipped. This list is
@@ -24,4 +25,5 @@ export const migrations: readonly Migration[] = [
   migration0007,
   migration0008,
   migration0009,
+  migration0010,
 ];

@@ -37,6 +37,13 @@ export interface SqsStandinOptions {
   readonly maxWaitMs?: number;
   /** The clock visibility timeouts, delays and the purge limit run on. @default Date.now */
   readonly now?: () => number;
+  /**
+   * The clock SentTimestamp is stamped from. A test that moves `now` to stand for waiting (a delay
+   * come due) passes the wall clock here, as AWS stamps it: a reader comparing SentTimestamp with
+   * its own clock (the ops API redrives only letters dead before its request) must not see a
+   * message sent in its future. @default now
+   */
+  readonly sentClock?: () => number;
 }
 
 /** A message as tests see it. */
@@ -222,6 +229,7 @@ function selectAttributes(
 export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsStandin> {
   const { recorder } = options;
   const now = options.now ?? Date.now;
+  const sentClock = options.sentClock ?? now;
   const maxWaitMs = options.maxWaitMs ?? 1_000;
   const queues = new Map<string, Queue>();
   const longPollWatchers = new Map<string, (() => void)[]>();
@@ -315,7 +323,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     }
     const delay = integerIn(body, 'DelaySeconds', 0, 900) ?? queue.delaySeconds;
     const attributes = parseMessageAttributes(body.MessageAttributes);
-    const sentAt = now();
+    const sentAt = sentClock();
     const message: StoredMessage = {
       id: randomUUID(),
       body: text,
@@ -323,7 +331,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
       attributes,
       sentAt,
       senderId: caller,
-      visibleAt: sentAt + delay * 1_000,
+      visibleAt: now() + delay * 1_000,
       receiveCount: 0,
       deleted: false,
     };

@@ -1,4 +1,5 @@
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { sdkClientConfig } from '../../../aws/sdk-client';
 import type { PutOutcome, WriteOnceStore } from '../../resources';
 
 const isPreconditionFailed = (err: unknown) => {
@@ -39,4 +40,4 @@ export class S3WriteOnceStore implements WriteOnceStore {
 
 /** A bucket resource's adapter for `lambdaConsumer`. */
 export const s3Bucket = (bucketName: string): S3WriteOnceStore =>
-  new S3WriteOnceStore(new S3Client({}), bucketName);
+  new S3WriteOnceStore(new S3Client(sdkClientConfig()), bucketName);

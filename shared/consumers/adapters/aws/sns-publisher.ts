@@ -1,4 +1,5 @@
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+import { sdkClientConfig } from '../../../aws/sdk-client';
 import type { Publisher, PublishOutcome, TopicMessage } from '../../resources';
 import { snsSubject } from '../../topic-subject';
 
@@ -43,4 +44,5 @@ export class SnsPublisher implements Publisher {
 }
 
 /** A topic resource's adapter for `lambdaConsumer`. */
-export const snsTopic = (topicArn: string): SnsPublisher => new SnsPublisher(new SNSClient({}), topicArn);
+export const snsTopic = (topicArn: string): SnsPublisher =>
+  new SnsPublisher(new SNSClient(sdkClientConfig()), topicArn);

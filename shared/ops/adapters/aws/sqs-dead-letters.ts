@@ -116,6 +116,7 @@ export class SqsDeadLetters implements DeadLetterStore {
   async redrive(
     target: { readonly id: string; readonly consumer?: ConsumerName } | 'all',
     stopBy = Number.POSITIVE_INFINITY,
+    deadBefore = Number.POSITIVE_INFINITY,
   ): Promise<number> {
     let redriven = 0;
     for (const queue of this.queues) {
@@ -126,6 +127,8 @@ export class SqsDeadLetters implements DeadLetterStore {
       const matching = received.filter(
         (r) =>
           r.letter &&
+          // A message that arrived since (a redriven event that failed again) is another request's.
+          Date.parse(r.letter.deadAt) < deadBefore &&
           (target === 'all' ||
             (r.letter.id === target.id && (!target.consumer || r.letter.consumer === target.consumer))),
       );
