@@ -112,7 +112,11 @@ export async function withSuperuser<T>(
  * The objects an earlier version's migrations made as `postgres` (tables, their sequences and
  * indexes, the counters' functions) become the owner's, the function roles grant it their admin
  * option (to set their passwords; roles the owner creates grant it by themselves), and
- * `pg_signal_backend` lets it end the function roles' sessions, as the superuser could.
+ * `pg_signal_backend` lets it end the function roles' sessions, as the superuser could, and
+ * `pg_read_all_stats` lets it see them: `relay_writers_in_flight`, a SECURITY DEFINER function it
+ * owns, counts the tasks API's open transactions in `pg_stat_activity`, whose `xact_start` (and
+ * wait events, and query) PostgreSQL hides from a role without it (as on Aurora, where the
+ * migrating master user's `rds_superuser` has it). Without it the count is always 0.
  */
 export async function prepareSchemaOwner(client: pg.Client, ownerPassword: string): Promise<void> {
   const owner = schemaOwnerRole;
@@ -138,7 +142,7 @@ export async function prepareSchemaOwner(client: pg.Client, ownerPassword: strin
          EXECUTE format('ALTER ROLE %I WITH PASSWORD %L', '${owner}', current_setting('pipeline.role_verifier'));
        END $$`,
     );
-    await client.query(`GRANT pg_signal_backend TO ${owner}`);
+    await client.query(`GRANT pg_signal_backend, pg_read_all_stats TO ${owner}`);
     await client.query(`ALTER SCHEMA public OWNER TO ${owner}`);
     await client.query(
       `DO $$ DECLARE r record; BEGIN

@@ -103,6 +103,30 @@ describe('the local engines take only the data directory credentials', () => {
     });
   });
 
+  it('the schema owner sees every session’s transaction, which the relay’s count of writers in flight reads', async () => {
+    // relay_writers_in_flight (SECURITY DEFINER, the owner's) counts the tasks API's open
+    // transactions by pg_stat_activity.xact_start, which PostgreSQL hides from a role that is
+    // neither the session's nor pg_read_all_stats: the owner made without it counted 0 always.
+    const kept = JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8'));
+    const other = new pg.Client({
+      connectionString: pgUrl(runtime.postgres.port, 'postgres', kept.postgres.superuserPassword),
+    });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT txid_current()');
+      const pid = Number((await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid);
+      const { rows } = await runtime.db.query<{ open: boolean }>(
+        'SELECT xact_start IS NOT NULL AS open FROM pg_stat_activity WHERE pid = :pid',
+        { pid },
+      );
+      expect(rows).toEqual([{ open: true }]);
+    } finally {
+      await other.query('ROLLBACK').catch(() => undefined);
+      await other.end();
+    }
+  });
+
   it('the bus refuses an unsigned PutEvents and one signed with other credentials, and delivers neither', async () => {
     const before = { ...runtime.bus.counters };
     const unsigned = await rawHttp(runtime.bus.endpoint, {
