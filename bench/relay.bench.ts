@@ -21,6 +21,7 @@ import pg from 'pg';
 import { seededRandom } from '../infra/local/faults';
 import { migrate } from '../shared/db/migrate';
 import { PgSqlClient } from '../shared/db/pg-client';
+import { timeoutsOf } from '../shared/db/pg-settings';
 import type { SqlClient } from '../shared/db/sql-client';
 import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
@@ -305,7 +306,8 @@ async function seedTemplate(admin: pg.Client, base: string, events: number): Pro
   await admin.query('DROP DATABASE IF EXISTS bench_template WITH (FORCE)');
   await admin.query('CREATE DATABASE bench_template');
   const url = base.replace(/\/postgres$/, '/bench_template');
-  const db = new PgSqlClient({ connectionString: url });
+  // The schema owner's bounds: seeding and VACUUM of a large outbox take more than a function's.
+  const db = new PgSqlClient({ connectionString: url, timeouts: timeoutsOf('owner') });
   try {
     await migrate(db);
     await seedPending(db, events);

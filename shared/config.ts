@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { sdkClientConfig } from './aws/sdk-client';
 import { DataApiSqlClient } from './db/data-api-client';
 import { PgSqlClient } from './db/pg-client';
+import { applicationName, type ConnectionHolder, timeoutsOf } from './db/pg-settings';
 import type { SqlClient } from './db/sql-client';
 import { blankIsUnset, parseEnvironment } from './env';
 import { PipelineError } from './errors';
@@ -110,15 +111,23 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>> = 
   };
 }
 
-/** Builds the SqlClient adapter the config names, so handlers never choose an adapter themselves. */
-export function createSqlClient(config: Pick<AppConfig, 'database'>): SqlClient {
+/**
+ * Builds the SqlClient adapter the config names, so handlers never choose an adapter themselves.
+ * `holder` is the function's database role (`owner` for migrations): on a postgres:// URL its
+ * pool's timeouts and `application_name` (`pg-settings.ts`); the Data API has its own bounds.
+ */
+export function createSqlClient(config: Pick<AppConfig, 'database'>, holder: ConnectionHolder): SqlClient {
   const db = config.database;
   switch (db.kind) {
     case 'pg':
       // A bundle built for Aurora (PipelineFunction defines this as 'data-api') leaves
       // node-postgres out: esbuild drops this branch, and with it every import of pg.
       if (process.env.PIPELINE_SQL_ADAPTER !== 'data-api')
-        return new PgSqlClient({ connectionString: db.url });
+        return new PgSqlClient({
+          connectionString: db.url,
+          applicationName: applicationName(holder),
+          timeouts: timeoutsOf(holder),
+        });
       throw new PipelineError(
         'CONFIG',
         'this function was built for the RDS Data API: set DB_CLUSTER_ARN, DB_SECRET_ARN and DB_NAME, not DATABASE_URL',

@@ -9,12 +9,23 @@ export type PipelineErrorCode =
   | 'NOT_FOUND'
   /** The entity exists but its state forbids the command; `details.currentStatus` says why. */
   | 'CONFLICT'
+  /**
+   * An idempotency key already names a different request (another body under the same key):
+   * nothing was changed. The IETF draft on the `Idempotency-Key` header answers it 422.
+   */
+  | 'IDEMPOTENCY_KEY_REUSED'
   /** A database constraint refused the write (never retried). */
   | 'DB_CONSTRAINT'
   /** A database error that may pass on its own (resuming, connection, serialization). */
   | 'DB_TRANSIENT'
   /** Any other database error. */
   | 'DB_ERROR'
+  /**
+   * The database did not answer a statement in time (the client stopped waiting): it was sent,
+   * so it may still run and commit. Never "nothing happened": the caller must find out (read
+   * back, or resend under an idempotency key) rather than assume either outcome.
+   */
+  | 'DB_OUTCOME_UNKNOWN'
   /** Configuration (environment) is invalid: fail the cold start. */
   | 'CONFIG';
 

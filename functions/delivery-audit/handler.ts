@@ -39,7 +39,7 @@ const env = parseEnvironment(
 );
 const logger = new Logger({ serviceName: deliveryAuditServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: deliveryAuditServiceName });
-const store = new DeliveryAuditStore(createSqlClient(config));
+const store = new DeliveryAuditStore(createSqlClient(config, 'audit'));
 const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
 });

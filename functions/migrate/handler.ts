@@ -24,7 +24,7 @@ const { DB_ROLE_SECRETS: roleSecrets, RELAY_FUNCTION_NAME: relayFunction } = par
   'migrate configuration',
 );
 const logger = new Logger({ serviceName: 'migrate' });
-const db = createSqlClient(config);
+const db = createSqlClient(config, 'owner');
 const secrets = new SecretsManagerClient(sdkClientConfig());
 
 const secretLogin = z.object({ username: z.string(), password: z.string() });

@@ -28,7 +28,7 @@ const dynamo = new DynamoDBClient(sdkClientConfig('item'));
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
 export const handler = withInvocationDeadline(
   createOpsApi({
-    db: createSqlClient(config),
+    db: createSqlClient(config, 'ops'),
     inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
     inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
     deadLetters: new SqsDeadLetters(sqs, ops.deadLetterQueues, redelivery),

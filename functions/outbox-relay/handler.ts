@@ -20,7 +20,7 @@ import { topology } from '../../shared/topology';
 const config = parseConfig();
 const logger = new Logger({ serviceName: relayServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
-const db = createSqlClient(config);
+const db = createSqlClient(config, 'relay');
 const publisher = new EventBridgePublisher(new EventBridgeClient(sdkClientConfig()), {
   busName: config.eventBusName,
   source: topology.source,

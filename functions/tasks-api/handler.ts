@@ -16,7 +16,7 @@ const logger = new Logger({ serviceName: 'tasks-api' });
  */
 export const handler = withInvocationDeadline(
   createTasksApi({
-    db: createSqlClient(config),
+    db: createSqlClient(config, 'tasksApi'),
     nudger: createRelayNudger(config.relayFunctionName),
     logger,
   }).use(injectLambdaContext(logger, { resetKeys: true })),

@@ -9,10 +9,25 @@ import type {
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
 import { RecentFailures } from './recent-failures';
 
+/**
+ * The relay as the runner calls it: Lambda's two arguments, and the run's deadline, aborted when
+ * the runner gives the run up (so whoever built it can drop what the run holds: its connections).
+ */
 type RelayFunction = (
   event: RelayEvent,
   context: ReturnType<typeof localLambdaContext>,
+  deadline: AbortSignal,
 ) => Promise<RelaySummary>;
+
+/** A run the runner gave up at its deadline, as Lambda ends an invocation at its timeout. */
+export class RelayRunAbandonedError extends Error {
+  override readonly name = 'RelayRunAbandonedError';
+  constructor(readonly timeoutMs: number) {
+    super(
+      `the relay run did not end within its deadline (${timeoutMs / 1_000} s): abandoned, its database connections dropped; the next run starts on fresh ones`,
+    );
+  }
+}
 
 /** What started an invocation: the sweep, a nudge, a wake-up for due rows, or a helper wake-up. */
 export type RelayRunKind = 'sweep' | 'nudge' | 'wake' | 'helper';
@@ -22,7 +37,10 @@ export interface RelayRunnerOptions {
   readonly relay: RelayFunction;
   /** The safety sweep period (`topology.relay.sweepSeconds`, shorter in tests). */
   readonly sweepMs: number;
-  /** Each invocation's time limit, as the Lambda timeout (`topology.relay.timeoutSeconds`). */
+  /**
+   * Each invocation's time limit, as the Lambda timeout (`topology.relay.timeoutSeconds`): the
+   * run is told it (its context's remaining time) and is abandoned once it is past.
+   */
   readonly timeoutMs: number;
   readonly onRun?: (summary: RelaySummary, kind: RelayRunKind) => void;
   readonly onError?: (err: unknown, kind: RelayRunKind) => void;
@@ -138,15 +156,44 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
     });
   }
 
+  /**
+   * One invocation, bounded by `timeoutMs` as Lambda bounds one: a run still going at its deadline
+   * (a statement a hung backend never answers, anything else that never settles) is abandoned, its
+   * deadline signal aborted, and counted as a failed run; it no longer holds up the nudges, wake-ups
+   * and sweeps that wait for it. Its run lease is released by the run itself once its dropped
+   * connections fail it, or runs out and is taken over as any lapsed lease is.
+   */
   private async invoke(event: RelayEvent, kind: RelayRunKind): Promise<void> {
+    const { timeoutMs } = this.options;
+    const deadline = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const summary = await this.options.relay(
-        event,
-        localLambdaContext('outbox-relay', this.options.timeoutMs),
-      );
+      const run = this.options.relay(event, localLambdaContext('outbox-relay', timeoutMs), deadline.signal);
+      const summary = await Promise.race([
+        run,
+        new Promise<never>((_, reject) => {
+          // A duration, so setTimeout's monotonic clock: a step of the wall clock moves no deadline.
+          timer = setTimeout(() => {
+            // What the run still does after this is nobody's to hear.
+            run.catch(() => {});
+            const abandoned = new RelayRunAbandonedError(timeoutMs);
+            deadline.abort(abandoned);
+            reject(abandoned);
+          }, timeoutMs);
+        }),
+      ]);
       this.lastRunAt = new Date(this.clock());
-      this.failuresInARow = 0;
       this.options.onRun?.(summary, kind);
+      if ('skipped' in summary && this.failuresInARow > 0) {
+        // Retrying after a failure and the run lease is held: by a run going on beside this one,
+        // or by the run that failed (abandoned while its lease was still taken, or acquired by a
+        // statement that ran later). Looked at again with the backoff until a run drains: a
+        // tasks-API change that saw the lease held skipped its nudge, and would wait for the sweep.
+        this.failuresInARow++;
+        void this.wakeAfter(relayRetryDelayMs(this.failuresInARow), 'due');
+        return;
+      }
+      this.failuresInARow = 0;
     } catch (err) {
       this.failures.record(this.clock());
       this.failuresInARow++;
@@ -157,6 +204,8 @@ export class RelayRunner implements RelayNudger, RelayWakeups {
       // its visibility timeout and an async invocation is retried by Lambda; here the runner
       // retries, 1 s after the first failure, doubling to a minute.
       void this.wakeAfter(relayRetryDelayMs(this.failuresInARow), 'due');
+    } finally {
+      clearTimeout(timer);
     }
   }
 

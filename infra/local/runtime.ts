@@ -8,7 +8,8 @@ import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { consumerServiceName } from '../../shared/consumers/contract';
 import { migrate } from '../../shared/db/migrate';
-import { PgSqlClient } from '../../shared/db/pg-client';
+import { ConnectionScope, PgSqlClient } from '../../shared/db/pg-client';
+import { applicationName, timeoutsOf } from '../../shared/db/pg-settings';
 import {
   allFunctionRoles,
   type FunctionRole,
@@ -41,13 +42,16 @@ import { AuditRunner } from './audit-runner';
 import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import type { LocalPort } from './consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
+import { ForeignEffectsWatch } from './foreign-effects';
 import { startHttpServer } from './http-server';
 import { remakeDamagedDeliveries } from './journal-repair';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
+import { type LocalCredentials, localCredentials, localRegion } from './local-credentials';
 import { BusRedelivery } from './local-ops';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
+import { PostgresProbe } from './postgres-probe';
 import { RelayRunner } from './relay-runner';
 import { databaseFigures, StatusHistory } from './status-history';
 import { steadyClock } from './steady-clock';
@@ -182,8 +186,13 @@ export interface RuntimeSeams {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
-  /** The PostgreSQL server (its postmaster's pid and health, for fault drills). */
-  readonly postgres: Pick<LocalPostgres, 'pid' | 'health'>;
+  /**
+   * The data directory's credentials (`credentials.json`, 0600): the key pair the bus's
+   * PutEvents endpoint and dynalite accept signatures of, for a test's own client.
+   */
+  readonly credentials: Pick<LocalCredentials, 'file' | 'aws'>;
+  /** The PostgreSQL server (its postmaster's pid and health, for fault drills; its port). */
+  readonly postgres: Pick<LocalPostgres, 'pid' | 'health' | 'port'>;
   /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
@@ -254,6 +263,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       await step().catch((err) => log('stop step failed', { error: String(err) }));
   };
   try {
+    // Made by the data directory's first start, kept 0600: nothing below has a fixed password.
+    const credentials = localCredentials(dataDir, (m) => log(m));
     const faults = new FaultInjector(options.faults ?? noFaults, options.faultSeed);
     // What waited on a component that failed is woken once it serves again, so the backoff
     // built up against the outage does not hold deliveries: set once the relay and the bus exist.
@@ -270,13 +281,33 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
 
     const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m), {
+      superuserPassword: credentials.postgres.superuserPassword,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => pg.stop());
     options.signal?.throwIfAborted();
     const seams = options.seams ?? {};
-    const db = new PgSqlClient({ connectionString: pg.url, maxConnections: 4 });
+    // Whether PostgreSQL serves is what a probe with a deadline sees (a stopped postmaster
+    // exits no process), and what its supervisor saw die: the supervisor's word first.
+    const probe = new PostgresProbe({
+      url: pg.url,
+      log,
+      onRecovered: () => recovered('postgres'),
+      supervised: () => pg.health(),
+    });
+    probe.start();
+    stack.push(() => probe.stop());
+    const postgresHealth = () => {
+      const supervised = pg.health();
+      return supervised.up ? probe.state : supervised;
+    };
+    const db = new PgSqlClient({
+      connectionString: pg.url,
+      maxConnections: 4,
+      applicationName: applicationName('owner'),
+      timeouts: timeoutsOf('owner'),
+    });
     stack.push(() => db.close());
     const migrated = await migrate(db);
     if (migrated.applied.length > 0) log('migrations applied', { versions: migrated.applied });
@@ -301,6 +332,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       const client = new PgSqlClient({
         connectionString: urlAs(pg.url, login),
         maxConnections: connections[login.role],
+        applicationName: applicationName(login.role),
+        timeouts: timeoutsOf(login.role),
       });
       roleClients.set(login.role, seams.sql?.(client, login.role) ?? client);
       stack.push(() => client.close());
@@ -309,6 +342,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const asLambda = <A extends unknown[], R>(name: LambdaName, fn: (...args: A) => Promise<R>) =>
       seams.lambda ? seams.lambda(name, fn) : fn;
 
+    // Every effect a consumer performs is checked by the delivery audit against the outbox.
+    const foreign = new ForeignEffectsWatch(join(dataDir, 'foreign-effects.json'), log);
+    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
+    const retentionSeconds = topology.relay.purge.retentionHours * 3_600;
     const consumers = await startLocalConsumers({
       dataDir,
       topology,
@@ -318,12 +355,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       log,
       recount: uncleanStop !== undefined,
       clock,
+      credentials: credentials.aws,
+      arrivals: { note: (a) => foreign.note(a), recountSince: clock() - retentionSeconds * 1_000 },
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
+    // The audit's last look, once the bus has stopped delivering and before the engine stops:
+    // what was processed since its last run is checked now, not left unchecked by the stop.
+    let lastForeignCheck = async () => {};
+    stack.push(() => lastForeignCheck());
     options.signal?.throwIfAborted();
     const consumerInvoke = new Map(
       topology.registry.map(({ name }) => [
@@ -352,6 +395,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
+      credentials: credentials.aws,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -386,8 +430,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
     const eventBridge = new EventBridgeClient({
       endpoint: bus.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      region: localRegion,
+      // A copy: the SDK notes where credentials came from on the object it is given.
+      credentials: { ...credentials.aws },
     });
     seams.sdkClient?.(eventBridge as unknown as SdkClientSeam, 'eventbridge');
     const relayDb = dbAs('relay');
@@ -412,15 +457,46 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       signal: abort.signal,
     });
     const sweepMs = options.sweepMs ?? topology.relay.sweepSeconds * 1_000;
+    const relayLambda = asLambda('outbox-relay', async (...args: Parameters<typeof relayBody>) => {
+      try {
+        return await relayBody(...args);
+      } finally {
+        // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
+        metrics.clearMetrics();
+      }
+    });
     const relay: RelayRunner = new RelayRunner({
-      // Locally the EMF lines would only flood the console: figures are on /ops/status instead.
-      relay: asLambda('outbox-relay', async (...args: Parameters<typeof relayBody>) => {
+      // Each run in a scope of its own: a run abandoned at its deadline has its connections
+      // dropped, and their backends ended (pg_terminate_backend, as the owner), so a statement a
+      // hung backend was sent does not run (and commit: a run lease taken for a run long given
+      // up) once it goes on. The drop's cancel request misses one sent to a backend stopped
+      // while idle: PostgreSQL forgets a cancel that arrives between statements.
+      relay: async (event, context, deadline) => {
+        const scope = new ConnectionScope();
+        const drop = () => {
+          const pids = scope.drop();
+          if (pids.length === 0) return;
+          db.query(
+            'SELECT count(pg_terminate_backend(pid))::int AS n FROM unnest(CAST(:pids AS int[])) AS pid',
+            {
+              pids: `{${pids.join(',')}}`,
+            },
+          ).then(
+            () => log('relay run abandoned: its backends ended', { pids }),
+            (err: unknown) =>
+              log('relay run abandoned: ending its backends failed; they end when their connections close', {
+                pids,
+                error: String(err),
+              }),
+          );
+        };
+        deadline.addEventListener('abort', drop, { once: true });
         try {
-          return await relayBody(...args);
+          return await scope.run(() => relayLambda(event, context));
         } finally {
-          metrics.clearMetrics();
+          deadline.removeEventListener('abort', drop);
         }
-      }),
+      },
       sweepMs,
       timeoutMs: topology.relay.timeoutSeconds * 1_000,
       clock: alarmClock,
@@ -478,8 +554,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
     );
     // The delivery audit as its own role, over the consumers' inbox, on its period.
-    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
     const auditStore = new DeliveryAuditStore(dbAs('audit'));
+    const checkForeign = () =>
+      foreign.check({
+        committed: (ids) => auditStore.committedEvents(ids),
+        inbox: consumers.inbox,
+        now: clock(),
+        retentionSeconds,
+      });
     const audit = new AuditRunner({
       run: () => {
         // Bounded as the Lambda is, by its timeout.
@@ -493,7 +575,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           settings: auditSettings,
           remainingMs: () => deadline - performance.now(),
           stuck: { inbox: consumers.inbox, redelivery: new BusRedelivery(bus), clock },
-        }).then((report) => {
+        }).then(async (report) => {
+          const found = await checkForeign();
           const resent = Object.values(report.resent).reduce((n, c) => n + c, 0);
           if (resent > 0 || report.unsendable > 0) {
             log('delivery audit re-sent inbox records nothing would retry', {
@@ -501,7 +584,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
               unsendable: report.unsendable,
             });
           }
-          return report;
+          return { ...report, foreign: found };
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
@@ -510,6 +593,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     audit.start();
     stack.push(() => audit.stop());
+    lastForeignCheck = async () => {
+      if (foreign.waiting === 0) return;
+      await checkForeign().catch((err: unknown) =>
+        log('the delivery audit could not check the last effects against the outbox before the stop', {
+          unchecked: foreign.waiting,
+          error: String(err),
+        }),
+      );
+    };
 
     const opsApi = createLocalOpsApi({
       db: dbAs('ops'),
@@ -523,10 +615,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         options.beforeRedelivery && gatedRedelivery(new BusRedelivery(bus), options.beforeRedelivery),
       startedAt,
       sweepMs,
-      components: () => ({ postgres: pg.health(), dynamo: consumers.health(), bus: bus.health() }),
+      components: () => ({ postgres: postgresHealth(), dynamo: consumers.health(), bus: bus.health() }),
       clock: alarmClock,
       recordClock: clock,
       topology,
+      foreignEffects: foreign,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),
@@ -559,6 +652,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: http.url,
       dataDir,
+      credentials: Object.freeze({ file: credentials.file, aws: Object.freeze({ ...credentials.aws }) }),
       postgres: pg,
       db,
       bus,

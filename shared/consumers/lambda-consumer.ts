@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { sdkClientConfig, withInvocationDeadline } from '../aws/sdk-client';
+import type { FunctionRole } from '../db/roles';
 import type { SqlClient } from '../db/sql-client';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type ConsumerName, topology } from '../topology';
@@ -14,7 +15,8 @@ import type { Publisher, ResourceSpec, ResourceSpecs, WriteOnceStore } from './r
 export interface LambdaAdapters {
   readonly topic: (topicArn: string) => Publisher;
   readonly bucket: (bucketName: string) => WriteOnceStore;
-  readonly database: () => SqlClient;
+  /** The database as the resource's role (its pool named and bounded for it). */
+  readonly database: (role: FunctionRole) => SqlClient;
 }
 
 /**
@@ -50,7 +52,7 @@ export function lambdaConsumer<R extends ResourceSpecs>(
       case 'bucket':
         return need(all.bucket, key, spec.kind)(name);
       case 'database':
-        return need(all.database, key, spec.kind)();
+        return need(all.database, key, spec.kind)(spec.role);
     }
   };
   const ports = Object.fromEntries(

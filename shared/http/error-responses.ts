@@ -54,14 +54,26 @@ const clientErrorStatus: Partial<Record<PipelineErrorCode, number>> = {
   VALIDATION: 400,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  // The IETF draft on the Idempotency-Key header answers a key reused with another request 422:
+  // https://datatracker.ietf.org/doc/draft-ietf-httpapi-idempotency-key-header/ (section 2.7).
+  IDEMPOTENCY_KEY_REUSED: 422,
 };
+
+/**
+ * What a caller is told when the database did not answer a statement in time: it was sent, so
+ * it may still take effect. Not a 503 ("try again later", which promises nothing happened): a
+ * 504, as a gateway answers when what it waited on did not answer (RFC 9110, 15.6.5).
+ */
+export const outcomeUnknownMessage =
+  'the database did not answer in time; the change may still be made: read it back, or send the request again with the same Idempotency-Key';
 
 /**
  * Middy middleware that turns any error into the response the caller gets: HttpError and the
  * client-fault PipelineError codes become 4xx `{ error, ...details }`; an outage of the database
  * or the disk (see {@link unavailableCause}) a 503 with `Retry-After`, so a client knows the same
- * request may succeed later; everything else a generic 500 `{ error: "internal error" }`. The
- * details of a 503 or a 500 go only to the log, so database messages and stack traces never leak.
+ * request may succeed later; a statement the database never answered (`DB_OUTCOME_UNKNOWN`) a 504
+ * saying the change may still be made; everything else a generic 500 `{ error: "internal error" }`.
+ * The details of a 5xx go only to the log, so database messages and stack traces never leak.
  */
 export function httpErrors(options: {
   readonly logger: ErrorLogger;
@@ -74,6 +86,9 @@ export function httpErrors(options: {
         request.response = jsonResponse(err.statusCode, { ...err.extra, error: err.message }, err.headers);
       } else if (isPipelineError(err) && status !== undefined) {
         request.response = jsonResponse(status, { ...err.details, error: err.message });
+      } else if (isPipelineError(err, 'DB_OUTCOME_UNKNOWN')) {
+        options.logger.error('outcome unknown', err);
+        request.response = jsonResponse(504, { error: outcomeUnknownMessage });
       } else if (unavailableCause(err) !== undefined) {
         options.logger.error('unavailable', err);
         request.response = jsonResponse(

@@ -1,33 +1,41 @@
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type * as z from 'zod';
+import * as z from 'zod';
 import { HttpError, toFieldErrors, validationError } from './error-responses';
 import type { JsonBodyEvent } from './json-body';
 import type { ApiResource } from './resource-match';
 
 /**
- * What API Gateway is told of a route, besides its resource and method: the query string it
- * reads and the JSON body it takes, both as zod schemas. The CDK declares the query parameters
- * and builds the method's request model from these very schemas, which the router parses with.
+ * What API Gateway is told of a route, besides its resource and method: the query string and
+ * the request headers it reads and the JSON body it takes, as zod schemas. The CDK declares the
+ * query parameters and headers and builds the method's request model from these very schemas,
+ * which the router parses with.
  */
 export interface HttpRoute extends ApiResource {
   /** The query string parameters (an object of strings); API Gateway declares each key. */
   readonly query?: z.ZodObject;
+  /**
+   * The request headers the route reads, keyed by their names in lower case (HTTP names are
+   * case-insensitive: RFC 9110, 5.1); API Gateway declares each. Other headers are not parsed.
+   */
+  readonly headers?: z.ZodObject;
   /** The JSON body; an absent body is parsed as `{}`. API Gateway's request model is generated from it. */
   readonly body?: z.ZodType;
 }
 
 /** What a route's handler is given: the request, and its parts as the route's schemas parsed them. */
-export interface RouteRequest<Params, Query, Body> {
+export interface RouteRequest<Params, Query, Body, Headers = RawParameters> {
   readonly event: JsonBodyEvent;
   readonly context: Context;
   readonly params: Params;
   readonly query: Query;
   readonly body: Body;
+  /** The headers the route's schema declares, as it parsed them. */
+  readonly headers: Headers;
 }
 
 /** A route's handler: its request, and the dependencies its API was built with. */
-export type RouteHandler<Deps, Params, Query, Body> = (
-  request: RouteRequest<Params, Query, Body>,
+export type RouteHandler<Deps, Params, Query, Body, Headers = RawParameters> = (
+  request: RouteRequest<Params, Query, Body, Headers>,
   deps: Deps,
 ) => Promise<APIGatewayProxyResult>;
 
@@ -42,18 +50,21 @@ export interface RouteSpec<
   P extends z.ZodType | undefined,
   Q extends z.ZodObject | undefined,
   B extends z.ZodType | undefined,
+  H extends z.ZodObject | undefined = undefined,
 > extends ApiResource {
   /** The path parameters (`{ taskId }`), checked with the body so one 400 names every bad field. */
   readonly params?: P;
   readonly query?: Q;
   readonly body?: B;
+  readonly headers?: H;
   /** The 400's message when a schema refuses the request. @default 'invalid request' */
   readonly invalid?: string;
   readonly handler: RouteHandler<
     Deps,
     Parsed<P, RawParameters>,
     Parsed<Q, RawParameters>,
-    Parsed<B, undefined>
+    Parsed<B, undefined>,
+    Parsed<H, RawParameters>
   >;
 }
 
@@ -61,7 +72,7 @@ export interface RouteSpec<
 export interface Route<Deps> extends HttpRoute {
   readonly params?: z.ZodType;
   readonly invalid?: string;
-  readonly handler: RouteHandler<Deps, unknown, unknown, unknown>;
+  readonly handler: RouteHandler<Deps, unknown, unknown, unknown, unknown>;
 }
 
 /**
@@ -74,8 +85,9 @@ export function routeFor<Deps>() {
     P extends z.ZodType | undefined = undefined,
     Q extends z.ZodObject | undefined = undefined,
     B extends z.ZodType | undefined = undefined,
+    H extends z.ZodObject | undefined = undefined,
   >(
-    spec: RouteSpec<Deps, P, Q, B>,
+    spec: RouteSpec<Deps, P, Q, B, H>,
   ): Route<Deps> =>
     // The router calls a handler only with what the entry's own schemas parsed, so the types the
     // handler was written against hold; only the table's element type forgets them.
@@ -86,6 +98,42 @@ type Parse = { success: true; data: unknown } | { success: false; error: z.ZodEr
 
 const parseWith = (schema: z.ZodType | undefined, input: unknown): Parse =>
   schema ? schema.safeParse(input) : { success: true, data: input };
+
+/**
+ * The headers `schema` declares, as the event carries them (API Gateway keeps the casing the
+ * client sent; `multiValueHeaders` has each value of a repeated one). A declared header sent more
+ * than once is refused: which of its values the client meant is not for the server to guess.
+ */
+function declaredHeaders(schema: z.ZodObject, event: JsonBodyEvent): Parse {
+  const wanted = new Set(Object.keys(schema.shape));
+  const values: Record<string, string[]> = {};
+  const add = (source: Record<string, unknown> | null | undefined, many: boolean) => {
+    for (const [name, value] of Object.entries(source ?? {})) {
+      const key = name.toLowerCase();
+      if (!wanted.has(key) || value === undefined || value === null) continue;
+      const list = many && Array.isArray(value) ? value.map(String) : [String(value)];
+      values[key] = [...(values[key] ?? []), ...list];
+    }
+  };
+  add(event.multiValueHeaders, true);
+  // An event built without multiValueHeaders (a test's, a console's test invoke) has only these.
+  if (Object.keys(values).length === 0) add(event.headers, false);
+  const repeated = Object.entries(values).filter(([, v]) => v.length > 1);
+  if (repeated.length > 0) {
+    return {
+      success: false,
+      error: new z.ZodError(
+        repeated.map(([name]) => ({
+          code: 'custom',
+          path: [name],
+          message: 'must be sent once',
+          input: undefined,
+        })),
+      ),
+    };
+  }
+  return schema.safeParse(Object.fromEntries(Object.entries(values).map(([k, v]) => [k, v[0]])));
+}
 
 /**
  * The router of the pipeline's HTTP APIs (tasks and ops), one for both realizations. It routes
@@ -128,10 +176,13 @@ export function createRouter<Deps>(routes: readonly Route<Deps>[]) {
       if (v !== undefined) pathParameters[k] = v;
     const params = parseWith(route.params, pathParameters);
     const query = parseWith(route.query, event.queryStringParameters ?? {});
+    const headers = route.headers
+      ? declaredHeaders(route.headers, event)
+      : ({ success: true, data: {} } as const);
     // An absent body counts as an empty object, so a 400 names the missing fields rather than "body".
     const body = parseWith(route.body, event.jsonBody === undefined ? {} : event.jsonBody);
-    if (!params.success || !query.success || !body.success) {
-      const fields = [params, query, body].flatMap((p) => (p.success ? [] : toFieldErrors(p.error)));
+    if (!params.success || !query.success || !headers.success || !body.success) {
+      const fields = [params, query, headers, body].flatMap((p) => (p.success ? [] : toFieldErrors(p.error)));
       throw validationError(route.invalid ?? 'invalid request', fields);
     }
     return route.handler(
@@ -141,6 +192,7 @@ export function createRouter<Deps>(routes: readonly Route<Deps>[]) {
         params: params.data,
         query: query.data,
         body: route.body ? body.data : undefined,
+        headers: headers.data,
       },
       deps,
     );

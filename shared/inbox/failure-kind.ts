@@ -22,6 +22,7 @@ const permanentCodes = new Set<PipelineErrorCode>([
   'VALIDATION',
   'NOT_FOUND',
   'CONFLICT',
+  'IDEMPOTENCY_KEY_REUSED',
   'DB_CONSTRAINT',
   'CONFIG',
 ]);
@@ -114,7 +115,8 @@ function judge(err: unknown): FailureKind | undefined {
   if (typeof err !== 'object') return undefined;
   const e = err as ErrorShape;
   if (isPipelineError(err)) {
-    if (err.code === 'DB_TRANSIENT') return 'transient';
+    // A statement the database never answered: an effect is idempotent, so it is tried again.
+    if (err.code === 'DB_TRANSIENT' || err.code === 'DB_OUTCOME_UNKNOWN') return 'transient';
     if (permanentCodes.has(err.code)) return 'permanent';
     if (err.code === 'DB_ERROR') {
       const fromCause = err.cause === undefined ? undefined : failureKind(err.cause);

@@ -3,11 +3,13 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import * as z from 'zod';
 import { type AuditState, DeliveryAuditStore, type ListedFinding } from '../audit/audit-store';
 import type { SqlClient } from '../db/sql-client';
+import { withDeadline } from '../deadline';
 import { type BusIdentity, deliveredBusEvent, localBusIdentity } from '../events/bus-event';
 import { type ErrorLogger, HttpError, httpErrors } from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type Route, routeFor } from '../http/router';
+import { retryAfterSeconds } from '../http/unavailable';
 import { isInboxError } from '../inbox/errors';
 import { inboxHealth } from '../inbox/inbox-health';
 import { type InboxOps, isStuck } from '../inbox/inbox-ops';
@@ -77,6 +79,11 @@ export interface AuditStatus {
   readonly lastRunAt: string | null;
   /** How far behind the audit's walk is, in seconds past the grace period (0: caught up). */
   readonly behindSeconds: number;
+  /**
+   * Local only: effects each consumer performed for events that have no outbox row (a forged or
+   * foreign event on the bus), as the audit found them (shared/audit/foreign-effects.ts).
+   */
+  readonly foreignEffects?: Record<ConsumerName, number>;
 }
 
 /** `GET /ops/audit`: the audit's state and its open findings, oldest delivery first. */
@@ -119,6 +126,8 @@ export interface OpsApiDeps {
   readonly effects?: () => Promise<EffectCounts>;
   /** Local only: the bus journal's lines kept aside (there is no journal on AWS). */
   readonly journal?: () => Promise<JournalStatus>;
+  /** Local only: effects of events without an outbox row the audit found, per consumer (shared/audit/foreign-effects.ts). */
+  readonly foreignEffects?: () => Promise<Record<ConsumerName, number>>;
   /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
   /**
@@ -134,7 +143,20 @@ export interface OpsApiDeps {
    */
   readonly stuckAfterSeconds?: number;
   readonly clock?: () => number;
+  /** How long a read waits for its stores. @default {@link opsReadTimeoutMs} */
+  readonly readTimeoutMs?: number;
 }
+
+/**
+ * How long an ops read (a status section, a list, a trace) waits for the stores it reads before
+ * it answers without them: each is a few index reads, milliseconds on a store that serves, so
+ * past this the store is not serving (a hung PostgreSQL backend, a pool that cannot connect). The
+ * status page then answers at once with that section null and its component down with why, as
+ * an operator needs it in an outage; a list or a trace answers 503 with Retry-After (a read
+ * changes nothing, so sending it again is safe). Below the pools' own statement bounds
+ * (`shared/db/pg-settings.ts`) and API Gateway's 29 s.
+ */
+export const opsReadTimeoutMs = 8_000;
 
 /** The ops API as one callable: an API Gateway REST proxy event in, a proxy result out. */
 export type OpsApi = MiddyfiedHandler<JsonBodyEvent, APIGatewayProxyResult, Error, Context>;
@@ -251,6 +273,8 @@ export interface OpsRouteDeps {
   stopBy(context: Context): number;
   /** The bus's account and Region, for an event an audit redrive re-sends. */
   bus(context: Context): BusIdentity;
+  /** What a read route answers: `read()`, or a 503 once it is past the read deadline. */
+  within<T>(read: () => Promise<T>): Promise<T>;
 }
 
 /** A 200 an operator's tools never cache: every answer is the pipeline's state now. */
@@ -269,12 +293,13 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
     method: 'GET',
     resource: '/ops/events',
     query: z.object({ limit: eventsLimit.optional() }),
-    handler: async ({ query }, { db }) => ok(await latestEvents(db, query.limit ?? 20)),
+    handler: async ({ query }, { db, within }) => ok(await within(() => latestEvents(db, query.limit ?? 20))),
   }),
   route({
     method: 'GET',
     resource: '/ops/outbox/dead',
-    handler: async (_, { outbox }) => ok(await outbox.listDead(opsListLimits.outboxDead)),
+    handler: async (_, { outbox, within }) =>
+      ok(await within(() => outbox.listDead(opsListLimits.outboxDead))),
   }),
   route({
     method: 'POST',
@@ -286,12 +311,11 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
   route({
     method: 'GET',
     resource: '/ops/inbox/{consumer}/dead',
-    handler: async ({ params }, { inbox }) =>
-      ok(
-        (await inbox.listDead(consumerOf(params.consumer), { limit: opsListLimits.inboxDead })).records.map(
-          deadRecordBody,
-        ),
-      ),
+    handler: async ({ params }, { inbox, within }) => {
+      const consumer = consumerOf(params.consumer);
+      const listed = await within(() => inbox.listDead(consumer, { limit: opsListLimits.inboxDead }));
+      return ok(listed.records.map(deadRecordBody));
+    },
   }),
   route({
     method: 'POST',
@@ -304,7 +328,8 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
   route({
     method: 'GET',
     resource: '/ops/dead-letters',
-    handler: async (_, { deadLetters }) => ok(await deadLetters.list(opsListLimits.deadLetters)),
+    handler: async (_, { deadLetters, within }) =>
+      ok(await within(() => deadLetters.list(opsListLimits.deadLetters))),
   }),
   route({
     method: 'POST',
@@ -317,7 +342,7 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
     method: 'GET',
     resource: '/ops/audit',
     query: z.object({ consumer: consumerField.optional() }),
-    handler: async ({ query }, ops) => ok(await ops.auditListing(query.consumer)),
+    handler: async ({ query }, ops) => ok(await ops.within(() => ops.auditListing(query.consumer))),
   }),
   route({
     method: 'POST',
@@ -331,7 +356,7 @@ export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
     method: 'GET',
     resource: '/ops/tasks/{taskId}/trace',
     params: taskIdParams,
-    handler: async ({ params }, ops) => ok(await ops.trace(params.taskId)),
+    handler: async ({ params }, ops) => ok(await ops.within(() => ops.trace(params.taskId))),
   }),
 ];
 
@@ -350,6 +375,8 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const auditGraceSeconds = deps.auditGraceSeconds ?? topology.audit.graceSeconds;
   const stuckAfterSeconds = deps.stuckAfterSeconds ?? topology.audit.stuckAfterSeconds;
   const busOf = deps.bus ?? (() => localBusIdentity);
+  const readTimeoutMs = deps.readTimeoutMs ?? opsReadTimeoutMs;
+  const noAnswer = () => `no answer within ${readTimeoutMs / 1_000} s`;
 
   async function consumerCounts(consumer: ConsumerName): Promise<InboxStatusCounts> {
     const [open, processed] = await Promise.all([
@@ -368,7 +395,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       fn: () => Promise<T>,
     ): Promise<T | null> => {
       try {
-        return await fn();
+        return await withDeadline(fn(), readTimeoutMs, () => new Error(noAnswer()));
       } catch (err) {
         logger.warn('a status section could not be read', { section, component, error: err });
         if (component && !down.has(component)) down.set(component, causeOf(err));
@@ -390,6 +417,9 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         read('components', undefined, async () => (await health.components?.()) ?? {}),
       ]);
     const journal = deps.journal ? await read('journal', 'bus', deps.journal) : null;
+    const foreignEffects = deps.foreignEffects
+      ? await read('audit', undefined, deps.foreignEffects)
+      : undefined;
     const consumers =
       consumerList &&
       (Object.fromEntries(consumerNames.map((c, i) => [c, consumerList[i]])) as Record<
@@ -402,6 +432,9 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         consumers,
         deadLetters: deadLetterCount,
         undelivered: audit?.[0] ?? null,
+        ...(foreignEffects === undefined
+          ? {}
+          : { foreignEffects: foreignEffects && Object.values(foreignEffects).reduce((n, c) => n + c, 0) }),
       }),
     );
     const components = Object.fromEntries(
@@ -423,6 +456,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         undelivered: audit[0],
         lastRunAt: audit[1].lastRunAt,
         behindSeconds: audit[1].behindSeconds,
+        ...(foreignEffects ? { foreignEffects } : {}),
       },
       alarms,
       relay,
@@ -709,6 +743,18 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
       return clock() + remaining - answerMarginMs;
     },
     bus: busOf,
+    within: (read) =>
+      withDeadline(
+        read(),
+        readTimeoutMs,
+        () =>
+          new HttpError(
+            503,
+            `the stores this read needs gave ${noAnswer()}; try again later`,
+            {},
+            { 'retry-after': String(retryAfterSeconds) },
+          ),
+      ),
   };
 
   return middy<JsonBodyEvent, APIGatewayProxyResult, Error, Context>(

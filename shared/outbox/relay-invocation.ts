@@ -127,6 +127,13 @@ export function createRelayInvocation(deps: RelayInvocationDeps) {
       () => {
         const s = held.slot;
         if (s === null) return;
+        // Past the invocation's time the run is over, whatever it still awaits: Lambda ends an
+        // invocation at its timeout, and the local runner abandons it. A renewal now would keep
+        // its slot from lapsing for as long as whatever held the run (a hung backend) holds it.
+        if (context.getRemainingTimeInMillis() <= 0) {
+          clearInterval(renewal);
+          return;
+        }
         lease.renew(owner, s, settings.runLeaseSeconds).then(
           (kept) => {
             if (!kept)

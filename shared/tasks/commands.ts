@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { SqlClient } from '../db/sql-client';
 import { PipelineError } from '../errors';
 import {
@@ -6,6 +6,7 @@ import {
   type CommittedChange,
   findTask,
   insertTask,
+  insertTaskOnce,
   rejectAndAppend,
   type Task,
   taskAndEvent,
@@ -72,6 +73,49 @@ export async function createTask(
     body: cmd.body ?? null,
     assignee: cmd.assignee ?? null,
   });
+}
+
+/** What a create under an idempotency key answers: the task, and whether an earlier create under the key made it. */
+export interface KeyedCreate {
+  readonly task: Task;
+  /** The key already named this task, made by an earlier create of the same request: nothing new was made. */
+  readonly replayed: boolean;
+}
+
+/**
+ * The hash a create request is known by under its key: what the task would be made of (the
+ * command as validated), so a retry of the same request matches however its JSON was spelt.
+ */
+export function createRequestHash(cmd: CreateTaskCommand): string {
+  const canonical = JSON.stringify([cmd.title, cmd.body ?? null, cmd.assignee ?? null]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/**
+ * Creates a task under an idempotency key, once: the first create of a key makes the task and
+ * keeps the key with it; the same key with the same request answers that task (`replayed`),
+ * whatever happened to the first answer (a 503, a timeout, a lost connection); the same key with
+ * another request is IDEMPOTENCY_KEY_REUSED and changes nothing. One statement (one Data API
+ * call), two only when a create of the same key was in flight beside it.
+ */
+export async function createTaskOnce(
+  cmd: CreateTaskCommand,
+  idempotencyKey: string,
+  deps: { readonly db: SqlClient; readonly ids?: IdGenerator },
+): Promise<KeyedCreate> {
+  const ids = deps.ids ?? randomUUID;
+  const found = await insertTaskOnce(
+    deps.db,
+    { taskId: ids(), title: cmd.title, body: cmd.body ?? null, assignee: cmd.assignee ?? null },
+    { key: idempotencyKey, requestHash: createRequestHash(cmd) },
+  );
+  if (found.outcome === 'key-reused') {
+    throw new PipelineError(
+      'IDEMPOTENCY_KEY_REUSED',
+      'this Idempotency-Key was already used with another request; nothing was created: send a new key for a new task',
+    );
+  }
+  return { task: found.task, replayed: found.outcome === 'replayed' };
 }
 
 /** Reads a task; throws NOT_FOUND so every caller maps absence the same way (404). */

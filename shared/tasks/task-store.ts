@@ -121,6 +121,80 @@ export async function insertTask(
   });
 }
 
+/** A create under an idempotency key: the key, and the hash of the request it came with. */
+export interface IdempotentCreate {
+  readonly key: string;
+  /** SHA-256 (hex) of the create request: another request under the same key is refused. */
+  readonly requestHash: string;
+}
+
+/** What a create under a key found: the task it made, the task an earlier create under the key made, or another request's key. */
+export type KeyedInsert =
+  | { readonly outcome: 'created' | 'replayed'; readonly task: Task }
+  | { readonly outcome: 'key-reused' };
+
+type KeyedRow = TaskRow & { request_hash: string };
+
+/**
+ * Inserts a new task under `key` unless one already has that key, in one statement: the INSERT
+ * (`ON CONFLICT DO NOTHING`: the unique index on the key refuses a second task, and the statement
+ * waits for a create of the same key in flight to commit or roll back) and, when it inserted
+ * nothing, the task holding the key. The row tells the outcome: this create's task id (its own
+ * row, also when the Data API's SDK resent the INSERT after an answer it lost), another task id
+ * with this request's hash (a retry: replayed), or another hash (the key reused for another
+ * request: nothing changed).
+ *
+ * Read committed takes one snapshot per statement, before a create of the same key in flight
+ * committed: such a statement inserts nothing and cannot see the row that stopped it
+ * (https://www.postgresql.org/docs/current/transaction-iso.html#XACT-READ-COMMITTED). Only then
+ * a second statement reads the key again, in a snapshot that has it.
+ */
+export async function insertTaskOnce(
+  db: SqlExecutor,
+  task: { taskId: string; title: string; body: string | null; assignee: string | null },
+  idempotency: IdempotentCreate,
+): Promise<KeyedInsert> {
+  const keyParam = { key: idempotency.key };
+  const { rows } = await db.query<KeyedRow>(
+    `WITH inserted AS (
+       INSERT INTO tasks (task_id, title, body, assignee, idempotency_key, request_hash)
+       VALUES (:taskId, :title, :body, :assignee, :key, :requestHash)
+       ON CONFLICT DO NOTHING
+       RETURNING ${taskColumns}, request_hash
+     )
+     SELECT * FROM inserted
+     UNION ALL
+     SELECT ${taskColumns}, request_hash FROM tasks
+      WHERE idempotency_key = :key AND NOT EXISTS (SELECT 1 FROM inserted)`,
+    {
+      taskId: sqlParam.uuid(task.taskId),
+      title: task.title,
+      body: task.body,
+      assignee: task.assignee,
+      ...keyParam,
+      requestHash: idempotency.requestHash,
+    },
+  );
+  const row =
+    rows[0] ??
+    (
+      await db.query<KeyedRow>(
+        `SELECT ${taskColumns}, request_hash FROM tasks WHERE idempotency_key = :key`,
+        keyParam,
+      )
+    ).rows[0];
+  if (!row) {
+    // Nothing inserted and no task holds the key: the id conflicted, which a fresh random id
+    // does only with this very insert, which holds the key. Not reached; said if it is.
+    throw new PipelineError('DB_CONSTRAINT', `task ${task.taskId} already exists without the key`, {
+      constraint: 'tasks_pkey',
+    });
+  }
+  if (row.task_id === task.taskId) return { outcome: 'created', task: decodeTask(row) };
+  if (row.request_hash !== idempotency.requestHash) return { outcome: 'key-reused' };
+  return { outcome: 'replayed', task: decodeTask(row) };
+}
+
 /** Reads one task, or `null` when there is none: callers decide whether absence is an error. */
 export async function findTask(db: SqlExecutor, taskId: string): Promise<Task | null> {
   const { rows } = await db.query<TaskRow>(`SELECT ${taskColumns} FROM tasks WHERE task_id = :taskId`, {

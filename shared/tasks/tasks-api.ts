@@ -4,6 +4,11 @@ import * as z from 'zod';
 import type { SqlClient } from '../db/sql-client';
 import { type CallerIdentity, iamCaller } from '../http/caller';
 import { type ErrorLogger, HttpError, httpErrors, validationError } from '../http/error-responses';
+import {
+  idempotencyKeyHeader,
+  idempotentReplayedHeader,
+  maxIdempotencyKeyLength,
+} from '../http/idempotency-key';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type Route, routeFor } from '../http/router';
@@ -11,6 +16,7 @@ import {
   approveTask,
   type Clock,
   createTask,
+  createTaskOnce,
   getTask,
   type IdGenerator,
   rejectTask,
@@ -84,6 +90,24 @@ const createTaskBody = z.strictObject({
   body: storableString().nullable().optional(),
   assignee: optionalText(200),
 });
+/**
+ * A key as the API takes it: 1 to 255 printable ASCII characters (space to tilde). What a client
+ * generates (a UUID, a hash, its own request id) is that; a control character or a byte outside
+ * ASCII (which HTTP passes as Latin-1) is a client's mistake, refused with a 400 rather than
+ * stored as a key no retry would spell the same.
+ */
+const idempotencyKey = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(maxIdempotencyKeyLength, `must be at most ${maxIdempotencyKeyLength} characters`)
+  .regex(/^[\x20-\x7e]*$/, 'must be printable ASCII characters only (space to ~)');
+
+/**
+ * `POST /tasks` reads one header: an `Idempotency-Key`, optional. With it, the create can be sent
+ * again after any failure (a 503, a 504, a lost connection) and makes one task: the same key
+ * with the same request answers that task (201, `Idempotent-Replayed: true`).
+ */
+const createTaskHeaders = z.object({ [idempotencyKeyHeader]: idempotencyKey.optional() });
 // No `approvedBy` or `withdrawnBy`: who approves or withdraws is the caller the platform
 // authenticated, never a name in the body (which any caller could set to anyone's). A body that
 // still names one is refused with a 400 saying so, and changes nothing.
@@ -177,12 +201,18 @@ export const tasksApiRoutes: readonly Route<TasksRouteDeps>[] = [
     method: 'POST',
     resource: '/tasks',
     body: createTaskBody,
-    handler: async ({ body }, { db, ids }) => {
-      const task = await createTask(body, { db, ids });
+    headers: createTaskHeaders,
+    handler: async ({ body, headers }, { db, ids }) => {
+      const key = headers[idempotencyKeyHeader];
+      const { task, replayed } =
+        key === undefined
+          ? { task: await createTask(body, { db, ids }), replayed: false }
+          : await createTaskOnce(body, key, { db, ids });
+      // A replay answers as the first create did, the task as it is now.
       return jsonResponse(
         201,
         { taskId: task.taskId, status: task.status, version: task.version },
-        { location: `/tasks/${task.taskId}` },
+        { location: `/tasks/${task.taskId}`, ...(replayed ? { [idempotentReplayedHeader]: 'true' } : {}) },
       );
     },
   }),

@@ -265,7 +265,7 @@ describe('tasks API', () => {
     ).toEqual(parts);
   });
 
-  it('routes GET /tasks with its optional query parameters and POST /tasks/{taskId}/reject with a reason required', () => {
+  it('routes GET /tasks with its optional query parameters, POST /tasks with its optional Idempotency-Key header and POST /tasks/{taskId}/reject with a reason required', () => {
     const methods = resourcesOfType(s, 'AWS::ApiGateway::Method').map(([, m]) => m.Properties ?? {});
     const resources = Object.fromEntries(resourcesOfType(s, 'AWS::ApiGateway::Resource'));
     const pathPart = (ref: unknown) =>
@@ -276,6 +276,9 @@ describe('tasks API', () => {
       'method.request.querystring.limit': false,
       'method.request.querystring.cursor': false,
     });
+    // The create's Idempotency-Key is declared, optional: a proxy integration passes it on.
+    const create = methods.find((m) => m.HttpMethod === 'POST' && pathPart(m.ResourceId) === 'tasks');
+    expect(create?.RequestParameters).toEqual({ 'method.request.header.idempotency-key': false });
     const reject = methods.find((m) => m.HttpMethod === 'POST' && pathPart(m.ResourceId) === 'reject');
     expect(reject?.RequestParameters).toEqual({ 'method.request.path.taskId': true });
     const modelRef = (reject?.RequestModels as Record<string, { Ref: string }> | undefined)?.[

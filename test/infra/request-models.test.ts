@@ -83,9 +83,10 @@ describe('request models and query parameters come from the route tables’ zod 
     }
   });
 
-  it('declares each key of a route’s query schema (required only if the schema requires it) and its path parameters required', () => {
+  it('declares each key of a route’s query and header schemas (required only if the schema requires it) and its path parameters required', () => {
     for (const route of routes) {
       const shape = (route.query?.shape ?? {}) as Record<string, z.ZodType>;
+      const headers = (route.headers?.shape ?? {}) as Record<string, z.ZodType>;
       const expected = {
         ...Object.fromEntries(
           [...route.resource.matchAll(/\{(\w+)\}/g)].map((m) => [`method.request.path.${m[1]}`, true]),
@@ -93,6 +94,12 @@ describe('request models and query parameters come from the route tables’ zod 
         ...Object.fromEntries(
           Object.entries(shape).map(([name, field]) => [
             `method.request.querystring.${name}`,
+            !field.safeParse(undefined).success,
+          ]),
+        ),
+        ...Object.fromEntries(
+          Object.entries(headers).map(([name, field]) => [
+            `method.request.header.${name}`,
             !field.safeParse(undefined).success,
           ]),
         ),

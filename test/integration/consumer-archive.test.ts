@@ -38,7 +38,7 @@ describeEachEngine('archive consumer', (fixture) => {
   beforeAll(async () => {
     const database = await createTestDatabase();
     // The archive consumer reads tasks as its database resource's role, as on AWS.
-    const opened = await pgAdapter.open(database.urlAs('taskReader'));
+    const opened = await pgAdapter.open(database.urlAs('taskReader'), 'taskReader');
     const asOwner = await pgAdapter.open(database.url);
     db = opened.db;
     owner = asOwner.db;

@@ -4,7 +4,7 @@ import { priceBook } from '../../infra/aws/cost/prices';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
-import { approveTask, createTask, withdrawTask } from '../../shared/tasks/commands';
+import { approveTask, createTask, createTaskOnce, withdrawTask } from '../../shared/tasks/commands';
 import { type DataApiServer, startDataApiServer } from '../support/data-api-server';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
@@ -102,6 +102,25 @@ describe('Data API answers lost after the statement ran', () => {
       { id: task.taskId },
     );
     expect(rows.map((r) => r.event_id)).toEqual([change.eventId]);
+  });
+
+  it('a create under an Idempotency-Key is one Data API call; one whose answer was lost and resent answers the task it made, not a replay', async () => {
+    const before = server.calls.length;
+    const once = await createTaskOnce({ title: 'keyed, one trip' }, 'key-one-trip', { db });
+    const calls = server.calls.slice(before);
+    const lost = loseAnswers((op, sql) => op === 'Execute' && /INSERT INTO tasks/.test(sql));
+
+    const created = await createTaskOnce({ title: 'keyed, answer lost' }, 'key-answer-lost', { db });
+
+    expect(calls).toEqual(['Execute']);
+    expect(once.replayed).toBe(false);
+    expect(lost()).toHaveLength(1);
+    // The resent INSERT found the key taken by its own first run: this create's task, made once.
+    expect(created).toMatchObject({ replayed: false, task: { title: 'keyed, answer lost' } });
+    const { rows } = await owner.query<{ task_id: string }>(
+      "SELECT task_id FROM tasks WHERE idempotency_key = 'key-answer-lost'",
+    );
+    expect(rows.map((r) => r.task_id)).toEqual([created.task.taskId]);
   });
 
   it('a create whose INSERT answer was lost (and resent by the SDK) returns the one task it wrote', async () => {

@@ -59,7 +59,7 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
     const opened = await openTestDatabase(adapter);
     owner = opened.db;
     // The audit as its own role: a statement its grants do not allow fails the test.
-    const asAudit = await adapter.open(opened.urlAs('audit'));
+    const asAudit = await adapter.open(opened.urlAs('audit'), 'audit');
     store = new DeliveryAuditStore(asAudit.db);
     closeAll = async () => {
       await asAudit.close();

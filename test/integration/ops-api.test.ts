@@ -8,6 +8,7 @@ import { PgSqlClient } from '../../shared/db/pg-client';
 import { type Row, type SqlClient, type SqlValue, sqlParam } from '../../shared/db/sql-client';
 import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
+import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
@@ -23,6 +24,7 @@ import type { ConsumerName } from '../../shared/topology';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeEachEngine } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
+import { deferred } from '../support/gates';
 import { seedPending } from '../support/outbox-fixtures';
 
 /** Dead letters in memory, as a bus would keep them. */
@@ -118,7 +120,7 @@ describeEachEngine('ops API', (fixture) => {
       ),
       localLambdaContext('ops-api-test', timeoutMs),
     );
-    return { status: result.statusCode, body: JSON.parse(result.body) };
+    return { status: result.statusCode, body: JSON.parse(result.body), headers: result.headers ?? {} };
   }
 
   /** A DEAD record of `consumer` holding a real bus event, as a consumer that gave up leaves it. */
@@ -211,6 +213,42 @@ describeEachEngine('ops API', (fixture) => {
       'a status section could not be read',
       expect.objectContaining({ section: 'consumers', component: 'dynamo' }),
     );
+  });
+
+  it('answers at its read deadline while PostgreSQL holds its reads: the status 200 with postgres down and why, a list 503 with Retry-After', async () => {
+    await seedPending(owner, 1);
+    const locked = deferred();
+    const release = deferred();
+    // The outbox locked against every read, as a hung holder of a lock keeps it.
+    const holder = owner.transaction(async (tx) => {
+      await tx.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+      await tx.query('LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE');
+      locked.resolve();
+      await release.promise;
+    });
+    await locked.promise;
+    // Below the ops role's lock_timeout (5 s), so the deadline ends the wait, not PostgreSQL.
+    const readTimeoutMs = 2_000;
+    let status: Awaited<ReturnType<typeof call>>;
+    let list: Awaited<ReturnType<typeof call>>;
+    try {
+      status = await call('GET', '/ops/status', undefined, { readTimeoutMs });
+      list = await call('GET', '/ops/outbox/dead', undefined, { readTimeoutMs });
+    } finally {
+      release.resolve();
+      await holder;
+    }
+
+    expect(status.status).toBe(200);
+    expect(status.body.components.postgres).toEqual({ up: false, cause: 'no answer within 2 s' });
+    expect(status.body).toMatchObject({ outbox: null, deadLetters: 0 });
+    expect(list.status).toBe(503);
+    expect(list.headers['retry-after']).toBe(String(retryAfterSeconds));
+    expect(list.body).toEqual({
+      error: 'the stores this read needs gave no answer within 2 s; try again later',
+    });
+    // What waited on the lock is left to the pool's own bounds; the next read is answered.
+    expect((await call('GET', '/ops/outbox/dead')).status).toBe(200);
   });
 
   it('answers the status with the components the realization watches as it reports them', async () => {

@@ -18,7 +18,7 @@ describe('the size of a claim through the RDS Data API', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     owner = new PgSqlClient({ connectionString: database.url });
-    relayDb = await dataApiAdapter.open(database.urlAs('relay'));
+    relayDb = await dataApiAdapter.open(database.urlAs('relay'), 'relay');
   });
   afterAll(async () => {
     await relayDb.close();

@@ -21,7 +21,7 @@ describe('relay claims through the RDS Data API', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     owner = new PgSqlClient({ connectionString: database.url });
-    relayDb = await dataApiAdapter.open(database.urlAs('relay'));
+    relayDb = await dataApiAdapter.open(database.urlAs('relay'), 'relay');
     store = new OutboxStore(relayDb.db);
   });
   afterAll(async () => {

@@ -41,7 +41,7 @@ describe.each(sqlAdapters)(
     beforeAll(async () => {
       const database = await createTestDatabase();
       truth = new PgSqlClient({ connectionString: database.url });
-      const opened = await adapter.open(database.urlAs('tasksApi'));
+      const opened = await adapter.open(database.urlAs('tasksApi'), 'tasksApi');
       db = opened.db;
       close = async () => {
         await opened.close();

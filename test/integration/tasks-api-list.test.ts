@@ -180,7 +180,7 @@ describe.each(sqlAdapters)('listTasks on the $name adapter', (adapter) => {
     const database = await createTestDatabase();
     const { PgSqlClient } = await import('../../shared/db/pg-client');
     truth = new PgSqlClient({ connectionString: database.url });
-    const opened = await adapter.open(database.urlAs('tasksApi'));
+    const opened = await adapter.open(database.urlAs('tasksApi'), 'tasksApi');
     db = opened.db;
     seeded = await seed(truth);
     close = async () => {

@@ -102,7 +102,7 @@ describe.each(sqlAdapters)('approve and withdraw are all-or-nothing on the $name
     ownerUrl = database.url;
     truth = new PgSqlClient({ connectionString: database.url });
     // The commands run as the tasks API's own role: its grants must cover both writes.
-    const opened = await adapter.open(database.urlAs('tasksApi'));
+    const opened = await adapter.open(database.urlAs('tasksApi'), 'tasksApi');
     db = opened.db;
     closeAdapter = opened.close;
   });

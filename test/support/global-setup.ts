@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../shared/db/migrate';
 import { PgSqlClient } from '../../shared/db/pg-client';
+import { timeoutsOf } from '../../shared/db/pg-settings';
 import { allFunctionRoles, setRolePasswords } from '../../shared/db/roles';
 import { testLogin } from './database-logins';
 import { startEmbeddedPostgres } from './embedded-pg';
@@ -29,7 +30,10 @@ export default async function setup(project: TestProject) {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${templateDatabase}`);
   await admin.end();
-  const db = new PgSqlClient({ connectionString: server.url.replace(/\/postgres$/, `/${templateDatabase}`) });
+  const db = new PgSqlClient({
+    connectionString: server.url.replace(/\/postgres$/, `/${templateDatabase}`),
+    timeouts: timeoutsOf('owner'),
+  });
   try {
     await migrate(db);
     await setRolePasswords(db, allFunctionRoles.map(testLogin));

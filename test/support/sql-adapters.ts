@@ -1,6 +1,7 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
+import { applicationName, type ConnectionHolder, timeoutsOf } from '../../shared/db/pg-settings';
 import type { FunctionRole } from '../../shared/db/roles';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { startDataApiServer } from './data-api-server';
@@ -12,14 +13,22 @@ import { createTestDatabase } from './database';
  */
 export interface SqlAdapterFactory {
   readonly name: string;
-  /** Opens a client on the database at `url` (a postgres:// URL of the embedded server). */
-  open(url: string): Promise<{ db: SqlClient; close: () => Promise<void> }>;
+  /**
+   * Opens a client on the database at `url` (a postgres:// URL of the embedded server) for
+   * `holder`: on the pg adapter its pool's timeouts and application_name, as the function's own
+   * (the schema owner's by default: fixtures seed and index whole tables).
+   */
+  open(url: string, holder?: ConnectionHolder): Promise<{ db: SqlClient; close: () => Promise<void> }>;
 }
 
 export const pgAdapter: SqlAdapterFactory = {
   name: 'pg',
-  async open(url) {
-    const db = new PgSqlClient({ connectionString: url });
+  async open(url, holder = 'owner') {
+    const db = new PgSqlClient({
+      connectionString: url,
+      applicationName: applicationName(holder),
+      timeouts: timeoutsOf(holder),
+    });
     return { db, close: () => db.close() };
   },
 };
@@ -74,7 +83,7 @@ export async function openTestDatabase(
   close: () => Promise<void>;
 }> {
   const database = await createTestDatabase();
-  const opened = await adapter.open(role ? database.urlAs(role) : database.url);
+  const opened = await adapter.open(role ? database.urlAs(role) : database.url, role ?? 'owner');
   return {
     db: opened.db,
     url: database.url,
@@ -100,7 +109,7 @@ export async function openRelayTestDatabase(): Promise<{
 }> {
   const opened = await openTestDatabase();
   const relayUrl = opened.urlAs('relay');
-  const asRelay = await pgAdapter.open(relayUrl);
+  const asRelay = await pgAdapter.open(relayUrl, 'relay');
   return {
     db: opened.db,
     relayDb: asRelay.db,

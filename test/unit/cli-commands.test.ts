@@ -10,6 +10,7 @@ interface Call {
   readonly url: string;
   readonly path: string;
   readonly body: unknown;
+  readonly headers: Record<string, string>;
 }
 type Reply = { status?: number; body?: unknown };
 
@@ -22,6 +23,7 @@ function fakeApi(answer: (call: Call) => Reply) {
       url,
       path: u.pathname + u.search,
       body: init?.body === undefined ? undefined : JSON.parse(String(init.body)),
+      headers: Object.fromEntries(new Headers(init?.headers).entries()),
     };
     calls.push(call);
     const reply = answer(call);
@@ -112,7 +114,7 @@ describe('status', () => {
     const r = await run(['status'], api.fetch, { env: { PORT: '4123' } });
 
     expect(r.code).toBe(0);
-    expect(api.calls).toEqual([
+    expect(api.calls).toMatchObject([
       { method: 'GET', url: 'http://127.0.0.1:4123/ops/status', path: '/ops/status', body: undefined },
     ]);
     expect(r.stdout).toContain('tasks         pending_review 2   approved 5   rejected 0   withdrawn 1');
@@ -220,6 +222,27 @@ describe('tasks', () => {
       { method: 'POST', path: '/tasks', body: { title: 'Hello', body: 'text', assignee: 'alice' } },
     ]);
     expect(r.stdout).toBe(`created task ${taskId} (pending_review, version 1)\n`);
+  });
+
+  it('create sends an Idempotency-Key of its own, and repeats it on its retries only', async () => {
+    let answers = 0;
+    // The first create is answered 503, then made; the second is made at once.
+    const api = fakeApi(() =>
+      answers++ === 0
+        ? { status: 503, body: { error: 'the database is unavailable; try again later' } }
+        : { status: 201, body: { taskId, status: 'pending_review', version: 1 } },
+    );
+
+    const first = await run(['tasks', 'create', '--title', 'Hello'], api.fetch);
+    const second = await run(['tasks', 'create', '--title', 'Hello'], api.fetch);
+
+    expect([first.code, second.code]).toEqual([0, 0]);
+    const keys = api.calls.map((c) => c.headers['idempotency-key']);
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The retry of the first create sent its key again; the second create is a new one.
+    expect(keys[1]).toBe(keys[0]);
+    expect(keys[2]).not.toBe(keys[0]);
   });
 
   it('create sends only the options given, and --json prints the created task', async () => {
@@ -449,7 +472,7 @@ describe('dead lists', () => {
     const r = await run([...command, '--redrive', eventA], api.fetch);
 
     expect(r.code).toBe(0);
-    expect(api.calls).toEqual([
+    expect(api.calls).toMatchObject([
       { method: 'POST', url: `http://127.0.0.1:3000${path}`, path, body: { eventId: eventA } },
     ]);
     expect(r.stdout).toBe(`redrove ${eventA} (1 redriven)\n`);

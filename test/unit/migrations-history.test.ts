@@ -23,6 +23,7 @@ const applied: Record<number, readonly [name: string, sha256: string]> = {
   8: ['delivery-audit', '90b9fb4ce7428b30cfc8f4705de12e5c800ce765e76c0ed1fcf52399f19f3362'],
   9: ['task-listing-and-rejection', 'a53d28db949f664e81f4284d8c71b56479f87af003f7aa2999c08f38cfff50dd'],
   10: ['relay-circuit', '173a870c9ae96e7ab0957becea5604d196be07350f416f0f7fe01771edae1d60'],
+  11: ['task-idempotency-keys', '77f0b0203d3cda9eee094112f89c0e019afc3bd594cd62be78a5b06b05e7b8e2'],
 };
 
 const digest = (m: Migration) => createHash('sha256').update(JSON.stringify(m.statements)).digest('hex');

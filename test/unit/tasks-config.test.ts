@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
+import { applicationName, pgTimeouts, schemaOwnerTimeouts } from '../../shared/db/pg-settings';
 import { isPipelineError, type PipelineError } from '../../shared/errors';
 import { topology } from '../../shared/topology';
 
@@ -93,17 +94,30 @@ describe('parseConfig reads the database and relay settings from the environment
 });
 
 describe('createSqlClient builds the adapter the config names', () => {
-  it('builds a PgSqlClient for a URL', async () => {
-    const db = createSqlClient(parseConfig({ DATABASE_URL: 'postgres://127.0.0.1:1/none' }));
+  it('builds a PgSqlClient for a URL, named for its role and bounded by its timeouts', async () => {
+    const db = createSqlClient(parseConfig({ DATABASE_URL: 'postgres://127.0.0.1:1/none' }), 'tasksApi');
+    const owner = createSqlClient(parseConfig({ DATABASE_URL: 'postgres://127.0.0.1:1/none' }), 'owner');
     try {
       expect(db).toBeInstanceOf(PgSqlClient);
+      const options = (db as PgSqlClient).pool.options as unknown as Record<string, unknown>;
+      expect(options).toMatchObject({
+        application_name: applicationName('tasksApi'),
+        connectionTimeoutMillis: pgTimeouts.connectMs,
+        query_timeout: pgTimeouts.queryMs,
+        statement_timeout: pgTimeouts.statementMs,
+        lock_timeout: pgTimeouts.lockMs,
+        idle_in_transaction_session_timeout: pgTimeouts.idleInTransactionMs,
+      });
+      // Migrations build indexes and wait for each other: minutes, not seconds.
+      expect((owner as PgSqlClient).timeouts).toEqual(schemaOwnerTimeouts);
     } finally {
       await db.close();
+      await owner.close();
     }
   });
 
   it('builds a DataApiSqlClient for Data API settings', async () => {
-    const db = createSqlClient(parseConfig(dataApiEnv));
+    const db = createSqlClient(parseConfig(dataApiEnv), 'tasksApi');
 
     expect(db).toBeInstanceOf(DataApiSqlClient);
     await db.close();

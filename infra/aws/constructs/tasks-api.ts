@@ -230,8 +230,8 @@ export class TasksApi extends Construct {
 
   /**
    * Adds routes proxied to `routes.function` (the ops API uses this too, on the same API):
-   * every method IAM-authorized, its path parameters required, its query parameters declared
-   * (required where the route's query schema requires them), its body checked against the
+   * every method IAM-authorized, its path parameters required, its query parameters and headers
+   * declared (required where the route's schemas require them), its body checked against the
    * request model generated from the route's zod body.
    */
   addRoutes(routes: ProxyRoutes): void {
@@ -242,6 +242,10 @@ export class TasksApi extends Construct {
       const pathParams = [...route.resource.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       const query = route.query ? jsonSchemaOf(route.query) : undefined;
       const requiredQuery = new Set(query?.required ?? []);
+      // A proxy integration passes every header on, declared or not; declared ones are
+      // documented on the method and checked by the validator when required.
+      const headers = route.headers ? jsonSchemaOf(route.headers) : undefined;
+      const requiredHeaders = new Set(headers?.required ?? []);
       resource.addMethod(route.method, integration, {
         authorizationType: AuthorizationType.IAM,
         requestValidator: this.validator,
@@ -251,6 +255,12 @@ export class TasksApi extends Construct {
             Object.keys(query?.properties ?? {}).map((q) => [
               `method.request.querystring.${q}`,
               requiredQuery.has(q),
+            ]),
+          ),
+          ...Object.fromEntries(
+            Object.keys(headers?.properties ?? {}).map((h) => [
+              `method.request.header.${h}`,
+              requiredHeaders.has(h),
             ]),
           ),
         },

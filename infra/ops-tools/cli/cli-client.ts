@@ -132,7 +132,8 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * 5xx is tried again (at most `attempts` in all), after the answer's `Retry-After` when it has
  * one, else after a full-jitter backoff: a throttled stage or a resuming database is waited
  * out, not reported. A POST retried after a 5xx may find its change made by the first try: the
- * task commands then answer 409 with the current status, which the CLI shows.
+ * task commands then answer 409 with the current status, which the CLI shows; a create is sent
+ * with an `Idempotency-Key` its retries repeat, so it makes one task however often it is sent.
  */
 export class OpsClient {
   private readonly timeoutMs: number;
@@ -157,13 +158,19 @@ export class OpsClient {
     return this.request<T>('GET', path);
   }
 
-  post<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', path, body);
+  /** POSTs `body`; `headers` go with every try (an `Idempotency-Key` its retries must repeat). */
+  post<T>(path: string, body: unknown, headers: Readonly<Record<string, string>> = {}): Promise<T> {
+    return this.request<T>('POST', path, body, headers);
   }
 
-  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  private async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Readonly<Record<string, string>> = {},
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const response = await this.send(method, path, body);
+      const response = await this.send(method, path, body, headers);
       if (retryable(response.status) && attempt < this.attempts) {
         const told = retryAfterMs(response.headers.get('retry-after'));
         if (told === undefined || told <= maxRetryAfterMs) {
@@ -176,12 +183,20 @@ export class OpsClient {
     }
   }
 
-  private async send(method: string, path: string, body?: unknown): Promise<HttpAnswer> {
+  private async send(
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Readonly<Record<string, string>>,
+  ): Promise<HttpAnswer> {
     const url = this.baseUrl.replace(/\/+$/, '') + path;
     try {
       return await this.fetchFn(url, {
         method,
-        headers: body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json' },
+        headers: {
+          ...headers,
+          ...(body === undefined ? { accept: 'application/json' } : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.timeoutMs),
       });

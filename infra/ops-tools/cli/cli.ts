@@ -8,10 +8,12 @@
  * near `node -e 0`), and its subcommands, option conflicts and choices cover every rule this
  * CLI has. yargs would do as well but loads several packages at start.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { Command, CommanderError, Option } from 'commander';
+import { idempotencyKeyHeader } from '../../../shared/http/idempotency-key';
 import { uuidPattern } from '../../../shared/ids';
 import { CliError, exitCodes, type FetchLike, OpsClient } from './cli-client';
 
@@ -220,11 +222,17 @@ const commands: readonly CommandSpec[] = [
     ],
     async run(ctx) {
       const { title, body, assignee } = ctx.values;
-      const created = await ctx.client.post<{ taskId: string; status: string; version: number }>('/tasks', {
-        title,
-        ...(body === undefined ? {} : { body }),
-        ...(assignee === undefined ? {} : { assignee }),
-      });
+      // A key of its own for this create, sent again with each of the client's retries: a create
+      // answered 503 or 504, or whose answer was lost, and tried again makes one task, not two.
+      const created = await ctx.client.post<{ taskId: string; status: string; version: number }>(
+        '/tasks',
+        {
+          title,
+          ...(body === undefined ? {} : { body }),
+          ...(assignee === undefined ? {} : { assignee }),
+        },
+        { [idempotencyKeyHeader]: randomUUID() },
+      );
       print(ctx, `created task ${created.taskId} (${created.status}, version ${created.version})`, created);
     },
   },

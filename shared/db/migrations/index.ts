@@ -9,6 +9,7 @@ import { migration0007 } from './0007-reads-bounded-by-work';
 import { migration0008 } from './0008-delivery-audit';
 import { migration0009 } from './0009-task-listing-and-rejection';
 import { migration0010 } from './0010-relay-circuit';
+import { migration0011 } from './0011-task-idempotency-keys';
 
 /**
  * Every migration, in version order. Append only: never edit one that has shipped. This list is
@@ -26,4 +27,5 @@ export const migrations: readonly Migration[] = [
   migration0008,
   migration0009,
   migration0010,
+  migration0011,
 ];
