@@ -164,6 +164,12 @@ export function defineConsumer<const N extends string, const R extends ResourceS
   });
 }
 
+/** The longest a failed message waits hidden in its queue before its next receive: 10 minutes. */
+export const queueBackoffMaxSeconds = 600;
+
+/** The most receives SQS lets a redrive policy allow before the DLQ (`maxReceiveCount`). */
+const sqsMaxReceiveCount = 1_000;
+
 /**
  * What SQS and Lambda refuse of a consumer's queue settings, found at synth rather than at
  * deploy: a standard queue's batch of at most 10 without a batching window, a mapping's maximum
@@ -183,6 +189,14 @@ export function queuePolicyProblems(policy: ConsumerPolicy): string[] {
   if (!(retentionSeconds >= budget && retentionSeconds <= 14 * 24 * 3600))
     problems.push(
       `its queue.retentionSeconds ${retentionSeconds} must cover its retries (${budget} s) and be at most 14 days`,
+    );
+  // SQS moves a message to the DLQ after at most 1,000 receives: those must outlast the budget at
+  // the capped wait, or the queue gives up on a message the inbox would still retry.
+  const growing = Math.ceil(Math.log2((queueBackoffMaxSeconds * 1_000) / policy.backoff.baseMs)) + 1;
+  const receivable = (sqsMaxReceiveCount - growing) * queueBackoffMaxSeconds;
+  if (budget > receivable)
+    problems.push(
+      `its retries (${budget} s) outlast the ${sqsMaxReceiveCount} receives SQS allows a message (${receivable} s at ${queueBackoffMaxSeconds} s each): a shorter maxEventAgeSeconds`,
     );
   return problems;
 }

@@ -1,6 +1,6 @@
 import type { EventBridgeEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { isInboxError } from '../inbox/errors';
-import type { ConsumerPolicy } from './define-consumer';
+import { type ConsumerPolicy, queueBackoffMaxSeconds } from './define-consumer';
 
 /**
  * A consumer on AWS reads its own queue: rule -> SQS queue -> event source mapping -> function,
@@ -22,8 +22,7 @@ import type { ConsumerPolicy } from './define-consumer';
  *   redrive sends its messages back to the queue.
  */
 
-/** The longest a failed message waits hidden before its next receive: 10 minutes. */
-export const queueBackoffMaxSeconds = 600;
+export { queueBackoffMaxSeconds } from './define-consumer';
 
 /**
  * Lambda's advice for an SQS source: the queue's visibility timeout at least six times the

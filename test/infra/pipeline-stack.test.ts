@@ -462,8 +462,6 @@ describe('delivery audit', () => {
         'rds-data:ExecuteStatement',
         'rds-data:RollbackTransaction',
         'secretsmanager:GetSecretValue',
-        'sqs:GetQueueAttributes',
-        'sqs:GetQueueUrl',
         'sqs:SendMessage',
       ].sort(),
     );
@@ -472,7 +470,7 @@ describe('delivery audit', () => {
       Effect: 'Allow',
       Resource: arnOf(s.stack.pipeline.inbox.table),
     });
-    // SendMessage to each consumer's queue, nothing else of SQS (its grant adds the queue's reads).
+    // SendMessage to each consumer's queue, nothing else of SQS.
     const sends = statements.filter((st) => JSON.stringify(st.Action).includes('sqs:SendMessage'));
     expect(sends.flatMap((st) => [st.Resource].flat()).sort(byJson)).toEqual(
       consumerNames.map((c) => arnOf(consumerQueue(c))).sort(byJson),

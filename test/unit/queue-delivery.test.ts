@@ -94,6 +94,16 @@ describe('queuePolicyProblems', () => {
   it('refuses what SQS and Lambda would refuse at deploy, and a queue that forgets before the retries end', () => {
     expect(queuePolicyProblems(policy)).toEqual([]);
     const bad = { ...policy, queue: { batchSize: 11, maxConcurrency: 1, retentionSeconds: 3_600 } };
+    // Past what 1,000 receives at the capped wait can hold: the queue would give up first.
+    const long = {
+      ...policy,
+      maxEventAgeSeconds: 7 * 86_400,
+      queue: { ...policy.queue, retentionSeconds: 14 * 86_400 },
+    };
+    expect(queuePolicyProblems(long)).toEqual([
+      expect.stringContaining('outlast the 1000 receives SQS allows'),
+    ]);
+    expect(queuePolicyProblems({ ...long, maxEventAgeSeconds: 6 * 86_400 })).toEqual([]);
     expect(queuePolicyProblems(bad)).toEqual([
       expect.stringContaining('batchSize 11'),
       expect.stringContaining('maxConcurrency 1'),

@@ -105,13 +105,20 @@ export class Consumer extends Construct {
     this.mapping = mapping;
     props.inbox.grantConsumer(this.function, this.name);
     props.effect.grant(this.function);
-    const why =
-      'Fed by its queue’s event source mapping only: a message it fails on returns to the queue with a backoff, and what it can never handle goes to the queue’s alarmed DLQ after the receives of its whole retry budget.';
     Validations.of(this.function).acknowledge(
-      { id: 'Serverless-LambdaDLQ', reason: why },
-      { id: 'Serverless-LambdaAsyncFailureDestination', reason: why },
+      ...['Serverless-LambdaDLQ', 'Serverless-LambdaAsyncFailureDestination'].map((id) => ({
+        id,
+        reason:
+          'Never invoked asynchronously: only its queue’s event source mapping invokes it (synchronously) and no resource policy lets anyone else; the dead letters of an SQS-fed function belong on its queue, whose redrive policy sends what it never handles to an alarmed DLQ.',
+      })),
     );
-    Validations.of(this).acknowledge({ id: 'Serverless-LambdaEventSourceMappingDestination', reason: why });
+    // An SQS mapping takes no on-failure destination (those are for stream and Kafka sources):
+    // https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-lambda-eventsourcemapping-onfailure.html
+    Validations.of(this).acknowledge({
+      id: 'Serverless-LambdaEventSourceMappingDestination',
+      reason:
+        'An SQS event source mapping takes no on-failure destination (Lambda keeps those for stream and Kafka sources); the queue’s redrive policy is its DLQ: what the function fails on for the receives of its whole retry budget goes there, alarmed, listed and redriven by the ops API.',
+    });
   }
 
   /**

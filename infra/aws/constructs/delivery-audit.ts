@@ -1,6 +1,7 @@
 import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -73,7 +74,14 @@ export class DeliveryAudit extends Construct {
     // The stuck records: their index entries (Query), the records (BatchGetItem, above), and
     // their re-send.
     props.inbox.grantCountOpen(this.function);
-    for (const queue of Object.values(props.consumerQueues)) queue.grantSendMessages(this.function);
+    // SendMessage only (SqsRedelivery sends by URL and reads nothing of the queue); the queues are
+    // SQS-encrypted, so there is no key to grant.
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: Object.values(props.consumerQueues).map((q) => q.queueArn),
+      }),
+    );
     allowDescribeAlarms(this.function, Object.values(props.alarmNames));
     // A failed run is redone by the next tick from the cursor it kept; Lambda's retries would
     // only queue behind the audit's lease.

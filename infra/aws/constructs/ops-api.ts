@@ -99,7 +99,14 @@ export class OpsApi extends Construct {
         }),
       );
     }
-    for (const queue of Object.values(props.consumerQueues)) queue.grantSendMessages(this.function);
+    // A redrive's SendMessage only (SqsRedelivery sends by URL and reads nothing of the queue); the queues are
+    // SQS-encrypted, so there is no key to grant.
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: Object.values(props.consumerQueues).map((q) => q.queueArn),
+      }),
+    );
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ['lambda:InvokeFunction'],
