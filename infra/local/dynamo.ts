@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { sleep } from '../../shared/db/retry';
+import { type LocalAwsCredentials, localRegion } from './local-credentials';
 import { freePort } from './ports';
 
 /** A DynamoDB engine on loopback. */
@@ -38,6 +39,12 @@ type WorkerMessage = { port?: number; stopped?: boolean; error?: string };
  *
  * `port` (a restart's) listens where the clients already point; a free one by default.
  *
+ * `credentials` (the data directory's key pair, see local-credentials.ts): every request must
+ * be signed with them (SigV4, verified in the worker before dynalite reads it); one that is not
+ * is refused as DynamoDB refuses it (400, MissingAuthenticationTokenException,
+ * UnrecognizedClientException, InvalidSignatureException). Without: any signature is accepted,
+ * as dynalite alone does (a test's in-memory engine).
+ *
  * Stop: the worker stops accepting connections, answers the requests in flight (up to a grace
  * period) and closes its LevelDB before `stop` resolves. A worker that throws or exits on its
  * own resolves `died` (its listeners stay for the worker's whole life, so a death after the
@@ -45,11 +52,17 @@ type WorkerMessage = { port?: number; stopped?: boolean; error?: string };
  */
 export async function startDynalite(
   dir?: string,
-  options: { readonly port?: number } = {},
+  options: { readonly port?: number; readonly credentials?: LocalAwsCredentials } = {},
 ): Promise<LocalDynamo> {
   if (dir) mkdirSync(dir, { recursive: true });
   const worker = new Worker(new URL('./dynalite-worker.mjs', import.meta.url), {
-    workerData: { dir: dir ? resolve(dir) : undefined, stopGraceMs, port: options.port ?? 0 },
+    workerData: {
+      dir: dir ? resolve(dir) : undefined,
+      stopGraceMs,
+      port: options.port ?? 0,
+      credentials: options.credentials,
+      region: localRegion,
+    },
   });
   let stopping: Promise<void> | undefined;
   let lastError: string | undefined;

@@ -14,6 +14,7 @@ import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { dashboardContentSecurityPolicy } from '../ops-tools/dashboard/page';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
+import { type ConnectionEnds, peerUid } from './peer-user';
 
 /** An API Gateway proxy handler as the tasks and ops APIs are (middy-wrapped). */
 type ProxyHandler = (
@@ -44,6 +45,18 @@ export interface HttpServerOptions {
    * disconnected (node:http's `headersTimeout`). @default 10 s: loopback clients send them at once.
    */
   readonly headersTimeoutMs?: number;
+  /**
+   * The OS user whose requests may change anything (approve, reject, withdraw, create, redrive):
+   * the runtime's own. A state-changing request from a connection another user's socket holds
+   * (or one whose user cannot be told) is a 403, before its body is read.
+   * @default this process's uid
+   */
+  readonly ownerUid?: number;
+  /**
+   * Who holds the client end of a connection (peer-user.ts: the kernel's TCP table); a test
+   * passes its own.
+   */
+  readonly peerUid?: (connection: ConnectionEnds) => Promise<number | undefined>;
 }
 
 /** How long a client may take to send its whole request (headers and body) before a 408. */
@@ -105,6 +118,11 @@ const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
  *   content type is not JSON a 415 (which no simple cross-site form or `text/plain` POST can
  *   send without a preflight);
  * - a body over the API's limit is a 413 while it is still arriving, never read whole.
+ *
+ * Loopback is every local OS user's too: a state-changing request whose connection is not the
+ * owner's (the OS user the kernel says holds the client's socket, see peer-user.ts) is a 403,
+ * so another user of the machine can read the pipeline but not change it, and what is recorded
+ * as the caller is the owner, who sent it.
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<{ url: string; server: Server }> {
   let port = options.port;
@@ -169,6 +187,8 @@ async function handle(
   const api = integrations.find((i) => i.match(url.pathname) !== undefined);
 
   if (stateChanging(method)) {
+    const refusal = await notTheOwner(req, options);
+    if (refusal) return refuse(res, 403, refusal);
     const origin = req.headers.origin;
     if (origin !== undefined && !own.has(originAuthority(origin))) {
       return refuse(res, 403, `cross-origin request from ${origin} refused`);
@@ -253,6 +273,26 @@ async function handle(
     return;
   }
   send(res, 404, { error: `no route for ${method} ${url.pathname}` });
+}
+
+/** The socket's owner, once per connection: a keep-alive connection is held by one socket all along. */
+const connectionOwners = new WeakMap<object, Promise<number | undefined>>();
+
+/** Why `req` may not change anything (its connection is not the owner's), or undefined when it may. */
+async function notTheOwner(req: IncomingMessage, options: HttpServerOptions): Promise<string | undefined> {
+  const owner = options.ownerUid ?? process.getuid?.();
+  const socket = req.socket;
+  let uid = connectionOwners.get(socket);
+  if (uid === undefined) {
+    uid = (options.peerUid ?? peerUid)(socket);
+    connectionOwners.set(socket, uid);
+  }
+  const peer = await uid;
+  if (owner !== undefined && peer === owner) return undefined;
+  if (peer === undefined) {
+    return `only the OS user running the pipeline (uid ${owner}) may change it, and this server cannot tell which user sent this request (it reads /proc/net/tcp, Linux only)`;
+  }
+  return `only the OS user running the pipeline (uid ${owner}) may change it; this request came from uid ${peer}`;
 }
 
 /** Where the local server answers the dashboard chart's history. */

@@ -14,6 +14,8 @@ export interface AlarmInputs {
   readonly deadLetters: number | null;
   /** Delivered events the audit found missing, per consumer. */
   readonly undelivered: Readonly<Record<ConsumerName, number>> | null;
+  /** Effects the audit found of events that have no outbox row (shared/audit/foreign-effects.ts). */
+  readonly foreignEffects?: number | null;
   /** Failed runs of the local delivery audit within the alarm's period (`thresholds.periodSeconds`). */
   readonly auditErrors: number;
   /** Failed relay runs within the alarm's period, as CloudWatch sums the function's Errors per period. */
@@ -54,6 +56,11 @@ export function evaluateAlarms(
     [alarmIds.relaySilent]: state(input.now.getTime() - lastSign.getTime() > silentAfterMs),
     [alarmIds.deadLetters]: on(input.deadLetters, (n) => n >= thresholds.dlqMessages),
     [alarmIds.auditErrors]: state(input.auditErrors >= 1),
+    // One found is one too many: no event reaches a consumer but through the outbox.
+    [alarmIds.foreignEffects]: on(
+      input.foreignEffects === undefined ? 0 : input.foreignEffects,
+      (n) => n >= 1,
+    ),
   };
   const limits = inboxHealthThresholds({ alarms: thresholds, consumers: policies });
   // One alarm each for every consumer, as on AWS (the sum of DEAD records, the largest age

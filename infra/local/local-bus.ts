@@ -9,6 +9,7 @@ import { BusJournal, type DamagedLine, type JournalDisk } from './bus/journal';
 import { type AcceptedBatch, PutEventsEndpoint } from './bus/put-events-endpoint';
 import { TargetDispatch, type TargetRetry } from './bus/target-dispatch';
 import type { FaultInjector } from './faults';
+import type { LocalAwsCredentials } from './sigv4-verifier.mjs';
 
 export type { BusDeadLetter, BusEvent } from './bus/bus-types';
 export type { TargetRetry } from './bus/target-dispatch';
@@ -40,6 +41,11 @@ export interface LocalBusOptions {
   readonly onJournalRecovered?: () => void;
   /** The journal's disk (tests put a failing one here) and when it compacts; see BusJournalOptions. */
   readonly journal?: { readonly disk?: Partial<JournalDisk>; readonly compactAfterBytes?: number };
+  /**
+   * The key pair the PutEvents endpoint verifies SigV4 signatures with (the data directory's);
+   * without, it takes any request, signed or not (a test's bus). See PutEventsEndpointOptions.
+   */
+  readonly credentials?: LocalAwsCredentials;
 }
 
 /**
@@ -111,6 +117,7 @@ export class LocalBus {
       counters: this.counters,
       accept: (batch) => this.accept(batch),
       log,
+      credentials: options.credentials,
     });
   }
 

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
+import type { EffectArrival } from '../../shared/audit/foreign-effects';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
@@ -36,6 +37,7 @@ import { type FaultInjector, InjectedFaultError } from './faults';
 import { copyLegacyTable, legacyTables } from './legacy-tables';
 import type { BusEvent } from './local-bus';
 import { LocalCounters } from './local-counters';
+import { type LocalAwsCredentials, localRegion } from './local-credentials';
 import { repairOpenIndex } from './open-index-repair';
 import { Supervisor } from './supervisor';
 
@@ -144,6 +146,19 @@ export interface LocalConsumersOptions {
   readonly invocationTimeoutMs?: number | (() => number);
   /** Epoch ms of the inbox's leases, backoffs and ages (the runtime's clock); `Date.now` by default. */
   readonly clock?: () => number;
+  /**
+   * The data directory's key pair: the consumers' DynamoDB client signs with it, and dynalite
+   * refuses any request not signed with it (DynamoDB Local verifies no signature: see
+   * docs/local-runtime.md). Without: a fixed dummy pair and an engine that takes any (tests).
+   */
+  readonly credentials?: LocalAwsCredentials;
+  /**
+   * Told of every event a consumer processed (its effect ran), as the record completes: what the
+   * delivery audit checks against the outbox (infra/local/foreign-effects.ts). After an unclean
+   * stop (`recount`), the notes the last run had not had checked are gone: every PROCESSED record
+   * first received since `recountSince` (epoch ms) is told again.
+   */
+  readonly arrivals?: { readonly note: (arrival: EffectArrival) => void; readonly recountSince: number };
 }
 
 /** A declared counter's item in the counters table (`effects#<name>`, as before counters were declared). */
@@ -226,8 +241,15 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   const startEngine = (port?: number) =>
     options.engine === 'dynamodb-local'
       ? startDynamoDbLocal(join(dataDir, 'dynamodb-local'), { port })
-      : startDynalite(join(dataDir, 'dynamo'), { port });
+      : startDynalite(join(dataDir, 'dynamo'), { port, credentials: options.credentials });
   const first = await startEngine();
+  if (options.engine === 'dynamodb-local' && options.credentials) {
+    // It cannot do better: see docs/local-runtime.md, "Only the owner".
+    log(
+      `DynamoDB Local checks no signature and listens on port ${new URL(first.endpoint).port} of every interface: any local user (or host that can reach this one) can read and change the inbox; dynalite, the default, takes only this data directory's credentials`,
+      { level: 'warn' },
+    );
+  }
   const port = Number(new URL(first.endpoint).port);
   // A dead engine is started again on the same port and data, so the client below (and every
   // record it wrote) is where it was; what failed meanwhile is retried by the bus.
@@ -246,8 +268,9 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
   };
   const client = new DynamoDBClient({
     endpoint: dynamo.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    region: localRegion,
+    // A copy: the SDK notes where credentials came from on the object it is given.
+    credentials: { ...(options.credentials ?? { accessKeyId: 'local', secretAccessKey: 'local' }) },
   });
   const resourceTables = localResourceTables(registry);
   let counters: LocalCounters;
@@ -322,7 +345,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     return Object.fromEntries(counted.map((c, i) => [c.name, values[i] ?? 0]));
   };
 
-  /** PROCESSED records per consumer, by a scan of the inbox: only for the recount. */
+  /**
+   * PROCESSED records per consumer, by a scan of the inbox: only for the recount. Those first
+   * received since `options.arrivals.recountSince` are told to the audit again on the way.
+   */
   const countProcessed = async (): Promise<Map<string, number>> => {
     const out = new Map(names.map((name) => [name, 0]));
     const pages = paginateScan(
@@ -330,16 +356,29 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
       {
         TableName: inboxTable,
         FilterExpression: '#state.#status = :processed',
-        ProjectionExpression: '#consumer',
-        ExpressionAttributeNames: { '#state': 'state', '#status': 'status', '#consumer': 'consumer' },
+        ProjectionExpression: '#consumer, #eventId, #state.#receivedAt',
+        ExpressionAttributeNames: {
+          '#state': 'state',
+          '#status': 'status',
+          '#consumer': 'consumer',
+          '#eventId': 'eventId',
+          '#receivedAt': 'receivedAt',
+        },
         ExpressionAttributeValues: { ':processed': { S: 'PROCESSED' } },
       },
     );
+    const arrivals = options.arrivals;
     for await (const page of pages) {
       for (const item of page.Items ?? []) {
         const consumer = item.consumer?.S;
         const n = consumer === undefined ? undefined : out.get(consumer);
-        if (consumer !== undefined && n !== undefined) out.set(consumer, n + 1);
+        if (consumer === undefined || n === undefined) continue;
+        out.set(consumer, n + 1);
+        const eventId = item.eventId?.S;
+        const receivedAt = Number(item.state?.M?.receivedAt?.N);
+        if (arrivals && eventId !== undefined && receivedAt >= arrivals.recountSince) {
+          arrivals.note({ consumer: consumer as ConsumerName, eventId });
+        }
       }
     }
     return out;
@@ -400,8 +439,10 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
         // finished later still counts the record it completed (its retry finds the record
         // done and counts nothing). The record is PROCESSED whatever happens here: a failed
         // count must not fail the delivery.
-        if (result.status === 'processed')
+        if (result.status === 'processed') {
+          options.arrivals?.note({ consumer: consumer as ConsumerName, eventId: result.eventId });
           await count(processedCounter(consumer), 1, `${consumer}: a processed event`);
+        }
         return result;
       });
       return withInvocationTimeout(invocation, consumer, timeoutMs);

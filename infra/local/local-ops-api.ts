@@ -5,6 +5,7 @@ import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event'
 import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
 import type { ComponentState, ConsumerRedelivery, StatusComponent } from '../../shared/ops/ops-ports';
 import type { AuditRunner } from './audit-runner';
+import type { ForeignEffectsWatch } from './foreign-effects';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
 import { BusDeadLetters, BusRedelivery, LocalHealth, type LocalHealthDeps } from './local-ops';
@@ -38,6 +39,8 @@ export interface LocalOpsApiDeps {
   readonly recordClock?: () => number;
   /** Whose alarm thresholds and consumer policies: the project's topology by default. */
   readonly topology?: LocalHealthDeps['topology'];
+  /** The audit's findings of effects of uncommitted events (foreign-effects.ts), for the status and its alarm. */
+  readonly foreignEffects?: Pick<ForeignEffectsWatch, 'counts'>;
 }
 
 /**
@@ -68,6 +71,7 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
       return { linesKeptAside: keptAside, file };
     },
     processedCount: (consumer) => consumers.processedCount(consumer),
+    ...(deps.foreignEffects ? { foreignEffects: foreignCounts(deps.foreignEffects) } : {}),
     bus: () => localBusIdentity,
     auditGraceSeconds: deps.auditGraceSeconds,
     stuckAfterSeconds: deps.stuckAfterSeconds,
@@ -75,6 +79,8 @@ export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
     logger: new Logger({ serviceName: 'ops-api', logLevel: 'WARN' }),
   });
 }
+
+const foreignCounts = (watch: Pick<ForeignEffectsWatch, 'counts'>) => async () => watch.counts();
 
 /** `GET /ops/status` through the ops API itself, so the runtime's figures are the status page's. */
 export async function readOpsStatus(opsApi: OpsApi): Promise<OpsStatus> {

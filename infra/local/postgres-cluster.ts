@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import pg from 'pg';
 import { writeJsonDurably } from './postgres-data-location';
 
 /**
@@ -139,22 +138,18 @@ const halfMadeAnswers: Record<string, string> = {
 };
 
 /**
- * Logs in to the server at `url` and says why a cluster made before the marker is half-made
- * (initdb sets the password first and makes the `postgres` database last), or undefined when it
- * is whole. Any other error is thrown: it says nothing about how the cluster was made.
+ * Says why a cluster made before the marker is half-made (initdb sets the password first and
+ * makes the `postgres` database last), from how `login` (the superuser's, to the `postgres`
+ * database) fails, or undefined when it succeeds. Any other error is thrown: it says nothing
+ * about how the cluster was made.
  */
-export async function loginProblem(url: string): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 60_000 });
-  client.on('error', () => {});
+export async function loginProblem(login: () => Promise<void>): Promise<string | undefined> {
   try {
-    await client.connect();
-    await client.query('SELECT 1');
+    await login();
     return undefined;
   } catch (err) {
     const problem = halfMadeAnswers[(err as { code?: string }).code ?? ''];
     if (problem === undefined) throw err;
     return problem;
-  } finally {
-    await client.end().catch(() => {});
   }
 }

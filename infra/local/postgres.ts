@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { sleep } from '../../shared/db/retry';
+import { randomRolePassword } from '../../shared/db/roles';
 import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports';
 import { type PostgresBinaries, type RunnableBinariesOptions, runnableBinaries } from './embedded-postgres';
 import { freePort } from './ports';
@@ -22,11 +23,19 @@ import {
   postgresDataDir,
   removePostgresData,
 } from './postgres-data-location';
+import { localUrl, prepareSchemaOwner, schemaOwnerRole, withSuperuser } from './postgres-logins';
 import { runAs, type ServerUser, serverUser } from './server-user';
 import { Supervisor } from './supervisor';
 
 export interface LocalPostgres {
+  /**
+   * The schema owner's login (`pipeline_owner`, a password new at this start): what the
+   * runtime migrates with and reaches the function roles from. The superuser is not used after
+   * the start (see postgres-logins.ts).
+   */
   readonly url: string;
+  /** The loopback port it listens on. */
+  readonly port: number;
   /** The postmaster running now (a restart's after a death), for fault drills. */
   readonly pid: number | undefined;
   /** Whether PostgreSQL serves, and if not, why and since when (its supervisor's word). */
@@ -100,10 +109,11 @@ export async function postgresHost(options: RunnableBinariesOptions = {}): Promi
 const messagesLocale = 'C';
 
 /**
- * Creates a cluster in `dataDir` (missing or empty) as embedded-postgres's `initialise` does:
- * password authentication for `postgres`, run as the server's user, who owns the directory. The
- * password file sits next to the data directory (which that user can reach), readable only by
- * it, and is deleted afterwards.
+ * Creates a cluster in `dataDir` (missing or empty) as embedded-postgres's `initialise` does,
+ * with `password` for `postgres` and SCRAM-SHA-256 authentication for every login, local socket
+ * and TCP alike (embedded-postgres asks for `password`, which sends the password in clear), run
+ * as the server's user, who owns the directory. The password file sits next to the data
+ * directory (which that user can reach), readable only by it, and is deleted afterwards.
  */
 export async function initCluster(dataDir: string, host: PostgresHost, password: string): Promise<void> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -118,7 +128,7 @@ export async function initCluster(dataDir: string, host: PostgresHost, password:
       host.binaries.initdb,
       [
         `--pgdata=${dataDir}`,
-        '--auth=password',
+        '--auth=scram-sha-256',
         '--username=postgres',
         `--pwfile=${passwordFile}`,
         `--lc-messages=${messagesLocale}`,
@@ -235,6 +245,11 @@ export async function startServer(host: PostgresHost, options: ServerOptions): P
 }
 
 export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinariesOptions {
+  /**
+   * The superuser's password, the data directory's own (local-credentials.ts): initdb sets it,
+   * and a cluster an earlier version made with the fixed one is moved to it (postgres-logins.ts).
+   */
+  readonly superuserPassword: string;
   /** Awaited before each restart of a dead postmaster (see SupervisorOptions.beforeRestart). */
   readonly beforeRestart?: (component: StatusComponent, cause: string) => Promise<void>;
   /** Told once a dead postmaster's restart accepts connections. */
@@ -262,13 +277,12 @@ export interface LocalPostgresOptions extends DataLocationOptions, RunnableBinar
  */
 export async function startLocalPostgres(
   dir: string,
-  log: (msg: string) => void = () => {},
-  options: LocalPostgresOptions = {},
+  log: (msg: string) => void,
+  options: LocalPostgresOptions,
 ): Promise<LocalPostgres> {
   const host = await postgresHost({ ...options, log });
   const dataDir = postgresDataDir(resolve(dir), host.user, { ...options, log });
-  const password = 'pipeline';
-  const url = (port: number) => `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+  const password = options.superuserPassword;
   const make = () => makeCluster(dataDir, (staging) => initCluster(staging, host, password), log);
   removeAbandonedStaging(dataDir, log);
   await clearStaleServer(dataDir, log);
@@ -289,7 +303,9 @@ export async function startLocalPostgres(
   let server = await start();
   if (state === 'unchecked') {
     // A cluster made before the marker: whole only if initdb's last steps are there.
-    const problem = await loginProblem(url(port)).catch(async (err: unknown) => {
+    const problem = await loginProblem(() =>
+      withSuperuser(port, password, log, (client) => client.query('SELECT 1').then(() => undefined)),
+    ).catch(async (err: unknown) => {
       await server.stop();
       throw err;
     });
@@ -302,6 +318,14 @@ export async function startLocalPostgres(
       server = await start();
     }
   }
+  // The superuser's last login: the schema owner, with a password new at this start, takes over.
+  const ownerPassword = randomRolePassword();
+  await withSuperuser(port, password, log, (client) => prepareSchemaOwner(client, ownerPassword)).catch(
+    async (err: unknown) => {
+      await server.stop();
+      throw superuserRefused(err, dataDir);
+    },
+  );
   const supervisor = new Supervisor(server, {
     component: 'postgres',
     restart: async () => {
@@ -313,13 +337,27 @@ export async function startLocalPostgres(
     onRecovered: options.onRecovered,
   });
   return {
-    url: url(port),
+    url: localUrl(port, schemaOwnerRole, ownerPassword),
+    port,
     get pid() {
       return supervisor.current.pid;
     },
     health: () => supervisor.state,
     stop: () => supervisor.stop(),
   };
+}
+
+/**
+ * A refused superuser login said with its way out: the password in the data directory's
+ * credentials file is not the cluster's (the file was removed or replaced after the cluster was
+ * made). Any other error as it came.
+ */
+function superuserRefused(err: unknown, dataDir: string): unknown {
+  if ((err as { code?: string }).code !== '28P01') return err;
+  return new Error(
+    `PostgreSQL in ${dataDir} refuses the superuser's password kept in the data directory's credentials.json (and the fixed one of earlier versions): that file is not the one this cluster was made with. Put the original back, or start on an empty PIPELINE_DATA_DIR`,
+    { cause: err },
+  );
 }
 
 /**

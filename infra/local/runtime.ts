@@ -42,10 +42,12 @@ import { AuditRunner } from './audit-runner';
 import { type JournalDisk, journalUnavailableMessage } from './bus/journal';
 import type { LocalPort } from './consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from './faults';
+import { ForeignEffectsWatch } from './foreign-effects';
 import { startHttpServer } from './http-server';
 import { remakeDamagedDeliveries } from './journal-repair';
 import { type BusEvent, LocalBus } from './local-bus';
 import { type LocalConsumers, startLocalConsumers } from './local-consumers';
+import { type LocalCredentials, localCredentials, localRegion } from './local-credentials';
 import { BusRedelivery } from './local-ops';
 import { createLocalOpsApi, readOpsStatus } from './local-ops-api';
 import { type LocalPostgres, startLocalPostgres } from './postgres';
@@ -184,8 +186,13 @@ export interface RuntimeSeams {
 export interface Runtime {
   readonly url: string;
   readonly dataDir: string;
-  /** The PostgreSQL server (its postmaster's pid and health, for fault drills). */
-  readonly postgres: Pick<LocalPostgres, 'pid' | 'health'>;
+  /**
+   * The data directory's credentials (`credentials.json`, 0600): the key pair the bus's
+   * PutEvents endpoint and dynalite accept signatures of, for a test's own client.
+   */
+  readonly credentials: Pick<LocalCredentials, 'file' | 'aws'>;
+  /** The PostgreSQL server (its postmaster's pid and health, for fault drills; its port). */
+  readonly postgres: Pick<LocalPostgres, 'pid' | 'health' | 'port'>;
   /** The schema owner's client (migrations, benchmarks, checks); the functions use their own roles. */
   readonly db: PgSqlClient;
   readonly bus: LocalBus;
@@ -256,6 +263,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       await step().catch((err) => log('stop step failed', { error: String(err) }));
   };
   try {
+    // Made by the data directory's first start, kept 0600: nothing below has a fixed password.
+    const credentials = localCredentials(dataDir, (m) => log(m));
     const faults = new FaultInjector(options.faults ?? noFaults, options.faultSeed);
     // What waited on a component that failed is woken once it serves again, so the backoff
     // built up against the outage does not hold deliveries: set once the relay and the bus exist.
@@ -272,6 +281,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     };
 
     const pg = await startLocalPostgres(join(dataDir, 'postgres'), (m) => log(m), {
+      superuserPassword: credentials.postgres.superuserPassword,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
@@ -332,6 +342,10 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const asLambda = <A extends unknown[], R>(name: LambdaName, fn: (...args: A) => Promise<R>) =>
       seams.lambda ? seams.lambda(name, fn) : fn;
 
+    // Every effect a consumer performs is checked by the delivery audit against the outbox.
+    const foreign = new ForeignEffectsWatch(join(dataDir, 'foreign-effects.json'), log);
+    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
+    const retentionSeconds = topology.relay.purge.retentionHours * 3_600;
     const consumers = await startLocalConsumers({
       dataDir,
       topology,
@@ -341,12 +355,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       log,
       recount: uncleanStop !== undefined,
       clock,
+      credentials: credentials.aws,
+      arrivals: { note: (a) => foreign.note(a), recountSince: clock() - retentionSeconds * 1_000 },
       sdkClient: seams.sdkClient && ((client) => seams.sdkClient?.(client, 'dynamodb')),
       wrapPort: seams.wrapPort,
       beforeRestart: options.beforeRestart,
       onRecovered: recovered,
     });
     stack.push(() => consumers.stop());
+    // The audit's last look, once the bus has stopped delivering and before the engine stops:
+    // what was processed since its last run is checked now, not left unchecked by the stop.
+    let lastForeignCheck = async () => {};
+    stack.push(() => lastForeignCheck());
     options.signal?.throwIfAborted();
     const consumerInvoke = new Map(
       topology.registry.map(({ name }) => [
@@ -375,6 +395,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
+      credentials: credentials.aws,
       retry: (consumer) => {
         const policy = topology.consumers[consumer];
         return {
@@ -409,8 +430,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
     const eventBridge = new EventBridgeClient({
       endpoint: bus.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      region: localRegion,
+      // A copy: the SDK notes where credentials came from on the object it is given.
+      credentials: { ...credentials.aws },
     });
     seams.sdkClient?.(eventBridge as unknown as SdkClientSeam, 'eventbridge');
     const relayDb = dbAs('relay');
@@ -532,8 +554,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       }),
     );
     // The delivery audit as its own role, over the consumers' inbox, on its period.
-    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
     const auditStore = new DeliveryAuditStore(dbAs('audit'));
+    const checkForeign = () =>
+      foreign.check({
+        committed: (ids) => auditStore.committedEvents(ids),
+        inbox: consumers.inbox,
+        now: clock(),
+        retentionSeconds,
+      });
     const audit = new AuditRunner({
       run: () => {
         // Bounded as the Lambda is, by its timeout.
@@ -547,7 +575,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
           settings: auditSettings,
           remainingMs: () => deadline - performance.now(),
           stuck: { inbox: consumers.inbox, redelivery: new BusRedelivery(bus), clock },
-        }).then((report) => {
+        }).then(async (report) => {
+          const found = await checkForeign();
           const resent = Object.values(report.resent).reduce((n, c) => n + c, 0);
           if (resent > 0 || report.unsendable > 0) {
             log('delivery audit re-sent inbox records nothing would retry', {
@@ -555,7 +584,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
               unsendable: report.unsendable,
             });
           }
-          return report;
+          return { ...report, foreign: found };
         });
       },
       periodMs: options.audit?.periodMs ?? auditSettings.localPeriodSeconds * 1_000,
@@ -564,6 +593,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     audit.start();
     stack.push(() => audit.stop());
+    lastForeignCheck = async () => {
+      if (foreign.waiting === 0) return;
+      await checkForeign().catch((err: unknown) =>
+        log('the delivery audit could not check the last effects against the outbox before the stop', {
+          unchecked: foreign.waiting,
+          error: String(err),
+        }),
+      );
+    };
 
     const opsApi = createLocalOpsApi({
       db: dbAs('ops'),
@@ -581,6 +619,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       clock: alarmClock,
       recordClock: clock,
       topology,
+      foreignEffects: foreign,
     });
     const history = new StatusHistory({
       read: databaseFigures(dbAs('ops')),
@@ -613,6 +652,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: http.url,
       dataDir,
+      credentials: Object.freeze({ file: credentials.file, aws: Object.freeze({ ...credentials.aws }) }),
       postgres: pg,
       db,
       bus,

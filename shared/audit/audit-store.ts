@@ -350,6 +350,20 @@ export class DeliveryAuditStore {
     return new Map(rows.map((r) => [r.event_id, toDeliveredRow(r)]));
   }
 
+  /**
+   * Which of `eventIds` (UUIDs) have an outbox row, in any status: the events the pipeline
+   * committed (see foreign-effects.ts). One probe of the primary key per id.
+   */
+  async committedEvents(eventIds: readonly string[]): Promise<ReadonlySet<string>> {
+    if (eventIds.length === 0) return new Set();
+    const { rows } = await this.db.query<{ event_id: string }>(
+      `SELECT o.event_id FROM outbox o
+         JOIN jsonb_array_elements_text(:ids::jsonb) AS i(id) ON o.event_id = i.id::uuid`,
+      { ids: sqlParam.json([...new Set(eventIds)]) },
+    );
+    return new Set(rows.map((r) => r.event_id));
+  }
+
   /** The database's time now, as its own text: what `since` of {@link toRedrive} compares with the times it notes. */
   async now(): Promise<string> {
     const { rows } = await this.db.query<{ now: string }>(

@@ -7,6 +7,7 @@ import type { InboxKey } from '../inbox/inbox-store';
 import type { ConsumerRedelivery } from '../ops/ops-ports';
 import { type AuditConfig, type ConsumerName, consumerNames, type RuleSpec, topology } from '../topology';
 import type { DeliveredRow, DeliveryAuditStore, Finding } from './audit-store';
+import type { ForeignEffect } from './foreign-effects';
 import { resendStuck } from './stuck-records';
 
 /** What one audit run did (the function's return value, and the local runner's record). */
@@ -28,6 +29,11 @@ export interface AuditReport {
   readonly resent: Readonly<Record<ConsumerName, number>>;
   /** Stuck records it could not re-send: no whole stored event and no outbox row left to rebuild it from. */
   readonly unsendable: number;
+  /**
+   * Effects this run found of events that have no outbox row (foreign-effects.ts): where the
+   * realization tells the audit what its consumers processed (the local runtime's runner).
+   */
+  readonly foreign?: readonly ForeignEffect[];
 }
 
 /** What a run needs; the AWS function and the local runtime build it alike. */

@@ -25,6 +25,12 @@ export const alarmIds = {
   inboxRetryAge: 'inbox-retry-age',
   /** The delivery audit found delivered events missing from some consumer's inbox. */
   undelivered: 'undelivered',
+  /**
+   * Local only: the delivery audit found an effect of an event with no outbox row (a forged or
+   * foreign event reached a consumer); ALARM while it keeps such findings. On AWS only IAM
+   * principals granted PutEvents on the bus can put an event there.
+   */
+  foreignEffects: 'foreign-effects',
   /** AWS: the delivery audit function failed (locally its runner's errors). */
   auditErrors: 'delivery-audit-errors',
   /**

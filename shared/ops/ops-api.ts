@@ -79,6 +79,11 @@ export interface AuditStatus {
   readonly lastRunAt: string | null;
   /** How far behind the audit's walk is, in seconds past the grace period (0: caught up). */
   readonly behindSeconds: number;
+  /**
+   * Local only: effects each consumer performed for events that have no outbox row (a forged or
+   * foreign event on the bus), as the audit found them (shared/audit/foreign-effects.ts).
+   */
+  readonly foreignEffects?: Record<ConsumerName, number>;
 }
 
 /** `GET /ops/audit`: the audit's state and its open findings, oldest delivery first. */
@@ -121,6 +126,8 @@ export interface OpsApiDeps {
   readonly effects?: () => Promise<EffectCounts>;
   /** Local only: the bus journal's lines kept aside (there is no journal on AWS). */
   readonly journal?: () => Promise<JournalStatus>;
+  /** Local only: effects of events without an outbox row the audit found, per consumer (shared/audit/foreign-effects.ts). */
+  readonly foreignEffects?: () => Promise<Record<ConsumerName, number>>;
   /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
   /**
@@ -410,6 +417,9 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         read('components', undefined, async () => (await health.components?.()) ?? {}),
       ]);
     const journal = deps.journal ? await read('journal', 'bus', deps.journal) : null;
+    const foreignEffects = deps.foreignEffects
+      ? await read('audit', undefined, deps.foreignEffects)
+      : undefined;
     const consumers =
       consumerList &&
       (Object.fromEntries(consumerNames.map((c, i) => [c, consumerList[i]])) as Record<
@@ -422,6 +432,9 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         consumers,
         deadLetters: deadLetterCount,
         undelivered: audit?.[0] ?? null,
+        ...(foreignEffects === undefined
+          ? {}
+          : { foreignEffects: foreignEffects && Object.values(foreignEffects).reduce((n, c) => n + c, 0) }),
       }),
     );
     const components = Object.fromEntries(
@@ -443,6 +456,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         undelivered: audit[0],
         lastRunAt: audit[1].lastRunAt,
         behindSeconds: audit[1].behindSeconds,
+        ...(foreignEffects ? { foreignEffects } : {}),
       },
       alarms,
       relay,

@@ -69,6 +69,8 @@ export interface StatusFigures {
   readonly deadLetters: number | null;
   /** Delivered events the audit found missing, per consumer (its open findings). */
   readonly undelivered: Readonly<Record<ConsumerName, number>> | null;
+  /** Local only: effects the audit found of events the pipeline never committed (foreign-effects.ts). */
+  readonly foreignEffects?: number | null;
 }
 
 /** The stores a status section is read from: the database, the inbox's DynamoDB, the bus (its dead letters). */

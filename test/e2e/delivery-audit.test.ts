@@ -257,7 +257,7 @@ describe('the delivery audit on the local runtime', () => {
     const [task] = await approve(1);
     const eventId = task?.eventId as string;
     await settle();
-    const dynamo = dynamoClient(runtime.consumers.dynamo.endpoint);
+    const dynamo = dynamoClient(runtime.consumers.dynamo.endpoint, runtime.credentials.aws);
     try {
       await dynamo.send(
         new DeleteItemCommand({

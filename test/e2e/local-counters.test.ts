@@ -22,7 +22,7 @@ async function corrupt(rt: Runtime, counter: string, n: number): Promise<void> {
   const client = new DynamoDBClient({
     endpoint: rt.consumers.dynamo.endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: { ...rt.credentials.aws },
   });
   try {
     await client.send(

@@ -94,7 +94,7 @@ describe.skipIf(!fullProfile)(
         );
         const quietAt = quiet ? Date.now() : undefined;
 
-        const dynamo = dynamoClient(runtime.consumers.dynamo.endpoint);
+        const dynamo = dynamoClient(runtime.consumers.dynamo.endpoint, runtime.credentials.aws);
         try {
           const report = await checkRun(
             {

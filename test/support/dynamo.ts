@@ -6,13 +6,18 @@ import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { topology } from '../../shared/topology';
 import type { DynamoEngineInfo } from './dynamo-global-setup';
 
-/** A DynamoDB client for a local engine: fixed region and dummy credentials (engines accept any). */
-export function dynamoClient(endpoint: string): DynamoDBClient {
-  return new DynamoDBClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+/**
+ * A DynamoDB client for a local engine: fixed region, and dummy credentials (the tests' engines
+ * accept any) or, for a runtime's engine, the key pair of its data directory (`runtime.credentials.aws`).
+ */
+export function dynamoClient(
+  endpoint: string,
+  credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } = {
+    accessKeyId: 'local',
+    secretAccessKey: 'local',
+  },
+): DynamoDBClient {
+  return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { ...credentials } });
 }
 
 /**

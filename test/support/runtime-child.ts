@@ -12,6 +12,8 @@ interface ChildOptions {
   readonly holdRedelivery?: boolean;
   /** The delivery audit's period and settings (a test shortens them). */
   readonly audit?: { readonly periodMs?: number; readonly settings?: Record<string, number> };
+  /** Print the bus's PutEvents endpoint on the ready line too (`pipeline ready: <url> bus: <endpoint>`). */
+  readonly printBus?: boolean;
 }
 
 const options = JSON.parse(process.env.PIPELINE_TEST_RUNTIME ?? '{}') as ChildOptions;
@@ -32,7 +34,7 @@ const runtime = await startRuntime({
       }
     : undefined,
 });
-console.log(`pipeline ready: ${runtime.url}`);
+console.log(`pipeline ready: ${runtime.url}${options.printBus ? ` bus: ${runtime.bus.endpoint}` : ''}`);
 process.once('SIGTERM', () => {
   void runtime.stop().then(() => process.exit(0));
 });

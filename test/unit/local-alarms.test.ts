@@ -54,7 +54,7 @@ const alarmsIn = (state: Record<string, string>) =>
     .map(([name]) => name);
 
 describe('evaluateAlarms', () => {
-  it('reports every alarm OK for a healthy pipeline, each inbox alarm one for every consumer (as on AWS)', () => {
+  it('reports every alarm OK for a healthy pipeline, each inbox alarm one for every consumer (as on AWS), and the local foreign-effects alarm', () => {
     const state = evaluateAlarms(healthy());
     expect(alarmsIn(state)).toEqual([]);
     expect(Object.keys(state).sort()).toEqual(
@@ -69,7 +69,16 @@ describe('evaluateAlarms', () => {
         alarmIds.undelivered,
         alarmIds.inboxOldestLease,
         alarmIds.inboxRetryAge,
+        alarmIds.foreignEffects,
       ].sort(),
+    );
+  });
+
+  it('foreignEffects alarms on the first effect of an event without an outbox row, and cannot tell when its figure is unread', () => {
+    expect(evaluateAlarms(healthy({ foreignEffects: 0 }))[alarmIds.foreignEffects]).toBe('OK');
+    expect(alarmsIn(evaluateAlarms(healthy({ foreignEffects: 1 })))).toEqual([alarmIds.foreignEffects]);
+    expect(evaluateAlarms(healthy({ foreignEffects: null }))[alarmIds.foreignEffects]).toBe(
+      'INSUFFICIENT_DATA',
     );
   });
 

@@ -5,6 +5,14 @@ import { routeEvent } from '../../../shared/events/event-routing';
 import type { RuleSpec } from '../../../shared/topology';
 import type { FaultInjector } from '../faults';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from '../http-guard';
+import { localRegion } from '../local-credentials';
+import {
+  createSigV4Verifier,
+  type LocalAwsCredentials,
+  type SignedRequest,
+  type SigV4Refusal,
+  type SigV4Verdict,
+} from '../sigv4-verifier.mjs';
 import type { BusCounters, TargetDelivery } from './bus-types';
 import type { JournalledEvent } from './journal';
 import {
@@ -42,7 +50,28 @@ export interface PutEventsEndpointOptions {
    */
   readonly accept: (batch: AcceptedBatch) => Promise<void>;
   readonly log: (message: string, extra?: Record<string, unknown>) => void;
+  /**
+   * The one key pair whose SigV4 signatures the endpoint accepts (the data directory's, see
+   * local-credentials.ts): an unsigned or wrongly signed request is refused before anything is
+   * read from it. Without: any request is accepted, signed or not (a test's own bus).
+   */
+  readonly credentials?: LocalAwsCredentials;
 }
+
+/**
+ * How EventBridge refuses a request it cannot authenticate: the Common Errors of its API
+ * Reference (https://docs.aws.amazon.com/eventbridge/latest/APIReference/CommonErrors.html:
+ * MissingAuthenticationToken 403, InvalidClientTokenId 403, IncompleteSignature 400,
+ * RequestExpired 400), under the `__type` names awsJson services answer with, which the SDK reads
+ * (InvalidSignatureException with "Signature expired" is one it corrects its clock on and retries).
+ */
+const authErrors: Record<SigV4Refusal, { readonly status: number; readonly type: string }> = {
+  missing: { status: 403, type: 'MissingAuthenticationTokenException' },
+  incomplete: { status: 400, type: 'IncompleteSignatureException' },
+  unrecognized: { status: 403, type: 'UnrecognizedClientException' },
+  invalid: { status: 403, type: 'InvalidSignatureException' },
+  expired: { status: 400, type: 'InvalidSignatureException' },
+};
 
 /** An AWS JSON error body: its `__type` is also sent as `x-amzn-errortype`. */
 interface AwsError {
@@ -60,8 +89,14 @@ interface AwsError {
  */
 export class PutEventsEndpoint {
   private server: Server | undefined;
+  private readonly verify: (request: SignedRequest) => Promise<SigV4Verdict>;
 
-  constructor(private readonly options: PutEventsEndpointOptions) {}
+  constructor(private readonly options: PutEventsEndpointOptions) {
+    const credentials = options.credentials;
+    this.verify = credentials
+      ? createSigV4Verifier({ credentials, region: localRegion, service: 'events' })
+      : async () => ({ ok: true });
+  }
 
   /** Listens on a free loopback port; returns the endpoint URL. */
   async listen(): Promise<string> {
@@ -101,6 +136,17 @@ export class PutEventsEndpoint {
           message: `Request body is larger than ${err.maxBytes} bytes.`,
         }),
       );
+    }
+    // As AWS does, before the request is looked at: who sent it.
+    const verdict = await this.verify({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      headers: req.headers,
+      body: raw,
+    });
+    if (!verdict.ok) {
+      const { status, type } = authErrors[verdict.reason];
+      return this.reply(res, status, { __type: type, message: verdict.message });
     }
     const target = String(req.headers['x-amz-target'] ?? '');
     if (req.method !== 'POST' || target !== 'AWSEvents.PutEvents') {
