@@ -33,6 +33,11 @@ export interface LatencyModel {
   readonly putEvents: LatencyDistribution;
   /** EventBridge rule delivery to a Lambda target: from the bus holding the event to the target running. */
   readonly eventDelivery: LatencyDistribution;
+  /**
+   * A consumer's queue: from EventBridge's delivery to the queue to the consumer's function
+   * running (SQS, the event source mapping's poll, the invoke).
+   */
+  readonly queueHop: LatencyDistribution;
   /** One DynamoDB call (GetItem, PutItem, UpdateItem, Query) on a kept-alive connection. */
   readonly dynamoDbCall: LatencyDistribution;
   /** One S3 PutObject of a small object (a write-once object of a consumer's bucket). */
@@ -259,6 +264,21 @@ export const latencyModel: LatencyModel = {
       'The bus here holds the event once half the PutEvents call has passed, so half of putEvents is taken away, fraction ' +
       'by fraction (an approximation). A newer end-to-end figure is lower (80 ms p90, Amazon Key, see putEvents): this one ' +
       'leans slow. The extremes are our assumptions. Per event and target.',
+  },
+  queueHop: {
+    points: [
+      [0, 8], // assumption
+      [0.1, 13.7],
+      [0.5, 16.2],
+      [0.9, 33.8],
+      [0.99, 105],
+      [1, 1000], // assumption: a poller's long poll returning late
+    ],
+    source:
+      `${bitesized}; "SQS Standard", Pull - Lambda Event Source Mapping: p10 13.7, p50 16.2, p90 33.8, p99 105 ms from ` +
+      'before SendMessage to the consumer running. Added after eventDelivery, which is kept whole: its asynchronous ' +
+      "Lambda queue stands for EventBridge's delivery to the queue (an assumption that leans slow). The extremes are our " +
+      'assumptions. Per event and consumer.',
   },
   dynamoDbCall: {
     points: awsApiCall,

@@ -194,7 +194,8 @@ export function latencySeams(delays: HopDelays): { seams: RuntimeSeams; observed
         setTimeout(() => void inner.nudge(), delays.draw('asyncQueue')).unref();
       },
     }),
-    deliveryDelayMs: () => delays.draw('eventDelivery'),
+    // EventBridge to the consumer's queue, then the queue's event source mapping to the function.
+    deliveryDelayMs: () => delays.draw('eventDelivery') + delays.draw('queueHop'),
     // The consumers reserve no concurrency on AWS: the account's unreserved pool (1,000 by default) is their limit.
     consumerConcurrency: 1_000,
   };

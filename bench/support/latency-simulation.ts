@@ -5,8 +5,9 @@
  * call, and the nudge's Invoke when no relay run holds the lease; the relay is the run the
  * lease makes it (one primary run draining rounds: claim, PutEvents calls ten at a time, mark,
  * a look at what is due, and, with nothing due, the release, the wait for the writers and a last
- * look); each event then reaches each consumer through EventBridge's delivery to a Lambda target
- * and its own environment pool, and does its inbox and effect calls.
+ * look); each event then reaches each consumer through EventBridge's delivery to the consumer's
+ * queue and the queue's event source mapping (the queue hop), its own environment pool, and does
+ * its inbox and effect calls.
  *
  * Why a simulation beside the measured runs (bench/e2e.bench.ts under the model): the local
  * runtime does the real work of every function on this machine's two cores, about 25 ms of CPU
@@ -197,7 +198,7 @@ export function simulateLatency(options: {
   const doneAt = new Array(options.approvals).fill(0);
   for (const consumer of consumers) {
     const starts = onBusAt
-      .map((bus, i) => ({ i, start: bus + draw('eventDelivery') }))
+      .map((bus, i) => ({ i, start: bus + draw('eventDelivery') + draw('queueHop') }))
       .sort((a, b) => a.start - b.start);
     for (const { i, start } of starts) {
       const end = consumer.pool.take(start, (cold) => {

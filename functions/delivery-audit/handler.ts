@@ -3,7 +3,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
@@ -16,13 +16,13 @@ import { createSqlClient, parseConfig } from '../../shared/config';
 import { consumerEnv, deliveryAuditServiceName } from '../../shared/consumers/contract';
 import { parseEnvironment } from '../../shared/env';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
-import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
 import {
   cloudWatchOkAlarms,
   gaugeAlarmsEnv,
   gaugeAlarmsVariable,
 } from '../../shared/ops/adapters/aws/ok-alarms';
-import { consumerFunctionsVariable, opsEnv } from '../../shared/ops/ops-config';
+import { SqsRedelivery } from '../../shared/ops/adapters/aws/sqs-redelivery';
+import { consumerQueuesVariable, opsEnv } from '../../shared/ops/ops-config';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
 import type { ConsumerName } from '../../shared/topology';
 
@@ -32,7 +32,7 @@ const env = parseEnvironment(
   z.object({
     [consumerEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
     [gaugeAlarmsEnv]: gaugeAlarmsVariable,
-    [opsEnv.consumerFunctions]: consumerFunctionsVariable,
+    [opsEnv.consumerQueues]: consumerQueuesVariable,
   }),
   process.env,
   'delivery audit configuration',
@@ -43,10 +43,10 @@ const store = new DeliveryAuditStore(createSqlClient(config, 'audit'));
 const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
 });
-// A stuck record is re-sent as an inbox redrive re-sends one: an async invoke of its consumer.
-const redelivery = new LambdaRedelivery(
-  new LambdaClient(sdkClientConfig()),
-  env[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
+// A stuck record is re-sent as an inbox redrive re-sends one: a message on its consumer's queue.
+const redelivery = new SqsRedelivery(
+  new SQSClient(sdkClientConfig()),
+  env[opsEnv.consumerQueues] as Record<ConsumerName, string>,
 );
 const okAlarms = cloudWatchOkAlarms(
   new CloudWatchClient(sdkClientConfig()),

@@ -10,8 +10,8 @@ import { createSqlClient, parseConfig } from '../../shared/config';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
-import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
 import { SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { SqsRedelivery } from '../../shared/ops/adapters/aws/sqs-redelivery';
 import { createOpsApi } from '../../shared/ops/ops-api';
 import { parseOpsConfig } from '../../shared/ops/ops-config';
 import { LambdaRelayNudger } from '../../shared/tasks/relay-nudger';
@@ -21,7 +21,8 @@ const config = parseConfig();
 const ops = parseOpsConfig();
 const logger = new Logger({ serviceName: 'ops-api' });
 const lambda = new LambdaClient(sdkClientConfig());
-const redelivery = new LambdaRedelivery(lambda, ops.consumerFunctions);
+const sqs = new SQSClient(sdkClientConfig());
+const redelivery = new SqsRedelivery(sqs, ops.consumerQueues);
 const dynamo = new DynamoDBClient(sdkClientConfig('item'));
 
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
@@ -30,9 +31,7 @@ export const handler = withInvocationDeadline(
     db: createSqlClient(config, 'ops'),
     inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
     inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
-    deadLetters: new SqsDeadLetters(new SQSClient(sdkClientConfig()), ops.deadLetterQueues, redelivery, {
-      consumerFunctions: ops.consumerFunctions,
-    }),
+    deadLetters: new SqsDeadLetters(sqs, ops.deadLetterQueues, redelivery),
     redelivery,
     health: new CloudWatchHealth(new CloudWatchClient(sdkClientConfig()), {
       alarmPrefix: ops.alarmPrefix,

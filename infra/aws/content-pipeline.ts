@@ -10,13 +10,12 @@ import {
   deliveryAuditServiceName,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
-import type { ConsumerDefinition } from '../../shared/consumers/define-consumer';
+import { type ConsumerDefinition, queuePolicyProblems } from '../../shared/consumers/define-consumer';
 import { resourceConstructId } from '../../shared/consumers/resources';
-import { assertRetryDelayFitsSqs } from '../../shared/consumers/retries';
 import { PipelineError } from '../../shared/errors';
 import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
-import { onFailureRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { consumerQueueRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
@@ -31,7 +30,6 @@ import {
   type ConsumerResourceProps,
   consumerResource,
 } from './constructs/consumer-resources';
-import { ConsumerRetries } from './constructs/consumer-retries';
 import { AuroraDatabase, type PipelineDatabase, UrlDatabase } from './constructs/database';
 import { DeliveryAudit } from './constructs/delivery-audit';
 import { EventFanout } from './constructs/event-fanout';
@@ -53,8 +51,8 @@ import {
   type Stage,
 } from './settings';
 
-/** The consumers' dead-letter queue as its alarm names it (`queue-not-empty-consumer-dead-letters`). */
-export const consumerDeadLettersQueueName = 'consumer-dead-letters';
+/** A consumer's queue's DLQ as its alarm names it (`queue-not-empty-<consumer>-dead-letters`). */
+export const consumerDeadLettersQueueName = (consumer: string): string => `${consumer}-dead-letters`;
 
 /**
  * The content pipeline's props: its settings (each also a context key of the app,
@@ -199,8 +197,6 @@ export class ContentPipeline extends Construct {
   public readonly audit: DeliveryAudit;
   public readonly fanout: EventFanout;
   public readonly consumers: ReadonlyMap<ConsumerName, Consumer>;
-  /** The consumers' retry queue, the function that retries them, and their dead letters. */
-  public readonly retries: ConsumerRetries;
   public readonly inbox: InboxTable;
   /**
    * The tables, topics and buckets each consumer declares, by consumer and then resource key
@@ -285,14 +281,11 @@ export class ContentPipeline extends Construct {
         `the topology's consumers (${consumerNames.join(', ')}) are not its registry's (${registered.join(', ')})`,
       );
     }
-    for (const name of consumerNames) assertRetryDelayFitsSqs(name, topology.consumers[name]);
-    this.retries = new ConsumerRetries(this, 'ConsumerRetries', {
-      // Every consumer's dead letters in one queue: as long as the longest consumer policy keeps them.
-      deadLetterRetention: Duration.seconds(
-        Math.max(...consumerNames.map((n) => topology.consumers[n].deadLetterRetentionSeconds)),
-      ),
-      ...common,
-    });
+    // A topology variant's policies are checked as defineConsumer checks a declaration's.
+    for (const name of consumerNames) {
+      const problems = queuePolicyProblems(topology.consumers[name]);
+      if (problems.length > 0) throw new Error(`consumer ${name}: ${problems.join('; ')}`);
+    }
     const consumers = new Map<ConsumerName, Consumer>();
     for (const definition of topology.registry) {
       const name = definition.name as ConsumerName;
@@ -303,23 +296,20 @@ export class ContentPipeline extends Construct {
           policy: topology.consumers[name],
           inbox: this.inbox,
           effect: this.effectResources(definition),
-          onFailure: this.retries.queue,
           ...common,
         }),
       );
     }
     this.consumers = consumers;
-    this.retries.retry(
-      Object.fromEntries([...consumers].map(([n, c]) => [n, c.function])) as Record<
-        ConsumerName,
-        Consumer['function']
-      >,
-    );
-    const consumerFunction = (name: ConsumerName) => {
+    const consumerOf = (name: ConsumerName) => {
       const consumer = consumers.get(name);
       if (!consumer) throw new Error(`rule targets consumer "${name}", which the topology does not define`);
-      return consumer.function;
+      return consumer;
     };
+    const consumerQueues = Object.fromEntries(consumerNames.map((n) => [n, consumerOf(n).queue])) as Record<
+      ConsumerName,
+      Consumer['queue']
+    >;
 
     this.fanout = new EventFanout(this, 'Fanout', {
       busName: `${topology.busName}-${settings.stage}`,
@@ -328,10 +318,7 @@ export class ContentPipeline extends Construct {
       source: topology.source,
       rules: topology.rules,
       consumers: topology.consumers,
-      targets: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
+      targets: consumerQueues,
       archiveRetention: Duration.days(topology.archiveRetentionDays),
     });
 
@@ -350,6 +337,9 @@ export class ContentPipeline extends Construct {
     // fresh stack's wake queue is empty, but nothing should depend on that).
     this.relay.schedule.node.addDependency(this.migration.resource);
     this.relay.wakeMapping.node.addDependency(this.migration.resource);
+    // A consumer that reads the database (archive) must not be handed an event before the schema
+    // exists; none is handed one before its mapping exists, so every mapping waits for it.
+    for (const consumer of consumers.values()) consumer.mapping.node.addDependency(this.migration.resource);
     this.migration.runAfterMigrating(this.relay.function);
 
     this.tasksApi = new TasksApi(this, 'TasksApi', {
@@ -367,11 +357,18 @@ export class ContentPipeline extends Construct {
       ...this.fanout.targets
         .filter((t, i, all) => all.findIndex((o) => o.deadLetterQueue === t.deadLetterQueue) === i)
         .map((t) => ({ queue: t.deadLetterQueue, consumer: t.consumer, rule: t.rule })),
-      // Every consumer's: each message names the function it failed in.
-      { queue: this.retries.deadLetters, rule: onFailureRule },
+      // Each consumer's queue's: what its function could never handle.
+      ...[...consumers.values()].map((c) => ({
+        queue: c.deadLetters,
+        consumer: c.name,
+        rule: consumerQueueRule,
+      })),
     ];
     const queues: WatchedQueue[] = opsQueues.map((q) => ({
-      name: q.rule === onFailureRule ? consumerDeadLettersQueueName : `dlq-${q.rule}-${q.consumer}`,
+      name:
+        q.rule === consumerQueueRule
+          ? consumerDeadLettersQueueName(q.consumer)
+          : `dlq-${q.rule}-${q.consumer}`,
       queue: q.queue,
     }));
     const alarmPrefix = alarmName(stack.stackName, '');
@@ -386,10 +383,7 @@ export class ContentPipeline extends Construct {
     this.audit = new DeliveryAudit(this, 'DeliveryAudit', {
       database: this.database.access('audit'),
       inbox: this.inbox,
-      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
+      consumerQueues,
       audit: topology.audit,
       schedule: this.relay.schedule,
       alarmNames: { [alarmIds.undelivered]: alarmName(stack.stackName, alarmIds.undelivered) },
@@ -428,15 +422,24 @@ export class ContentPipeline extends Construct {
       database: this.database.access('ops'),
       inbox: this.inbox,
       queues: opsQueues,
-      consumerFunctions: Object.fromEntries(consumerNames.map((n) => [n, consumerFunction(n)])) as Record<
-        ConsumerName,
-        ReturnType<typeof consumerFunction>
-      >,
+      consumerQueues,
       relayFunction: this.relay.function,
       alarmNames: this.alarms.all.map((a) => a.alarmName),
       alarmPrefix,
       ...common,
     });
+    // Each consumer's queue takes its own rules' deliveries and the two redrives' (the ops API's
+    // and the delivery audit's), nobody else's.
+    const redrivers = [this.opsApi.function.role, this.audit.function.role].filter(
+      (r): r is NonNullable<typeof r> => r !== undefined,
+    );
+    for (const consumer of consumers.values()) {
+      const rulesOf = this.fanout.targets
+        .filter((t) => t.consumer === consumer.name)
+        .map((t) => this.fanout.rules.get(t.rule))
+        .filter((r): r is NonNullable<typeof r> => r !== undefined);
+      consumer.acceptOnlyFrom(rulesOf, redrivers);
+    }
     this.access = new ApiAccess(this, 'ApiAccess', {
       api: this.tasksApi.api,
       reviewerRoutes: tasksApiRoutes,

@@ -35,7 +35,11 @@ export interface SdkCallLimits {
  * under a second) and far below the timeouts of the functions that make them (29 s to 15 min).
  */
 export const sdkCallLimits = {
-  /** DynamoDB item operations and queries: single-digit milliseconds when well. */
+  /**
+   * DynamoDB item operations and queries: single-digit milliseconds when well. A consumer's
+   * ChangeMessageVisibility calls on its own queue too: like the inbox's FAILED write, a failed
+   * message's hide records how the work went.
+   */
   item: { connectionTimeoutMs: 2_000, requestTimeoutMs: 3_000, maxAttempts: 3, reserveMs: 250 },
   /** A request to any other service (SNS, S3, SQS, EventBridge, Lambda's Invoke, CloudWatch, Secrets Manager). */
   request: { connectionTimeoutMs: 2_000, requestTimeoutMs: 5_000, maxAttempts: 3, reserveMs: 1_500 },

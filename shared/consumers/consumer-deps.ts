@@ -8,7 +8,7 @@ import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
 import type { ConsumerName } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
-import { consumerDimension, consumerEnv, consumerServiceName } from './contract';
+import { consumerDimension, consumerEnv, consumerQueueEnv, consumerServiceName } from './contract';
 import type { ConsumerDefinition } from './define-consumer';
 import { resourceEnvName } from './resources';
 
@@ -20,6 +20,16 @@ export interface ConsumerConfig {
   readonly inboxTable: string;
   /** Each declared table, topic and bucket by its key: the table's name, the topic's ARN, the bucket's name. */
   readonly resources: Readonly<Record<string, string>>;
+  /** The consumer's queue on AWS, whose records alone it takes (`createQueueConsumer`). */
+  readonly queue: ConsumerQueueConfig;
+}
+
+/** A consumer's queue as its function's environment names it (`consumerQueueEnv`). */
+export interface ConsumerQueueConfig {
+  readonly url: string;
+  readonly arn: string;
+  /** The queue's visibility timeout: what confirming a receipt sets it to again. */
+  readonly visibilityTimeoutSeconds: number;
 }
 
 const tableName = z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name');
@@ -35,9 +45,9 @@ const resourceValue = {
 
 /**
  * Parses and validates `consumer`'s environment: its name (CONSUMER_NAME, when set, must be
- * its own), the inbox table, and the variable of each table, topic and bucket it declares
- * (`resourceEnvName`). Throws PipelineError CONFIG listing every problem, so a bad deploy fails
- * on cold start. A database resource is reached through the function's database settings
+ * its own), the inbox table, the variable of each table, topic and bucket it declares
+ * (`resourceEnvName`), and its queue (`consumerQueueEnv`). Throws PipelineError CONFIG listing
+ * every problem, so a bad deploy fails on cold start. A database resource is reached through the function's database settings
  * (`shared/config.ts`), checked where they are read.
  */
 export function parseConsumerConfig(
@@ -51,10 +61,17 @@ export function parseConsumerConfig(
     [consumerEnv.consumerName]: blankIsUnset(z.string()),
     [consumerEnv.inboxTable]: blankIsUnset(tableName),
     ...Object.fromEntries(resources.map((r) => [r.variable, blankIsUnset(resourceValue[r.kind])])),
+    [consumerQueueEnv.url]: blankIsUnset(z.url('must be an SQS queue URL')),
+    [consumerQueueEnv.arn]: blankIsUnset(
+      z.string().regex(/^arn:aws[\w-]*:sqs:[\w-]+:\d{12}:[\w-]{1,80}$/, 'must be an SQS queue ARN'),
+    ),
+    [consumerQueueEnv.visibilityTimeoutSeconds]: blankIsUnset(
+      z.coerce.number('must be a number of seconds').int().min(1).max(43_200),
+    ),
   });
   const parsed = schema.safeParse(env);
   const problems: ConfigField[] = parsed.success ? [] : configFields(parsed.error);
-  const e = (parsed.success ? parsed.data : {}) as Record<string, string | undefined>;
+  const e = (parsed.success ? parsed.data : {}) as Record<string, string | number | undefined>;
   const declared = e[consumerEnv.consumerName];
   if (declared !== undefined && declared !== consumer.name) {
     problems.push({
@@ -63,7 +80,11 @@ export function parseConsumerConfig(
     });
   }
   if (parsed.success) {
-    for (const variable of [consumerEnv.inboxTable, ...resources.map((r) => r.variable)]) {
+    for (const variable of [
+      consumerEnv.inboxTable,
+      ...resources.map((r) => r.variable),
+      ...Object.values(consumerQueueEnv),
+    ]) {
       if (e[variable] === undefined) problems.push({ path: variable, message: 'required' });
     }
   }
@@ -72,6 +93,11 @@ export function parseConsumerConfig(
     name: consumer.name,
     inboxTable: e[consumerEnv.inboxTable] as string,
     resources: Object.fromEntries(resources.map((r) => [r.key, e[r.variable] as string])),
+    queue: {
+      url: e[consumerQueueEnv.url] as string,
+      arn: e[consumerQueueEnv.arn] as string,
+      visibilityTimeoutSeconds: e[consumerQueueEnv.visibilityTimeoutSeconds] as number,
+    },
   };
 }
 

@@ -13,6 +13,7 @@ import type { ConsumerName, Topology } from '../topology';
 import { consumerDimension, consumerMetricNames } from './contract';
 import { readDelivery, type ValidDelivery } from './delivery';
 import type { ConsumerEffect, EffectResult } from './effect';
+import { createQueueConsumer, type QueueConsumerDeps } from './queue-delivery';
 
 /** The part of Lambda's context a consumer reads; the local runtime passes a look-alike. */
 export interface ConsumerContext {
@@ -212,11 +213,15 @@ export interface ConsumerHandlerDeps extends ConsumerDeps {
 }
 
 /**
- * The consumer Lambda handler: {@link createConsumer} wrapped in middy with the Lambda context
- * in the logs and the metrics flushed as EMF after every invocation, thrown or not.
+ * The consumer Lambda handler on AWS: a batch of its queue's messages (see
+ * `createQueueConsumer`), each run through {@link createConsumer}, wrapped in middy with the
+ * Lambda context in the logs and the metrics flushed as EMF after every invocation.
  */
-export function createConsumerHandler(deps: ConsumerHandlerDeps) {
-  return middy(createConsumer(deps))
+export function createConsumerHandler(
+  deps: ConsumerHandlerDeps,
+  queue: Omit<QueueConsumerDeps<ConsumerContext>, 'consumer' | 'logger'>,
+) {
+  return middy(createQueueConsumer({ ...queue, consumer: createConsumer(deps), logger: deps.logger }))
     .use(injectLambdaContext(deps.logger, { resetKeys: true }))
     .use(logMetrics(deps.metrics, { throwOnEmptyMetrics: false }));
 }

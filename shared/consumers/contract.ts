@@ -55,15 +55,10 @@ export const auditMetricNames = {
   undelivered: 'UndeliveredToConsumer',
 } as const;
 
-/** Powertools service name of the consumer retries function (`shared/consumers/retries.ts`). */
-export const consumerRetriesServiceName = 'consumer-retries';
-
-/** Environment variables of the consumer retries function. */
-export const consumerRetriesEnv = {
-  /** The retry queue: Lambda's on-failure records of every consumer, and the delayed retries. */
-  retryQueueUrl: 'RETRY_QUEUE_URL',
-  /** The consumers' dead letters: what the retries gave up on (a person is needed). */
-  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
-  /** JSON `{ "<consumer>": "<its function name>" }`. */
-  consumerFunctions: 'CONSUMER_FUNCTIONS',
+/** Environment variables of a consumer function on AWS: its queue (the local runtime has none). */
+export const consumerQueueEnv = {
+  url: 'CONSUMER_QUEUE_URL',
+  arn: 'CONSUMER_QUEUE_ARN',
+  /** The queue's visibility timeout: a received message is hidden this long. */
+  visibilityTimeoutSeconds: 'CONSUMER_QUEUE_VISIBILITY_SECONDS',
 } as const;

@@ -4,42 +4,53 @@ import { type Ports, type ResourceSpecs, resourceKeyPattern } from './resources'
 
 /**
  * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
- * rule target's retries, the function's async invoke, and how long their queues keep a message.
+ * rule target's retries, the consumer's queue on AWS and its event source mapping, and how long
+ * the dead letters keep a message.
  */
 export interface ConsumerPolicy {
   readonly description: string;
   /**
    * Transient failures (throttling, 5xx, timeouts, connection errors) and attempts that lost
    * their lease (a crash, a timeout) are retried, with capped backoff, until the event's first
-   * attempt is this old; one after that makes the record `DEAD`.
+   * attempt at this consumer is this old; one after that makes the record `DEAD`. The first
+   * attempt, not the event's commit: a replayed or redriven event gets its whole budget.
    */
   readonly maxEventAgeSeconds: number;
   /** Permanent failures (validation, 4xx other than throttling) before a record goes `DEAD`; poison is `DEAD` at once. */
   readonly maxPermanentAttempts: number;
-  /** Inbox backoff between attempts (full jitter), capped at `maxMs`. */
+  /** Inbox backoff between attempts (full jitter), capped at `maxMs`; on AWS a failed message waits it out hidden in the queue. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
-  /** Rule target retry policy: only failed invokes (throttles, missing function) use it. */
+  /** Rule target retry policy: EventBridge's retries of a delivery its target (the consumer's queue) did not take. */
   readonly targetRetry: { readonly maximumRetryAttempts: number; readonly maximumEventAgeSeconds: number };
-  /** Lambda asynchronous invocation: retries of the function's own errors (0-2). */
-  readonly asyncInvoke: { readonly retryAttempts: number; readonly maximumEventAgeSeconds: number };
-  /** How long the consumer's rule-target DLQs and the consumers' dead letters keep a message (SQS: at most 14 days). */
+  /**
+   * The consumer's queue on AWS (rule -> queue -> event source mapping -> function): messages
+   * per invocation (`batchSize`, each handled on its own and reported on its own), the most
+   * invocations the mapping runs at once (`maxConcurrency`, 2 to 1,000: the consumer's share of
+   * the account's concurrency, so a slow downstream holds at most this many), and how long the
+   * queue keeps a message (`retentionSeconds`, at least the retry budget).
+   */
+  readonly queue: {
+    readonly batchSize: number;
+    readonly maxConcurrency: number;
+    readonly retentionSeconds: number;
+  };
+  /** How long the consumer's dead letters (its queue's DLQ and its rule targets' DLQ) keep a message (SQS: at most 14 days). */
   readonly deadLetterRetentionSeconds: number;
 }
 
 /** What a consumer does not set of its policy. */
 export const defaultConsumerPolicy: Omit<ConsumerPolicy, 'description'> = {
-  // A day of transient failures, as long as EventBridge keeps retrying a target. On AWS one
-  // delivery gets Lambda's async attempts (1 + 2 retries); a transient failure that outlasts
-  // them goes, its record FAILED, to the consumers' retry queue, whose function invokes the
-  // consumer again after a backoff until this age (shared/consumers/retries.ts). Locally the
-  // bus retries until this age.
+  // A day of transient failures with nobody involved. On AWS a failed message goes back to the
+  // consumer's queue hidden for the record's backoff (ChangeMessageVisibility), and the queue
+  // hands it over again until the inbox says DEAD; locally the bus retries until this age.
   maxEventAgeSeconds: 24 * 3600,
   maxPermanentAttempts: 3,
-  // Capped at Lambda's first async retry delay (one minute, then two), so those retries find
-  // the backoff passed: https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
   backoff: { baseMs: 1_000, maxMs: 60_000 },
   targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
-  asyncInvoke: { retryAttempts: 2, maximumEventAgeSeconds: 6 * 3600 },
+  // 50 invocations of 10 messages: at ~0.2 s an invocation, 2,500 events a second, well above
+  // the 1,000 approvals a second prod is sized for, while three consumers hold at most 150 of
+  // the account's executions. Four days keep a message past the day of retries.
+  queue: { batchSize: 10, maxConcurrency: 50, retentionSeconds: 4 * 24 * 3600 },
   // The longest SQS keeps a message: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
   deadLetterRetentionSeconds: 14 * 24 * 3600,
 };
@@ -139,16 +150,55 @@ export function defineConsumer<const N extends string, const R extends ResourceS
     else if (counter.counts.where && counted.kind !== 'table')
       problems.push(`its counter ${name} filters a ${counted.kind}: only a table's items can be filtered`);
   }
+  const policy: ConsumerPolicy = { description: spec.description, ...defaultConsumerPolicy, ...spec.policy };
+  problems.push(...queuePolicyProblems(policy));
   if (problems.length > 0) throw new Error(`consumer ${JSON.stringify(spec.name)}: ${problems.join('; ')}`);
   return Object.freeze({
     name: spec.name,
     description: spec.description,
     subscribes: Object.freeze([...spec.subscribes]),
-    policy: Object.freeze({ description: spec.description, ...defaultConsumerPolicy, ...spec.policy }),
+    policy: Object.freeze(policy),
     folder: spec.folder,
     resources: Object.freeze({ ...resources }),
     counters: Object.freeze({ ...counters }) as Readonly<Record<string, EffectCounterSpec>>,
   });
+}
+
+/** The longest a failed message waits hidden in its queue before its next receive: 10 minutes. */
+export const queueBackoffMaxSeconds = 600;
+
+/** The most receives SQS lets a redrive policy allow before the DLQ (`maxReceiveCount`). */
+const sqsMaxReceiveCount = 1_000;
+
+/**
+ * What SQS and Lambda refuse of a consumer's queue settings, found at synth rather than at
+ * deploy: a standard queue's batch of at most 10 without a batching window, a mapping's maximum
+ * concurrency of 2 to 1,000, a retention of at most 14 days and, so a failing message is not
+ * dropped before its retries end, at least the retry budget plus a backoff
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html,
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html).
+ */
+export function queuePolicyProblems(policy: ConsumerPolicy): string[] {
+  const { batchSize, maxConcurrency, retentionSeconds } = policy.queue;
+  const problems: string[] = [];
+  if (!(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10))
+    problems.push(`its queue.batchSize ${batchSize} is not a whole number from 1 to 10`);
+  if (!(Number.isInteger(maxConcurrency) && maxConcurrency >= 2 && maxConcurrency <= 1_000))
+    problems.push(`its queue.maxConcurrency ${maxConcurrency} is not a whole number from 2 to 1000`);
+  const budget = policy.maxEventAgeSeconds + policy.backoff.maxMs / 1_000;
+  if (!(retentionSeconds >= budget && retentionSeconds <= 14 * 24 * 3600))
+    problems.push(
+      `its queue.retentionSeconds ${retentionSeconds} must cover its retries (${budget} s) and be at most 14 days`,
+    );
+  // SQS moves a message to the DLQ after at most 1,000 receives: those must outlast the budget at
+  // the capped wait, or the queue gives up on a message the inbox would still retry.
+  const growing = Math.ceil(Math.log2((queueBackoffMaxSeconds * 1_000) / policy.backoff.baseMs)) + 1;
+  const receivable = (sqsMaxReceiveCount - growing) * queueBackoffMaxSeconds;
+  if (budget > receivable)
+    problems.push(
+      `its retries (${budget} s) outlast the ${sqsMaxReceiveCount} receives SQS allows a message (${receivable} s at ${queueBackoffMaxSeconds} s each): a shorter maxEventAgeSeconds`,
+    );
+  return problems;
 }
 
 /**

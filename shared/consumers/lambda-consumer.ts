@@ -1,9 +1,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { sdkClientConfig, withInvocationDeadline } from '../aws/sdk-client';
 import type { FunctionRole } from '../db/roles';
 import type { SqlClient } from '../db/sql-client';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type ConsumerName, topology } from '../topology';
+import { SqsQueueReceipts } from './adapters/aws/sqs-queue-receipts';
 import { createConsumerHandler } from './consumer';
 import { consumerDeps, parseConsumerConfig } from './consumer-deps';
 import type { ConsumerDefinition, EffectFactory } from './define-consumer';
@@ -64,11 +66,22 @@ export function lambdaConsumer<R extends ResourceSpecs>(
     {},
     { ...topology, consumers: { ...topology.consumers, [name]: consumer.policy } },
   );
+  const { queue } = config;
   return withInvocationDeadline(
-    createConsumerHandler({
-      ...consumerDeps(name, config, dynamo, {}, settings),
-      effect: effect(ports),
-    }),
+    createConsumerHandler(
+      { ...consumerDeps(name, config, dynamo, {}, settings), effect: effect(ports) },
+      {
+        queueArn: queue.arn,
+        // The item limits, as for the inbox's writes: a failed message's hide records how the
+        // work went, so it must still run after a hung effect used the invocation's budget up to
+        // the request reserve (else the message waits out the queue's timeout, not its backoff).
+        receipts: new SqsQueueReceipts(new SQSClient(sdkClientConfig('item')), {
+          url: queue.url,
+          visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
+        }),
+        policy: consumer.policy,
+      },
+    ),
   );
 }
 

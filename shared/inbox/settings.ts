@@ -76,12 +76,11 @@ const daySeconds = 24 * 3600;
  * publish, each with the longest it can take:
  * - the relay re-publishes an event whose PutEvents answer was lost: until the event's maximum
  *   age, one more backoff, and a lease for each claim that never settled;
- * - EventBridge retries the target invoke up to its maximum event age, then puts the event in
- *   the rule's DLQ, which an ops redrive can take from while the queue keeps it;
- * - Lambda retries the function's own errors, then the consumer retries re-invoke it with
- *   backoff until the event is the consumer's maximum age (plus a backoff) old, the last
- *   re-invoke waiting up to Lambda's async maximum age; what they give up on goes to the
- *   consumers' dead letters, redrivable while the queue keeps it;
+ * - EventBridge retries the delivery to the consumer's queue up to its maximum event age, then
+ *   puts the event in the rule's DLQ, which an ops redrive can take from while the queue keeps it;
+ * - the consumer's queue keeps a message up to its retention, handing it over again after each
+ *   failure (hidden for the record's backoff) until the inbox records an outcome; what the
+ *   function could never handle goes to the queue's DLQ, redrivable while that keeps it;
  * - the bus archive keeps every event (each re-publish too) for replay, and a replayed delivery
  *   can take every path above once more.
  * Completion comes after the first publish, so a record kept the longest of these from its
@@ -93,17 +92,17 @@ export function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology = t
   const republish =
     relay.maxEventAgeSeconds + relay.backoff.maxMs / 1000 + relay.maxUnsettledClaims * relay.leaseSeconds;
   const target = c.targetRetry.maximumEventAgeSeconds;
-  const lambda = c.asyncInvoke.maximumEventAgeSeconds;
-  // The consumer retries re-invoke until the event is its maximum age plus a backoff old; the
-  // last re-invoke may wait in Lambda's queue up to the async maximum age before it fails over.
-  const retries = c.maxEventAgeSeconds + c.backoff.maxMs / 1000 + lambda;
-  const queue = c.deadLetterRetentionSeconds;
+  const queue = c.queue.retentionSeconds;
+  const deadLetters = c.deadLetterRetentionSeconds;
   const archive = t.archiveRetentionDays * daySeconds;
   return [
     { path: 'relay re-publish', seconds: republish },
-    { path: 'rule DLQ redrive', seconds: republish + target + queue },
-    { path: 'consumer retries, then a dead-letter redrive', seconds: republish + target + retries + queue },
-    { path: 'archive replay', seconds: republish + archive + target + retries + queue },
+    { path: 'rule DLQ redrive', seconds: republish + target + deadLetters },
+    {
+      path: "the consumer's queue, then a dead-letter redrive",
+      seconds: republish + target + queue + deadLetters,
+    },
+    { path: 'archive replay', seconds: republish + archive + target + queue + deadLetters },
   ];
 }
 

@@ -13,9 +13,9 @@ export const opsEnv = {
   alarms: 'ALARM_NAMES',
   /** The relay, nudged after an outbox redrive and watched for its health. */
   relayFunction: 'RELAY_FUNCTION_NAME',
-  /** JSON `{ "<consumer>": "<function name>" }`: who an inbox or dead-letter redrive re-invokes. */
-  consumerFunctions: 'CONSUMER_FUNCTIONS',
-  /** JSON `[{ "url", "consumer"?, "rule" }]`: every rule DLQ, and the consumers' dead letters (no consumer: each message names its function). */
+  /** JSON `{ "<consumer>": "<its queue's URL>" }`: where an inbox or dead-letter redrive sends the event. */
+  consumerQueues: 'CONSUMER_QUEUES',
+  /** JSON `[{ "url", "consumer"?, "rule" }]`: every rule DLQ, and each consumer's queue's DLQ. */
   deadLetterQueues: 'DEAD_LETTER_QUEUES',
 } as const;
 
@@ -25,18 +25,18 @@ export interface OpsConfig {
   readonly alarmPrefix: string;
   readonly alarmNames: readonly string[];
   readonly relayFunctionName: string;
-  readonly consumerFunctions: Readonly<Record<ConsumerName, string>>;
+  readonly consumerQueues: Readonly<Record<ConsumerName, string>>;
   readonly deadLetterQueues: readonly DeadLetterQueueRef[];
 }
 
 const consumerName = z.enum(consumerNames);
 const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN');
 
-/** `CONSUMER_FUNCTIONS`: each consumer's function name, as JSON; read by the ops API and the delivery audit (its re-sends). */
-export const consumerFunctionsVariable = jsonVariable(
+/** `CONSUMER_QUEUES`: each consumer's queue URL, as JSON; read by the ops API and the delivery audit (their re-sends). */
+export const consumerQueuesVariable = jsonVariable(
   z
-    .record(consumerName, functionName)
-    .refine((m) => consumerNames.every((c) => c in m), 'must name a function for every consumer'),
+    .record(consumerName, z.url())
+    .refine((m) => consumerNames.every((c) => c in m), 'must name a queue for every consumer'),
 );
 
 const schema = z.object({
@@ -44,7 +44,7 @@ const schema = z.object({
   [opsEnv.alarmPrefix]: z.string().min(1).max(200),
   [opsEnv.alarms]: jsonVariable(z.array(z.string().min(1).max(255)).max(100, 'at most 100 alarms')),
   [opsEnv.relayFunction]: functionName,
-  [opsEnv.consumerFunctions]: consumerFunctionsVariable,
+  [opsEnv.consumerQueues]: consumerQueuesVariable,
   [opsEnv.deadLetterQueues]: blankIsUnset(
     jsonVariable(
       z.array(
@@ -62,7 +62,7 @@ export function parseOpsConfig(env: Readonly<Record<string, string | undefined>>
     alarmPrefix: e[opsEnv.alarmPrefix] as string,
     alarmNames: e[opsEnv.alarms] as string[],
     relayFunctionName: e[opsEnv.relayFunction] as string,
-    consumerFunctions: e[opsEnv.consumerFunctions] as Record<ConsumerName, string>,
+    consumerQueues: e[opsEnv.consumerQueues] as Record<ConsumerName, string>,
     deadLetterQueues: (e[opsEnv.deadLetterQueues] as DeadLetterQueueRef[] | undefined) ?? [],
   };
 }

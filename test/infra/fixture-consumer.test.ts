@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
+import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
 import { topologyWith } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized } from './support/synth';
@@ -11,8 +12,8 @@ import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized
 // Issue 19: a consumer added through the registry alone (its folder is test/fixtures/consumers/
 // translate; nothing else of the project knows it) is realized on AWS like the project's own:
 // its function, its table, topic, bucket and database login and their grants, a target of the rule of each event it subscribes to
-// with its dead-letter queue, Lambda's on-failure destination to the retry queue, its alarms,
-// and a stack output naming its table.
+// with its dead-letter queue, its own queue in front of its function (the event source mapping
+// its policy sizes, the queue's DLQ), its alarms, and a stack output naming its table.
 
 let json: Synthesized['json'];
 let fnId: string;
@@ -106,10 +107,11 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
     expect(statements.flatMap((s) => [s.Action].flat())).toContain('rds-data:ExecuteStatement');
   });
 
-  it('is a target of the rule of each event type it subscribes to, with a dead-letter queue and the policy’s retries', () => {
+  it('has its queue be a target of the rule of each event type it subscribes to, with a dead-letter queue and the policy’s retries', () => {
+    const queueId = refOf(variablesOf(fnId).CONSUMER_QUEUE_ARN) as string;
     const targets = resourcesOfType({ json }, 'AWS::Events::Rule').flatMap(([, r]) =>
       ((r.Properties?.Targets ?? []) as Record<string, unknown>[])
-        .filter((t) => refOf(t.Arn) === fnId)
+        .filter((t) => refOf(t.Arn) === queueId)
         .map((t) => ({ rule: r.Properties?.Name as string, target: t })),
     );
     expect(targets.map((t) => t.rule)).toEqual([expect.stringMatching(/-content-approved$/)]);
@@ -126,21 +128,30 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
     expect(alarms.length).toBeGreaterThanOrEqual(1);
   });
 
-  it('has Lambda retry it as its policy says, then hand its failures to the consumers’ retry queue', () => {
-    const invokeConfigs = resourcesOfType({ json }, 'AWS::Lambda::EventInvokeConfig').filter(
-      ([, c]) => refOf(c.Properties?.FunctionName) === fnId,
+  it('is fed by its own queue as its policy says, and what it never handles goes to the queue’s DLQ', () => {
+    const queueId = refOf(variablesOf(fnId).CONSUMER_QUEUE_ARN) as string;
+    const queue = props(resource(queueId));
+    expect(resource(queueId).Type).toBe('AWS::SQS::Queue');
+    expect(queue.MessageRetentionPeriod).toBe(translate.policy.queue.retentionSeconds);
+    const redrive = queue.RedrivePolicy as { deadLetterTargetArn: unknown; maxReceiveCount: number };
+    expect(redrive.maxReceiveCount).toBe(queueMaxReceiveCount(translate.policy));
+    expect(resource(refOf(redrive.deadLetterTargetArn) as string).Type).toBe('AWS::SQS::Queue');
+    const mappings = resourcesOfType({ json }, 'AWS::Lambda::EventSourceMapping').filter(
+      ([, m]) => refOf(m.Properties?.FunctionName) === fnId,
     );
-    expect(invokeConfigs).toHaveLength(1);
-    const config = (invokeConfigs[0] as [string, CfnResourceJson])[1].Properties ?? {};
-    expect(config.MaximumRetryAttempts).toBe(translate.policy.asyncInvoke.retryAttempts);
-    const onFailure = (config.DestinationConfig as { OnFailure: { Destination: unknown } }).OnFailure
-      .Destination;
-    expect(resource(refOf(onFailure) as string).Type).toBe('AWS::SQS::Queue');
-    // The retries function may invoke it again.
-    const retries = resourcesOfType({ json }, 'AWS::Lambda::Function').find(([, r]) =>
-      JSON.stringify(r.Properties?.Environment).includes('CONSUMER_FUNCTIONS'),
-    );
-    expect(JSON.stringify(retries?.[1].Properties?.Environment)).toContain('translate');
+    expect(mappings.map(([, m]) => props(m))).toEqual([
+      expect.objectContaining({
+        BatchSize: translate.policy.queue.batchSize,
+        ScalingConfig: { MaximumConcurrency: translate.policy.queue.maxConcurrency },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      }),
+    ]);
+    expect(refOf((mappings[0] as [string, CfnResourceJson])[1].Properties?.EventSourceArn)).toBe(queueId);
+    // Nothing invokes it but its mapping: no invoke configuration, no resource policy.
+    for (const type of ['AWS::Lambda::EventInvokeConfig', 'AWS::Lambda::Permission'])
+      expect(
+        resourcesOfType({ json }, type).filter(([, r]) => refOf(r.Properties?.FunctionName) === fnId),
+      ).toEqual([]);
   });
 });
 

@@ -18,14 +18,11 @@ function realizedPaths(consumer: ConsumerName) {
   const c = s.stack.pipeline.consumers.get(consumer);
   if (!c) throw new Error(`no ${consumer} consumer`);
   const queueSeconds = [
-    logicalId(s.stack.pipeline.retries.deadLetters),
+    logicalId(c.deadLetters),
     ...s.stack.pipeline.fanout.targets
       .filter((t) => t.consumer === consumer)
       .map((t) => logicalId(t.deadLetterQueue)),
   ].map((id) => propertiesOf(s, id).MessageRetentionPeriod as number);
-  const invokeConfig = resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig').find(
-    ([, r]) => (r.Properties?.FunctionName as { Ref?: string } | undefined)?.Ref === logicalId(c.function),
-  );
   const targetAges = resourcesOfType(s, 'AWS::Events::Rule').flatMap(([, r]) =>
     (
       (r.Properties?.Targets ?? []) as {
@@ -33,7 +30,7 @@ function realizedPaths(consumer: ConsumerName) {
         RetryPolicy: Record<string, number>;
       }[]
     )
-      .filter((t) => t.Arn['Fn::GetAtt'][0] === logicalId(c.function))
+      .filter((t) => t.Arn['Fn::GetAtt'][0] === logicalId(c.queue))
       .map((t) => t.RetryPolicy.MaximumEventAgeInSeconds as number),
   );
   const archives = resourcesOfType(s, 'AWS::Events::Archive').map(
@@ -41,14 +38,14 @@ function realizedPaths(consumer: ConsumerName) {
   );
   return {
     queueSeconds,
-    lambdaAge: invokeConfig?.[1].Properties?.MaximumEventAgeInSeconds as number,
+    consumerQueueSeconds: propertiesOf(s, logicalId(c.queue)).MessageRetentionPeriod as number,
     targetAge: Math.max(...targetAges),
     archiveSeconds: Math.max(...archives) * day,
   };
 }
 
 describe('the inbox retention covers what the stack deploys', () => {
-  it('every DLQ and on-failure queue keeps messages as long as its consumer policy says, the archive as the topology says', () => {
+  it('every DLQ (its queue’s and its rule targets’) keeps messages as long as its consumer policy says, the archive as the topology says', () => {
     for (const consumer of consumerNames) {
       const { queueSeconds } = realizedPaths(consumer);
       expect(queueSeconds.length).toBeGreaterThan(1);
@@ -60,6 +57,19 @@ describe('the inbox retention covers what the stack deploys', () => {
     }
   });
 
+  it('a consumer’s queue keeps a message past its retry budget, and its DLQ keeps one longer than the queue', () => {
+    for (const consumer of consumerNames) {
+      const p = realizedPaths(consumer);
+      const policy = topology.consumers[consumer];
+      expect(p.consumerQueueSeconds).toBeGreaterThanOrEqual(
+        policy.maxEventAgeSeconds + policy.backoff.maxMs / 1000,
+      );
+      // SQS keeps a standard queue's message in its DLQ by its first enqueue time (AWS's advice:
+      // a DLQ's retention longer than its queue's).
+      expect(p.queueSeconds[0]).toBeGreaterThan(p.consumerQueueSeconds);
+    }
+  });
+
   it("a processed record outlives an archive replay's delivery redriven from its queue at the last moment", () => {
     for (const consumer of consumerNames) {
       const p = realizedPaths(consumer);
@@ -67,10 +77,8 @@ describe('the inbox retention covers what the stack deploys', () => {
         topology.relay.maxEventAgeSeconds +
         p.archiveSeconds +
         p.targetAge +
-        // the consumer retries' day (plus a backoff), their last re-invoke's wait in Lambda's queue
-        topology.consumers[consumer].maxEventAgeSeconds +
-        topology.consumers[consumer].backoff.maxMs / 1000 +
-        p.lambdaAge +
+        // the longest the consumer's queue keeps a message it hands over again and again
+        p.consumerQueueSeconds +
         Math.max(...p.queueSeconds);
       expect(inboxSettingsFor(consumer).retentionSeconds, consumer).toBeGreaterThanOrEqual(longest);
     }

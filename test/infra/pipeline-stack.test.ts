@@ -18,10 +18,12 @@ import { emitAuditGauges } from '../../shared/audit/audit-gauges';
 import {
   auditMetricNames,
   consumerEnv,
+  consumerQueueEnv,
   deliveryAuditServiceName,
   inboxGaugeMetricNames,
   inboxGaugesServiceName,
 } from '../../shared/consumers/contract';
+import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
 import {
   type DatabaseResource,
   resourceConstructId,
@@ -70,6 +72,13 @@ const pipelineFunctions = () => [
 const aurora = () => s.stack.pipeline.database as AuroraDatabase;
 const consumerFunction = (name: string) =>
   s.stack.pipeline.consumers.get(name as ConsumerName)?.function as IConstruct;
+const consumerOf = (name: string) => {
+  const c = s.stack.pipeline.consumers.get(name as ConsumerName);
+  if (!c) throw new Error(`no ${name} consumer`);
+  return c;
+};
+const consumerQueue = (name: string): IConstruct => consumerOf(name).queue;
+const byJson = (a: unknown, b: unknown) => JSON.stringify(a).localeCompare(JSON.stringify(b));
 /** The database resource `name` declares, if any: the role its function logs in as. */
 const databaseOf = (name: string) =>
   Object.values(topology.registry.find((c) => c.name === name)?.resources ?? {}).find(
@@ -438,7 +447,7 @@ describe('delivery audit', () => {
     });
   });
 
-  it('may read which inbox records exist by key (BatchGetItem), the open records of the index (Query), re-send to the consumers (InvokeFunction), its own database role and its own alarms, nothing more', () => {
+  it('may read which inbox records exist by key (BatchGetItem), the open records of the index (Query), re-send to the consumers’ queues (SendMessage), its own database role and its own alarms, nothing more', () => {
     const statements = statementsOf(s.stack.pipeline.audit.function).filter(
       (st) => !JSON.stringify(st.Action).includes('xray:') && !JSON.stringify(st.Action).includes('logs:'),
     );
@@ -448,12 +457,12 @@ describe('delivery audit', () => {
         'cloudwatch:DescribeAlarms',
         'dynamodb:BatchGetItem',
         'dynamodb:Query',
-        'lambda:InvokeFunction',
         'rds-data:BeginTransaction',
         'rds-data:CommitTransaction',
         'rds-data:ExecuteStatement',
         'rds-data:RollbackTransaction',
         'secretsmanager:GetSecretValue',
+        'sqs:SendMessage',
       ].sort(),
     );
     expect(statements.find((st) => st.Action === 'dynamodb:BatchGetItem')).toEqual({
@@ -461,14 +470,14 @@ describe('delivery audit', () => {
       Effect: 'Allow',
       Resource: arnOf(s.stack.pipeline.inbox.table),
     });
-    const invoke = statements.find((st) => st.Action === 'lambda:InvokeFunction');
-    expect(invoke?.Resource).toEqual(
-      expect.arrayContaining(consumerNames.map((c) => arnOf(consumerFunction(c)))),
+    // SendMessage to each consumer's queue, nothing else of SQS.
+    const sends = statements.filter((st) => JSON.stringify(st.Action).includes('sqs:SendMessage'));
+    expect(sends.flatMap((st) => [st.Resource].flat()).sort(byJson)).toEqual(
+      consumerNames.map((c) => arnOf(consumerQueue(c))).sort(byJson),
     );
-    expect(invoke?.Resource).toHaveLength(consumerNames.length);
-    // The consumers' function names, as the ops API is told them (its redrive re-sends the same way).
-    expect(envOf(s.stack.pipeline.audit.function).CONSUMER_FUNCTIONS).toEqual(
-      envOf(s.stack.pipeline.opsApi.function).CONSUMER_FUNCTIONS,
+    // The consumers' queues, as the ops API is told them (its redrive re-sends the same way).
+    expect(envOf(s.stack.pipeline.audit.function).CONSUMER_QUEUES).toEqual(
+      envOf(s.stack.pipeline.opsApi.function).CONSUMER_QUEUES,
     );
     const alarms = statements.find((st) => st.Action === 'cloudwatch:DescribeAlarms');
     expect(JSON.stringify(alarms?.Resource)).toMatch(/:alarm:ContentPipeline-sandbox-undelivered"\]\]\}$/);
@@ -589,20 +598,122 @@ describe('event fan-out', () => {
 });
 
 describe('consumers', () => {
-  it('retry their own errors through async invoke and then fail over to the consumers’ retry queue', () => {
+  it('each read their own queue through an event source mapping sized by their policy, reporting each message on its own', () => {
     for (const name of consumerNames) {
-      const consumer = s.stack.pipeline.consumers.get(name);
-      if (!consumer) throw new Error(`no ${name} consumer`);
-      s.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      const consumer = consumerOf(name);
+      const policy = topology.consumers[name];
+      s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         FunctionName: ref(consumer.function),
-        MaximumRetryAttempts: topology.consumers[name].asyncInvoke.retryAttempts,
-        MaximumEventAgeInSeconds: topology.consumers[name].asyncInvoke.maximumEventAgeSeconds,
-        DestinationConfig: { OnFailure: { Destination: arnOf(s.stack.pipeline.retries.queue) } },
+        EventSourceArn: arnOf(consumer.queue),
+        BatchSize: policy.queue.batchSize,
+        ScalingConfig: { MaximumConcurrency: policy.queue.maxConcurrency },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
       });
+      const timeout = propertiesOf(s, logicalId(consumer.function)).Timeout as number;
+      expect(propertiesOf(s, logicalId(consumer.queue))).toMatchObject({
+        SqsManagedSseEnabled: true,
+        // Six times the function's timeout, as Lambda advises for an SQS source.
+        VisibilityTimeout: timeout * 6,
+        MessageRetentionPeriod: policy.queue.retentionSeconds,
+        RedrivePolicy: {
+          deadLetterTargetArn: arnOf(consumer.deadLetters),
+          maxReceiveCount: queueMaxReceiveCount(policy),
+        },
+      });
+      expect(propertiesOf(s, logicalId(consumer.deadLetters)).MessageRetentionPeriod).toBe(
+        policy.deadLetterRetentionSeconds,
+      );
       expect(envOf(consumer.function)).toMatchObject({
         [consumerEnv.consumerName]: name,
         [consumerEnv.inboxTable]: ref(s.stack.pipeline.inbox.table),
+        [consumerQueueEnv.url]: ref(consumer.queue),
+        [consumerQueueEnv.arn]: arnOf(consumer.queue),
+        [consumerQueueEnv.visibilityTimeoutSeconds]: String(timeout * 6),
       });
+      // Its mapping's grants: receive, delete and change visibility on its own queue, no other.
+      const onQueues = statementsOf(consumer.function).filter((st) =>
+        JSON.stringify(st.Action).includes('sqs:'),
+      );
+      expect(onQueues.map((st) => st.Resource)).toEqual([arnOf(consumer.queue)]);
+      expect([onQueues[0]?.Action].flat()).toEqual(
+        expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
+      );
+    }
+  });
+
+  it('are invoked by nothing but their mappings: no invoke configuration, no resource policy, no role may invoke them', () => {
+    const consumerIds = new Set(consumerNames.map((n) => logicalId(consumerFunction(n))));
+    const names = (r: { Properties?: Record<string, unknown> }) =>
+      JSON.stringify(r.Properties?.FunctionName ?? null);
+    for (const type of ['AWS::Lambda::EventInvokeConfig', 'AWS::Lambda::Permission'])
+      for (const [id, r] of resourcesOfType(s, type))
+        for (const c of consumerIds) expect(names(r), `${type} ${id}`).not.toContain(`"${c}"`);
+    for (const [id, policy] of resourcesOfType(s, 'AWS::IAM::Policy')) {
+      const document = policy.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] };
+      for (const st of document.Statement.filter((x) => JSON.stringify(x.Action).includes('lambda:Invoke')))
+        for (const c of consumerIds) expect(JSON.stringify(st.Resource), id).not.toContain(`"${c}"`);
+    }
+  });
+
+  it('each take messages only from their own rules and the two redrives: every other sender is denied', () => {
+    const redrivers = [s.stack.pipeline.opsApi.function, s.stack.pipeline.audit.function].map((f) =>
+      arnOf((f as unknown as { role: IConstruct }).role),
+    );
+    for (const name of consumerNames) {
+      const consumer = consumerOf(name);
+      const rules = s.stack.pipeline.fanout.targets
+        .filter((t) => t.consumer === name)
+        .map((t) => s.stack.pipeline.fanout.rules.get(t.rule) as IConstruct);
+      const policies = resourcesOfType(s, 'AWS::SQS::QueuePolicy').filter(
+        ([, p]) => JSON.stringify(p.Properties?.Queues) === JSON.stringify([ref(consumer.queue)]),
+      );
+      expect(policies).toHaveLength(1);
+      const document = policies[0]?.[1].Properties?.PolicyDocument as {
+        Statement: Record<string, unknown>[];
+      };
+      const statements = document.Statement;
+      const allows = statements.filter((st) => st.Effect === 'Allow');
+      // EventBridge, each statement for one of its rules.
+      expect(allows.map((st) => st.Principal)).toEqual(
+        allows.map(() => ({ Service: 'events.amazonaws.com' })),
+      );
+      expect(allows.map((st) => (st.Condition as { ArnEquals: Record<string, unknown> }).ArnEquals)).toEqual(
+        rules.map((r) => ({ 'aws:SourceArn': arnOf(r) })),
+      );
+      expect(statements).toContainEqual({
+        Sid: 'OnlyItsRulesAndRedrivesSend',
+        Effect: 'Deny',
+        Principal: { AWS: '*' },
+        Action: 'sqs:SendMessage',
+        Resource: arnOf(consumer.queue),
+        Condition: {
+          ArnNotEquals: { 'aws:SourceArn': rules.map((r) => arnOf(r)) },
+          ArnNotLike: { 'aws:PrincipalArn': redrivers },
+        },
+      });
+      for (const fn of [s.stack.pipeline.opsApi.function, s.stack.pipeline.audit.function]) {
+        const sends = statementsOf(fn).filter((st) => JSON.stringify(st.Action).includes('sqs:SendMessage'));
+        expect(sends.flatMap((st) => [st.Resource].flat())).toContainEqual(arnOf(consumer.queue));
+      }
+    }
+  });
+
+  it('each have their queue’s DLQ alarmed and listed by the ops API as the consumer’s', () => {
+    // A Fn::Join of the queues' JSON, with their URLs as Refs.
+    const queues = envOf(s.stack.pipeline.opsApi.function).DEAD_LETTER_QUEUES;
+    for (const name of consumerNames) {
+      const consumer = consumerOf(name);
+      expect(JSON.stringify(queues)).toContain(
+        `${JSON.stringify(ref(consumer.deadLetters))},"\\",\\"consumer\\":\\"${name}\\",\\"rule\\":\\"consumer-queue\\"}`,
+      );
+      const alarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').filter(([, a]) =>
+        JSON.stringify(a.Properties?.Dimensions ?? a.Properties?.Metrics ?? []).includes(
+          logicalId(consumer.deadLetters),
+        ),
+      );
+      expect(alarms.map(([, a]) => a.Properties?.AlarmName)).toContainEqual(
+        `ContentPipeline-sandbox-queue-not-empty-${name}-dead-letters`,
+      );
     }
   });
 

@@ -253,19 +253,22 @@ describe('a destroy that finishes, an update that resets nothing', () => {
 });
 
 describe('retries a person need not watch', () => {
-  it('refuses to build a consumer whose retry delay SQS cannot give (a backoff cap over 15 minutes)', () => {
+  it('refuses to build a consumer whose queue would forget a message before its retries end', () => {
     const variant: Topology = {
       ...topology,
       consumers: {
         ...topology.consumers,
-        notify: { ...topology.consumers.notify, backoff: { baseMs: 1_000, maxMs: 20 * 60_000 } },
+        notify: {
+          ...topology.consumers.notify,
+          queue: { ...topology.consumers.notify.queue, retentionSeconds: 3_600 },
+        },
       },
     };
     const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
     const settings = parseSettings((k) => app.node.tryGetContext(k));
 
-    expect(() => new PipelineStack(app, 'SlowRetries', { settings, topology: variant })).toThrow(
-      /consumer notify: a retry waits up to 1201 s/,
+    expect(() => new PipelineStack(app, 'ForgetfulQueue', { settings, topology: variant })).toThrow(
+      /consumer notify: its queue.retentionSeconds 3600 must cover its retries/,
     );
   });
 });

@@ -28,10 +28,11 @@ function realizedRules(s: Pick<Synthesized, 'json'>, functionIds: Map<string, Co
     }));
 }
 
+/** Each consumer's queue's logical id: what its rules target. */
 function consumerFunctionIds(stack: PipelineStack): Map<string, ConsumerName> {
   return new Map(
     [...stack.pipeline.consumers.values()].map((c) => [
-      stack.getLogicalId(c.function.node.defaultChild as never),
+      stack.getLogicalId(c.queue.node.defaultChild as never),
       c.name,
     ]),
   );
@@ -51,27 +52,33 @@ describe('the AWS stack realizes shared/topology', () => {
     expect(realizedRules(s, consumerFunctionIds(s.stack))).toEqual(expected(topology, s.stack.pipeline));
   });
 
-  it('has exactly one function per topology consumer, each a target of some rule', () => {
+  it('has exactly one function per topology consumer, its queue a target of some rule', () => {
     expect([...s.stack.pipeline.consumers.keys()].sort()).toEqual(Object.keys(topology.consumers).sort());
     const targeted = new Set(topology.rules.flatMap((r) => r.targets));
     expect([...targeted].sort()).toEqual(Object.keys(topology.consumers).sort());
   });
 
-  it('has one rule dead-letter queue per consumer a rule targets and one for every consumer’s given-up retries, all alarmed', () => {
+  it('has one rule dead-letter queue per consumer a rule targets, and one queue with its DLQ per consumer, every DLQ alarmed', () => {
     const targets = new Set(topology.rules.flatMap((r) => r.targets)).size;
-    // ...the consumers' retry queue (routine: Lambda's on-failure records on their way back) and
-    // the relay's wake queue, which holds no event (only "run now" or "run then").
-    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + 1 + 2);
+    const consumers = Object.keys(topology.consumers).length;
+    // ...and the relay's wake queue, which holds no event (only "run now" or "run then").
+    expect(resourcesOfType(s, 'AWS::SQS::Queue')).toHaveLength(targets + 2 * consumers + 1);
     const queueAlarms = resourcesOfType(s, 'AWS::CloudWatch::Alarm').filter(
       ([, a]) => a.Properties?.MetricName === 'ApproximateNumberOfMessagesVisible',
     );
-    expect(queueAlarms).toHaveLength(targets + 1);
-    // Every consumer fails over to the one retry queue, which the retry function reads.
-    const destinations = resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig')
-      .map(([, c]) => JSON.stringify(c.Properties?.DestinationConfig))
-      .filter((d) => d !== undefined && d !== 'undefined');
-    expect(destinations).toHaveLength(Object.keys(topology.consumers).length);
-    expect(new Set(destinations).size).toBe(1);
+    expect(queueAlarms).toHaveLength(targets + consumers);
+    // Every consumer's queue hands what it never got handled to a DLQ of its own.
+    const redrives = resourcesOfType(s, 'AWS::SQS::Queue')
+      .map(([, q]) =>
+        JSON.stringify(
+          (q.Properties?.RedrivePolicy as { deadLetterTargetArn?: unknown } | undefined)?.deadLetterTargetArn,
+        ),
+      )
+      .filter((d) => d !== undefined);
+    expect(new Set(redrives).size).toBe(consumers);
+    expect(
+      resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig').map(([, c]) => c.Properties?.DestinationConfig),
+    ).toEqual(resourcesOfType(s, 'AWS::Lambda::EventInvokeConfig').map(() => undefined));
   });
 
   it('gives every rule target a DLQ, so a failed invocation lands where an alarm stays red (no FailedInvocations alarm)', () => {
@@ -92,7 +99,7 @@ describe('the AWS stack realizes shared/topology', () => {
         archive: {
           ...topology.consumers.archive,
           targetRetry: { maximumRetryAttempts: 7, maximumEventAgeSeconds: 3600 },
-          asyncInvoke: { retryAttempts: 1, maximumEventAgeSeconds: 900 },
+          queue: { batchSize: 4, maxConcurrency: 7, retentionSeconds: 5 * 24 * 3600 },
         },
       },
       rules: [
@@ -116,8 +123,14 @@ describe('the AWS stack realizes shared/topology', () => {
       ),
     );
     expect(archiveTarget).toContain('"MaximumRetryAttempts":7');
-    expect(JSON.stringify(resourcesOfType({ json }, 'AWS::Lambda::EventInvokeConfig'))).toContain(
-      '"MaximumEventAgeInSeconds":900',
+    expect(JSON.stringify(resourcesOfType({ json }, 'AWS::Lambda::EventSourceMapping'))).toContain(
+      '"BatchSize":4,',
+    );
+    expect(JSON.stringify(resourcesOfType({ json }, 'AWS::Lambda::EventSourceMapping'))).toContain(
+      '"ScalingConfig":{"MaximumConcurrency":7}',
+    );
+    expect(JSON.stringify(resourcesOfType({ json }, 'AWS::SQS::Queue'))).toContain(
+      `"MessageRetentionPeriod":${5 * 24 * 3600}`,
     );
   });
 });

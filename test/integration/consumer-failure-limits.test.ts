@@ -1,9 +1,10 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { SQSEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
 import { InjectedFaultError } from '../../infra/local/faults';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
-import { retryDelaySeconds } from '../../shared/consumers/retries';
+import { createQueueConsumer, type QueueReceipts } from '../../shared/consumers/queue-delivery';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
@@ -38,13 +39,29 @@ const transientFailures: (() => Error)[] = [
   () => new InjectedFaultError('injected fault: effectFailBefore'),
 ];
 
-/**
- * Lambda's asynchronous invocation of a function that returns an error: the first attempt, a
- * retry about a minute later, another about two minutes after that (`asyncInvoke.retryAttempts`
- * of them); then the event goes to the on-failure destination.
- * https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
- */
-const lambdaRetryDelaysMs = [60_000, 120_000].slice(0, topology.consumers.notify.asyncInvoke.retryAttempts);
+const queueArn = 'arn:aws:sqs:us-east-1:123456789012:notify-queue';
+
+/** One receive of the consumer's queue, as its event source mapping hands it over. */
+const received = (event: unknown, receiveCount: number): SQSEvent => ({
+  Records: [
+    {
+      messageId: 'm-1',
+      receiptHandle: `r-${receiveCount}`,
+      body: JSON.stringify(event),
+      attributes: {
+        ApproximateReceiveCount: String(receiveCount),
+        SentTimestamp: '0',
+        SenderId: 'events',
+        ApproximateFirstReceiveTimestamp: '0',
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: queueArn,
+      awsRegion: 'us-east-1',
+    },
+  ],
+});
 
 describeEachEngine('consumer failure limits: DEAD only for what needs a person', (fixture) => {
   let inbox: DynamoInboxStore;
@@ -121,43 +138,95 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
     expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
       status: 'DEAD',
     });
-    // Within a single Lambda async delivery (1 + 2 attempts): never to the on-failure queue.
-    expect(budget).toBeLessThanOrEqual(1 + topology.consumers.notify.asyncInvoke.retryAttempts);
   });
 
-  it('on AWS: a transient failure outlasting the async retries waits FAILED, and each re-invoke of the consumer retries continues it', async () => {
-    // Down for three whole deliveries (9 attempts, each one a real try of the effect).
+  /**
+   * The consumer behind its queue on AWS: each receive runs one attempt; a failed message is
+   * hidden for the delay the handler sets, and the queue hands it over again when that ends.
+   */
+  function queued(run: ReturnType<typeof build>) {
+    const hides: number[] = [];
+    const receipts: QueueReceipts = {
+      confirm: async () => true,
+      hide: async (_handle, seconds) => {
+        hides.push(seconds);
+      },
+    };
+    const handler = createQueueConsumer({
+      consumer: run,
+      queueArn,
+      receipts,
+      policy: topology.consumers.notify,
+      logger: new RecordingLogger(),
+      random: () => 0,
+    });
+    let receives = 0;
+    /** One receive: reported failed or not; when failed, the clock moves on by the hide. */
+    const receive = async (event: unknown) => {
+      receives++;
+      const answer = await handler(received(event, receives), lambdaContext());
+      const failed = answer.batchItemFailures.length > 0;
+      if (failed) clock.advance((hides.at(-1) ?? 0) * 1_000);
+      return failed;
+    };
+    return { receive, hides };
+  }
+
+  it('on AWS: each time its queue hands a failed message over again, the attempt runs the effect, until it succeeds', async () => {
+    // Down for nine receives, each one a real try of the effect.
     const run = build((call) =>
       call <= 9 ? transientFailures[call % transientFailures.length]?.() : undefined,
     );
     const row = approvedRow();
     const event = busEvent(row);
-    /** One async invocation by Lambda: the attempts, then its on-failure record for the retry queue. */
-    const lambdaDelivery = async () => {
-      for (const delay of [0, ...lambdaRetryDelaysMs]) {
-        clock.advance(delay);
-        const outcome = await run(event, lambdaContext()).then(
-          (result) => ({ result }),
-          (error: unknown) => ({ error }),
-        );
-        if ('result' in outcome) return outcome.result;
-      }
-      return 'on-failure record';
-    };
-
-    for (let delivery = 1; delivery <= 3; delivery++) {
-      expect(await lambdaDelivery()).toBe('on-failure record');
+    const { receive, hides } = queued(run);
+    for (let i = 1; i <= 9; i++) {
+      expect(await receive(event), `receive ${i}`).toBe(true);
       expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
         status: 'FAILED',
-        attempts: delivery * (1 + lambdaRetryDelaysMs.length),
+        attempts: i,
       });
-      // Every retry Lambda made ran the effect: the inbox backoff never outlasts Lambda's wait.
-      expect(calls).toBe(delivery * (1 + lambdaRetryDelaysMs.length));
-      // The consumer retries invoke it again after their delay (shared/consumers/retries.ts):
-      // never before the inbox's backoff is over, so the next attempt runs the effect too.
-      clock.advance(retryDelaySeconds(topology.consumers.notify, () => 0) * 1_000);
+      // Never back before the inbox takes it again: an early receive would only be refused.
+      expect(calls).toBe(i);
     }
-    expect(await lambdaDelivery()).toMatchObject({ status: 'processed', attempt: 10 });
+    expect(await receive(event)).toBe(false);
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      status: 'PROCESSED',
+      attempts: 10,
+    });
+    expect(hides).toHaveLength(9);
+  });
+
+  it('on AWS: the retry budget counts from the consumer’s first attempt, not the event’s commit, and a redrive starts a new one', async () => {
+    // Before the queues, the consumer retries (shared/consumers/retries.ts) judged age by the
+    // event's `time`: an event replayed or redriven more than a day after its commit went to the
+    // dead letters at its first transient failure.
+    const budgetMs = topology.consumers.notify.maxEventAgeSeconds * 1_000;
+    let down = true;
+    const run = build(() => (down ? transientFailures[0]?.() : undefined));
+    const row = approvedRow();
+    const event = { ...busEvent(row), time: new Date(clock.now - 2 * budgetMs).toISOString() };
+    const { receive } = queued(run);
+
+    expect(await receive(event)).toBe(true);
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      status: 'FAILED',
+      attempts: 1,
+    });
+    // Down past the whole budget since that first attempt: DEAD, and the message acknowledged.
+    clock.advance(budgetMs);
+    expect(await receive(event)).toBe(false);
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      status: 'DEAD',
+    });
+    // A person redrives it: a new budget, from the redrive's first attempt.
+    await inboxOps.redrive({ consumer: 'notify', eventId: row.eventId }, clock.now);
+    expect(await receive(event)).toBe(true);
+    expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
+      status: 'FAILED',
+    });
+    down = false;
+    expect(await receive(event)).toBe(false);
     expect(await inboxOps.get({ consumer: 'notify', eventId: row.eventId })).toMatchObject({
       status: 'PROCESSED',
     });

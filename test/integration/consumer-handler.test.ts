@@ -10,6 +10,7 @@ import { startSnsStandin } from '../support/aws/sns';
 import { dynamoClient, dynamoEngines } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 import { lambdaContext } from '../support/lambda-context';
+import { startConsumerQueue } from '../support/queue-delivery';
 
 describe('consumer Lambda handlers (module wiring, env from contract.ts)', () => {
   const dynalite = dynamoEngines().find((e) => e.name === 'dynalite');
@@ -33,10 +34,13 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     vi.resetModules();
   });
 
-  it('the notify handler processes an EventBridge event through SNS and flushes its metrics as EMF', async () => {
+  it('the notify handler processes an EventBridge event from its queue through SNS and flushes its metrics as EMF', async () => {
     const topic = 'arn:aws:sns:us-east-1:123456789012:approvals';
     const sns = await startSnsStandin({ recorder: new CallRecorder(), topics: [topic] });
     stops.push(() => sns.close());
+    const queue = await startConsumerQueue('notify-queue');
+    stops.push(() => queue.close());
+    for (const [name, value] of Object.entries(queue.env)) vi.stubEnv(name, value);
     vi.stubEnv(consumerEnv.consumerName, 'notify');
     vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
     vi.stubEnv(resourceEnvName('notifications', 'topic'), topic);
@@ -53,8 +57,8 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     });
     const { handler } = await import('../../functions/consumers/notify/handler');
     const row = approvedRow();
-    const result = await handler(busEvent(row), lambdaContext('notify'));
-    expect(result).toMatchObject({ status: 'processed', consumer: 'notify', eventId: row.eventId });
+    const result = await handler(await queue.deliver([busEvent(row)]), lambdaContext('notify'));
+    expect(result).toEqual({ batchItemFailures: [] });
     expect(sns.published.map((m) => JSON.parse(m.message).eventId)).toEqual([row.eventId]);
 
     const emf = written

@@ -6,7 +6,7 @@ import type { Context, EventBridgeEvent } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { localPort } from '../../infra/local/consumer-resources/local-ports';
-import { createConsumerHandler } from '../../shared/consumers/consumer';
+import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
 import { consumerServiceName } from '../../shared/consumers/contract';
 import type { EffectFactory } from '../../shared/consumers/define-consumer';
@@ -216,7 +216,8 @@ describeEachEngine(
           effectCalls[name]++;
           return built(event, ctx);
         };
-        handlers[name] = createConsumerHandler({
+        // The per-event core every realization runs (on AWS inside its queue's batch handler).
+        handlers[name] = createConsumer({
           ...consumerDeps(name, { inboxTable }, client),
           logger: new Logger({ serviceName: consumerServiceName(name), logLevel: 'SILENT' }),
           effect: counted,

@@ -194,6 +194,7 @@ describe('the latency model at its seams', () => {
         lambdaInvokeApi: 1, // the approve's nudge
         asyncQueue: 1,
         eventDelivery: 3, // one per consumer
+        queueHop: 3, // and its queue
         s3Put: 1,
         snsPublish: 1,
       });

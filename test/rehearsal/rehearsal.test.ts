@@ -4,7 +4,7 @@ import { type RehearsalReport, runRehearsal } from './rehearsal';
 describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, run as Lambda runs them', () => {
   let report: RehearsalReport;
 
-  it('walks the whole path: a first deploy, approve, relay, every consumer, their retries, the ops API, each redrive and the delivery audit', {
+  it('walks the whole path: a first deploy, approve, relay, every consumer through its queue, their retries, the ops API, each redrive and the delivery audit', {
     // A bound on a hang: the walk took 75 s beside other suites (load average 13 to 21 on 2 cores).
     timeout: 900_000,
   }, async () => {
@@ -15,14 +15,15 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     );
     expect(report.initErrors).toEqual([]);
     expect(report.steps.filter((s) => !s.ok)).toEqual([]);
-    expect(report.steps.map((s) => s.step)).toHaveLength(15);
+    expect(report.steps.map((s) => s.step)).toHaveLength(16);
     // A first deploy in CloudFormation's order raises no alarm; retries need no person.
     expect(report.steps[0]?.step).toMatch(/^first deploy in CloudFormation's order/);
     expect(report.steps.map((s) => s.step)).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/transient outage longer than Lambda's attempts/),
+        expect.stringMatching(/transient outage: notify's message comes back to its queue/),
         expect.stringMatching(/permanent failure ends DEAD after maxPermanentAttempts/),
-        expect.stringMatching(/past its consumer's maximum age/),
+        expect.stringMatching(/fails before its inbox on every receive: its queue's DLQ/),
+        expect.stringMatching(/nothing but its queue hands a consumer an event/),
         expect.stringMatching(/found by GET \/tasks and rejected; notify alone/),
       ]),
     );
@@ -30,8 +31,14 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     const relay = Object.entries(report.serviceNames).find(([, name]) => name === 'outbox-relay')?.[0] ?? '';
     expect(report.actionsByFunction[relay]).toContain('sqs:SendMessage');
     expect(report.actionsByFunction[relay]?.filter((a) => /Rule$/.test(a))).toEqual([]);
-    expect(report.functions).toBe(10);
-    expect(Object.keys(report.functionsRun)).toHaveLength(10);
+    expect(report.functions).toBe(9);
+    expect(Object.keys(report.functionsRun)).toHaveLength(9);
+    // Each consumer's poller received and deleted with the consumer's role, and its handler
+    // checked each receipt (ChangeMessageVisibility), all judged against that role.
+    for (const [id, name] of Object.entries(report.serviceNames).filter(([, n]) => n.startsWith('consumer-')))
+      expect(report.actionsByFunction[id], name).toEqual(
+        expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility']),
+      );
     // Each bundle holds the SDK clients its function calls, and the relay's no more than it needs.
     expect(report.functionsRun[relay]?.sdkClients).toEqual(['EventBridge', 'RDS Data', 'SQS']);
     for (const [id, run] of Object.entries(report.functionsRun))
@@ -46,6 +53,6 @@ describe('offline deploy rehearsal: the synthesized sandbox stack’s bundles, r
     expect(report.conditionChecks).toBeGreaterThan(10);
     // Every function made calls, and the checks saw them all.
     expect(report.awsCalls).toBeGreaterThan(50);
-    expect(Object.keys(report.actionsByFunction)).toHaveLength(10);
+    expect(Object.keys(report.actionsByFunction)).toHaveLength(9);
   });
 });

@@ -21,6 +21,7 @@ import pg from 'pg';
 import { startDynalite } from '../../infra/local/dynamo';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
+import { queueBackoffMaxSeconds } from '../../shared/consumers/queue-delivery';
 import { toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
@@ -43,6 +44,7 @@ import {
   type CfnTemplate,
   conditioned,
   type RequestContext,
+  resourcePolicyAllows,
   resourcePolicyStatements,
   roleStatements,
   TemplateResolver,
@@ -231,11 +233,6 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       if (!found) throw new Error(`no function ${name}`);
       return found;
     };
-    const consumerProcess = (consumer: ConsumerName) => {
-      const found = [...processes.values()].find((p) => consumerOf(p.spec) === consumer);
-      if (!found) throw new Error(`no ${consumer} consumer`);
-      return found;
-    };
     const busId = resolver.resourcesOfType('AWS::Events::EventBus')[0]?.[0] as string;
     const rules: RuleSpec[] = resolver
       .resourcesOfType('AWS::Events::Rule')
@@ -245,9 +242,11 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         description: String(r.Properties?.Description ?? ''),
         pattern: r.Properties?.EventPattern as Record<string, unknown>,
         targets: ((r.Properties?.Targets ?? []) as { Arn: unknown }[]).map((t) => {
-          const target = specs.find((s) => s.arn === resolver.resolveString(t.Arn));
+          // A consumer's queue: the one its function's environment names.
+          const queueArn = resolver.resolveString(t.Arn);
+          const target = specs.find((s) => s.environment.CONSUMER_QUEUE_ARN === queueArn);
           const consumer = target && consumerOf(target);
-          if (!consumer) throw new Error(`rule ${id} targets no consumer function`);
+          if (!consumer) throw new Error(`rule ${id} targets no consumer's queue`);
           return consumer;
         }),
       }));
@@ -265,8 +264,13 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         throw err;
       }
     };
-    // EventBridge invokes a Lambda target asynchronously: accepted at once, then Lambda's attempts.
-    let asyncLambda: AsyncLambda | undefined;
+    // EventBridge delivers a rule's match to its target, the consumer's queue: a SendMessage as
+    // the events service, allowed only by the queue's policy for that rule (aws:SourceArn).
+    const ruleIds = new Map(
+      resolver.resourcesOfType('AWS::Events::Rule').map(([id]) => [resolver.physicalName(id), id] as const),
+    );
+    let deliverToQueue: ((consumer: ConsumerName, event: BusEvent) => Promise<void>) | undefined;
+    const eventBridgeDenied: RehearsalReport['denied'][number][] = [];
     const bus = new LocalBus({
       busName: resolver.physicalName(busId),
       rules,
@@ -274,8 +278,8 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       maxRequestBytes: 256 * 1024,
       faults: new FaultInjector(noFaults),
       invoke: async (consumer, event: BusEvent) => {
-        if (!asyncLambda) throw new Error('Lambda is not up yet');
-        asyncLambda.invoke(consumerProcess(consumer).spec.name, event);
+        if (!deliverToQueue) throw new Error('SQS is not up yet');
+        await deliverToQueue(consumer, event);
       },
       retry: () => ({ maxAttempts: 3, baseMs: 50, maxMs: 200, maxAgeMs: 60_000 }),
     });
@@ -293,14 +297,31 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       // The local bus serves PutEvents; no other EventBridge call has anywhere to go.
     });
     cleanups.push(() => events.close());
-    const queueNames = resolver.resourcesOfType('AWS::SQS::Queue').map(([id]) => resolver.physicalName(id));
+    // Each queue as the template defines it: its visibility timeout and its redrive policy.
+    const queueDefinitions = resolver.resourcesOfType('AWS::SQS::Queue').map(([id, q]) => {
+      const redrive = q.Properties?.RedrivePolicy as
+        | { deadLetterTargetArn: unknown; maxReceiveCount: number }
+        | undefined;
+      return {
+        name: resolver.physicalName(id),
+        visibilityTimeoutSeconds: Number(q.Properties?.VisibilityTimeout ?? 30),
+        ...(redrive
+          ? {
+              redrive: {
+                deadLetterQueue: resolver.resolveString(redrive.deadLetterTargetArn).split(':').pop() ?? '',
+                maxReceiveCount: Number(redrive.maxReceiveCount),
+              },
+            }
+          : {}),
+      };
+    });
     let sqsClockOffsetMs = 0;
     const standins = await startAwsStandins({
       recorder,
       backends: { dynamodb: dynamo.endpoint, s3: s3.endpoint, rdsData: dataApi.endpoint },
       sns: { topics: resolver.resourcesOfType('AWS::SNS::Topic').map(([id]) => resolver.ref(id)) },
       // A clock the rehearsal moves: a delayed message (DelaySeconds) is due without waiting for it.
-      sqs: { queues: queueNames, now: () => Date.now() + sqsClockOffsetMs, sentClock: Date.now },
+      sqs: { queues: queueDefinitions, now: () => Date.now() + sqsClockOffsetMs, sentClock: Date.now },
       lambda: { functions: specs.map((s) => s.name) },
       secretsManager: {
         secrets: [...secretValues].map(([arn, login]) => ({
@@ -323,46 +344,153 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
       specs,
       configs: asyncInvokeConfigs(resolver, specs),
       run: runFunction,
-      // Lambda waits a minute, then two, before a retry: longer than a consumer's backoff cap.
-      // Compressed: until the consumer's record says it may be tried again.
-      retryWait: async (name, event) => {
-        const consumer = consumerOf(byName(name).spec);
-        const eventId = (event as { detail?: { id?: unknown } } | null)?.detail?.id;
-        if (!consumer || typeof eventId !== 'string') return;
-        const record = await inbox.get({ consumer, eventId });
-        const until =
-          record?.status === 'FAILED'
-            ? record.nextAttemptAt
-            : record?.status === 'PROCESSING'
-              ? record.leaseUntil
-              : 0;
-        // A real wait, and the only one: the consumer is the real bundle in a process of its own,
-        // reading the real clock, and refuses a retry before its record's time (its backoff or
-        // lease), so no clock of ours can move it; the record says exactly how long, at most 5 s.
-        const wait = Math.min(5_000, Math.max(0, (until ?? 0) - Date.now() + 5));
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      },
+      // Only the relay is invoked asynchronously now (a nudge): Lambda's minute between its
+      // attempts is not waited for; its run lease, not the wait, keeps runs apart.
+      retryWait: async () => undefined,
       sqsEndpoint: standins.env.AWS_ENDPOINT_URL_SQS as string,
       queueUrl: (name) => standins.sqs.queueUrl(name),
       region: deployment.region,
     });
-    asyncLambda = lambdaAsync;
     standins.lambda.setDispatcher((name, payload, type) =>
       type === 'Event' ? lambdaAsync.run(name, payload) : runFunction(name, payload),
     );
     const mappings = queueMappings(resolver, template);
-    const mappingSqs = lambdaAsync.sqsAs('rehearsal-event-source-mapping');
-    cleanups.push(() => mappingSqs.destroy());
+    // Lambda's poller receives and deletes with the function's execution role
+    // (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html#events-sqs-permissions).
+    const pollerSqs = new Map<string, SQSClient>();
     const pump = (queue: string) => {
       const mapping = mappings.find((m) => m.queue === queue);
       if (!mapping) throw new Error(`no event source mapping reads ${queue}`);
+      const spec = byName(mapping.functionName).spec;
+      let sqs = pollerSqs.get(spec.logicalId);
+      if (!sqs) {
+        sqs = lambdaAsync.sqsAs(spec.logicalId);
+        pollerSqs.set(spec.logicalId, sqs);
+      }
       return pumpQueue(mapping, {
-        sqs: mappingSqs,
+        sqs,
         queueUrl: standins.sqs.queueUrl(queue),
         queueArn: standins.sqs.queueArn(queue),
         region: deployment.region,
         invoke: runFunction,
       });
+    };
+    cleanups.push(() => {
+      for (const sqs of pollerSqs.values()) sqs.destroy();
+    });
+
+    // EventBridge's deliveries to the consumers' queues, judged by each queue's policy as the
+    // events service with the rule's ARN (it has no role: the queue policy's Allow is its only one).
+    const consumerQueueName = (consumer: ConsumerName) => {
+      const spec = specs.find((x) => consumerOf(x) === consumer);
+      if (!spec) throw new Error(`no ${consumer} consumer`);
+      const arn = spec.environment.CONSUMER_QUEUE_ARN ?? '';
+      return arn.split(':').pop() ?? '';
+    };
+    const eventBridgeSqs = lambdaAsync.sqsAs('events.amazonaws.com');
+    cleanups.push(() => eventBridgeSqs.destroy());
+    deliverToQueue = async (consumer, event) => {
+      const type = (event as { 'detail-type'?: string })['detail-type'];
+      const rule = rules.find(
+        (r) =>
+          r.targets.includes(consumer) &&
+          ((r.pattern['detail-type'] as string[] | undefined) ?? []).includes(type ?? ''),
+      );
+      const ruleId = rule && ruleIds.get(rule.name);
+      if (!ruleId) throw new Error(`no rule routes ${type} to ${consumer}`);
+      const queue = consumerQueueName(consumer);
+      const queueArn = standins.sqs.queueArn(queue);
+      const context = {
+        'aws:SourceArn': [resolver.getAtt(ruleId, 'Arn')],
+        'aws:SecureTransport': ['true'],
+      };
+      if (
+        !resourcePolicyAllows(
+          resourcePolicyStatements(resolver, queueArn),
+          'Service:events.amazonaws.com',
+          'sqs:SendMessage',
+          queueArn,
+          context,
+        )
+      ) {
+        eventBridgeDenied.push({
+          caller: 'events.amazonaws.com',
+          action: 'sqs:SendMessage',
+          resource: queueArn,
+          context,
+        });
+        throw new Error(`the queue policy of ${queue} refuses EventBridge for ${rule.name}`);
+      }
+      await eventBridgeSqs.send(
+        new SendMessageCommand({
+          QueueUrl: standins.sqs.queueUrl(queue),
+          MessageBody: JSON.stringify(event),
+        }),
+      );
+    };
+
+    // Each consumer's event source mapping polls its queue all the time, as Lambda's pollers do:
+    // a message comes back (and is handed over) when its visibility ends. A hidden message's time
+    // is compressed: once its consumer's record says it may be tried again (the bundle reads the
+    // real clock, so that much is waited for, at most 5 s), the queue's clock moves past the hide.
+    const consumerNames = () =>
+      specs
+        .map((x) => x.environment.CONSUMER_NAME as ConsumerName | undefined)
+        .filter((c) => c !== undefined);
+    const consumerQueues = consumerNames().map(consumerQueueName);
+    let polling = true;
+    let compress = true;
+    const poller = (async () => {
+      while (polling) {
+        let handed = 0;
+        // Not before the functions run (they start below); a pump that fails is tried again.
+        if (processes.size < specs.length) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          continue;
+        }
+        for (const queue of consumerQueues)
+          handed += await Promise.resolve()
+            .then(() => pump(queue))
+            .catch(() => 0);
+        if (handed > 0) continue;
+        const hidden = compress
+          ? consumerQueues.flatMap((q) =>
+              standins.sqs
+                .messages(q)
+                .filter((m) => m.inFlight)
+                .map((m) => ({ ...m, queue: q })),
+            )
+          : [];
+        if (hidden.length > 0) {
+          const dueAt = await Promise.all(
+            hidden.map(async (m) => {
+              const event = JSON.parse(m.body) as { detail?: { id?: unknown } };
+              const consumer = consumerNames().find((c) => consumerQueueName(c) === m.queue);
+              const eventId = event.detail?.id;
+              if (!consumer || typeof eventId !== 'string') return 0;
+              const record = await inbox.get({ consumer, eventId });
+              return record?.status === 'FAILED'
+                ? record.nextAttemptAt
+                : record?.status === 'PROCESSING'
+                  ? record.leaseUntil
+                  : 0;
+            }),
+          );
+          const wait = Math.min(5_000, Math.max(0, Math.max(...dueAt) - Date.now() + 5));
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          sqsClockOffsetMs += (queueBackoffMaxSeconds + 1) * 1_000;
+          continue;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    })();
+    cleanups.push(async () => {
+      polling = false;
+      await poller;
+    });
+    /** Stops or resumes moving the queues' clock past hidden messages (a step that counts receives). */
+    const compressRetries = (on: boolean) => {
+      compress = on;
     };
 
     // --- every function in its own process, as Lambda would start it ---
@@ -415,6 +543,8 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         asyncLambda: lambdaAsync,
         pump,
         mappings,
+        compressRetries,
+        consumerQueueName,
         advanceSqsClock: (ms) => {
           sqsClockOffsetMs += ms;
         },
@@ -426,7 +556,7 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     // --- every call against the caller's role ---
     const callers = new Map(specs.map((s) => [s.logicalId, s]));
     const calls = recorder.calls().filter((c) => callers.has(c.caller));
-    const denied: RehearsalReport['denied'][number][] = [];
+    const denied: RehearsalReport['denied'][number][] = [...eventBridgeDenied];
     // Each table's partition key, by ARN: its values in a request are `dynamodb:LeadingKeys`.
     const partitionKeys = new Map(
       resolver
@@ -528,6 +658,10 @@ interface PathContext {
   readonly mappings: readonly QueueMapping[];
   /** Moves the SQS stand-in's clock: delayed messages become visible. */
   readonly advanceSqsClock: (ms: number) => void;
+  /** Whether the consumers' pollers move the queues' clock past a hidden message's wait. */
+  readonly compressRetries: (on: boolean) => void;
+  /** A consumer's queue, by name. */
+  readonly consumerQueueName: (consumer: ConsumerName) => string;
 }
 
 /** The IAM principal the rehearsal's API calls come from (API Gateway's `requestContext.identity.userArn`). */
@@ -781,14 +915,19 @@ async function walkThePath(ctx: PathContext): Promise<void> {
     check(approved.statusCode === 200, `approve answered ${approved.statusCode} ${approved.body}`);
     return String(bodyOf(approved).eventId);
   };
-  const retryQueue = queueOf(ctx, 'ConsumerRetriesQueue');
-  const consumerDeadLetters = queueOf(ctx, 'ConsumerRetriesDeadLetters');
+  /** Every consumer's queue and queue DLQ empty: what the pollers were handed is done. */
+  const queuesSettled = () =>
+    waitFor(
+      async () => consumers.flatMap((c) => standins.sqs.messages(ctx.consumerQueueName(c))).length,
+      (n) => n === 0,
+      { ...rehearsalWait, what: 'the consumers’ queues drained' },
+    );
+  const queueDeadLetters = (consumer: ConsumerName) => queueOf(ctx, `Consumer${consumer}DeadLetters`);
 
   await step(
-    "a transient outage longer than Lambda's attempts: the consumer retries recover by themselves, nobody paged",
+    "a transient outage: notify's message comes back to its queue after each backoff and is handled once when SNS is back, nobody paged",
     async () => {
-      // SNS down (503s, which the SDK and then the inbox treat as transient) for as long as
-      // Lambda's attempts last, then back.
+      // SNS down (503s, which the SDK and then the inbox treat as transient), then back.
       standins.sns.failNext(1_000_000, {
         code: 'ServiceUnavailable',
         message: 'Service unavailable',
@@ -796,44 +935,30 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       });
       const failedBefore = standins.sns.failed;
       const outageEvent = await approveNew('Rehearsal: SNS outage');
-      const onFailure = await waitFor(
-        async () => standins.sqs.messages(retryQueue),
-        (ms) => ms.length > 0,
-        { ...rehearsalWait, what: "notify's on-failure record in the retry queue" },
+      const during = await waitFor(
+        async () => inbox.get({ consumer: 'notify', eventId: outageEvent }),
+        (r) => r?.status === 'FAILED' && r.attempts >= 3,
+        { ...rehearsalWait, what: 'notify retried through its queue three times' },
       );
-      const during = await inbox.get({ consumer: 'notify', eventId: outageEvent });
-      check(during?.status === 'FAILED', `notify record ${during?.status} during the outage`);
-      const lambdaAttempts = ctx.asyncLambda.outcomes
-        .filter((o) => o.onFailureSent === retryQueue)
-        .at(-1)?.attempts;
+      const queued = standins.sqs.messages(ctx.consumerQueueName('notify'));
+      check(queued.length === 1, `notify queue holds ${queued.length} messages during the outage`);
       standins.sns.failNext(0);
       const failedCalls = standins.sns.failed - failedBefore;
-
-      // The mapping hands the record to the retry function: back on the queue, delayed.
-      await ctx.pump(retryQueue);
-      const delayed = standins.sqs.messages(retryQueue);
-      check(delayed.length === 1, `retry queue after the first pass: ${delayed.length} messages`);
-      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'a dead letter already');
-      // Nothing visible before its delay: a pass now hands nothing over.
-      check((await ctx.pump(retryQueue)) === 0, 'the delayed retry was handed over early');
-      const delaySeconds = topology.consumers.notify.backoff.maxMs / 1000 + 1;
-      ctx.advanceSqsClock(delaySeconds * 1_000);
-      await ctx.pump(retryQueue);
-      // The retry function's invoke is Lambda's (the stand-in's), and then Lambda's attempts.
-      await standins.lambda.settled();
-      await ctx.asyncLambda.settled();
-      const after = await inbox.get({ consumer: 'notify', eventId: outageEvent });
-      check(after?.status === 'PROCESSED', `notify record ${after?.status} after the retry`);
+      const after = await waitFor(
+        async () => inbox.get({ consumer: 'notify', eventId: outageEvent }),
+        (r) => r?.status === 'PROCESSED',
+        { ...rehearsalWait, what: 'notify PROCESSED after the outage' },
+      );
+      await queuesSettled();
       const sent = standins.sns.published.filter((m) => m.message.includes(outageEvent));
       check(sent.length === 1, `${sent.length} notifications`);
-      check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
-      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
-      return `${onFailure.length} on-failure record after ${lambdaAttempts} Lambda attempts (${failedCalls} SNS calls failed), delayed ${delaySeconds} s, then PROCESSED on attempt ${after?.attempts}; 0 dead letters`;
+      check(standins.sqs.messages(queueDeadLetters('notify')).length === 0, 'a dead letter');
+      return `FAILED ${during?.attempts} times (${failedCalls} SNS calls failed), each a receive of its queue after its backoff; PROCESSED on attempt ${after?.attempts}; 1 notification, 0 dead letters`;
     },
   );
 
   await step(
-    `a permanent failure ends DEAD after maxPermanentAttempts (${topology.consumers.notify.maxPermanentAttempts}), and reaches no queue`,
+    `a permanent failure ends DEAD after maxPermanentAttempts (${topology.consumers.notify.maxPermanentAttempts}), its message acknowledged, in no DLQ`,
     async () => {
       standins.sns.failNext(1_000_000, {
         code: 'AuthorizationError',
@@ -846,17 +971,15 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         (r) => r?.status === 'DEAD',
         { ...rehearsalWait, what: 'the notify record DEAD' },
       );
-      await ctx.asyncLambda.settled();
+      await queuesSettled();
       standins.sns.failNext(0);
-      // The third permanent failure goes straight to DEAD (its count is in the reason).
       const budget = topology.consumers.notify.maxPermanentAttempts;
       check(
         record?.lastError?.includes(`permanent failure ${budget} of at most ${budget}`),
         `DEAD for ${record?.lastError}`,
       );
-      check(standins.sqs.messages(retryQueue).length === 0, 'retry queue not empty');
-      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'consumer dead letters not empty');
-      // The DEAD record is what pages someone (inbox-dead; the status says notify); redrive it so later steps start clean.
+      check(standins.sqs.messages(queueDeadLetters('notify')).length === 0, 'a dead letter');
+      // The DEAD record is what pages someone (inbox-dead); its redrive goes through the queue.
       const redrive = (await run(
         'ops-api',
         apiEvent('POST', '/ops/inbox/notify/dead/redrive', '/ops/inbox/{consumer}/dead/redrive', {
@@ -864,62 +987,133 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         }),
       )) as ApiAnswer;
       check(redrive.statusCode === 200, `inbox redrive answered ${redrive.statusCode} ${redrive.body}`);
-      await standins.lambda.settled();
-      await ctx.asyncLambda.settled();
-      const redriven = await inbox.get({ consumer: 'notify', eventId: poisoned });
-      return `DEAD at attempt ${record?.attempts} (${budget} permanent failures: ${record?.lastError?.slice(0, 40)}…), retry queue and dead letters empty; redriven: ${redriven?.status}`;
+      const redriven = await waitFor(
+        async () => inbox.get({ consumer: 'notify', eventId: poisoned }),
+        (r) => r?.status === 'PROCESSED',
+        { ...rehearsalWait, what: 'the redriven notify record' },
+      );
+      await queuesSettled();
+      return `DEAD at attempt ${record?.attempts} (${budget} permanent failures), queue and DLQ empty; redriven through the queue: ${redriven?.status}`;
     },
   );
 
   await step(
-    "an event past its consumer's maximum age: the retries give up to the consumers' dead letters, which the ops API lists and redrives",
+    "a function that fails before its inbox on every receive: its queue's DLQ takes the message after maxReceiveCount receives; the ops API lists it and redrives it to the queue",
     async () => {
-      const event = (await inbox.get({ consumer: 'archive', eventId }))?.event as Record<string, unknown>;
-      check(event, 'no stored archive event');
-      const stale = { ...event, time: new Date(Date.now() - 25 * 3600_000).toISOString() };
       const spec = ctx.specs.find((x) => x.environment.CONSUMER_NAME === 'archive');
-      // Lambda's on-failure record of the archive consumer, sent as Lambda sends it (as the function).
-      const sqs = ctx.asyncLambda.sqsAs(spec?.logicalId ?? '');
+      check(spec, 'no archive function');
+      // The function's role cannot touch its queue (a lost grant): its receipt check fails
+      // before the inbox, every time; the poller, which receives, is not refused.
+      standins.sqs.refuse('ChangeMessageVisibility', spec.logicalId, {
+        code: 'AccessDenied',
+        message: 'not authorized to perform sqs:ChangeMessageVisibility',
+        status: 403,
+      });
+      const lost = await approveNew('Rehearsal: archive cannot reach its queue');
+      const dlq = queueDeadLetters('archive');
+      let letters: { messageId: string }[] = [];
       try {
-        await sqs.send(
-          new SendMessageCommand({
-            QueueUrl: standins.sqs.queueUrl(retryQueue),
-            MessageBody: JSON.stringify({
-              version: '1.0',
-              timestamp: new Date().toISOString(),
-              requestContext: {
-                requestId: crypto.randomUUID(),
-                functionArn: `${spec?.arn}:$LATEST`,
-                condition: 'RetriesExhausted',
-                approximateInvokeCount: 3,
-              },
-              requestPayload: stale,
-              responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
-              responsePayload: { errorType: 'TimeoutError', errorMessage: 'DynamoDB timed out' },
-            }),
-          }),
+        letters = await waitFor(
+          async () => standins.sqs.messages(dlq),
+          (ms) => ms.length === 1,
+          { ...rehearsalWait, what: "the archive queue's DLQ holding the message" },
         );
       } finally {
-        sqs.destroy();
+        standins.sqs.refuse('ChangeMessageVisibility', spec.logicalId);
       }
-      await ctx.pump(retryQueue);
-      check(standins.sqs.messages(consumerDeadLetters).length === 1, 'no dead letter');
+      const record = await inbox.get({ consumer: 'archive', eventId: lost });
+      check(record === undefined, `an archive record ${record?.status}: the inbox was reached`);
+      const maxReceiveCount = Number(
+        (
+          resolver
+            .resourcesOfType('AWS::SQS::Queue')
+            .find(([id]) => resolver.physicalName(id) === ctx.consumerQueueName('archive'))?.[1].Properties
+            ?.RedrivePolicy as { maxReceiveCount?: number } | undefined
+        )?.maxReceiveCount,
+      );
       const listed = (await run(
         'ops-api',
         apiEvent('GET', '/ops/dead-letters', '/ops/dead-letters'),
       )) as ApiAnswer;
-      const letters = bodyOf(listed) as unknown as { consumer: string; error: string }[];
-      const letter = letters.find((l) => l.consumer === 'archive');
-      check(letter && /retried for 1500 min/.test(letter.error), `dead letters ${listed.body}`);
+      const letter = (bodyOf(listed) as unknown as { id: string; consumer: string; rule: string }[]).find(
+        (l) => l.consumer === 'archive',
+      );
+      check(letter?.rule === 'consumer-queue', `dead letters ${listed.body}`);
       const redrive = (await run(
         'ops-api',
         apiEvent('POST', '/ops/dead-letters/redrive', '/ops/dead-letters/redrive', { all: true }),
       )) as ApiAnswer;
       check(redrive.statusCode === 200 && bodyOf(redrive).redriven === 1, `redrive ${redrive.body}`);
-      await standins.lambda.settled();
-      await ctx.asyncLambda.settled();
-      check(standins.sqs.messages(consumerDeadLetters).length === 0, 'dead letter left');
-      return `listed for archive (${letter?.error.slice(0, 60)}…), redriven, queue empty`;
+      const handled = await waitFor(
+        async () => inbox.get({ consumer: 'archive', eventId: lost }),
+        (r) => r?.status === 'PROCESSED',
+        { ...rehearsalWait, what: 'the redriven archive record' },
+      );
+      await queuesSettled();
+      check(standins.sqs.messages(dlq).length === 0, 'dead letter left');
+      return `${letters.length} letter after ${maxReceiveCount} receives, listed as ${letter?.rule}; redriven to the queue, ${handled?.status}`;
+    },
+  );
+
+  await step(
+    'nothing but its queue hands a consumer an event: a forged direct invoke acts on nothing, a forged SendMessage by another role is refused',
+    async () => {
+      // A valid content.approved, as the bus carried the first approval, with a new event id.
+      const stored = (await inbox.get({ consumer: 'index', eventId }))?.event as
+        | { detail: Record<string, unknown> }
+        | undefined;
+      check(stored, 'no stored index event');
+      const forgedId = crypto.randomUUID();
+      const event = { ...stored, id: crypto.randomUUID(), detail: { ...stored.detail, id: forgedId } };
+      const spec = ctx.specs.find((x) => x.environment.CONSUMER_NAME === 'index');
+      check(spec, 'no index function');
+      const queueArn = spec.environment.CONSUMER_QUEUE_ARN ?? '';
+      // An SQS-shaped invoke with a made-up receipt handle, and the raw event.
+      const sqsShaped = (await ctx.runFunction(spec.name, {
+        Records: [
+          {
+            messageId: 'forged',
+            receiptHandle: 'made-up',
+            body: JSON.stringify(event),
+            attributes: { ApproximateReceiveCount: '1' },
+            messageAttributes: {},
+            eventSource: 'aws:sqs',
+            eventSourceARN: queueArn,
+            awsRegion: 'us-east-1',
+          },
+        ],
+      })) as { batchItemFailures?: { itemIdentifier: string }[] };
+      check(
+        sqsShaped.batchItemFailures?.[0]?.itemIdentifier === 'forged',
+        `the forged record was not refused: ${JSON.stringify(sqsShaped)}`,
+      );
+      const raw = await ctx.runFunction(spec.name, event).then(
+        () => 'answered',
+        (err: Error) => `threw ${err.message.slice(0, 60)}`,
+      );
+      check(
+        (await inbox.get({ consumer: 'index', eventId: forgedId })) === undefined,
+        'the forged event reached the inbox',
+      );
+      // Another role of the account (the tasks API's) sending to the queue: the queue policy's Deny.
+      const queueArnOf = standins.sqs.queueArn(ctx.consumerQueueName('index'));
+      const statements = resourcePolicyStatements(resolver, queueArnOf);
+      const tasksRole = ctx.specs.find((x) => x.environment.POWERTOOLS_SERVICE_NAME === 'tasks-api');
+      const as = (roleId: string) => ({
+        'aws:PrincipalArn': [resolver.getAtt(roleId, 'Arn')],
+        'aws:SecureTransport': ['true'],
+      });
+      const opsRole = byService('ops-api');
+      const refused = !allows(
+        [...statements, allowAll],
+        'sqs:SendMessage',
+        queueArnOf,
+        as(tasksRole?.roleId ?? ''),
+      );
+      const opsAllowed = allows([...statements, allowAll], 'sqs:SendMessage', queueArnOf, as(opsRole.roleId));
+      check(refused, 'the queue policy lets the tasks API role send to the index queue');
+      check(opsAllowed, 'the queue policy refuses the ops API role');
+      return `SQS-shaped invoke reported failed, raw event ${raw}; no inbox record; tasks-api role denied SendMessage, ops-api allowed`;
     },
   );
 
@@ -1009,7 +1203,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         )) as ApiAnswer;
         missing = String(bodyOf(approved).eventId);
         await standins.lambda.settled();
-        await ctx.asyncLambda.settled();
+        await queuesSettled();
         await waitFor(
           () => ownerQuery(ctx, `SELECT status FROM outbox WHERE event_id = '${missing}'`),
           (r) => r[0]?.status === 'delivered',
@@ -1049,7 +1243,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         `redrive ${redrive.statusCode} ${redrive.body}`,
       );
       await standins.lambda.settled();
-      await ctx.asyncLambda.settled();
+      await queuesSettled();
       await waitFor(
         async () =>
           Promise.all(

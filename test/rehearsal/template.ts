@@ -199,6 +199,11 @@ export interface ResolvedStatement {
   readonly resources: readonly string[];
   /** Absent when the statement has no `Condition`. */
   readonly conditions?: Conditions;
+  /**
+   * A resource policy's principals, as `AWS:<arn or *>` / `Service:<name>`; absent for a role's
+   * statements (they are the role's).
+   */
+  readonly principals?: readonly string[];
 }
 
 /** The statements of every policy attached to a role (AWS::IAM::Policy and the role's inline policies). */
@@ -275,6 +280,7 @@ const singleOperators: Record<
   ArnLike: { match: (p, v) => globMatch(p, v, false), negated: false },
   ArnNotEquals: { match: (p, v) => globMatch(p, v, false), negated: true },
   ArnNotLike: { match: (p, v) => globMatch(p, v, false), negated: true },
+  Bool: { match: (p, v) => p === v, negated: false },
 };
 
 /** Whether `conditions` hold for a request with `context`. */
@@ -295,25 +301,61 @@ export function conditionsHold(conditions: Conditions, context: RequestContext):
   });
 }
 
+/** A resource policy statement's `Principal`, as `AWS:<arn or *>` / `Service:<name>` entries. */
+function principalsOf(resolver: TemplateResolver, principal: unknown): string[] {
+  if (principal === '*') return ['AWS:*'];
+  return Object.entries((principal ?? {}) as Record<string, unknown>).flatMap(([kind, values]) =>
+    [resolver.resolve(values)].flat().map((v) => `${kind}:${String(v)}`),
+  );
+}
+
 /**
  * The statements of the resource policies the template puts on `resourceArn` (an event bus's
- * AWS::Events::EventBusPolicy), resolved: they are judged with the caller's own.
+ * AWS::Events::EventBusPolicy, a queue's AWS::SQS::QueuePolicy), resolved: they are judged with
+ * the caller's own.
  */
 export function resourcePolicyStatements(
   resolver: TemplateResolver,
   resourceArn: string,
 ): ResolvedStatement[] {
-  return resolver
+  const busStatements = resolver
     .resourcesOfType('AWS::Events::EventBusPolicy')
     .map(([, p]) => p.Properties?.Statement as Record<string, unknown> | undefined)
-    .filter((st): st is Record<string, unknown> => st !== undefined)
+    .filter((st): st is Record<string, unknown> => st !== undefined);
+  const queueStatements = resolver
+    .resourcesOfType('AWS::SQS::QueuePolicy')
+    .flatMap(
+      ([, p]) =>
+        ((p.Properties?.PolicyDocument as { Statement?: Record<string, unknown>[] } | undefined)?.Statement ??
+          []) as Record<string, unknown>[],
+    );
+  return [...busStatements, ...queueStatements]
     .map((st) => ({
       effect: String(st.Effect),
       actions: [st.Action].flat().map(String),
       resources: [resolver.resolve(st.Resource)].flat().map(String),
       ...(st.Condition === undefined ? {} : { conditions: resolveConditions(resolver, st.Condition) }),
+      ...(st.Principal === undefined ? {} : { principals: principalsOf(resolver, st.Principal) }),
     }))
     .filter((st) => st.resources.some((r) => globMatch(r, resourceArn, false)));
+}
+
+/**
+ * Whether a resource policy lets `principal` (`Service:<name>` or `AWS:<arn>`) do `action` on
+ * `resource`: a statement naming it (or `AWS:*`, which IAM treats as every principal) allows, a
+ * Deny naming it whose conditions hold refuses. For a service, which acts with no identity
+ * policy, the resource policy's Allow is the only one.
+ */
+export function resourcePolicyAllows(
+  statements: readonly ResolvedStatement[],
+  principal: string,
+  action: string,
+  resource: string,
+  context: RequestContext = {},
+): boolean {
+  const names = (st: ResolvedStatement) =>
+    (st.principals ?? []).some((p) => p === principal || p === 'AWS:*');
+  return allows(statements.filter(names), action, resource, context);
 }
 
 /** The statements about `action` on `resource` (their conditions not yet judged). */

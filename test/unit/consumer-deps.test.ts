@@ -2,7 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
 import { consumerDeps, parseConsumerConfig } from '../../shared/consumers/consumer-deps';
-import { consumerEnv } from '../../shared/consumers/contract';
+import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { defineConsumer } from '../../shared/consumers/define-consumer';
 import { bucket, database, resourceEnvName, table, topic } from '../../shared/consumers/resources';
 import { isPipelineError } from '../../shared/errors';
@@ -32,6 +32,13 @@ const ledger = defineConsumer({
 const entriesVar = resourceEnvName('entries', 'table');
 const alertsVar = resourceEnvName('alerts', 'topic');
 const exportsVar = resourceEnvName('exports', 'bucket');
+const queueVars = Object.values(consumerQueueEnv);
+/** The consumer's queue as the stack names it in the function's environment. */
+const queueEnv = {
+  [consumerQueueEnv.url]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/ledger',
+  [consumerQueueEnv.arn]: 'arn:aws:sqs:eu-west-1:123456789012:ledger',
+  [consumerQueueEnv.visibilityTimeoutSeconds]: '360',
+};
 
 function configError(fn: () => unknown): { path: string; message: string }[] {
   try {
@@ -44,14 +51,17 @@ function configError(fn: () => unknown): { path: string; message: string }[] {
 }
 
 describe('consumer configuration from the environment (contract.ts and resourceEnvName names)', () => {
-  it('requires the inbox table, and the variable of each table, topic and bucket the consumer declares', () => {
+  it('requires the inbox table, the variable of each table, topic and bucket the consumer declares, and its queue', () => {
     expect(configError(() => parseConsumerConfig(ledger, {})).map((f) => f.path)).toEqual([
       consumerEnv.inboxTable,
       entriesVar,
       alertsVar,
       exportsVar,
+      ...queueVars,
     ]);
-    expect(configError(() => parseConsumerConfig(ledger, { [consumerEnv.inboxTable]: 'inbox' }))).toEqual([
+    expect(
+      configError(() => parseConsumerConfig(ledger, { [consumerEnv.inboxTable]: 'inbox', ...queueEnv })),
+    ).toEqual([
       { path: entriesVar, message: 'required' },
       { path: alertsVar, message: 'required' },
       { path: exportsVar, message: 'required' },
@@ -62,13 +72,46 @@ describe('consumer configuration from the environment (contract.ts and resourceE
         [entriesVar]: 'ledger-entries',
         [alertsVar]: topicArn,
         [exportsVar]: 'ledger-exports',
+        ...queueEnv,
       }),
     ).toEqual({
       name: 'ledger',
       inboxTable: 'inbox',
       // The database has no variable of its own: the function's database settings log in as its role.
       resources: { entries: 'ledger-entries', alerts: topicArn, exports: 'ledger-exports' },
+      queue: {
+        url: 'https://sqs.eu-west-1.amazonaws.com/123456789012/ledger',
+        arn: 'arn:aws:sqs:eu-west-1:123456789012:ledger',
+        visibilityTimeoutSeconds: 360,
+      },
     });
+  });
+
+  it('lists a missing or malformed queue variable with the rest, as one CONFIG error', () => {
+    const complete = {
+      [consumerEnv.inboxTable]: 'inbox',
+      [entriesVar]: 'ledger-entries',
+      [alertsVar]: topicArn,
+      [exportsVar]: 'ledger-exports',
+    };
+    expect(
+      configError(() =>
+        parseConsumerConfig(ledger, { ...complete, [consumerQueueEnv.url]: queueEnv[consumerQueueEnv.url] }),
+      ),
+    ).toEqual([
+      { path: consumerQueueEnv.arn, message: 'required' },
+      { path: consumerQueueEnv.visibilityTimeoutSeconds, message: 'required' },
+    ]);
+    const fields = configError(() =>
+      parseConsumerConfig(ledger, {
+        ...complete,
+        [consumerQueueEnv.url]: 'ledger',
+        [consumerQueueEnv.arn]: 'arn:aws:sns:eu-west-1:123456789012:ledger',
+        [consumerQueueEnv.visibilityTimeoutSeconds]: '0',
+      }),
+    );
+    expect(fields.map((f) => f.path).sort()).toEqual([...queueVars].sort());
+    expect(fields.find((f) => f.path === consumerQueueEnv.arn)?.message).toMatch(/SQS queue ARN/);
   });
 
   it('requires of each consumer of the registry the variables of its own resources, and no other', () => {
@@ -79,7 +122,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
       expect(
         configError(() => parseConsumerConfig(consumer, {})).map((f) => f.path),
         consumer.name,
-      ).toEqual([consumerEnv.inboxTable, ...declared]);
+      ).toEqual([consumerEnv.inboxTable, ...declared, ...queueVars]);
     }
   });
 
@@ -91,6 +134,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
         [entriesVar]: 'a table?',
         [alertsVar]: 'not-an-arn',
         [exportsVar]: 'Not_A_Bucket',
+        ...queueEnv,
       }),
     );
     expect(fields.map((f) => f.path).sort()).toEqual(
@@ -107,6 +151,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
           [entriesVar]: 'ledger-entries',
           [alertsVar]: topicArn,
           [exportsVar]: 'ledger-exports',
+          ...queueEnv,
         }),
       ),
     ).toEqual([{ path: consumerEnv.consumerName, message: 'is other, but this is the ledger consumer' }]);

@@ -1,12 +1,19 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { consumerEnv } from '../../shared/consumers/contract';
+import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { resourceEnvName } from '../../shared/consumers/resources';
 import { translate } from '../fixtures/consumers/translate/consumer';
 
 // The fixture consumer's handler.ts is what the CDK bundles for it: with the environment the
-// construct gives it (its name, the inbox, a variable per declared table, topic and bucket, the
-// database settings) it builds a handler; without its table's variable the cold start fails,
-// naming the variable.
+// construct gives it (its name, the inbox, a variable per declared table, topic and bucket, its
+// queue, the database settings) it builds a handler; without its table's variable the cold start
+// fails, naming the variable.
+
+/** The fixture consumer's queue, as the construct names it in the function's environment. */
+function stubQueueEnv(): void {
+  vi.stubEnv(consumerQueueEnv.url, 'https://sqs.eu-west-1.amazonaws.com/123456789012/translate');
+  vi.stubEnv(consumerQueueEnv.arn, 'arn:aws:sqs:eu-west-1:123456789012:translate');
+  vi.stubEnv(consumerQueueEnv.visibilityTimeoutSeconds, '360');
+}
 
 afterEach(() => {
   vi.unstubAllEnvs();
@@ -26,6 +33,7 @@ describe('the fixture consumer’s Lambda handler', () => {
     vi.stubEnv('DB_CLUSTER_ARN', 'arn:aws:rds:eu-west-1:123456789012:cluster:pipeline');
     vi.stubEnv('DB_SECRET_ARN', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:translate');
     vi.stubEnv('DB_NAME', 'pipeline');
+    stubQueueEnv();
     const { handler } = await handlerModule();
     expect(typeof handler).toBe('function');
   });
@@ -36,6 +44,7 @@ describe('the fixture consumer’s Lambda handler', () => {
     vi.stubEnv(resourceEnvName('translations', 'table'), '');
     vi.stubEnv(resourceEnvName('translated', 'topic'), 'arn:aws:sns:eu-west-1:123456789012:translated');
     vi.stubEnv(resourceEnvName('renditions', 'bucket'), 'content-pipeline-renditions');
+    stubQueueEnv();
     await expect(handlerModule()).rejects.toThrow(/TRANSLATIONS_TABLE_NAME/);
   });
 });

@@ -12,10 +12,11 @@ type RetentionTopology = Pick<Topology, 'consumers' | 'relay' | 'archiveRetentio
  * first published, with (a lower bound of) the longest it can take, in seconds. Stated here on
  * its own, from the topology's numbers, so the test checks the derivation rather than repeat it:
  * - the relay re-publishes an event whose PutEvents answer was lost, until its maximum age;
- * - EventBridge retries a target invoke up to the target's maximum event age, then puts the
- *   event in the rule's DLQ, where an ops redrive can take it for the queue's retention;
- * - Lambda retries the function's own errors up to the async maximum event age, then puts the
- *   invocation record in the on-failure queue, redrivable for its retention;
+ * - EventBridge retries a delivery to the consumer's queue up to the target's maximum event age,
+ *   then puts the event in the rule's DLQ, where an ops redrive can take it for its retention;
+ * - the consumer's queue hands a message over again and again while it keeps it (its retention),
+ *   then (or once it was received as often as its redrive policy allows) its DLQ keeps it,
+ *   redrivable for the DLQ's retention;
  * - the bus archive keeps every event for replay for its retention, and a replayed delivery can
  *   take every path above again.
  */
@@ -23,16 +24,16 @@ function redeliveryPaths(t: RetentionTopology, consumer: ConsumerName): [string,
   const c = t.consumers[consumer];
   const relay = t.relay.maxEventAgeSeconds;
   const target = c.targetRetry.maximumEventAgeSeconds;
-  const lambda = c.asyncInvoke.maximumEventAgeSeconds;
+  const consumerQueue = c.queue.retentionSeconds;
   const queue = c.deadLetterRetentionSeconds;
   const archive = t.archiveRetentionDays * day;
   return [
     ['relay re-publish', relay],
     ['EventBridge target retries', relay + target],
     ['rule DLQ redrive', relay + target + queue],
-    ['Lambda async retries', relay + target + lambda],
-    ['on-failure queue redrive', relay + target + lambda + queue],
-    ['archive replay', relay + archive + target + lambda + queue],
+    ["the consumer's queue", relay + target + consumerQueue],
+    ["the consumer's queue's DLQ redrive", relay + target + consumerQueue + queue],
+    ['archive replay', relay + archive + target + consumerQueue + queue],
   ];
 }
 
@@ -78,8 +79,8 @@ describe('inbox retention, derived from the topology', () => {
       'target max event age': stretch((t) => {
         t.consumers.notify.targetRetry.maximumEventAgeSeconds *= 10;
       }),
-      'Lambda async max event age': stretch((t) => {
-        t.consumers.archive.asyncInvoke.maximumEventAgeSeconds *= 10;
+      "consumer's queue retention": stretch((t) => {
+        t.consumers.archive.queue.retentionSeconds *= 3;
       }),
       'dead-letter queue retention': stretch((t) => {
         t.consumers.index.deadLetterRetentionSeconds *= 10;
@@ -115,7 +116,7 @@ interface Mutable {
     ConsumerName,
     {
       targetRetry: { maximumEventAgeSeconds: number };
-      asyncInvoke: { maximumEventAgeSeconds: number };
+      queue: { retentionSeconds: number };
       deadLetterRetentionSeconds: number;
     }
   >;

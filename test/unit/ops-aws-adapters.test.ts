@@ -1,29 +1,23 @@
 import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
+  SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { CloudWatchHealth } from '../../shared/ops/adapters/aws/cloudwatch-health';
-import { LambdaRedelivery } from '../../shared/ops/adapters/aws/lambda-redelivery';
-import {
-  onFailureRule,
-  retryGaveUpAttribute,
-  SqsDeadLetters,
-} from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { consumerQueueRule, SqsDeadLetters } from '../../shared/ops/adapters/aws/sqs-dead-letters';
+import { SqsRedelivery } from '../../shared/ops/adapters/aws/sqs-redelivery';
 
 const sqs = mockClient(SQSClient);
-const lambda = mockClient(LambdaClient);
 const cloudwatch = mockClient(CloudWatchClient);
 
 beforeEach(() => {
   sqs.reset();
-  lambda.reset();
   cloudwatch.reset();
 });
 
@@ -39,10 +33,15 @@ const dlq = {
   consumer: 'index' as const,
   rule: 'content-approved',
 };
-const onFailure = {
-  url: 'https://sqs.us-east-1.amazonaws.com/123/of',
+const queueDlq = {
+  url: 'https://sqs.us-east-1.amazonaws.com/123/notify-dead-letters',
   consumer: 'notify' as const,
-  rule: onFailureRule,
+  rule: consumerQueueRule,
+};
+const queueUrls = {
+  index: 'https://sqs.us-east-1.amazonaws.com/123/index',
+  notify: 'https://sqs.us-east-1.amazonaws.com/123/notify',
+  archive: 'https://sqs.us-east-1.amazonaws.com/123/archive',
 };
 
 // A rule target DLQ message is the event, the error in attributes (eb-rule-dlq.html).
@@ -57,32 +56,34 @@ const dlqMessage = (id: string, receipt: string) => ({
     RETRY_ATTEMPTS: { DataType: 'Number', StringValue: '185' },
   },
 });
-// An on-failure record is Lambda's invocation record, the event in requestPayload.
-const onFailureMessage = (id: string, receipt: string) => ({
+// A consumer queue's DLQ message is the message its queue received: the event, as its rule sent it.
+const queueDlqMessage = (id: string, receipt: string) => ({
   MessageId: `m-${receipt}`,
   ReceiptHandle: receipt,
-  Body: JSON.stringify({
-    version: '1.0',
-    timestamp: '2026-11-30T12:00:00.000Z',
-    requestContext: {
-      requestId: 'r',
-      functionArn: 'arn',
-      condition: 'RetriesExhausted',
-      approximateInvokeCount: 3,
-    },
-    requestPayload: event(id),
-    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
-    responsePayload: { errorType: 'InboxInProgressError', errorMessage: 'another attempt holds the lease' },
-  }),
-  Attributes: { SentTimestamp: '1764547200000' },
+  Body: JSON.stringify(event(id)),
+  Attributes: { SentTimestamp: '1764547200000', ApproximateReceiveCount: '40' },
+});
+
+describe('SqsRedelivery', () => {
+  it('sends the event, as its rule does, to the consumer’s queue', async () => {
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
+    await new SqsRedelivery(new SQSClient({}), queueUrls).redeliver('archive', event('e1'));
+    const sent = sqs.commandCalls(SendMessageCommand).map((c) => c.args[0].input);
+    expect(sent).toEqual([{ QueueUrl: queueUrls.archive, MessageBody: JSON.stringify(event('e1')) }]);
+  });
+
+  it('fails on a consumer it has no queue for, and when SQS refuses', async () => {
+    const redelivery = new SqsRedelivery(new SQSClient({}), { ...queueUrls, archive: '' });
+    await expect(redelivery.redeliver('archive', event('e1'))).rejects.toThrow(
+      /no queue for consumer archive/,
+    );
+    sqs.on(SendMessageCommand).rejects(Object.assign(new Error('denied'), { name: 'AccessDenied' }));
+    await expect(redelivery.redeliver('index', event('e1'))).rejects.toThrow('denied');
+  });
 });
 
 describe('SqsDeadLetters', () => {
-  const redelivery = new LambdaRedelivery(new LambdaClient({}), {
-    index: 'fn-index',
-    notify: 'fn-notify',
-    archive: 'fn-archive',
-  });
+  const redelivery = new SqsRedelivery(new SQSClient({}), queueUrls);
 
   it("a consumer's queue is shared by its rules: each message is listed under the rule its RULE_ARN names", async () => {
     const withdrawn = dlqMessage('e3', 'c');
@@ -113,17 +114,17 @@ describe('SqsDeadLetters', () => {
     ]);
   });
 
-  it('lists both kinds of message and makes each visible again right after', async () => {
+  it('lists both kinds of dead letter and makes each visible again right after', async () => {
     sqs
       .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
       .resolvesOnce({ Messages: [dlqMessage('e1', 'a')] })
       .resolves({});
     sqs
-      .on(ReceiveMessageCommand, { QueueUrl: onFailure.url })
-      .resolvesOnce({ Messages: [onFailureMessage('e2', 'b')] })
+      .on(ReceiveMessageCommand, { QueueUrl: queueDlq.url })
+      .resolvesOnce({ Messages: [queueDlqMessage('e2', 'b')] })
       .resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
-    const letters = await new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery).list(10);
+    const letters = await new SqsDeadLetters(new SQSClient({}), [dlq, queueDlq], redelivery).list(10);
     expect(letters).toEqual([
       {
         id: 'e1',
@@ -137,10 +138,10 @@ describe('SqsDeadLetters', () => {
       {
         id: 'e2',
         consumer: 'notify',
-        rule: onFailureRule,
-        attempts: 3,
-        error: 'InboxInProgressError: another attempt holds the lease',
-        deadAt: '2026-11-30T12:00:00.000Z',
+        rule: consumerQueueRule,
+        attempts: 0,
+        error: expect.stringMatching(/^received as often as its queue’s redrive policy allows/),
+        deadAt: '2025-12-01T00:00:00.000Z',
         event: event('e2'),
       },
     ]);
@@ -153,78 +154,35 @@ describe('SqsDeadLetters', () => {
     ]);
   });
 
-  it('reads the consumers’ shared dead letters: each message’s consumer from its function, the retries’ reason first', async () => {
-    const shared = {
-      url: 'https://sqs.us-east-1.amazonaws.com/123/consumer-dead-letters',
-      rule: onFailureRule,
-    };
-    const fromFunction = (id: string, receipt: string, fn: string) => {
-      const m = onFailureMessage(id, receipt);
-      const body = JSON.parse(m.Body);
-      body.requestContext.functionArn = `arn:aws:lambda:us-east-1:123:function:${fn}:$LATEST`;
-      return {
-        ...m,
-        Body: JSON.stringify(body),
-        MessageAttributes: {
-          [retryGaveUpAttribute]: { DataType: 'String', StringValue: 'retried for 1441 min' },
-        },
-      };
-    };
-    const page = {
-      Messages: [
-        fromFunction('e1', 'a', 'fn-notify'),
-        fromFunction('e1', 'b', 'fn-archive'),
-        fromFunction('e2', 'c', 'fn-unknown'),
-      ],
-    };
-    // Read twice: once by the list, once by the redrive.
+  it('skips a message whose body is no event', async () => {
     sqs
-      .on(ReceiveMessageCommand, { QueueUrl: shared.url })
-      .resolvesOnce(page)
-      .resolvesOnce({})
-      .resolvesOnce(page)
+      .on(ReceiveMessageCommand, { QueueUrl: queueDlq.url })
+      .resolvesOnce({
+        Messages: [
+          { ...queueDlqMessage('e1', 'a'), Body: 'not json' },
+          { ...queueDlqMessage('e2', 'b'), Body: '{"no":"id"}' },
+          queueDlqMessage('e3', 'c'),
+        ],
+      })
       .resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
-    sqs.on(DeleteMessageCommand).resolves({});
-    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
-    const store = new SqsDeadLetters(new SQSClient({}), [shared], redelivery, {
-      consumerFunctions: { index: 'fn-index', notify: 'fn-notify', archive: 'fn-archive' },
-    });
-
-    const letters = await store.list(10);
-    expect(letters.map((l) => [l.id, l.consumer, l.error])).toEqual([
-      [
-        'e1',
-        'notify',
-        'retried for 1441 min; last error InboxInProgressError: another attempt holds the lease',
-      ],
-      [
-        'e1',
-        'archive',
-        'retried for 1441 min; last error InboxInProgressError: another attempt holds the lease',
-      ],
-    ]);
-    // A redrive of one consumer's copy re-invokes that consumer and deletes only its message.
-    expect(await store.redrive({ id: 'e1', consumer: 'archive' })).toBe(1);
-    expect(lambda.commandCalls(InvokeCommand).map((c) => c.args[0].input.FunctionName)).toEqual([
-      'fn-archive',
-    ]);
-    expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['b']);
+    const letters = await new SqsDeadLetters(new SQSClient({}), [queueDlq], redelivery).list(10);
+    expect(letters.map((l) => l.id)).toEqual(['e3']);
   });
 
-  it('redrives a letter by re-invoking its consumer, and deletes it only after Lambda accepted', async () => {
+  it('redrives a letter by sending it to its consumer’s queue, and deletes it only after SQS took it', async () => {
     sqs
       .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
       .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), dlqMessage('other', 'b')] })
       .resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     sqs.on(DeleteMessageCommand).resolves({});
-    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
     const redriven = await new SqsDeadLetters(new SQSClient({}), [dlq], redelivery).redrive({ id: 'e1' });
     expect(redriven).toBe(1);
-    const invoke = lambda.commandCalls(InvokeCommand)[0]?.args[0].input;
-    expect(invoke).toMatchObject({ FunctionName: 'fn-index', InvocationType: 'Event' });
-    expect(JSON.parse(new TextDecoder().decode(invoke?.Payload as Uint8Array))).toEqual(event('e1'));
+    const sent = sqs.commandCalls(SendMessageCommand)[0]?.args[0].input;
+    expect(sent?.QueueUrl).toBe(queueUrls.index);
+    expect(JSON.parse(sent?.MessageBody as string)).toEqual(event('e1'));
     expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['a']);
     // The letter that was not asked for is released at once.
     const released = sqs
@@ -233,29 +191,29 @@ describe('SqsDeadLetters', () => {
     expect(released.map((e) => e?.ReceiptHandle)).toEqual(['b']);
   });
 
-  it('keeps the message when the invoke is refused, and fails the redrive', async () => {
+  it('keeps the message when the send is refused, and fails the redrive', async () => {
     sqs
-      .on(ReceiveMessageCommand, { QueueUrl: onFailure.url })
-      .resolvesOnce({ Messages: [onFailureMessage('e2', 'b')] })
+      .on(ReceiveMessageCommand, { QueueUrl: queueDlq.url })
+      .resolvesOnce({ Messages: [queueDlqMessage('e2', 'b')] })
       .resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
-    lambda.on(InvokeCommand).resolves({ StatusCode: 500 });
+    sqs.on(SendMessageCommand).rejects(Object.assign(new Error('throttled'), { name: 'RequestThrottled' }));
     await expect(
-      new SqsDeadLetters(new SQSClient({}), [onFailure], redelivery).redrive({ id: 'e2' }),
-    ).rejects.toThrow(/answered status 500/);
+      new SqsDeadLetters(new SQSClient({}), [queueDlq], redelivery).redrive({ id: 'e2' }),
+    ).rejects.toThrow('throttled');
     expect(sqs.commandCalls(DeleteMessageCommand)).toHaveLength(0);
   });
 
-  it('redrives every letter of a queue in one pass (receive, invoke, delete) when asked for all', async () => {
+  it('redrives every letter of a queue in one pass (receive, send, delete) when asked for all', async () => {
     sqs
       .on(ReceiveMessageCommand, { QueueUrl: dlq.url })
       .resolvesOnce({ Messages: [dlqMessage('e1', 'a'), dlqMessage('e3', 'c')] })
       .resolves({});
-    sqs.on(ReceiveMessageCommand, { QueueUrl: onFailure.url }).resolves({});
+    sqs.on(ReceiveMessageCommand, { QueueUrl: queueDlq.url }).resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     sqs.on(DeleteMessageCommand).resolves({});
-    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
-    expect(await new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery).redrive('all')).toBe(2);
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
+    expect(await new SqsDeadLetters(new SQSClient({}), [dlq, queueDlq], redelivery).redrive('all')).toBe(2);
     expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual([
       'a',
       'c',
@@ -274,7 +232,7 @@ describe('SqsDeadLetters', () => {
       .resolves({});
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     sqs.on(DeleteMessageCommand).resolves({});
-    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm' });
     const store = new SqsDeadLetters(new SQSClient({}), [dlq], redelivery);
     expect(await store.redrive('all', Number.POSITIVE_INFINITY, 1764547250000)).toBe(1);
     expect(sqs.commandCalls(DeleteMessageCommand).map((c) => c.args[0].input.ReceiptHandle)).toEqual(['a']);
@@ -292,9 +250,9 @@ describe('SqsDeadLetters', () => {
     sqs.on(ChangeMessageVisibilityBatchCommand).resolves({});
     sqs.on(DeleteMessageCommand).resolves({});
     let now = 1_000;
-    lambda.on(InvokeCommand).callsFake(async () => {
+    sqs.on(SendMessageCommand).callsFake(async () => {
       now += 10_000;
-      return { StatusCode: 202 };
+      return { MessageId: 'm' };
     });
     const spy = vi.spyOn(Date, 'now').mockImplementation(() => now);
     try {
@@ -313,7 +271,7 @@ describe('SqsDeadLetters', () => {
     sqs.on(GetQueueAttributesCommand).resolves({
       Attributes: { ApproximateNumberOfMessages: '2', ApproximateNumberOfMessagesNotVisible: '1' },
     });
-    const store = new SqsDeadLetters(new SQSClient({}), [dlq, onFailure], redelivery);
+    const store = new SqsDeadLetters(new SQSClient({}), [dlq, queueDlq], redelivery);
     expect(await store.redrive({ id: 'e1', consumer: 'archive' })).toBe(0);
     expect(sqs.commandCalls(ReceiveMessageCommand)).toHaveLength(0);
     expect(await store.count()).toBe(6);

@@ -273,17 +273,47 @@ const may = (grants: ReturnType<typeof grantsOf>, action: string, on?: string) =
   grants.some((g) => g.action === action && (on === undefined || g.resources.has(on)));
 
 /** The functions a `content.approved` event reaches: the targets of the rules matching it. */
-function approvedTargets(template: CfnTemplate, topology: CapacityTopology): string[] {
-  const ids = new Set<string>();
+/**
+ * The consumers `content.approved` reaches: each rule target is a consumer's queue, read by the
+ * function of the event source mapping on it (rule -> queue -> mapping -> function), with the
+ * mapping's batch size and maximum concurrency. A target that is a function (a stack before the
+ * queues) is taken as it is, unbatched and unbounded.
+ */
+function approvedTargets(template: CfnTemplate, topology: CapacityTopology): ConsumerTarget[] {
+  const targets = new Map<string, ConsumerTarget>();
+  const mappings = ofType(template, 'AWS::Lambda::EventSourceMapping');
   for (const [, rule] of ofType(template, 'AWS::Events::Rule')) {
     const types = asArray(record(rule.EventPattern)['detail-type']);
     if (rule.State === 'DISABLED' || !types.includes(topology.eventTypes.approved)) continue;
     for (const target of asArray(rule.Targets)) {
       const id = referencedId(record(target).Arn);
-      if (id) ids.add(id);
+      if (!id) continue;
+      if (template.Resources[id]?.Type !== 'AWS::SQS::Queue') {
+        targets.set(id, { functionId: id, batchSize: 1, maxConcurrency: undefined });
+        continue;
+      }
+      const mapping = mappings.find(([, m]) => referencedId(m.EventSourceArn) === id)?.[1];
+      const functionId = mapping && referencedId(mapping.FunctionName);
+      if (!mapping || !functionId)
+        throw new Error(`no event source mapping reads the rule target queue ${id}`);
+      const concurrency = record(mapping.ScalingConfig).MaximumConcurrency;
+      targets.set(functionId, {
+        functionId,
+        queueId: id,
+        batchSize: typeof mapping.BatchSize === 'number' ? mapping.BatchSize : 10,
+        maxConcurrency: typeof concurrency === 'number' ? concurrency : undefined,
+      });
     }
   }
-  return [...ids];
+  return [...targets.values()];
+}
+
+/** A consumer `content.approved` reaches, as the template wires it. */
+interface ConsumerTarget {
+  readonly functionId: string;
+  readonly queueId?: string;
+  readonly batchSize: number;
+  readonly maxConcurrency: number | undefined;
 }
 
 /** The API stage throttle that applies to `route`: its own method setting, else the stage-wide one. */
@@ -442,12 +472,14 @@ function components(inputs: CapacityInputs): {
   };
   const tasksApi = functionOf(functions, tasksApiServiceName);
   const relay = functionOf(functions, relayServiceName);
-  const consumers = approvedTargets(template, topology).map((id) => {
+  const targets = approvedTargets(template, topology);
+  const consumers = targets.map(({ functionId: id }) => {
     const fn = functions.find((f) => f.id === id);
     if (!fn)
       throw new Error(`a content.approved rule targets ${id}, which is no Lambda function of the template`);
     return fn;
   });
+  const targetOf = (fn: LambdaFunction) => targets.find((t) => t.functionId === fn.id) as ConsumerTarget;
   // What each consumer's resources take per event is what its declaration says.
   const approved = approvedConsumers(topology);
   const declarationOf = (fn: LambdaFunction): ConsumerDefinition => {
@@ -485,16 +517,19 @@ function components(inputs: CapacityInputs): {
         1 / measured.relayEventsPerSecPerRun,
       reserved: reservedOf(relay),
     },
+    // A batch's messages are handled at once (queue-delivery.ts), so at load, batches full, an
+    // event takes a batch's share of an invocation.
     ...consumers.map((fn) => ({
       fn,
       label: fn.service || fn.id,
-      invocations: 1,
-      seconds: ms(
-        a.inboxCallsPerEvent * a.dynamoCallMs +
-          databaseCalls([declarationOf(fn)]) * a.dataApiCallMs +
-          a.effectCallMs +
-          a.handlerMs,
-      ),
+      invocations: 1 / targetOf(fn).batchSize,
+      seconds:
+        ms(
+          a.inboxCallsPerEvent * a.dynamoCallMs +
+            databaseCalls([declarationOf(fn)]) * a.dataApiCallMs +
+            a.effectCallMs +
+            a.handlerMs,
+        ) / targetOf(fn).batchSize,
       reserved: reservedOf(fn),
     })),
   ];
@@ -518,6 +553,22 @@ function components(inputs: CapacityInputs): {
       detail: isRelay
         ? `the draining runs, a run draining ${count(measured.relayEventsPerSecPerRun)} events/s; nudges past the reservation are throttled, queued and retried by Lambda, and only hint`
         : `${p.invocations} invocation(s) per approval, ${(p.seconds * 1000).toFixed(0)} ms of execution`,
+    });
+  }
+  // Each consumer's queue holds what its mapping's maximum concurrency cannot take yet: a bound of
+  // its own, which is also the most of the account's pool it can ever hold.
+  for (const fn of consumers) {
+    const { maxConcurrency, batchSize, queueId } = targetOf(fn);
+    const p = pathFunctions.find((f) => f.fn.id === fn.id);
+    if (maxConcurrency === undefined || !p || !queueId) continue;
+    list.push({
+      name: `Consumer queue mapping, ${p.label} (maximum concurrency)`,
+      kind: 'own',
+      limit: maxConcurrency,
+      unit: 'executions',
+      perApproval: p.seconds,
+      limitFrom: `template: the event source mapping of ${queueId}, ScalingConfig.MaximumConcurrency ${maxConcurrency}`,
+      detail: `batches of ${batchSize} handled at once, ${(p.seconds * batchSize * 1000).toFixed(0)} ms an invocation; past it events wait in the queue, delayed, never lost or throttled`,
     });
   }
   const maxRuns = topology.relay.maxRuns;
@@ -764,7 +815,7 @@ function components(inputs: CapacityInputs): {
     else declaredTableWru += tableWru;
   }
 
-  // SQS: the dead-letter queues and the consumers' retry queue take nothing while deliveries
+  // SQS: the dead-letter queues take nothing while deliveries
   // succeed; a queue the relay consumes (its wake-ups) takes at most a message per run start.
   const queues = ofType(template, 'AWS::SQS::Queue').map(([id]) => id);
   const relayIds = new Set(
@@ -783,10 +834,11 @@ function components(inputs: CapacityInputs): {
     kind: 'quota',
     limit: q.sqsStandardApiRps.value,
     unit: 'messages/s',
-    perApproval: 0,
+    // Per queue, as the quota is: a consumer's queue takes one message per approval.
+    perApproval: 1,
     fixed: wakeUpQueues * runStartsPerSec * 2,
     limitFrom: quota('sqsStandardApiRps'),
-    detail: `${queues.length - wakeUpQueues} dead-letter and retry queue(s): nothing while deliveries succeed; ${wakeUpQueues} the relay consumes: a wake-up or a helper request per run at most`,
+    detail: `${queues.length - wakeUpQueues} consumer and dead-letter queue(s): a consumer's queue one message per event, standard queues with nearly unlimited throughput; the dead-letter queues nothing while deliveries succeed; ${wakeUpQueues} the relay consumes: a wake-up or a helper request per run at most`,
   });
 
   // CloudWatch

@@ -2,8 +2,8 @@ import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { consumerEnv, deliveryAuditServiceName } from '../../../shared/consumers/contract';
 import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
@@ -19,10 +19,10 @@ export interface DeliveryAuditProps {
   readonly database: DatabaseAccess;
   readonly inbox: InboxTable;
   /**
-   * Each consumer's function: the audit re-sends an inbox record nothing will retry by invoking
-   * it asynchronously (shared/audit/stuck-records.ts).
+   * Each consumer's queue: the audit re-sends an inbox record nothing will retry by sending its
+   * event there, as the consumer's rules do (shared/audit/stuck-records.ts).
    */
-  readonly consumerFunctions: Readonly<Record<ConsumerName, IFunction>>;
+  readonly consumerQueues: Readonly<Record<ConsumerName, IQueue>>;
   /** `topology.audit`: the Lambda timeout. */
   readonly audit: AuditConfig;
   /**
@@ -60,8 +60,8 @@ export class DeliveryAudit extends Construct {
         ...props.database.environment,
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
         [gaugeAlarmsEnv]: stack.toJsonString(props.alarmNames),
-        [opsEnv.consumerFunctions]: stack.toJsonString(
-          Object.fromEntries(Object.entries(props.consumerFunctions).map(([c, f]) => [c, f.functionName])),
+        [opsEnv.consumerQueues]: stack.toJsonString(
+          Object.fromEntries(Object.entries(props.consumerQueues).map(([c, q]) => [c, q.queueUrl])),
         ),
       },
       memorySize: 256,
@@ -74,10 +74,12 @@ export class DeliveryAudit extends Construct {
     // The stuck records: their index entries (Query), the records (BatchGetItem, above), and
     // their re-send.
     props.inbox.grantCountOpen(this.function);
+    // SendMessage only (SqsRedelivery sends by URL and reads nothing of the queue); the queues are
+    // SQS-encrypted, so there is no key to grant.
     this.function.addToRolePolicy(
       new PolicyStatement({
-        actions: ['lambda:InvokeFunction'],
-        resources: Object.values(props.consumerFunctions).map((f) => f.functionArn),
+        actions: ['sqs:SendMessage'],
+        resources: Object.values(props.consumerQueues).map((q) => q.queueArn),
       }),
     );
     allowDescribeAlarms(this.function, Object.values(props.alarmNames));

@@ -8,9 +8,10 @@ import {
   type IEventBus,
   Rule,
 } from 'aws-cdk-lib/aws-events';
-import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { ConsumerName, ConsumerPolicy, RulePattern, RuleSpec } from '../../../shared/topology';
 import { DeadLetterQueue } from './dead-letter-queue';
@@ -30,8 +31,8 @@ export interface EventFanoutProps {
   readonly source: string;
   readonly rules: readonly RuleSpec[];
   readonly consumers: Readonly<Record<ConsumerName, ConsumerPolicy>>;
-  /** The consumer functions the rules target. */
-  readonly targets: Readonly<Record<ConsumerName, IFunction>>;
+  /** The consumers' queues the rules target (each consumer's function reads its own). */
+  readonly targets: Readonly<Record<ConsumerName, IQueue>>;
   /**
    * How long the archive keeps events for replay: the topology's `archiveRetentionDays`, which
    * the inbox retention is derived from (a replay must find its events' records still there).
@@ -40,7 +41,7 @@ export interface EventFanoutProps {
 }
 
 /**
- * One rule target: which consumer, and the queue that catches invokes EventBridge gave up on
+ * One rule target: which consumer, and the queue that catches deliveries EventBridge gave up on
  * (one per consumer, shared by its rules).
  */
 export interface FanoutTarget {
@@ -75,10 +76,10 @@ export function toCdkPattern(pattern: RulePattern): EventPattern {
 
 /**
  * The custom bus (or the user's, `existingBus`), its archive and the topology's rules. Each rule
- * target is a consumer function with the consumer's retry policy (`targetRetry`) and the
+ * target is a consumer's queue, with the consumer's retry policy (`targetRetry`) and the
  * consumer's encrypted dead-letter queue (one per consumer, whichever rule could not deliver):
- * those cover only failed invokes (throttles, a missing function or permission); the function's
- * own errors go to its on-failure destination (see `Consumer`).
+ * those cover only deliveries the queue did not take (a throttle, a missing queue or
+ * permission); what the consumer's function fails on stays in its queue (see `Consumer`).
  */
 export class EventFanout extends Construct {
   public readonly bus: IEventBus;
@@ -138,7 +139,7 @@ export class EventFanout extends Construct {
           });
         deadLetterQueues.set(consumer, deadLetterQueue);
         rule.addTarget(
-          new LambdaFunction(props.targets[consumer], {
+          new SqsQueue(props.targets[consumer], {
             deadLetterQueue,
             retryAttempts: policy.targetRetry.maximumRetryAttempts,
             maxEventAge: Duration.seconds(policy.targetRetry.maximumEventAgeSeconds),

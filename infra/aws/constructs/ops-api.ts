@@ -2,6 +2,7 @@ import { Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { DeadLetterQueueRef } from '../../../shared/ops/adapters/aws/sqs-dead-letters';
 import { opsApiRoutes } from '../../../shared/ops/ops-api';
@@ -17,9 +18,9 @@ import type { TasksApi } from './tasks-api';
 /** A queue the ops API reads and redrives, with whom its messages are for. */
 export interface OpsQueue {
   readonly queue: DeadLetterQueue;
-  /** Whose events it holds; absent for the consumers' dead letters, whose messages each name their function. */
-  readonly consumer?: ConsumerName;
-  /** The rule whose target DLQ it is, or `on-failure`. */
+  /** Whose events it holds. */
+  readonly consumer: ConsumerName;
+  /** The rule whose target DLQ it is, or `consumer-queue` for a consumer's queue's DLQ. */
   readonly rule: string;
 }
 
@@ -30,7 +31,8 @@ export interface OpsApiProps {
   readonly database: DatabaseAccess;
   readonly inbox: InboxTable;
   readonly queues: readonly OpsQueue[];
-  readonly consumerFunctions: Readonly<Record<ConsumerName, IFunction>>;
+  /** Each consumer's queue: a redrive sends the event there, as its rules do. */
+  readonly consumerQueues: Readonly<Record<ConsumerName, IQueue>>;
   readonly relayFunction: IFunction;
   /**
    * Every alarm of the stack, by name: the ops status reads exactly these (`DescribeAlarms` by
@@ -47,8 +49,8 @@ export interface OpsApiProps {
  * The ops API on AWS: the same handler (`shared/ops/ops-api.ts`) and routes as the local
  * runtime's, on the tasks API's REST API with IAM authorization on every method. The function
  * reads the database as the ops role, the inbox through its sparse index, the rule DLQs and
- * the consumers' dead letters, and the stack's alarms; a redrive re-invokes the consumer (or nudges the
- * relay) and deletes a queued message only once the invoke was accepted.
+ * the consumers' queues' DLQs, and the stack's alarms; a redrive sends the event to the
+ * consumer's queue (or nudges the relay) and deletes a dead letter only once the send was accepted.
  */
 export class OpsApi extends Construct {
   public readonly function: PipelineFunction;
@@ -57,7 +59,7 @@ export class OpsApi extends Construct {
     super(scope, id);
     const queues: DeadLetterQueueRef[] = props.queues.map((q) => ({
       url: q.queue.queueUrl,
-      ...(q.consumer ? { consumer: q.consumer } : {}),
+      consumer: q.consumer,
       rule: q.rule,
     }));
     const stack = Stack.of(this);
@@ -71,8 +73,8 @@ export class OpsApi extends Construct {
         [opsEnv.alarmPrefix]: props.alarmPrefix,
         [opsEnv.alarms]: stack.toJsonString(props.alarmNames),
         [opsEnv.relayFunction]: props.relayFunction.functionName,
-        [opsEnv.consumerFunctions]: stack.toJsonString(
-          Object.fromEntries(Object.entries(props.consumerFunctions).map(([c, f]) => [c, f.functionName])),
+        [opsEnv.consumerQueues]: stack.toJsonString(
+          Object.fromEntries(Object.entries(props.consumerQueues).map(([c, q]) => [c, q.queueUrl])),
         ),
         [opsEnv.deadLetterQueues]: stack.toJsonString(queues),
       },
@@ -97,13 +99,18 @@ export class OpsApi extends Construct {
         }),
       );
     }
+    // A redrive's SendMessage only (SqsRedelivery sends by URL and reads nothing of the queue); the queues are
+    // SQS-encrypted, so there is no key to grant.
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: Object.values(props.consumerQueues).map((q) => q.queueArn),
+      }),
+    );
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ['lambda:InvokeFunction'],
-        resources: [
-          props.relayFunction.functionArn,
-          ...Object.values(props.consumerFunctions).map((f) => f.functionArn),
-        ],
+        resources: [props.relayFunction.functionArn],
       }),
     );
     allowDescribeAlarms(this.function, props.alarmNames);

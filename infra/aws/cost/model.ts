@@ -815,6 +815,11 @@ export function perMillionApprovals(
       detail: `1 event of ~${fmt(a.eventBytes.value / 1024)} KB = ${plural(chunks, '64 KB chunk')} per approval (same-account rule delivery free)`,
     },
     {
+      name: 'SQS (consumer queues)',
+      usd: usdPer(n * consumers.length * a.sqsRequestsPerDelivery.value, p.sqsRequestMillion, million),
+      detail: `${consumers.length} consumer queues x ${a.sqsRequestsPerDelivery.value} requests per event (the rule's SendMessage, the poller's ReceiveMessage and DeleteMessage, the handler's receipt check), one message per batch: the upper bound of a trickle`,
+    },
+    {
       name: 'EventBridge archive',
       usd:
         archives.length * usdPer(eventGb, p.eventBridgeArchiveGb) +

@@ -303,6 +303,11 @@ const assumptions = {
     unit: 'pollers',
     why: 'the low end of the idle range: Lambda "can optimize to as few as 2 concurrent batches" on a quiet queue, but not for a mapping with maximum concurrency set (same page), which stays at sqsMappingIdlePollers',
   },
+  sqsRequestsPerDelivery: {
+    value: 4,
+    unit: 'requests',
+    why: "each event a consumer's queue carries: EventBridge's SendMessage, the poller's ReceiveMessage and its delete of a handled message, and the handler's ChangeMessageVisibility that proves the receipt (shared/consumers/queue-delivery.ts); priced one message per receive and per delete, as at a trickle: a batch of 10 shares its receive and delete (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html)",
+  },
   sqsLongPollSeconds: {
     value: 20,
     unit: 's',

@@ -24,6 +24,12 @@ export interface QueueDefinition {
   readonly visibilityTimeoutSeconds?: number;
   /** @default 0 */
   readonly delaySeconds?: number;
+  /**
+   * The queue's RedrivePolicy: a message received `maxReceiveCount` times moves to the DLQ (a
+   * queue of this stand-in, by name) on its next receive, its SentTimestamp kept, as SQS moves a
+   * standard queue's message (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
+   */
+  readonly redrive?: { readonly deadLetterQueue: string; readonly maxReceiveCount: number };
 }
 
 /** How the SQS stand-in is set up. */
@@ -70,6 +76,15 @@ export interface SqsStandin extends LocalEndpoint {
    * poll): a test sends "while a long poll waits" at that point, not after a guessed delay.
    */
   nextLongPoll(name: string): Promise<void>;
+  /**
+   * Refuses every `operation` by `caller` (an access key id) with `fault` until called again
+   * without one: a role that lost a grant, an API that fails for one function.
+   */
+  refuse(
+    operation: string,
+    caller: string,
+    fault?: { readonly code: string; readonly message: string; readonly status: number },
+  ): void;
 }
 
 interface StoredMessage {
@@ -97,6 +112,7 @@ interface Queue {
   readonly messages: StoredMessage[];
   /** Every receipt handle ever issued for this queue. */
   readonly handles: Map<string, StoredMessage>;
+  readonly redrive?: QueueDefinition['redrive'];
   lastPurgeAt?: number;
 }
 
@@ -233,6 +249,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
   const maxWaitMs = options.maxWaitMs ?? 1_000;
   const queues = new Map<string, Queue>();
   const longPollWatchers = new Map<string, (() => void)[]>();
+  const refusals: { operation: string; caller: string; code: string; message: string; status: number }[] = [];
   let origin = '';
 
   const nameOf = (nameOrArn: string) =>
@@ -270,6 +287,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
       createdAt: now(),
       messages: [],
       handles: new Map(),
+      ...(d.redrive ? { redrive: d.redrive } : {}),
     };
     queues.set(name, queue);
     return queue;
@@ -345,6 +363,25 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     };
   }
 
+  /** Moves each visible message received `maxReceiveCount` times to the queue's DLQ. */
+  function moveSpentToDeadLetters(queue: Queue, t: number): void {
+    if (!queue.redrive) return;
+    const target = queues.get(queue.redrive.deadLetterQueue);
+    if (!target) return;
+    for (const m of live(queue)) {
+      if (m.visibleAt > t || m.receiveCount < queue.redrive.maxReceiveCount) continue;
+      m.deleted = true;
+      target.messages.push({
+        ...m,
+        visibleAt: t,
+        receiveCount: 0,
+        deleted: false,
+        firstReceiveAt: undefined,
+        receiptHandle: undefined,
+      } as StoredMessage);
+    }
+  }
+
   async function receiveMessage(body: JsonObject): Promise<JsonObject> {
     const queue = queueOf(body);
     const max = integerIn(body, 'MaxNumberOfMessages', 1, 10) ?? 1;
@@ -358,6 +395,7 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
     const deadline = Date.now() + Math.min(waitSeconds * 1_000, maxWaitMs);
     for (let polls = 0; ; polls++) {
       const t = now();
+      moveSpentToDeadLetters(queue, t);
       const ready = live(queue)
         .filter((m) => m.visibleAt <= t)
         .slice(0, max);
@@ -532,6 +570,8 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
   }
 
   async function serve(operation: string, body: JsonObject, caller: string): Promise<JsonObject> {
+    const refusal = refusals.find((r) => r.operation === operation && r.caller === caller);
+    if (refusal) throw new AwsFault(refusal.code, refusal.message, refusal.status);
     switch (operation) {
       case 'CreateQueue': {
         const name = stringField(body, 'QueueName');
@@ -612,6 +652,11 @@ export async function startSqsStandin(options: SqsStandinOptions): Promise<SqsSt
         receiveCount: m.receiveCount,
         inFlight: inFlight(m, now()),
       }));
+    },
+    refuse: (operation, caller, fault) => {
+      const at = refusals.findIndex((r) => r.operation === operation && r.caller === caller);
+      if (at >= 0) refusals.splice(at, 1);
+      if (fault) refusals.push({ operation, caller, ...fault });
     },
     nextLongPoll: (name) =>
       new Promise<void>((resolve) => {

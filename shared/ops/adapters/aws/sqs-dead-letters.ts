@@ -10,26 +10,20 @@ import { type ConsumerName, topology } from '../../../topology';
 import type { ConsumerRedelivery, DeadLetter, DeadLetterStore } from '../../ops-ports';
 
 /**
- * The message attribute the consumer retries put on an on-failure record they gave up on
- * (`shared/consumers/retries.ts`): why, for the dead list.
+ * The kind of queue a consumer's own queue's DLQ is, as `DeadLetterQueueRef.rule` names it: the
+ * messages its queue received as often as its redrive policy allows without the consumer
+ * handling them (a function that fails before the inbox decides, every time).
  */
-export const retryGaveUpAttribute = 'RETRY_GAVE_UP';
+export const consumerQueueRule = 'consumer-queue';
 
 /**
- * The kind of queue the consumers' dead letters are, as `DeadLetterQueueRef.rule` names it:
- * Lambda's on-failure records of every consumer whose retries gave up (a person is needed).
- */
-export const onFailureRule = 'on-failure';
-
-/**
- * A queue that holds undeliverable events: a rule target's DLQ (one consumer's), or the
- * consumers' dead letters (every consumer's: each message names its function).
+ * A queue that holds undeliverable events for one consumer: a rule target's DLQ (what
+ * EventBridge could not send to the consumer's queue), or the consumer's queue's own DLQ.
  */
 export interface DeadLetterQueueRef {
   readonly url: string;
-  /** Whose events the queue holds; absent: each message's on-failure record says (its function). */
-  readonly consumer?: ConsumerName;
-  /** The rule whose target DLQ this is, or `on-failure`. */
+  readonly consumer: ConsumerName;
+  /** The rule whose target DLQ this is, or {@link consumerQueueRule}. */
   readonly rule: string;
 }
 
@@ -40,8 +34,6 @@ export interface SqsDeadLettersOptions {
   readonly redriveVisibilitySeconds?: number;
   /** Receives per queue per list or redrive, 10 messages each. @default 100 */
   readonly maxReceivesPerQueue?: number;
-  /** Each consumer's function name: an on-failure record names the function it failed in. */
-  readonly consumerFunctions?: Readonly<Record<ConsumerName, string>>;
 }
 
 interface Received {
@@ -51,25 +43,23 @@ interface Received {
 }
 
 /**
- * The bus's dead letters on AWS: every rule target DLQ and the consumers' dead letters (the
- * on-failure records the consumer retries gave up on).
+ * The bus's dead letters on AWS: every rule target DLQ and each consumer queue's DLQ.
  *
  * SQS cannot be read without receiving, so a list receives each queue's messages under a short
  * visibility timeout and releases them right after. A redrive receives until it finds the
- * event's messages, re-invokes the consumer with each stored event (asynchronously, as
- * EventBridge does), and deletes a message only after Lambda accepted that invoke: a failed
- * invoke leaves the message where it was.
+ * event's messages, sends each stored event to its consumer's queue (as its rule does), and
+ * deletes a message only after SQS accepted that send: a failed send leaves the message where
+ * it was.
  *
- * A rule DLQ message is the event itself, with the error in message attributes; an on-failure
- * message is Lambda's invocation record, the event in `requestPayload`. Both are read here
- * (docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html,
- * docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+ * Both kinds hold the event itself as the body: a rule DLQ message with the error in message
+ * attributes (docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html), a queue's DLQ
+ * message as its queue received it, moved by its redrive policy
+ * (docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
  */
 export class SqsDeadLetters implements DeadLetterStore {
   private readonly listVisibility: number;
   private readonly redriveVisibility: number;
   private readonly maxReceives: number;
-  private readonly consumerOf: (functionArn: string) => ConsumerName | undefined;
 
   constructor(
     private readonly sqs: SQSClient,
@@ -80,7 +70,6 @@ export class SqsDeadLetters implements DeadLetterStore {
     this.listVisibility = options.listVisibilitySeconds ?? 2;
     this.redriveVisibility = options.redriveVisibilitySeconds ?? 30;
     this.maxReceives = options.maxReceivesPerQueue ?? 100;
-    this.consumerOf = consumerOfFunction(options.consumerFunctions ?? {});
   }
 
   async count(): Promise<number> {
@@ -120,8 +109,7 @@ export class SqsDeadLetters implements DeadLetterStore {
   ): Promise<number> {
     let redriven = 0;
     for (const queue of this.queues) {
-      if (target !== 'all' && target.consumer && queue.consumer && queue.consumer !== target.consumer)
-        continue;
+      if (target !== 'all' && target.consumer && queue.consumer !== target.consumer) continue;
       if (Date.now() >= stopBy) break;
       const received = await this.receiveAll(queue, this.redriveVisibility, Number.POSITIVE_INFINITY);
       const matching = received.filter(
@@ -179,7 +167,7 @@ export class SqsDeadLetters implements DeadLetterStore {
       if (messages.length === 0) break;
       for (const message of messages) {
         seen.add(message.MessageId as string);
-        out.push({ queue, message, letter: toDeadLetter(queue, message, this.consumerOf) });
+        out.push({ queue, message, letter: toDeadLetter(queue, message) });
       }
     }
     return out;
@@ -207,74 +195,32 @@ export class SqsDeadLetters implements DeadLetterStore {
 }
 
 /**
- * Which consumer a function ARN (or name) is, from each consumer's function name: an on-failure
- * record's `requestContext.functionArn` may carry a version qualifier (`:$LATEST`).
+ * Reads one dead letter; undefined when its body is no event. A rule DLQ message says why in its
+ * attributes; a queue's DLQ message says nothing (SentTimestamp is its first enqueue).
  */
-export function consumerOfFunction(
-  functions: Readonly<Partial<Record<ConsumerName, string>>>,
-): (functionArn: string) => ConsumerName | undefined {
-  const byName = new Map(
-    Object.entries(functions).map(([consumer, name]) => [name, consumer as ConsumerName]),
-  );
-  return (functionArn) => {
-    const parts = functionArn.split(':');
-    const at = parts.indexOf('function');
-    const name = at >= 0 ? parts[at + 1] : parts[0];
-    return name === undefined ? undefined : byName.get(name);
-  };
-}
-
-/**
- * Reads one DLQ or on-failure message; undefined when its body is no event we know, or when it
- * is in the consumers' shared queue and names no consumer's function.
- */
-export function toDeadLetter(
-  queue: DeadLetterQueueRef,
-  message: Message,
-  consumerOf: (functionArn: string) => ConsumerName | undefined = () => undefined,
-): DeadLetter | undefined {
-  let body: unknown;
+export function toDeadLetter(queue: DeadLetterQueueRef, message: Message): DeadLetter | undefined {
+  let event: { id?: unknown } | null;
   try {
-    body = JSON.parse(message.Body ?? '');
+    event = JSON.parse(message.Body ?? '');
   } catch {
     return undefined;
   }
-  if (typeof body !== 'object' || body === null) return undefined;
+  if (typeof event !== 'object' || event === null || typeof event.id !== 'string') return undefined;
   const sentAt = Number(message.Attributes?.SentTimestamp);
   const deadAt = Number.isFinite(sentAt) ? new Date(sentAt).toISOString() : new Date(0).toISOString();
-  const record = body as {
-    requestPayload?: unknown;
-    requestContext?: { condition?: string; approximateInvokeCount?: number; functionArn?: string };
-    responsePayload?: { errorMessage?: string; errorType?: string } | null;
-    timestamp?: string;
-  };
-  if (record.requestContext && 'requestPayload' in record) {
-    const event = record.requestPayload as { id?: unknown } | null;
-    if (typeof event?.id !== 'string') return undefined;
-    const consumer = queue.consumer ?? consumerOf(record.requestContext.functionArn ?? '');
-    if (!consumer) return undefined;
-    const response = record.responsePayload;
-    const gaveUp = message.MessageAttributes?.[retryGaveUpAttribute]?.StringValue;
+  const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
+  if (queue.rule === consumerQueueRule) {
     return {
       id: event.id,
-      consumer,
+      consumer: queue.consumer,
       rule: queue.rule,
-      attempts: record.requestContext.approximateInvokeCount ?? 0,
-      error: [
-        gaveUp,
-        response?.errorMessage
-          ? `${response.errorType ?? 'Error'}: ${response.errorMessage}`
-          : (record.requestContext.condition ?? 'unknown'),
-      ]
-        .filter(Boolean)
-        .join('; last error '),
-      deadAt: record.timestamp ?? deadAt,
+      attempts: 0,
+      error:
+        'received as often as its queue’s redrive policy allows without being handled (the function failed before its inbox decided)',
+      deadAt,
       event,
     };
   }
-  const event = body as { id?: unknown };
-  if (typeof event.id !== 'string' || !queue.consumer) return undefined;
-  const attribute = (name: string) => message.MessageAttributes?.[name]?.StringValue;
   return {
     id: event.id,
     consumer: queue.consumer,
