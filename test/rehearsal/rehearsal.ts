@@ -439,28 +439,27 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         .filter((c) => c !== undefined);
     const consumerQueues = consumerNames().map(consumerQueueName);
     let polling = true;
-    let compress = true;
+    // Not before the functions run (they start below, which resolves this).
+    let functionsStarted = () => {};
+    const started = new Promise<void>((resolve) => {
+      functionsStarted = resolve;
+    });
     const poller = (async () => {
+      await started;
       while (polling) {
         let handed = 0;
-        // Not before the functions run (they start below); a pump that fails is tried again.
-        if (processes.size < specs.length) {
-          await new Promise((resolve) => setTimeout(resolve, 25));
-          continue;
-        }
+        // A pump that fails is tried again on the next pass.
         for (const queue of consumerQueues)
           handed += await Promise.resolve()
             .then(() => pump(queue))
             .catch(() => 0);
         if (handed > 0) continue;
-        const hidden = compress
-          ? consumerQueues.flatMap((q) =>
-              standins.sqs
-                .messages(q)
-                .filter((m) => m.inFlight)
-                .map((m) => ({ ...m, queue: q })),
-            )
-          : [];
+        const hidden = consumerQueues.flatMap((q) =>
+          standins.sqs
+            .messages(q)
+            .filter((m) => m.inFlight)
+            .map((m) => ({ ...m, queue: q })),
+        );
         if (hidden.length > 0) {
           const dueAt = await Promise.all(
             hidden.map(async (m) => {
@@ -481,17 +480,16 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
           sqsClockOffsetMs += (queueBackoffMaxSeconds + 1) * 1_000;
           continue;
         }
+        // Nothing to hand over: the pause between a mapping's empty polls, as Lambda's pollers
+        // ask again (their long poll); no step waits on it, they wait for the state it leads to.
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     })();
     cleanups.push(async () => {
       polling = false;
+      functionsStarted();
       await poller;
     });
-    /** Stops or resumes moving the queues' clock past hidden messages (a step that counts receives). */
-    const compressRetries = (on: boolean) => {
-      compress = on;
-    };
 
     // --- every function in its own process, as Lambda would start it ---
     log(`starting ${specs.length} functions`);
@@ -514,6 +512,8 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         cleanups.push(() => ready.process.stop());
       }
     }
+
+    functionsStarted();
 
     if (!options.coldStartsOnly && initErrors.length === 0) {
       const step = async (name: string, run: () => Promise<string | undefined>) => {
@@ -543,7 +543,6 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
         asyncLambda: lambdaAsync,
         pump,
         mappings,
-        compressRetries,
         consumerQueueName,
         advanceSqsClock: (ms) => {
           sqsClockOffsetMs += ms;
@@ -658,8 +657,6 @@ interface PathContext {
   readonly mappings: readonly QueueMapping[];
   /** Moves the SQS stand-in's clock: delayed messages become visible. */
   readonly advanceSqsClock: (ms: number) => void;
-  /** Whether the consumers' pollers move the queues' clock past a hidden message's wait. */
-  readonly compressRetries: (on: boolean) => void;
   /** A consumer's queue, by name. */
   readonly consumerQueueName: (consumer: ConsumerName) => string;
 }
