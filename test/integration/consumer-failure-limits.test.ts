@@ -1,15 +1,15 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type { SQSEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
 import { InjectedFaultError } from '../../infra/local/faults';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
-import { createQueueConsumer, type QueueReceipts } from '../../shared/consumers/queue-delivery';
+import { createQueueConsumer } from '../../shared/consumers/queue-delivery';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
 import { topology } from '../../shared/topology';
+import { consumerQueueArn, FakeConsumerQueue, sqsEvent } from '../support/consumer-queue';
 import { describeEachEngine } from '../support/dynamo';
 import {
   approvedRow,
@@ -38,30 +38,6 @@ const transientFailures: (() => Error)[] = [
     }),
   () => new InjectedFaultError('injected fault: effectFailBefore'),
 ];
-
-const queueArn = 'arn:aws:sqs:us-east-1:123456789012:notify-queue';
-
-/** One receive of the consumer's queue, as its event source mapping hands it over. */
-const received = (event: unknown, receiveCount: number): SQSEvent => ({
-  Records: [
-    {
-      messageId: 'm-1',
-      receiptHandle: `r-${receiveCount}`,
-      body: JSON.stringify(event),
-      attributes: {
-        ApproximateReceiveCount: String(receiveCount),
-        SentTimestamp: '0',
-        SenderId: 'events',
-        ApproximateFirstReceiveTimestamp: '0',
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: queueArn,
-      awsRegion: 'us-east-1',
-    },
-  ],
-});
 
 describeEachEngine('consumer failure limits: DEAD only for what needs a person', (fixture) => {
   let inbox: DynamoInboxStore;
@@ -145,31 +121,23 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
    * hidden for the delay the handler sets, and the queue hands it over again when that ends.
    */
   function queued(run: ReturnType<typeof build>) {
-    const hides: number[] = [];
-    const receipts: QueueReceipts = {
-      confirm: async () => true,
-      hide: async (_handle, seconds) => {
-        hides.push(seconds);
-      },
-    };
+    const queue = new FakeConsumerQueue(consumerQueueArn('notify'));
     const handler = createQueueConsumer({
       consumer: run,
-      queueArn,
-      receipts,
+      queueArn: queue.arn,
+      receipts: queue,
       policy: topology.consumers.notify,
       logger: new RecordingLogger(),
       random: () => 0,
     });
-    let receives = 0;
-    /** One receive: reported failed or not; when failed, the clock moves on by the hide. */
+    /** One receive of the one message: reported failed or not; when failed, the clock moves on by the hide. */
     const receive = async (event: unknown) => {
-      receives++;
-      const answer = await handler(received(event, receives), lambdaContext());
+      const answer = await handler(sqsEvent(queue.receive(event, { messageId: 'm-1' })), lambdaContext());
       const failed = answer.batchItemFailures.length > 0;
-      if (failed) clock.advance((hides.at(-1) ?? 0) * 1_000);
+      if (failed) clock.advance((queue.hides.at(-1)?.seconds ?? 0) * 1_000);
       return failed;
     };
-    return { receive, hides };
+    return { receive, hides: queue.hides };
   }
 
   it('on AWS: each time its queue hands a failed message over again, the attempt runs the effect, until it succeeds', async () => {
