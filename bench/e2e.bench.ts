@@ -21,8 +21,9 @@
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { topology } from '../functions/topology';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
-import { type ConsumerName, topology } from '../shared/topology';
+import type { ConsumerName } from '../shared/topology';
 import { pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
 import { isMain, numberArg, progress } from './support/cli';

@@ -22,12 +22,13 @@
 import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as pause } from 'node:timers/promises';
+import { consumerNames, topology } from '../functions/topology';
 import { type Runtime, startRuntime } from '../infra/local/runtime';
 import { DeliveryAuditStore } from '../shared/audit/audit-store';
 import { taskCounts } from '../shared/ops/ops-queries';
 import { OutboxStore } from '../shared/outbox/outbox-store';
 import { RelayLeaseStore } from '../shared/outbox/relay-lease';
-import { type ConsumerName, consumerNames, topology } from '../shared/topology';
+import type { ConsumerName } from '../shared/topology';
 import { seedPending } from '../test/support/outbox-fixtures';
 import { fullStatus, pipelineClient, tempDataDir } from '../test/support/pipeline-client';
 import { waitFor } from '../test/support/wait-for';
@@ -118,7 +119,7 @@ async function runApprovals(runtime: Runtime, count: number): Promise<void> {
     async () => fullStatus(await runtime.status()),
     (s) =>
       approvedConsumers.every(
-        (c) => (s.consumers[c].processed ?? 0) >= (before.consumers[c].processed ?? 0) + count,
+        (c) => (s.consumers[c]?.processed ?? 0) >= (before.consumers[c]?.processed ?? 0) + count,
       ),
     // The pipeline's own pace decides this: a bound, not a measurement.
     { timeoutMs: 3_600_000, intervalMs: 2_000, what: `${count} approvals' effects` },
@@ -290,7 +291,8 @@ async function statusParts(runtime: Runtime, n: number): Promise<GrowthSamples> 
     statusInbox: () => Promise.all(consumerNames.map((c) => inbox.openFigures(c))),
     statusProcessed: () => Promise.all(consumerNames.map((c) => runtime.consumers.processedCount(c))),
     statusEffects: () => runtime.consumers.effectCounts(),
-    statusAudit: () => Promise.all([audits.undeliveredCounts(), audits.state(topology.audit.graceSeconds)]),
+    statusAudit: () =>
+      Promise.all([audits.undeliveredCounts(consumerNames), audits.state(topology.audit.graceSeconds)]),
   };
   const sampled: GrowthSamples = Object.fromEntries(Object.keys(parts).map((name) => [name, []]));
   for (let i = 0; i < n; i++) {

@@ -21,12 +21,12 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context, EventBridgeEvent } from 'aws-lambda';
+import { consumerNames, topology } from '../functions/topology';
 import { ensureTables } from '../shared/consumers/ensure-tables';
 import { DynamoInboxStore } from '../shared/inbox/dynamo-inbox-store';
 import { payloadHash } from '../shared/inbox/payload-hash';
 import { processOnce } from '../shared/inbox/process-once';
 import { inboxSettingsFor } from '../shared/inbox/settings';
-import { consumerNames } from '../shared/topology';
 import { dynamoClient } from '../test/support/dynamo';
 import { approvedRow, busEvent } from '../test/support/dynamo-consumer-fixtures';
 import { startDynaliteProcess } from '../test/support/dynamo-engines';
@@ -234,9 +234,10 @@ async function measureRound(
 
 async function inboxDeliver(client: DynamoDBClient, prefix = 'bench') {
   const table = `${prefix}-inbox`;
-  await ensureTables(client, { inboxTable: table });
-  const inbox = new DynamoInboxStore(client, { tableName: table });
-  const settings = inboxSettingsFor(consumerNames[0]);
+  const { openIndexShards } = topology.inbox;
+  await ensureTables(client, { inboxTable: table }, { openIndexShards });
+  const inbox = new DynamoInboxStore(client, { tableName: table, openIndexShards });
+  const settings = inboxSettingsFor(topology, consumerNames[0]);
   return async (event: BusEvent) => {
     const detail = event.detail as { id: string; subject: string; type: string };
     return processOnce(

@@ -18,6 +18,7 @@
  * nothing here asserts a timing.
  */
 import pg from 'pg';
+import { topology } from '../functions/topology';
 import { seededRandom } from '../infra/local/faults';
 import { migrate } from '../shared/db/migrate';
 import { PgSqlClient } from '../shared/db/pg-client';
@@ -25,8 +26,8 @@ import { timeoutsOf } from '../shared/db/pg-settings';
 import type { SqlClient } from '../shared/db/sql-client';
 import { EventBridgePublisher } from '../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../shared/outbox/outbox-store';
-import { type RelaySettings, runRelay } from '../shared/outbox/relay';
-import { type RelayConfig, topology } from '../shared/topology';
+import { type RelayRunSettings, runRelay } from '../shared/outbox/relay';
+import type { RelaySettings } from '../shared/topology';
 import { startEmbeddedPostgres } from '../test/support/embedded-pg';
 import { seedPending } from '../test/support/outbox-fixtures';
 import { isMain, numberArg, progress } from './support/cli';
@@ -36,7 +37,7 @@ import { drainWithPeer, type PeerConfig, preparePeerRows, tunedPeerConfig } from
 import { median, round, timed } from './support/stats';
 
 /** The relay settings a run uses: the topology's, or others to compare (tuning). */
-export type RelayBenchSettings = RelaySettings & Pick<RelayConfig, 'publishConcurrency'>;
+export type RelayBenchSettings = RelayRunSettings & Pick<RelaySettings, 'publishConcurrency'>;
 
 export interface RelayBenchOptions {
   /** Pending rows each implementation drains. */

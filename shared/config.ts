@@ -7,7 +7,6 @@ import { applicationName, type ConnectionHolder, timeoutsOf } from './db/pg-sett
 import type { SqlClient } from './db/sql-client';
 import { blankIsUnset, parseEnvironment } from './env';
 import { PipelineError } from './errors';
-import { topology } from './topology';
 
 /** Where the database is: a postgres:// URL (local, LocalStack, tests) or Aurora through the RDS Data API. */
 export type DatabaseConfig =
@@ -24,8 +23,8 @@ export interface AppConfig {
   readonly database: DatabaseConfig;
   /** The relay function the API nudges after a commit; unset means no nudge (the schedule runs it). */
   readonly relayFunctionName: string | undefined;
-  /** The custom bus the relay publishes to; defaults to the topology's bus name. */
-  readonly eventBusName: string;
+  /** The custom bus the relay publishes to (`EVENT_BUS_NAME`); unset, the relay's topology's bus. */
+  readonly eventBusName: string | undefined;
   /** The relay's wake queue (SQS), for runs woken later or at once; unset: the schedule only. */
   readonly relayWakeQueueUrl: string | undefined;
 }
@@ -106,7 +105,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>> = 
   return {
     database,
     relayFunctionName: e.RELAY_FUNCTION_NAME,
-    eventBusName: e.EVENT_BUS_NAME ?? topology.busName,
+    eventBusName: e.EVENT_BUS_NAME,
     relayWakeQueueUrl: e.RELAY_WAKE_QUEUE_URL,
   };
 }

@@ -15,9 +15,10 @@
  * of its own, and only the hops remain. At 20/s both are run: they agree within the spread of
  * the hops (docs/performance.md).
  */
+
+import { topology } from '../../functions/topology';
 import { seededRandom } from '../../infra/local/faults';
 import type { ConsumerDefinition } from '../../shared/consumers/define-consumer';
-import { topology } from '../../shared/topology';
 import { type Hop, type LatencyModel, latencyModel, sampler } from './latency-model';
 
 /** What the simulation says, in ms. */

@@ -25,6 +25,7 @@ import { SqsRedelivery } from '../../shared/ops/adapters/aws/sqs-redelivery';
 import { consumerQueuesVariable, opsEnv } from '../../shared/ops/ops-config';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
 import type { ConsumerName } from '../../shared/topology';
+import { topology } from '../topology';
 
 // Built once per container; a bad environment fails the cold start.
 const config = parseConfig();
@@ -32,7 +33,7 @@ const env = parseEnvironment(
   z.object({
     [consumerEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
     [gaugeAlarmsEnv]: gaugeAlarmsVariable,
-    [opsEnv.consumerQueues]: consumerQueuesVariable,
+    [opsEnv.consumerQueues]: consumerQueuesVariable(topology.consumerNames),
   }),
   process.env,
   'delivery audit configuration',
@@ -42,6 +43,7 @@ const metrics = new Metrics({ namespace: metricsNamespace, serviceName: delivery
 const store = new DeliveryAuditStore(createSqlClient(config, 'audit'));
 const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
+  openIndexShards: topology.inbox.openIndexShards,
 });
 // A stuck record is re-sent as an inbox redrive re-sends one: a message on its consumer's queue.
 const redelivery = new SqsRedelivery(
@@ -61,6 +63,7 @@ const okAlarms = cloudWatchOkAlarms(
 export const handler = withInvocationDeadline(
   middy(async (_event: unknown, context: Context): Promise<AuditReport> => {
     const report = await runDeliveryAudit({
+      topology,
       store,
       inbox,
       bus: functionIdentity(context),

@@ -15,7 +15,7 @@ import {
   gaugeAlarmsVariable,
 } from '../../shared/ops/adapters/aws/ok-alarms';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
-import { consumerNames } from '../../shared/topology';
+import { topology } from '../topology';
 
 const env = parseEnvironment(
   z.object({
@@ -27,6 +27,7 @@ const env = parseEnvironment(
 );
 const inbox = new DynamoInboxOps(new DynamoDBClient(sdkClientConfig('item')), {
   tableName: env[consumerEnv.inboxTable] as string,
+  openIndexShards: topology.inbox.openIndexShards,
 });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: inboxGaugesServiceName });
 const logger = new Logger({ serviceName: inboxGaugesServiceName });
@@ -41,5 +42,5 @@ const okAlarms = cloudWatchOkAlarms(
  * FAILED records, the oldest lease and the oldest retry age.
  */
 export const handler = withInvocationDeadline((_event: unknown, _context: Context) =>
-  emitInboxGauges({ inbox, metrics, consumers: consumerNames, okAlarms }),
+  emitInboxGauges({ inbox, metrics, consumers: topology.consumerNames, okAlarms }),
 );

@@ -15,22 +15,25 @@ import { SqsRedelivery } from '../../shared/ops/adapters/aws/sqs-redelivery';
 import { createOpsApi } from '../../shared/ops/ops-api';
 import { parseOpsConfig } from '../../shared/ops/ops-config';
 import { LambdaRelayNudger } from '../../shared/tasks/relay-nudger';
+import { topology } from '../topology';
 
 // Module scope: a bad environment fails the cold start; clients are built once per container.
 const config = parseConfig();
-const ops = parseOpsConfig();
+const ops = parseOpsConfig(topology.consumerNames);
 const logger = new Logger({ serviceName: 'ops-api' });
 const lambda = new LambdaClient(sdkClientConfig());
 const sqs = new SQSClient(sdkClientConfig());
 const redelivery = new SqsRedelivery(sqs, ops.consumerQueues);
 const dynamo = new DynamoDBClient(sdkClientConfig('item'));
+const inboxTable = { tableName: ops.inboxTable, openIndexShards: topology.inbox.openIndexShards };
 
 /** The ops API Lambda (API Gateway REST proxy, IAM-authorized): only wiring; the routes live in `createOpsApi`. */
 export const handler = withInvocationDeadline(
   createOpsApi({
+    topology,
     db: createSqlClient(config, 'ops'),
-    inbox: new DynamoInboxOps(dynamo, { tableName: ops.inboxTable }),
-    inboxStore: new DynamoInboxStore(dynamo, { tableName: ops.inboxTable }),
+    inbox: new DynamoInboxOps(dynamo, inboxTable),
+    inboxStore: new DynamoInboxStore(dynamo, inboxTable),
     deadLetters: new SqsDeadLetters(sqs, ops.deadLetterQueues, redelivery),
     redelivery,
     health: new CloudWatchHealth(new CloudWatchClient(sdkClientConfig()), {

@@ -14,7 +14,7 @@ import { createRelayInvocation, type RelayWakeups } from '../../shared/outbox/re
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { SqsRelayWakeups } from '../../shared/outbox/sqs-wakeups';
-import { topology } from '../../shared/topology';
+import { topology } from '../topology';
 
 // Built once per container; config is validated here so a bad deploy fails on cold start.
 const config = parseConfig();
@@ -22,7 +22,7 @@ const logger = new Logger({ serviceName: relayServiceName });
 const metrics = new Metrics({ namespace: metricsNamespace, serviceName: relayServiceName });
 const db = createSqlClient(config, 'relay');
 const publisher = new EventBridgePublisher(new EventBridgeClient(sdkClientConfig()), {
-  busName: config.eventBusName,
+  busName: config.eventBusName ?? topology.busName,
   source: topology.source,
   maxEntries: topology.relay.putEventsMaxEntries,
   maxRequestBytes: topology.relay.maxRequestBytes,

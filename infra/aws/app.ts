@@ -1,4 +1,5 @@
+import { topology } from '../../functions/topology';
 import { createPipelineApp } from './pipeline-app';
 
 // cdk.json runs this file: `npx cdk synth|deploy -c stage=sandbox -c alarmEmail=...`.
-createPipelineApp().app.synth();
+createPipelineApp(topology).app.synth();

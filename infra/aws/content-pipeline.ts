@@ -14,13 +14,13 @@ import { type ConsumerDefinition, queuePolicyProblems } from '../../shared/consu
 import { resourceConstructId } from '../../shared/consumers/resources';
 import { PipelineError } from '../../shared/errors';
 import { inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
-import { inboxHealthThresholds } from '../../shared/inbox/settings';
+import { inboxHealthThresholds, inboxSettingsFor } from '../../shared/inbox/settings';
 import { consumerQueueRule } from '../../shared/ops/adapters/aws/sqs-dead-letters';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { type ConsumerName, topology as defaultTopology, type Topology } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf, type Topology } from '../../shared/topology';
 import { quotas } from './capacity/quotas';
 import { warmWritesFor, writeUnitsPerApproval } from './capacity/warm-throughput';
 import { ApiAccess } from './constructs/api-access';
@@ -144,11 +144,10 @@ export interface ContentPipelineProps {
    */
   readonly roleCredentialsVersion?: string;
   /**
-   * The pipeline description to realize: its rules, consumers, relay, inbox and alarm figures.
-   * The local runtime realizes `shared/topology.ts`; a variant is for tests.
-   * @default shared/topology.ts
+   * The pipeline to realize: its rules, consumers, relay, inbox and alarm figures. The project's
+   * is `functions/topology.ts` (the app passes it); a test may pass a variant.
    */
-  readonly topology?: Topology;
+  readonly topology: Topology;
   /**
    * A bus of your own to carry the pipeline's events. The pipeline puts its archive (events of
    * its source), its rules and one resource policy statement on it: a Deny of `events:PutEvents`
@@ -210,7 +209,7 @@ export class ContentPipeline extends Construct {
   /** The settings the pipeline was built with, defaults filled in. */
   public readonly settings: PipelineSettings;
 
-  constructor(scope: Construct, id: string, props: ContentPipelineProps = {}) {
+  constructor(scope: Construct, id: string, props: ContentPipelineProps) {
     super(scope, id);
     const settings = resolveSettings(props, 'ContentPipeline props');
     this.settings = settings;
@@ -224,7 +223,7 @@ export class ContentPipeline extends Construct {
     }
     // Before any function exists: on AWS every bundle is built for the Data API only.
     if (settings.target === 'aws') this.node.setContext(sqlAdapterContextKey, 'data-api');
-    const topology = props.topology ?? defaultTopology;
+    const { topology } = props;
     const prod = settings.stage === 'prod';
     const removalPolicy = prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const logRetention = prod ? RetentionDays.THREE_MONTHS : RetentionDays.TWO_WEEKS;
@@ -273,7 +272,7 @@ export class ContentPipeline extends Construct {
       warmWrites?.declared ?? {},
     );
 
-    const consumerNames = Object.keys(topology.consumers) as ConsumerName[];
+    const { consumerNames } = topology;
     const registered = topology.registry.map((c) => c.name);
     if ([...registered].sort().join() !== [...consumerNames].sort().join()) {
       throw new PipelineError(
@@ -283,7 +282,7 @@ export class ContentPipeline extends Construct {
     }
     // A topology variant's policies are checked as defineConsumer checks a declaration's.
     for (const name of consumerNames) {
-      const problems = queuePolicyProblems(topology.consumers[name]);
+      const problems = queuePolicyProblems(consumerPolicyOf(topology, name));
       if (problems.length > 0) throw new Error(`consumer ${name}: ${problems.join('; ')}`);
     }
     const consumers = new Map<ConsumerName, Consumer>();
@@ -293,7 +292,11 @@ export class ContentPipeline extends Construct {
         name,
         new Consumer(this, `Consumer-${name}`, {
           definition,
-          policy: topology.consumers[name],
+          policy: consumerPolicyOf(topology, name),
+          inboxSettings: {
+            ...inboxSettingsFor(topology, name),
+            openIndexShards: topology.inbox.openIndexShards,
+          },
           inbox: this.inbox,
           effect: this.effectResources(definition),
           ...common,
@@ -423,6 +426,7 @@ export class ContentPipeline extends Construct {
       inbox: this.inbox,
       queues: opsQueues,
       consumerQueues,
+      consumerNames: topology.consumerNames,
       relayFunction: this.relay.function,
       alarmNames: this.alarms.all.map((a) => a.alarmName),
       alarmPrefix,
@@ -443,7 +447,7 @@ export class ContentPipeline extends Construct {
     this.access = new ApiAccess(this, 'ApiAccess', {
       api: this.tasksApi.api,
       reviewerRoutes: tasksApiRoutes,
-      operatorRoutes: opsApiRoutes,
+      operatorRoutes: opsApiRoutes(topology.consumerNames),
       namePrefix: names,
     });
     this.dashboard = settings.dashboard

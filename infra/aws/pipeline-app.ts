@@ -1,5 +1,6 @@
 import { App, type AppProps, type Environment, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import type { Topology } from '../../shared/topology';
 import { PipelineStack } from './pipeline-stack';
 import { type PipelineSettings, parseSettings } from './settings';
 
@@ -21,14 +22,19 @@ export const stackName = (settings: Pick<PipelineSettings, 'stage'>): string =>
   `ContentPipeline-${settings.stage}`;
 
 /**
- * Builds the CDK app from context (`-c stage=... -c target=...`, or `props.context` in tests),
+ * Builds the CDK app of `topology` (the project's, `functions/topology.ts`, or a test's variant) from context (`-c stage=... -c target=...`, or `props.context` in tests),
  * with cdk-nag's AWS Solutions and Serverless packs registered as validation plugins: every
  * synth fails on a finding that is not acknowledged with a reason.
  */
-export function createPipelineApp(props: AppProps = {}, options: PipelineAppOptions = {}): PipelineApp {
+export function createPipelineApp(
+  topology: Topology,
+  props: AppProps = {},
+  options: PipelineAppOptions = {},
+): PipelineApp {
   const app = new App(props);
   const settings = parseSettings((key) => app.node.tryGetContext(key));
   const stack = new PipelineStack(app, stackName(settings), {
+    topology,
     settings,
     description: `Content pipeline (${settings.stage}, ${settings.target}): outbox -> EventBridge -> inbox`,
     // Environment-agnostic on purpose, whatever CDK_DEFAULT_ACCOUNT and CDK_DEFAULT_REGION say (the

@@ -10,8 +10,8 @@ import { type PipelineSettings, settingsAsProps } from './settings';
 export interface PipelineStackProps extends StackProps {
   /** What the app read from context (`parseSettings`). */
   readonly settings: PipelineSettings;
-  /** The pipeline description this stack realizes; tests may pass a variant. @default shared/topology */
-  readonly topology?: Topology;
+  /** The pipeline this stack realizes: the project's (`functions/topology.ts`), or a test's variant. */
+  readonly topology: Topology;
 }
 
 /**

@@ -1,6 +1,6 @@
 import * as z from 'zod';
+import { topology } from '../../functions/topology';
 import { type ConfigField, configError, configFields } from '../../shared/env';
-import { topology } from '../../shared/topology';
 import { prodGoalApprovalsPerSec } from './capacity/goal';
 
 /** Where the stack deploys: real AWS (Aurora + Data API) or LocalStack (PostgreSQL by URL). */

@@ -1,12 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as z from 'zod';
+import { consumerNames } from '../../functions/topology';
 import {
   type EffectArrival,
   type ForeignEffect,
   type ForeignEffectDeps,
   findForeignEffects,
 } from '../../shared/audit/foreign-effects';
-import { type ConsumerName, consumerNames } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { writeJsonDurably } from './postgres-data-location';
 
 /** Arrivals held for the next check at most; past it the oldest are dropped, and said so. */

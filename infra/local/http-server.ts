@@ -10,7 +10,7 @@ import {
   type ResourceMatcher,
 } from '../../shared/http/resource-match';
 import { retryAfterSeconds, unavailableCause } from '../../shared/http/unavailable';
-import { opsApiRoutes } from '../../shared/ops/ops-api';
+import { opsApiResources } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
 import { dashboardContentSecurityPolicy } from '../ops-tools/dashboard/page';
 import { answerClientErrorsAsJson, BodyTooLargeError, readBody, sendAndClose } from './http-guard';
@@ -315,7 +315,7 @@ interface Integration {
 function integrationsOf(options: HttpServerOptions): readonly Integration[] {
   return [
     { name: 'tasks-api', handler: options.tasksApi, routes: tasksApiRoutes },
-    { name: 'ops-api', handler: options.opsApi, routes: opsApiRoutes },
+    { name: 'ops-api', handler: options.opsApi, routes: opsApiResources },
   ].map((i) => ({ ...i, match: createResourceMatcher(i.routes) }));
 }
 

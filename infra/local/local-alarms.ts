@@ -1,8 +1,9 @@
+import { topology } from '../../functions/topology';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { AlarmState, InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
-import { type AlarmThresholds, type ConsumerName, type Topology, topology } from '../../shared/topology';
+import type { AlarmThresholds, ConsumerName, Topology } from '../../shared/topology';
 
 /**
  * What the local alarm evaluation reads: the live figures (null where their store could not be

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { DynamoDBClient, paginateScan } from '@aws-sdk/client-dynamodb';
 import type { EventBridgeEvent } from 'aws-lambda';
+import { topology as projectTopology } from '../../functions/topology';
 import type { EffectArrival } from '../../shared/audit/foreign-effects';
 import { type ConsumerFunction, type ConsumerLogger, createConsumer } from '../../shared/consumers/consumer';
 import { consumerDeps } from '../../shared/consumers/consumer-deps';
@@ -23,7 +24,7 @@ import type { InboxOps, InboxPresence, InboxStuckRecords } from '../../shared/in
 import type { InboxStore } from '../../shared/inbox/inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import type { ComponentState, EffectCounts, StatusComponent } from '../../shared/ops/ops-ports';
-import { type ConsumerName, topology as projectTopology, type Topology } from '../../shared/topology';
+import type { ConsumerName, Topology } from '../../shared/topology';
 import {
   checkLocalPlaces,
   countLocalResource,
@@ -325,8 +326,14 @@ export async function startLocalConsumers(options: LocalConsumersOptions): Promi
     functions.set(
       consumer.name,
       createConsumer({
-        ...consumerDeps(name, { inboxTable }, client, inboxOptions, inboxSettingsFor(name, {}, topology)),
-        routes: topology,
+        ...consumerDeps(
+          name,
+          { inboxTable },
+          client,
+          inboxOptions,
+          inboxSettingsFor(topology, name),
+          topology,
+        ),
         ...(options.clock ? { clock: options.clock } : {}),
         logger: localLogger(consumer.name, log),
         metrics: quietMetrics,

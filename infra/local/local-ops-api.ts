@@ -2,8 +2,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { localBusIdentity } from '../../shared/events/bus-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
-import { createOpsApi, type OpsApi, type OpsStatus, opsApiRoutes } from '../../shared/ops/ops-api';
+import { createOpsApi, type OpsApi, type OpsStatus, opsApiResources } from '../../shared/ops/ops-api';
 import type { ComponentState, ConsumerRedelivery, StatusComponent } from '../../shared/ops/ops-ports';
+import type { Topology } from '../../shared/topology';
 import type { AuditRunner } from './audit-runner';
 import type { ForeignEffectsWatch } from './foreign-effects';
 import type { LocalBus } from './local-bus';
@@ -37,8 +38,8 @@ export interface LocalOpsApiDeps {
    * first attempt): the runtime's clock, which the consumers' inbox keeps its times by; `Date.now` by default.
    */
   readonly recordClock?: () => number;
-  /** Whose alarm thresholds and consumer policies: the project's topology by default. */
-  readonly topology?: LocalHealthDeps['topology'];
+  /** The pipeline it operates: its consumers, its audit, its alarm thresholds and consumer policies. */
+  readonly topology: Topology;
   /** The audit's findings of effects of uncommitted events (foreign-effects.ts), for the status and its alarm. */
   readonly foreignEffects?: Pick<ForeignEffectsWatch, 'counts'>;
 }
@@ -50,6 +51,7 @@ export interface LocalOpsApiDeps {
 export function createLocalOpsApi(deps: LocalOpsApiDeps): OpsApi {
   const { db, consumers, bus, relay } = deps;
   return createOpsApi({
+    topology: deps.topology,
     db,
     inbox: consumers.inbox,
     inboxStore: consumers.inboxStore,
@@ -85,7 +87,7 @@ const foreignCounts = (watch: Pick<ForeignEffectsWatch, 'counts'>) => async () =
 /** `GET /ops/status` through the ops API itself, so the runtime's figures are the status page's. */
 export async function readOpsStatus(opsApi: OpsApi): Promise<OpsStatus> {
   const result = await opsApi(
-    toProxyEvent({ method: 'GET', url: '/ops/status' }, opsApiRoutes),
+    toProxyEvent({ method: 'GET', url: '/ops/status' }, opsApiResources),
     localLambdaContext('ops-api'),
   );
   if (result.statusCode !== 200) throw new Error(`ops status answered ${result.statusCode}: ${result.body}`);

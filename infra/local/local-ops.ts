@@ -3,6 +3,8 @@
  * `shared/ops/adapters/aws/`): the local bus's dead letters and re-delivery, and the alarms
  * evaluated on the live figures.
  */
+
+import { topology as projectTopology } from '../../functions/topology';
 import type {
   AlarmState,
   ComponentState,
@@ -14,7 +16,7 @@ import type {
   StatusComponent,
   StatusFigures,
 } from '../../shared/ops/ops-ports';
-import { type ConsumerName, topology as projectTopology, type Topology } from '../../shared/topology';
+import type { ConsumerName, Topology } from '../../shared/topology';
 import type { AuditRunner } from './audit-runner';
 import { evaluateAlarms } from './local-alarms';
 import type { BusEvent, LocalBus } from './local-bus';

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { topology as projectTopology } from '../../functions/topology';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { consumerServiceName } from '../../shared/consumers/contract';
@@ -32,9 +33,9 @@ import { metricsNamespace, relayServiceName } from '../../shared/outbox/relay-me
 import { noopRelayNudger, type RelayNudger } from '../../shared/tasks/relay-nudger';
 import { createTasksApi } from '../../shared/tasks/tasks-api';
 import {
-  type AuditConfig,
+  type AuditSettings,
   type ConsumerName,
-  topology as projectTopology,
+  consumerPolicyOf,
   type Topology,
 } from '../../shared/topology';
 import { dashboardHtml } from '../ops-tools/dashboard/page';
@@ -68,7 +69,7 @@ export interface RuntimeOptions {
    * What to realize: its rules, its consumers (the registry's, with their resources), their
    * policies, the relay's, the inbox's and the audit's settings. A test passes a variant
    * (`topologyWith`) to run a consumer of its own.
-   * @default the project's topology (`shared/topology.ts`)
+   * @default the project's topology (`functions/topology.ts`)
    */
   readonly topology?: Topology;
   /** HTTP port on `host` (0 picks a free one; `npm start` defaults to 3000). */
@@ -94,7 +95,7 @@ export interface RuntimeOptions {
    * The delivery audit: how often it runs (`topology.audit.localPeriodSeconds` by default) and
    * settings over the topology's (a test shortens the grace period and runs it itself).
    */
-  readonly audit?: { readonly periodMs?: number; readonly settings?: Partial<AuditConfig> };
+  readonly audit?: { readonly periodMs?: number; readonly settings?: Partial<AuditSettings> };
   /**
    * The runtime's one clock (epoch ms) for every age, lease, backoff and alarm window it keeps:
    * the bus's, the consumers' inbox, the relay's, the runners', the ops API's. By default a
@@ -344,7 +345,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
     // Every effect a consumer performs is checked by the delivery audit against the outbox.
     const foreign = new ForeignEffectsWatch(join(dataDir, 'foreign-effects.json'), log);
-    const auditSettings: AuditConfig = { ...topology.audit, ...options.audit?.settings };
+    const auditSettings: AuditSettings = { ...topology.audit, ...options.audit?.settings };
     const retentionSeconds = topology.relay.purge.retentionHours * 3_600;
     const consumers = await startLocalConsumers({
       dataDir,
@@ -391,13 +392,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       deliveryDelayMs: seams.deliveryDelayMs,
       concurrency: seams.consumerConcurrency,
       // Dead letters expire as their queues' messages do on AWS (SQS keeps one at most 14 days).
-      deadLetterRetentionMs: (consumer) => topology.consumers[consumer].deadLetterRetentionSeconds * 1_000,
+      deadLetterRetentionMs: (consumer) =>
+        consumerPolicyOf(topology, consumer).deadLetterRetentionSeconds * 1_000,
       clock: options.busClock ?? clock,
       onJournalRecovered: () => recovered('bus'),
       journal: options.busJournal,
       credentials: credentials.aws,
       retry: (consumer) => {
-        const policy = topology.consumers[consumer];
+        const policy = consumerPolicyOf(topology, consumer);
         return {
           // No attempt budget: the inbox decides what is DEAD (and acknowledges it), transient
           // failures are retried until the maximum event age, plus a backoff for the inbox's last word.
@@ -568,6 +570,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         // A duration: on the monotonic clock.
         const deadline = performance.now() + auditSettings.timeoutSeconds * 1_000;
         return runDeliveryAudit({
+          topology,
           store: auditStore,
           inbox: consumers.inbox,
           bus: localBusIdentity,

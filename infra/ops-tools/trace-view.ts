@@ -1,5 +1,6 @@
+import { consumerNames, topology } from '../../functions/topology';
 import { matchesPattern } from '../../shared/events/event-pattern';
-import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 
 /** Every consumer of the topology, in its declared order (the column order of traces and tables). */
 export { consumerNames };

@@ -1,6 +1,6 @@
 import { type SqlClient, sqlParam } from '../db/sql-client';
 import type { OutboundEvent } from '../events/cloud-event';
-import { type ConsumerName, consumerNames } from '../topology';
+import type { ConsumerName } from '../topology';
 
 /** A delivered outbox row as the audit reads it: the event, and where the walk stands after it. */
 export interface DeliveredRow extends OutboundEvent {
@@ -255,14 +255,17 @@ export class DeliveryAuditStore {
     }
   }
 
-  /** Open findings per consumer: the counters the findings' triggers keep, never a count of the table. */
-  async undeliveredCounts(): Promise<Record<ConsumerName, number>> {
+  /**
+   * Open findings of each of `consumers` (a topology's): the counters the findings' triggers
+   * keep, never a count of the table.
+   */
+  async undeliveredCounts(consumers: readonly ConsumerName[]): Promise<Record<ConsumerName, number>> {
     const { rows } = await this.db.query<{ consumer: string; n: number }>(
       `SELECT substr(name, 19) AS consumer, sum(n)::float8 AS n
          FROM pipeline_counters WHERE name LIKE 'audit.undelivered.%' GROUP BY name`,
     );
-    const counts = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
-    for (const r of rows) if (r.consumer in counts) counts[r.consumer as ConsumerName] = r.n;
+    const counts: Record<ConsumerName, number> = Object.fromEntries(consumers.map((c) => [c, 0]));
+    for (const r of rows) if (Object.hasOwn(counts, r.consumer)) counts[r.consumer] = r.n;
     return counts;
   }
 

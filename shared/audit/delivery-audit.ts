@@ -5,7 +5,7 @@ import { recordKey } from '../inbox/dynamo-inbox-table';
 import type { InboxPresence, InboxStuckRecords } from '../inbox/inbox-ops';
 import type { InboxKey } from '../inbox/inbox-store';
 import type { ConsumerRedelivery } from '../ops/ops-ports';
-import { type AuditConfig, type ConsumerName, consumerNames, type RuleSpec, topology } from '../topology';
+import type { AuditSettings, ConsumerName, RuleSpec, Topology } from '../topology';
 import type { DeliveredRow, DeliveryAuditStore, Finding } from './audit-store';
 import type { ForeignEffect } from './foreign-effects';
 import { resendStuck } from './stuck-records';
@@ -62,20 +62,23 @@ export interface DeliveryAuditDeps {
     /** Epoch ms the inbox records are written by. @default Date.now */
     readonly clock?: () => number;
   };
-  /** The rules as the topology defines them: what should have been delivered, whatever is deployed. */
+  /** The pipeline it audits: its consumers, its rules, its audit settings, the relay's claim bound. */
+  readonly topology: Pick<Topology, 'audit' | 'rules' | 'consumerNames' | 'relay'>;
+  /**
+   * The rules as the topology defines them: what should have been delivered, whatever is
+   * deployed. @default the topology's
+   */
   readonly rules?: readonly RuleSpec[];
   /** Account and Region of the bus, as EventBridge writes them into each event. */
   readonly bus: BusIdentity;
-  readonly settings?: AuditConfig;
+  /** @default the topology's `audit` */
+  readonly settings?: AuditSettings;
   /** Milliseconds left in this invocation; a run stops paging while a page's time is left. */
   readonly remainingMs?: () => number;
 }
 
 /** The time a run keeps for its last page and its release: a page is a read and a few BatchGetItems. */
 const pageMarginMs = 15_000;
-
-/** The outbox's largest answer to one page: the relay's claim bound, below the Data API's 1 MiB. */
-const pageBytes = topology.relay.claimBytes.perClaim;
 
 /**
  * One run of the delivery audit: that every event the relay delivered at least
@@ -98,11 +101,14 @@ const pageBytes = topology.relay.claimBytes.perClaim;
  * has lost its delivery as surely (see stuck-records.ts).
  */
 export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditReport> {
-  const settings = deps.settings ?? topology.audit;
-  const rules = deps.rules ?? topology.rules;
+  const settings = deps.settings ?? deps.topology.audit;
+  const rules = deps.rules ?? deps.topology.rules;
+  const { consumerNames } = deps.topology;
+  /** The outbox's largest answer to one page: the relay's claim bound, below the Data API's 1 MiB. */
+  const pageBytes = deps.topology.relay.claimBytes.perClaim;
   const remainingMs = deps.remainingMs ?? (() => Number.POSITIVE_INFINITY);
   const owner = `audit/${randomUUID()}`;
-  const found = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
+  const found: Record<ConsumerName, number> = Object.fromEntries(consumerNames.map((c) => [c, 0]));
   if (!(await deps.store.acquire(owner, settings.leaseSeconds))) {
     return {
       ran: false,
@@ -111,7 +117,7 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
       found,
       cleared: 0,
       caughtUp: false,
-      undelivered: await deps.store.undeliveredCounts(),
+      undelivered: await deps.store.undeliveredCounts(consumerNames),
       resent: { ...found },
       unsendable: 0,
     };
@@ -152,7 +158,7 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
       if (!recorded) break;
       pages++;
       audited += rows.length;
-      for (const f of missing) found[f.consumer]++;
+      for (const f of missing) found[f.consumer] = (found[f.consumer] ?? 0) + 1;
       if (rows.length < settings.pageSize) {
         caughtUp = true;
         break;
@@ -161,6 +167,7 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
     // Under the lease, so two runs never re-send the same record at once.
     if (deps.stuck && remainingMs() > pageMarginMs) {
       stuck = await resendStuck({
+        consumers: consumerNames,
         inbox: deps.stuck.inbox,
         redelivery: deps.stuck.redelivery,
         outbox: deps.store,
@@ -180,7 +187,7 @@ export async function runDeliveryAudit(deps: DeliveryAuditDeps): Promise<AuditRe
     found,
     cleared,
     caughtUp,
-    undelivered: await deps.store.undeliveredCounts(),
+    undelivered: await deps.store.undeliveredCounts(consumerNames),
     ...stuck,
   };
 }

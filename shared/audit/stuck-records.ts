@@ -2,11 +2,13 @@ import { type BusIdentity, deliveredBusEvent } from '../events/bus-event';
 import type { InboxStuckRecords } from '../inbox/inbox-ops';
 import type { InboxRecord } from '../inbox/inbox-store';
 import type { ConsumerRedelivery } from '../ops/ops-ports';
-import { type ConsumerName, consumerNames } from '../topology';
+import type { ConsumerName } from '../topology';
 import type { DeliveryAuditStore } from './audit-store';
 
 /** What re-sending stuck records needs; the audit's run and the ops API's redrive build it alike. */
 export interface StuckRecordDeps {
+  /** The consumers whose records it looks through: its topology's. */
+  readonly consumers: readonly ConsumerName[];
   readonly inbox: InboxStuckRecords;
   /** Hands an event to a consumer again: an async invoke on AWS, the bus (journalled) locally. */
   readonly redelivery: ConsumerRedelivery;
@@ -40,10 +42,10 @@ export interface StuckReport {
  * delivery was only slow is re-sent once more at worst: the inbox makes the repeat a no-op.
  */
 export async function resendStuck(deps: StuckRecordDeps): Promise<StuckReport> {
-  const resent = Object.fromEntries(consumerNames.map((c) => [c, 0])) as Record<ConsumerName, number>;
+  const resent: Record<ConsumerName, number> = Object.fromEntries(deps.consumers.map((c) => [c, 0]));
   let unsendable = 0;
   const before = deps.now - deps.stuckAfterSeconds * 1_000;
-  for (const consumer of consumerNames) {
+  for (const consumer of deps.consumers) {
     const records = await deps.inbox.stuck(consumer, before, deps.limit);
     const events = await eventsOf(records, deps);
     for (const r of records) {
@@ -53,7 +55,7 @@ export async function resendStuck(deps: StuckRecordDeps): Promise<StuckReport> {
         continue;
       }
       await deps.redelivery.redeliver(consumer, event);
-      resent[consumer]++;
+      resent[consumer] = (resent[consumer] ?? 0) + 1;
     }
   }
   return { resent, unsendable };

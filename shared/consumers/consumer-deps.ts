@@ -2,9 +2,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import * as z from 'zod';
-import { blankIsUnset, type ConfigField, configError, configFields } from '../env';
+import { blankIsUnset, type ConfigField, configError, configFields, jsonVariable } from '../env';
 import { DynamoInboxStore, type DynamoInboxStoreOptions } from '../inbox/dynamo-inbox-store';
-import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
+import type { InboxSettings } from '../inbox/settings';
 import { metricsNamespace } from '../outbox/relay-metrics';
 import type { ConsumerName } from '../topology';
 import type { ConsumerHandlerDeps } from './consumer';
@@ -22,7 +22,30 @@ export interface ConsumerConfig {
   readonly resources: Readonly<Record<string, string>>;
   /** The consumer's queue on AWS, whose records alone it takes (`createQueueConsumer`). */
   readonly queue: ConsumerQueueConfig;
+  /** Its inbox settings and the inbox index's shards, as the stack wrote them from its topology. */
+  readonly inbox: ConsumerInboxConfig;
 }
+
+/** `INBOX_SETTINGS`: what the inbox does with the consumer's attempts, and how its index is sharded. */
+export interface ConsumerInboxConfig extends InboxSettings {
+  readonly openIndexShards: number;
+}
+
+const count = (min = 0) => z.number().int().min(min);
+/** `INBOX_SETTINGS`, checked whole: a setting the stack left out fails the cold start. */
+export const inboxSettingsVariable = jsonVariable(
+  z.strictObject({
+    maxPermanentAttempts: count(1),
+    maxEventAgeMs: count(1),
+    backoff: z.strictObject({ baseMs: count(), maxMs: count() }),
+    leaseMs: count(1),
+    leaseGraceMs: count(),
+    retentionSeconds: count(1),
+    deadRetentionSeconds: count(1),
+    maxStoredEventBytes: count(1),
+    openIndexShards: count(1),
+  }),
+);
 
 /** A consumer's queue as its function's environment names it (`consumerQueueEnv`). */
 export interface ConsumerQueueConfig {
@@ -60,6 +83,7 @@ export function parseConsumerConfig(
   const schema = z.object({
     [consumerEnv.consumerName]: blankIsUnset(z.string()),
     [consumerEnv.inboxTable]: blankIsUnset(tableName),
+    [consumerEnv.inboxSettings]: blankIsUnset(inboxSettingsVariable),
     ...Object.fromEntries(resources.map((r) => [r.variable, blankIsUnset(resourceValue[r.kind])])),
     [consumerQueueEnv.url]: blankIsUnset(z.url('must be an SQS queue URL')),
     [consumerQueueEnv.arn]: blankIsUnset(
@@ -71,7 +95,7 @@ export function parseConsumerConfig(
   });
   const parsed = schema.safeParse(env);
   const problems: ConfigField[] = parsed.success ? [] : configFields(parsed.error);
-  const e = (parsed.success ? parsed.data : {}) as Record<string, string | number | undefined>;
+  const e = (parsed.success ? parsed.data : {}) as Record<string, unknown>;
   const declared = e[consumerEnv.consumerName];
   if (declared !== undefined && declared !== consumer.name) {
     problems.push({
@@ -82,6 +106,7 @@ export function parseConsumerConfig(
   if (parsed.success) {
     for (const variable of [
       consumerEnv.inboxTable,
+      consumerEnv.inboxSettings,
       ...resources.map((r) => r.variable),
       ...Object.values(consumerQueueEnv),
     ]) {
@@ -92,6 +117,7 @@ export function parseConsumerConfig(
   return {
     name: consumer.name,
     inboxTable: e[consumerEnv.inboxTable] as string,
+    inbox: e[consumerEnv.inboxSettings] as ConsumerInboxConfig,
     resources: Object.fromEntries(resources.map((r) => [r.key, e[r.variable] as string])),
     queue: {
       url: e[consumerQueueEnv.url] as string,
@@ -103,24 +129,25 @@ export function parseConsumerConfig(
 
 /**
  * The parts every consumer shares, built once per container by its handler: the DynamoDB inbox
- * (on the client the handler made, which its effect may share), the topology's inbox settings,
- * and Powertools Logger and Metrics with the consumer's service name and `Consumer` dimension.
- * Each handler adds its own effect, so a bundle holds only the SDK clients that effect uses.
- * `inbox` options other than the table's name (the local runtime's shard count) default to AWS's;
- * `settings` to the project topology's for `name` (a runtime of another topology passes its own).
+ * (on the client the handler made, which its effect may share) with its topology's shard count
+ * (`inbox`), its topology's inbox settings and routes, and Powertools Logger and Metrics with
+ * the consumer's service name and `Consumer` dimension. Each handler adds its own effect, so a
+ * bundle holds only the SDK clients that effect uses.
  */
 export function consumerDeps(
   name: ConsumerName,
   config: Pick<ConsumerConfig, 'inboxTable'>,
   dynamo: DynamoDBClient,
-  inbox: Omit<DynamoInboxStoreOptions, 'tableName'> = {},
-  settings: InboxSettings = inboxSettingsFor(name),
+  inbox: Omit<DynamoInboxStoreOptions, 'tableName'>,
+  settings: InboxSettings,
+  routes: ConsumerHandlerDeps['routes'],
 ): Omit<ConsumerHandlerDeps, 'effect'> {
   const serviceName = consumerServiceName(name);
   return {
     name,
     inbox: new DynamoInboxStore(dynamo, { ...inbox, tableName: config.inboxTable }),
     settings,
+    routes,
     logger: new Logger({ serviceName }),
     metrics: new Metrics({
       namespace: metricsNamespace,

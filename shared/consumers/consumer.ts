@@ -39,10 +39,10 @@ export interface ConsumerDeps {
   readonly inbox: InboxStore;
   readonly logger: ConsumerLogger;
   readonly metrics: ConsumerMetrics;
-  /** Defaults to the topology's policy for `name` (inboxSettingsFor). */
-  readonly settings?: InboxSettings;
-  /** The rules a delivery must have come by (see readDelivery); the project topology's by default. */
-  readonly routes?: Pick<Topology, 'source' | 'rules'>;
+  /** Its topology's inbox settings for `name` (`inboxSettingsFor`). */
+  readonly settings: InboxSettings;
+  /** The rules a delivery must have come by (see readDelivery): its topology's. */
+  readonly routes: Pick<Topology, 'source' | 'rules'>;
   /** Epoch milliseconds; defaults to `Date.now`. */
   readonly clock?: () => number;
   readonly random?: () => number;
@@ -77,7 +77,7 @@ type Counts = Record<keyof typeof consumerMetricNames, number>;
  */
 export function createConsumer(deps: ConsumerDeps): ConsumerFunction {
   const { name, effect, inbox, logger, metrics } = deps;
-  const settings = deps.settings ?? inboxSettingsFor(name);
+  const { settings } = deps;
   const clock = deps.clock ?? Date.now;
   metrics.setDefaultDimensions({ [consumerDimension]: name });
 

@@ -10,6 +10,12 @@ export const consumerEnv = {
   consumerName: 'CONSUMER_NAME',
   /** DynamoDB inbox table, key (consumer, eventId). */
   inboxTable: 'INBOX_TABLE_NAME',
+  /**
+   * JSON: the consumer's inbox settings as its topology gives them (`inboxSettingsFor`) and the
+   * inbox index's shard count (`openIndexShards`). The stack writes it, so the function's bundle
+   * needs no topology of its own.
+   */
+  inboxSettings: 'INBOX_SETTINGS',
   // Each declared table, topic and bucket has a variable of its own: `resourceEnvName` (./resources.ts).
 } as const;
 

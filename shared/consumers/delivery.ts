@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { type PipelineCloudEvent, pipelineCloudEvent } from '../events/schemas';
 import { payloadHash } from '../inbox/payload-hash';
-import { type ConsumerName, type Topology, topology } from '../topology';
+import type { ConsumerName, Topology } from '../topology';
 
 /**
  * The event a Lambda target receives from EventBridge: the metadata fields every event on a bus
@@ -64,7 +64,7 @@ const str = (v: unknown, max = 256): string | null =>
 export function readDelivery(
   event: unknown,
   consumer: ConsumerName,
-  t: Pick<Topology, 'source' | 'rules'> = topology,
+  t: Pick<Topology, 'source' | 'rules'>,
 ): CheckedDelivery {
   const raw = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>;
   const detail = (typeof raw.detail === 'object' && raw.detail !== null ? raw.detail : undefined) as

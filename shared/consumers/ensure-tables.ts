@@ -22,7 +22,6 @@ import {
   openStatuses,
   recordKey,
 } from '../inbox/dynamo-inbox-table';
-import { topology } from '../topology';
 
 /** Table names of the consumer side: the inbox, and each table resource's name by its partition key. */
 export interface ConsumerTables {
@@ -53,17 +52,12 @@ export async function ensureTables(
   options: {
     readonly timeoutMs?: number;
     /** The shard count the inbox's adapters use (`DynamoInboxTableOptions`): a rebuild indexes records by it. */
-    readonly openIndexShards?: number;
-  } = {},
+    readonly openIndexShards: number;
+  },
 ): Promise<void> {
   await Promise.all([
     ensureTable(client, inboxTableInput(tables.inboxTable), options.timeoutMs ?? 30_000).then(() =>
-      ensureCurrentShape(
-        client,
-        tables.inboxTable,
-        options.timeoutMs ?? 30_000,
-        options.openIndexShards ?? topology.inbox.openIndexShards,
-      ),
+      ensureCurrentShape(client, tables.inboxTable, options.timeoutMs ?? 30_000, options.openIndexShards),
     ),
     ...(tables.resourceTables ?? []).map((t) =>
       ensureTable(

@@ -3,8 +3,8 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { sdkClientConfig, withInvocationDeadline } from '../aws/sdk-client';
 import type { FunctionRole } from '../db/roles';
 import type { SqlClient } from '../db/sql-client';
-import { inboxSettingsFor } from '../inbox/settings';
-import { type ConsumerName, topology } from '../topology';
+import { eventSource } from '../events/event-types';
+import { rulesFor } from '../topology';
 import { SqsQueueReceipts } from './adapters/aws/sqs-queue-receipts';
 import { createConsumerHandler } from './consumer';
 import { consumerDeps, parseConsumerConfig } from './consumer-deps';
@@ -58,18 +58,15 @@ export function lambdaConsumer<R extends ResourceSpecs>(
   const ports = Object.fromEntries(
     Object.entries(consumer.resources).map(([key, spec]) => [key, portOf(key, spec)]),
   ) as Parameters<EffectFactory<R>>[0];
-  // Its inbox settings from its own policy: a consumer of a registry variant (a test's fixture)
-  // is not in the project's topology.
-  const name = consumer.name as ConsumerName;
-  const settings = inboxSettingsFor(
-    name,
-    {},
-    { ...topology, consumers: { ...topology.consumers, [name]: consumer.policy } },
-  );
+  // Its inbox settings as the stack wrote them from its topology; the rules it may be delivered
+  // by follow from its own subscriptions (a topology's rules route each type to its subscribers).
+  const { name } = consumer;
+  const { openIndexShards, ...settings } = config.inbox;
+  const routes = { source: eventSource, rules: rulesFor([consumer]) };
   const { queue } = config;
   return withInvocationDeadline(
     createConsumerHandler(
-      { ...consumerDeps(name, config, dynamo, {}, settings), effect: effect(ports) },
+      { ...consumerDeps(name, config, dynamo, { openIndexShards }, settings, routes), effect: effect(ports) },
       {
         queueArn: queue.arn,
         // The item limits, as for the inbox's writes: a failed message's hide records how the

@@ -1,5 +1,5 @@
-import { topology } from '../topology';
 import { type OutboundEvent, toCloudEvent } from './cloud-event';
+import { eventSource } from './event-types';
 
 /**
  * The event a Lambda target receives from EventBridge: the fields every event on a bus carries
@@ -39,7 +39,7 @@ export function deliveredBusEvent(
   event: OutboundEvent,
   busEventId: string,
   where: BusIdentity,
-  source: string = topology.source,
+  source: string = eventSource,
 ): BusEvent {
   return {
     version: '0',

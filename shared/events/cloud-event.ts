@@ -1,4 +1,4 @@
-import { topology } from '../topology';
+import { eventSource } from './event-types';
 
 /** An outbox row as the relay hands it to a publisher. */
 export interface OutboundEvent {
@@ -26,7 +26,7 @@ export interface CloudEvent {
  * Builds the CloudEvent for an outbox row: `id` is the outbox event id (the consumers'
  * idempotency identity, stable across re-publishes), `subject` the task id.
  */
-export function toCloudEvent(event: OutboundEvent, source: string = topology.source): CloudEvent {
+export function toCloudEvent(event: OutboundEvent, source: string = eventSource): CloudEvent {
   return {
     specversion: '1.0',
     id: event.eventId,

@@ -9,7 +9,6 @@ import { createHash } from 'node:crypto';
 import type { AttributeValue, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { topology } from '../topology';
 import { InboxError } from './errors';
 import type { FailureKind } from './failure-kind';
 import type { InboxKey, InboxRecord, InboxStatus } from './inbox-store';
@@ -55,7 +54,7 @@ export function recordKey(k: InboxKey): string {
 }
 
 /** The shard of the operator's index an event's records go to: a hash of its id, the same in every status. */
-export function openShard(eventId: string, shards: number = topology.inbox.openIndexShards): number {
+export function openShard(eventId: string, shards: number): number {
   return createHash('sha256').update(eventId).digest().readUInt32BE(0) % shards;
 }
 
@@ -64,11 +63,7 @@ export const openKey = (consumer: string, status: OpenStatus, shard: number): st
   `${consumer}#${status}#${shard}`;
 
 /** Every key value of the operator's index for `consumer`'s records in `status`: what an ops read queries. */
-export function openKeys(
-  consumer: string,
-  status: OpenStatus,
-  shards: number = topology.inbox.openIndexShards,
-): string[] {
+export function openKeys(consumer: string, status: OpenStatus, shards: number): string[] {
   return Array.from({ length: shards }, (_, shard) => openKey(consumer, status, shard));
 }
 
@@ -179,9 +174,9 @@ export interface DynamoInboxTableOptions {
   readonly tableName: string;
   /**
    * Shards of each key of the operator's index: every adapter over one table must use the same
-   * (`topology.inbox.openIndexShards` by default, the AWS stack's; the local runtime its own).
+   * (its topology's `inbox.openIndexShards` on AWS; the local runtime's `localOpenIndexShards`).
    */
-  readonly openIndexShards?: number;
+  readonly openIndexShards: number;
 }
 
 /**
@@ -198,7 +193,7 @@ export abstract class DynamoInboxTable {
       marshallOptions: { removeUndefinedValues: true },
     });
     this.table = options.tableName;
-    this.shards = options.openIndexShards ?? topology.inbox.openIndexShards;
+    this.shards = options.openIndexShards;
     if (!Number.isInteger(this.shards) || this.shards < 1) {
       throw new TypeError(`openIndexShards must be a positive integer, not ${this.shards}`);
     }

@@ -1,4 +1,4 @@
-import { type ConsumerName, type RelayConfig, type Topology, topology } from '../topology';
+import { type ConsumerName, consumerPolicyOf, type RelaySettings, type Topology } from '../topology';
 
 /** How the inbox treats one consumer's attempts: retries, leases and retention. */
 export interface InboxSettings {
@@ -40,17 +40,20 @@ export const inboxDefaults = {
 
 /** What the retention derivation reads of the topology. */
 export type RetentionTopology = Pick<Topology, 'consumers' | 'archiveRetentionDays'> & {
-  readonly relay: Pick<RelayConfig, 'maxEventAgeSeconds' | 'backoff' | 'maxUnsettledClaims' | 'leaseSeconds'>;
+  readonly relay: Pick<
+    RelaySettings,
+    'maxEventAgeSeconds' | 'backoff' | 'maxUnsettledClaims' | 'leaseSeconds'
+  >;
 };
 
 /** The inbox settings of one consumer: its topology policy plus the defaults, then `overrides`. */
 export function inboxSettingsFor(
+  t: RetentionTopology,
   consumer: ConsumerName,
   overrides: Partial<InboxSettings> = {},
-  t: RetentionTopology = topology,
 ): InboxSettings {
-  const policy = t.consumers[consumer];
-  const retentionSeconds = inboxRetentionSeconds(consumer, t);
+  const policy = consumerPolicyOf(t, consumer);
+  const retentionSeconds = inboxRetentionSeconds(t, consumer);
   const { deadOperatorSeconds, ...defaults } = inboxDefaults;
   return {
     maxPermanentAttempts: policy.maxPermanentAttempts,
@@ -86,9 +89,9 @@ const daySeconds = 24 * 3600;
  * Completion comes after the first publish, so a record kept the longest of these from its
  * completion outlives every copy still on its way.
  */
-export function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology = topology): RedeliveryPath[] {
+export function redeliveryPaths(t: RetentionTopology, consumer: ConsumerName): RedeliveryPath[] {
   const { relay } = t;
-  const c = t.consumers[consumer];
+  const c = consumerPolicyOf(t, consumer);
   const republish =
     relay.maxEventAgeSeconds + relay.backoff.maxMs / 1000 + relay.maxUnsettledClaims * relay.leaseSeconds;
   const target = c.targetRetry.maximumEventAgeSeconds;
@@ -112,8 +115,8 @@ export function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology = t
  * age, the archive) lengthens the retention with it; a late duplicate never finds the record
  * gone and runs the effect again.
  */
-export function inboxRetentionSeconds(consumer: ConsumerName, t: RetentionTopology = topology): number {
-  const longest = Math.max(...redeliveryPaths(consumer, t).map((p) => p.seconds));
+export function inboxRetentionSeconds(t: RetentionTopology, consumer: ConsumerName): number {
+  const longest = Math.max(...redeliveryPaths(t, consumer).map((p) => p.seconds));
   return Math.ceil(longest / daySeconds) * daySeconds;
 }
 
@@ -131,9 +134,7 @@ export interface InboxHealthThresholds {
  * of the shortest `maxEventAgeSeconds` of any consumer (one alarm watches them all, so the
  * strictest budget sets it).
  */
-export function inboxHealthThresholds(
-  t: Pick<Topology, 'alarms' | 'consumers'> = topology,
-): InboxHealthThresholds {
+export function inboxHealthThresholds(t: Pick<Topology, 'alarms' | 'consumers'>): InboxHealthThresholds {
   const maxAge = Math.min(...Object.values(t.consumers).map((c) => c.maxEventAgeSeconds));
   return {
     oldestLeaseSeconds: (t.alarms.oldestLeasePeriods * inboxDefaults.leaseMs) / 1000,

@@ -7,6 +7,7 @@ import { withDeadline } from '../deadline';
 import { type BusIdentity, deliveredBusEvent, localBusIdentity } from '../events/bus-event';
 import { type ErrorLogger, HttpError, httpErrors } from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
+import type { ApiResource } from '../http/resource-match';
 import { jsonResponse } from '../http/responses';
 import { createRouter, type Route, routeFor } from '../http/router';
 import { retryAfterSeconds } from '../http/unavailable';
@@ -17,7 +18,7 @@ import type { InboxRecord, InboxStore } from '../inbox/inbox-store';
 import { inboxSettingsFor } from '../inbox/settings';
 import { type DeadRedriveCursor, type OutboxStats, OutboxStore } from '../outbox/outbox-store';
 import type { RelayNudger } from '../tasks/relay-nudger';
-import { type ConsumerName, consumerNames, topology } from '../topology';
+import type { ConsumerName, Topology } from '../topology';
 import {
   type AlarmState,
   type ComponentState,
@@ -107,6 +108,8 @@ export interface OpsApiLogger extends ErrorLogger {
 
 /** Everything the ops API reads and changes, injected so Lambda, the local runtime and tests share one API. */
 export interface OpsApiDeps {
+  /** The pipeline it operates: the consumers it lists, checks and redrives, the audit's figures. */
+  readonly topology: Topology;
   /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
   readonly db: SqlClient;
   /** The consumers' inbox as operators read and redrive it (one table; each consumer's records keyed `<consumer>#<eventId>`). */
@@ -135,11 +138,11 @@ export interface OpsApiDeps {
    * invocation (on AWS its function's ARN). @default the local bus's
    */
   readonly bus?: (context: Context) => BusIdentity;
-  /** The delivery audit's grace period, from which its lag is told. @default `topology.audit.graceSeconds` */
+  /** The delivery audit's grace period, from which its lag is told. @default the topology's `audit.graceSeconds` */
   readonly auditGraceSeconds?: number;
   /**
    * How long an open record nothing was due on stays before its redrive re-sends it (see
-   * shared/audit/stuck-records.ts). @default `topology.audit.stuckAfterSeconds`
+   * shared/audit/stuck-records.ts). @default the topology's `audit.stuckAfterSeconds`
    */
   readonly stuckAfterSeconds?: number;
   readonly clock?: () => number;
@@ -178,20 +181,21 @@ const answerMarginMs = 5_000;
 const redriveAll = z.strictObject({ all: z.literal(true) });
 const outboxRedriveBody = z.union([z.strictObject({ eventId: z.uuid('must be a UUID') }), redriveAll]);
 const inboxRedriveBody = z.union([z.strictObject({ eventId: z.string().min(1).max(1024) }), redriveAll]);
-const consumerField = z.enum(consumerNames);
-const deadLetterRedriveBody = z.union([
-  z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
-  redriveAll,
-]);
-/**
- * An audit redrive of everything may be asked again and again while it answers `complete:
- * false` (the CLI does): `since`, the time its first answer gave, carries the call on, so that a
- * finding it re-sent in an earlier request is not re-sent again, however long the call lasts.
- */
-const auditRedriveBody = z.union([
-  z.strictObject({ eventId: z.uuid('must be a UUID'), consumer: consumerField.optional() }),
-  z.strictObject({ all: z.literal(true), since: z.iso.datetime({ offset: true }).optional() }),
-]);
+/** The bodies that name a consumer: one of the topology's. */
+function consumerBodies(consumerNames: Topology['consumerNames']) {
+  const consumerField = z.enum(consumerNames);
+  return {
+    deadLetterRedriveBody: z.union([
+      z.strictObject({ eventId: z.string().min(1).max(256), consumer: consumerField.optional() }),
+      redriveAll,
+    ]),
+    consumerField,
+    auditRedriveBody: z.union([
+      z.strictObject({ eventId: z.uuid('must be a UUID'), consumer: consumerField.optional() }),
+      z.strictObject({ all: z.literal(true), since: z.iso.datetime({ offset: true }).optional() }),
+    ]),
+  };
+}
 /** What a redrive names: one event (for one consumer, where the list holds several), or everything. */
 type RedriveTarget = { eventId: string } | { all: true };
 type ConsumerRedriveTarget = { eventId: string; consumer?: ConsumerName } | { all: true };
@@ -229,12 +233,18 @@ const causeOf = (err: unknown): string =>
     500,
   );
 
-/** The consumer a path names; 404 for any other name (an own-property check: `toString` is no consumer). */
-function consumerOf(name: string | undefined): ConsumerName {
-  if (name === undefined || !Object.hasOwn(topology.consumers, name)) {
-    throw new HttpError(404, `unknown consumer "${name ?? ''}"; one of ${consumerNames.join(', ')}`);
+/**
+ * The consumer a path names; 404 for any name not in `t` (an own-property check: `toString` is
+ * no consumer).
+ */
+function consumerOf(
+  t: Pick<Topology, 'consumers' | 'consumerNames'>,
+  name: string | undefined,
+): ConsumerName {
+  if (name === undefined || !Object.hasOwn(t.consumers, name)) {
+    throw new HttpError(404, `unknown consumer "${name ?? ''}"; one of ${t.consumerNames.join(', ')}`);
   }
-  return name as ConsumerName;
+  return name;
 }
 
 /** A task's way through the pipeline: its events, and each consumer's inbox state for each. */
@@ -245,6 +255,7 @@ export interface TaskTrace {
 
 /** What the ops routes' handlers use, built once per API by {@link createOpsApi}. */
 export interface OpsRouteDeps {
+  readonly topology: Pick<Topology, 'consumers' | 'consumerNames'>;
   readonly db: SqlClient;
   readonly inbox: InboxOps;
   readonly outbox: OutboxStore;
@@ -283,84 +294,102 @@ const ok = (body: unknown) => jsonResponse(200, body, { 'cache-control': 'no-sto
 const route = routeFor<OpsRouteDeps>();
 
 /**
- * The ops API's routes: each one's resource, method, schemas and handler. The router dispatches
- * from this table, the local server matches resources with it, and the CDK builds the API
- * Gateway resources, methods, query parameters and request models from it.
+ * The ops API's routes for a pipeline of the consumers `consumerNames`: each one's resource,
+ * method, schemas and handler. The router dispatches from this table, the local server matches
+ * resources with it, and the CDK builds the API Gateway resources, methods, query parameters and
+ * request models from it.
  */
-export const opsApiRoutes: readonly Route<OpsRouteDeps>[] = [
-  route({ method: 'GET', resource: '/ops/status', handler: async (_, ops) => ok(await ops.status()) }),
-  route({
-    method: 'GET',
-    resource: '/ops/events',
-    query: z.object({ limit: eventsLimit.optional() }),
-    handler: async ({ query }, { db, within }) => ok(await within(() => latestEvents(db, query.limit ?? 20))),
-  }),
-  route({
-    method: 'GET',
-    resource: '/ops/outbox/dead',
-    handler: async (_, { outbox, within }) =>
-      ok(await within(() => outbox.listDead(opsListLimits.outboxDead))),
-  }),
-  route({
-    method: 'POST',
-    resource: '/ops/outbox/dead/redrive',
-    body: outboxRedriveBody,
-    invalid: redriveShape,
-    handler: async ({ body, context }, ops) => ok(await ops.redriveOutbox(body, ops.stopBy(context))),
-  }),
-  route({
-    method: 'GET',
-    resource: '/ops/inbox/{consumer}/dead',
-    handler: async ({ params }, { inbox, within }) => {
-      const consumer = consumerOf(params.consumer);
-      const listed = await within(() => inbox.listDead(consumer, { limit: opsListLimits.inboxDead }));
-      return ok(listed.records.map(deadRecordBody));
-    },
-  }),
-  route({
-    method: 'POST',
-    resource: '/ops/inbox/{consumer}/dead/redrive',
-    body: inboxRedriveBody,
-    invalid: redriveShape,
-    handler: async ({ params, body, context }, ops) =>
-      ok(await ops.redriveInbox(consumerOf(params.consumer), body, ops.stopBy(context), ops.bus(context))),
-  }),
-  route({
-    method: 'GET',
-    resource: '/ops/dead-letters',
-    handler: async (_, { deadLetters, within }) =>
-      ok(await within(() => deadLetters.list(opsListLimits.deadLetters))),
-  }),
-  route({
-    method: 'POST',
-    resource: '/ops/dead-letters/redrive',
-    body: deadLetterRedriveBody,
-    invalid: redriveShape,
-    handler: async ({ body, context }, ops) => ok(await ops.redriveDeadLetters(body, ops.stopBy(context))),
-  }),
-  route({
-    method: 'GET',
-    resource: '/ops/audit',
-    query: z.object({ consumer: consumerField.optional() }),
-    handler: async ({ query }, ops) => ok(await ops.within(() => ops.auditListing(query.consumer))),
-  }),
-  route({
-    method: 'POST',
-    resource: '/ops/audit/redrive',
-    body: auditRedriveBody,
-    invalid: redriveShape,
-    handler: async ({ body, context }, ops) =>
-      ok(await ops.redriveAudit(body, ops.stopBy(context), ops.bus(context))),
-  }),
-  route({
-    method: 'GET',
-    resource: '/ops/tasks/{taskId}/trace',
-    params: taskIdParams,
-    handler: async ({ params }, ops) => ok(await ops.within(() => ops.trace(params.taskId))),
-  }),
-];
+export function opsApiRoutes(consumerNames: Topology['consumerNames']): readonly Route<OpsRouteDeps>[] {
+  const { deadLetterRedriveBody, auditRedriveBody, consumerField } = consumerBodies(consumerNames);
+  return [
+    route({ method: 'GET', resource: '/ops/status', handler: async (_, ops) => ok(await ops.status()) }),
+    route({
+      method: 'GET',
+      resource: '/ops/events',
+      query: z.object({ limit: eventsLimit.optional() }),
+      handler: async ({ query }, { db, within }) =>
+        ok(await within(() => latestEvents(db, query.limit ?? 20))),
+    }),
+    route({
+      method: 'GET',
+      resource: '/ops/outbox/dead',
+      handler: async (_, { outbox, within }) =>
+        ok(await within(() => outbox.listDead(opsListLimits.outboxDead))),
+    }),
+    route({
+      method: 'POST',
+      resource: '/ops/outbox/dead/redrive',
+      body: outboxRedriveBody,
+      invalid: redriveShape,
+      handler: async ({ body, context }, ops) => ok(await ops.redriveOutbox(body, ops.stopBy(context))),
+    }),
+    route({
+      method: 'GET',
+      resource: '/ops/inbox/{consumer}/dead',
+      handler: async ({ params }, { topology, inbox, within }) => {
+        const consumer = consumerOf(topology, params.consumer);
+        const listed = await within(() => inbox.listDead(consumer, { limit: opsListLimits.inboxDead }));
+        return ok(listed.records.map(deadRecordBody));
+      },
+    }),
+    route({
+      method: 'POST',
+      resource: '/ops/inbox/{consumer}/dead/redrive',
+      body: inboxRedriveBody,
+      invalid: redriveShape,
+      handler: async ({ params, body, context }, ops) =>
+        ok(
+          await ops.redriveInbox(
+            consumerOf(ops.topology, params.consumer),
+            body,
+            ops.stopBy(context),
+            ops.bus(context),
+          ),
+        ),
+    }),
+    route({
+      method: 'GET',
+      resource: '/ops/dead-letters',
+      handler: async (_, { deadLetters, within }) =>
+        ok(await within(() => deadLetters.list(opsListLimits.deadLetters))),
+    }),
+    route({
+      method: 'POST',
+      resource: '/ops/dead-letters/redrive',
+      body: deadLetterRedriveBody,
+      invalid: redriveShape,
+      handler: async ({ body, context }, ops) => ok(await ops.redriveDeadLetters(body, ops.stopBy(context))),
+    }),
+    route({
+      method: 'GET',
+      resource: '/ops/audit',
+      query: z.object({ consumer: consumerField.optional() }),
+      handler: async ({ query }, ops) => ok(await ops.within(() => ops.auditListing(query.consumer))),
+    }),
+    route({
+      method: 'POST',
+      resource: '/ops/audit/redrive',
+      body: auditRedriveBody,
+      invalid: redriveShape,
+      handler: async ({ body, context }, ops) =>
+        ok(await ops.redriveAudit(body, ops.stopBy(context), ops.bus(context))),
+    }),
+    route({
+      method: 'GET',
+      resource: '/ops/tasks/{taskId}/trace',
+      params: taskIdParams,
+      handler: async ({ params }, ops) => ok(await ops.within(() => ops.trace(params.taskId))),
+    }),
+  ];
+}
 
-const dispatch = createRouter(opsApiRoutes);
+/**
+ * The routes' methods and resources, which are the same whatever a topology's consumers (a
+ * consumer is a path parameter or a body field): what a server matches requests with.
+ */
+export const opsApiResources: readonly ApiResource[] = opsApiRoutes(['consumer']).map(
+  ({ method, resource }) => ({ method, resource }),
+);
 
 /**
  * Builds the ops API: status, latest events, a task's trace through every consumer, the dead
@@ -372,8 +401,10 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const clock = deps.clock ?? Date.now;
   const outbox = new OutboxStore(db);
   const audits = new DeliveryAuditStore(db);
-  const auditGraceSeconds = deps.auditGraceSeconds ?? topology.audit.graceSeconds;
-  const stuckAfterSeconds = deps.stuckAfterSeconds ?? topology.audit.stuckAfterSeconds;
+  const { consumerNames } = deps.topology;
+  const dispatch = createRouter(opsApiRoutes(consumerNames));
+  const auditGraceSeconds = deps.auditGraceSeconds ?? deps.topology.audit.graceSeconds;
+  const stuckAfterSeconds = deps.stuckAfterSeconds ?? deps.topology.audit.stuckAfterSeconds;
   const busOf = deps.bus ?? (() => localBusIdentity);
   const readTimeoutMs = deps.readTimeoutMs ?? opsReadTimeoutMs;
   const noAnswer = () => `no answer within ${readTimeoutMs / 1_000} s`;
@@ -412,7 +443,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         read('deadLetters', 'bus', () => deadLetters.count()),
         read('relay', undefined, () => health.relay()),
         read('audit', 'postgres', () =>
-          Promise.all([audits.undeliveredCounts(), audits.state(auditGraceSeconds)]),
+          Promise.all([audits.undeliveredCounts(consumerNames), audits.state(auditGraceSeconds)]),
         ),
         read('components', undefined, async () => (await health.components?.()) ?? {}),
       ]);
@@ -532,7 +563,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
         {
           now,
           reason: `redrive could not re-send the event: ${err instanceof Error ? err.message : String(err)}`,
-          expiresAt: Math.floor(now / 1000) + inboxSettingsFor(consumer).deadRetentionSeconds,
+          expiresAt: Math.floor(now / 1000) + inboxSettingsFor(deps.topology, consumer).deadRetentionSeconds,
         },
       );
       throw err;
@@ -635,7 +666,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   async function auditListing(consumer: ConsumerName | undefined): Promise<AuditListing> {
     const [state, undelivered, findings] = await Promise.all([
       audits.state(auditGraceSeconds),
-      audits.undeliveredCounts(),
+      audits.undeliveredCounts(consumerNames),
       audits.list(opsListLimits.audit, { consumer }),
     ]);
     return { ...state, undelivered, findings };
@@ -727,6 +758,7 @@ export function createOpsApi(deps: OpsApiDeps): OpsApi {
   }
 
   const routeDeps: OpsRouteDeps = {
+    topology: deps.topology,
     db,
     inbox,
     outbox,

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { consumerEnv } from '../consumers/contract';
 import { blankIsUnset, jsonVariable, parseEnvironment } from '../env';
-import { type ConsumerName, consumerNames } from '../topology';
+import type { ConsumerName } from '../topology';
 import type { DeadLetterQueueRef } from './adapters/aws/sqs-dead-letters';
 
 /** Environment variables of the ops function (the CDK stack sets them; the names live here once). */
@@ -29,34 +29,47 @@ export interface OpsConfig {
   readonly deadLetterQueues: readonly DeadLetterQueueRef[];
 }
 
-const consumerName = z.enum(consumerNames);
+/** One of `names`: a consumer of the topology the function was built with. */
+const consumerNameOf = (names: readonly [ConsumerName, ...ConsumerName[]]) => z.enum(names);
 const functionName = z.string().regex(/^[\w:.-]{1,170}$/, 'must be a Lambda function name or ARN');
 
 /** `CONSUMER_QUEUES`: each consumer's queue URL, as JSON; read by the ops API and the delivery audit (their re-sends). */
-export const consumerQueuesVariable = jsonVariable(
-  z
-    .record(consumerName, z.url())
-    .refine((m) => consumerNames.every((c) => c in m), 'must name a queue for every consumer'),
-);
+export const consumerQueuesVariable = (names: readonly [ConsumerName, ...ConsumerName[]]) =>
+  jsonVariable(
+    z
+      .record(consumerNameOf(names), z.url())
+      .refine((m) => names.every((c) => c in m), 'must name a queue for every consumer'),
+  );
 
-const schema = z.object({
-  [opsEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
-  [opsEnv.alarmPrefix]: z.string().min(1).max(200),
-  [opsEnv.alarms]: jsonVariable(z.array(z.string().min(1).max(255)).max(100, 'at most 100 alarms')),
-  [opsEnv.relayFunction]: functionName,
-  [opsEnv.consumerQueues]: consumerQueuesVariable,
-  [opsEnv.deadLetterQueues]: blankIsUnset(
-    jsonVariable(
-      z.array(
-        z.strictObject({ url: z.url(), consumer: consumerName.optional(), rule: z.string().min(1).max(128) }),
+const schemaOf = (names: readonly [ConsumerName, ...ConsumerName[]]) =>
+  z.object({
+    [opsEnv.inboxTable]: z.string().regex(/^[\w.-]{3,255}$/, 'must be a DynamoDB table name'),
+    [opsEnv.alarmPrefix]: z.string().min(1).max(200),
+    [opsEnv.alarms]: jsonVariable(z.array(z.string().min(1).max(255)).max(100, 'at most 100 alarms')),
+    [opsEnv.relayFunction]: functionName,
+    [opsEnv.consumerQueues]: consumerQueuesVariable(names),
+    [opsEnv.deadLetterQueues]: blankIsUnset(
+      jsonVariable(
+        z.array(
+          z.strictObject({
+            url: z.url(),
+            consumer: consumerNameOf(names).optional(),
+            rule: z.string().min(1).max(128),
+          }),
+        ),
       ),
     ),
-  ),
-});
+  });
 
-/** Parses the ops function's environment; throws PipelineError CONFIG naming every bad variable. */
-export function parseOpsConfig(env: Readonly<Record<string, string | undefined>> = process.env): OpsConfig {
-  const e = parseEnvironment(schema, env, 'ops configuration') as Record<string, unknown>;
+/**
+ * Parses the ops function's environment for a pipeline of the consumers `names`; throws
+ * PipelineError CONFIG naming every bad variable.
+ */
+export function parseOpsConfig(
+  names: readonly [ConsumerName, ...ConsumerName[]],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): OpsConfig {
+  const e = parseEnvironment(schemaOf(names), env, 'ops configuration') as Record<string, unknown>;
   return {
     inboxTable: e[opsEnv.inboxTable] as string,
     alarmPrefix: e[opsEnv.alarmPrefix] as string,

@@ -1,5 +1,5 @@
 import type { SqlClient } from '../db/sql-client';
-import type { RelayConfig } from '../topology';
+import type { RelaySettings } from '../topology';
 
 /** The circuit as a run reads it before it claims. */
 export type CircuitView =
@@ -29,7 +29,7 @@ export interface CircuitClosed {
  * after the circuit opened): `probeBaseMs` doubling to `probeMaxMs`. No jitter: one run probes
  * at a time, whatever the number of relays.
  */
-export function probeDelayMs(failedProbes: number, circuit: RelayConfig['circuit']): number {
+export function probeDelayMs(failedProbes: number, circuit: RelaySettings['circuit']): number {
   return Math.min(circuit.probeMaxMs, circuit.probeBaseMs * 2 ** Math.max(0, failedProbes));
 }
 

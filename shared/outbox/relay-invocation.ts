@@ -8,7 +8,7 @@ import {
   addRounds,
   type CircuitReport,
   type RelayDeps,
-  type RelaySettings,
+  type RelayRunSettings,
   type RunReport,
   runRelay,
 } from './relay';
@@ -37,7 +37,7 @@ export interface RelayWakeups {
 }
 
 /** The relay settings the invocation reads besides the run's own (tests shrink them). */
-export type RelayInvocationSettings = RelaySettings & {
+export type RelayInvocationSettings = RelayRunSettings & {
   readonly runLeaseSeconds: number;
   readonly maxRuns: number;
 };

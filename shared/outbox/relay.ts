@@ -1,12 +1,12 @@
 import { backoffDelay, sleep as realSleep } from '../db/retry';
-import type { RelayConfig } from '../topology';
+import type { RelaySettings } from '../topology';
 import type { ClaimedEvent, Delivered, Failed, OutboxStats, OutboxStore } from './outbox-store';
 import type { EventPublisher } from './publisher';
 import { type CircuitClosed, probeDelayMs, type RelayCircuitStore } from './relay-circuit';
 
 /** The relay settings it reads from the topology (tests shrink them). */
-export type RelaySettings = Pick<
-  RelayConfig,
+export type RelayRunSettings = Pick<
+  RelaySettings,
   | 'claimBatchSize'
   | 'roundsInFlight'
   | 'leaseSeconds'
@@ -36,7 +36,7 @@ export interface RelayDeps {
   >;
   /** This relay instance's identity (claim owner); unique per invocation. */
   readonly owner: string;
-  readonly settings: RelaySettings;
+  readonly settings: RelayRunSettings;
   readonly random?: () => number;
   /** Epoch milliseconds; defaults to `Date.now`. An event's age is judged by it, and a round's time. */
   readonly clock?: () => number;

@@ -1,6 +1,6 @@
 import { type SqlExecutor, type SqlParams, sqlParam } from '../db/sql-client';
 import { PipelineError } from '../errors';
-import { eventTypes } from '../topology';
+import { eventTypes } from '../events/event-types';
 
 /** The lifecycle states a task can be in; the `tasks.status` CHECK constraint allows exactly these. */
 export type TaskStatus = 'pending_review' | 'approved' | 'rejected' | 'withdrawn';

@@ -4,11 +4,11 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { afterEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { readLocalAwsCredentials } from '../../infra/local/local-credentials';
 import { clearStaleServer, removeLocalPostgres } from '../../infra/local/postgres';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { alarmIds } from '../../shared/ops/alarm-ids';
-import { topology } from '../../shared/topology';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 

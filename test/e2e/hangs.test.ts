@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { applicationName, pgTimeouts } from '../../shared/db/pg-settings';
 import { type FunctionRole, roleName } from '../../shared/db/roles';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { alarmIds } from '../../shared/ops/alarm-ids';
-import { topology } from '../../shared/topology';
 import { deferred } from '../support/gates';
 import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';

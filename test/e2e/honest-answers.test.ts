@@ -1,11 +1,11 @@
 import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { roleName } from '../../shared/db/roles';
 import { retryAfterSeconds } from '../../shared/http/unavailable';
 import { alarmIds } from '../../shared/ops/alarm-ids';
-import { topology } from '../../shared/topology';
 import { deferred } from '../support/gates';
 import {
   converged,

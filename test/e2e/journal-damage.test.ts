@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { noFaults } from '../../infra/local/faults';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { topology } from '../../shared/topology';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 

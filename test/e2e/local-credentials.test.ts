@@ -5,13 +5,13 @@ import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { initCluster, postgresHost, removeLocalPostgres, startServer } from '../../infra/local/postgres';
 import { makeCluster } from '../../infra/local/postgres-cluster';
 import { postgresDataDir } from '../../infra/local/postgres-data-location';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { migrate } from '../../shared/db/migrate';
 import { PgSqlClient } from '../../shared/db/pg-client';
-import { topology } from '../../shared/topology';
 import { freePort } from '../support/embedded-pg';
 import { tempDataDir } from '../support/pipeline-client';
 import { rawHttp } from '../support/raw-http';

@@ -3,9 +3,9 @@ import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { removeLocalPostgres } from '../../infra/local/postgres';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { topology } from '../../shared/topology';
 import { dynamoClient } from '../support/dynamo';
 import { pipelineClient, tempDataDir } from '../support/pipeline-client';
 

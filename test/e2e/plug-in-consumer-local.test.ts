@@ -1,8 +1,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology, topologyWith } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
-import { topology, topologyWith } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { InboxRecord } from '../../shared/inbox/inbox-store';
-import { topology } from '../../shared/topology';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consumerNames } from '../../functions/topology';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
 import type { InboxKey, InboxStore } from '../../shared/inbox/inbox-store';
-import { type ConsumerName, consumerNames } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { engineEndpoint, type Harness, SimulatedCrashError, startHarness, withOverrides } from './harness';
 import { scenarioTimeoutMs, sized } from './profile';
 

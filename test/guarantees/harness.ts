@@ -7,6 +7,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { SNSClient } from '@aws-sdk/client-sns';
 import type { EventBridgeEvent } from 'aws-lambda';
+import { consumerNames, topology } from '../../functions/topology';
 import { FileWriteOnceStore } from '../../infra/local/consumer-resources/file-write-once-store';
 import { localTableName } from '../../infra/local/consumer-resources/local-ports';
 import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faults';
@@ -29,9 +30,9 @@ import { type InboxSettings, inboxSettingsFor } from '../../shared/inbox/setting
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher } from '../../shared/outbox/publisher';
-import { type RelayDeps, type RelaySettings, runRelay } from '../../shared/outbox/relay';
+import { type RelayDeps, type RelayRunSettings, runRelay } from '../../shared/outbox/relay';
 import { approveTask, createTask, withdrawTask } from '../../shared/tasks/commands';
-import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { CallRecorder } from '../support/aws/calls';
 import { type SnsStandin, startSnsStandin } from '../support/aws/sns';
 import { type DataApiServer, startDataApiServer } from '../support/data-api-server';
@@ -133,7 +134,7 @@ export interface Harness {
   /** Relay dependencies with a fresh owner: the relay role's outbox, the bus's PutEvents. */
   relayDeps(overrides?: {
     readonly owner?: string;
-    readonly settings?: Partial<RelaySettings>;
+    readonly settings?: Partial<RelayRunSettings>;
     readonly outbox?: (outbox: OutboxStore) => RelayDeps['outbox'];
     readonly publisher?: (publisher: EventPublisher) => EventPublisher;
   }): RelayDeps;
@@ -144,7 +145,7 @@ export interface Harness {
   settle(options?: {
     readonly timeoutMs?: number;
     /** Settings of the relays it runs (test-sized topology settings, lease 1 s). */
-    readonly relay?: Partial<RelaySettings>;
+    readonly relay?: Partial<RelayRunSettings>;
     /** False: only wait (the scenario runs its own relays meanwhile). */
     readonly runRelays?: boolean;
     /** Return once the outbox is drained, deliveries still in flight or not (a scenario holding them). */

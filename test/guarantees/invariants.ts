@@ -9,13 +9,14 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { archiveKey } from '../../functions/consumers/archive/effect';
 import { index } from '../../functions/consumers/index/consumer';
+import { consumerNames, topology } from '../../functions/topology';
 import { FilePublisher } from '../../infra/local/consumer-resources/file-publisher';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { matchesPattern } from '../../shared/events/event-pattern';
 import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-table';
 import type { InboxStatus } from '../../shared/inbox/inbox-store';
 import type { TaskStatus } from '../../shared/tasks/task-store';
-import { type ConsumerName, consumerNames, eventTypes, type Topology, topology } from '../../shared/topology';
+import { type ConsumerName, eventTypes, type Topology } from '../../shared/topology';
 
 /**
  * The pipeline's promises, checked once over everything a run left behind. Every guarantee

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { seededRandom } from '../../infra/local/faults';
 import type { EventPublisher } from '../../shared/outbox/publisher';
 import type { RelayDeps, RunReport } from '../../shared/outbox/relay';
 import { runRelay } from '../../shared/outbox/relay';
-import { topology } from '../../shared/topology';
 import { type HeldPublish, PublishGate, Quiescence } from '../support/gates';
 import { expireLeases } from '../support/outbox-fixtures';
 import { engineEndpoint, type Harness, startHarness } from './harness';

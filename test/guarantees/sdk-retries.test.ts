@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { consumerNames } from '../../functions/topology';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
-import { type ConsumerName, consumerNames } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { describeEachEngine } from '../support/dynamo';
 import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-faults';
 import { type Harness, startHarness } from './harness';

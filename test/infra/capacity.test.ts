@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { prodGoalApprovalsPerSec } from '../../infra/aws/capacity/goal';
 import { readMeasuredCosts } from '../../infra/aws/capacity/measured';
 import { type CapacityReport, capacityModel } from '../../infra/aws/capacity/model';
@@ -7,7 +8,6 @@ import { stageCapacity } from '../../infra/aws/capacity/render';
 import { writeUnitsPerApproval } from '../../infra/aws/capacity/warm-throughput';
 import type { CfnTemplate } from '../../infra/aws/cost/model';
 import { priceBook } from '../../infra/aws/cost/prices';
-import { topology } from '../../shared/topology';
 import { synthPipeline } from './support/synth';
 
 const rates = [10, 100, 1_000, 10_000];

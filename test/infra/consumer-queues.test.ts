@@ -3,11 +3,12 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers as registry } from '../../functions/consumers/registry';
+import { topology, topologyWith } from '../../functions/topology';
 import type { Consumer } from '../../infra/aws/constructs/consumer';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
-import { type Topology, topology, topologyWith } from '../../shared/topology';
+import type { Topology } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import {
   allows,

@@ -3,6 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
+import { topologyWith } from '../../functions/topology';
 import { ConsumerBucket, ConsumerTable, ConsumerTopic } from '../../infra/aws/constructs/consumer-resources';
 import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
@@ -10,7 +11,7 @@ import { parseSettings } from '../../infra/aws/settings';
 import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/define-consumer';
 import { bucket, database, table, topic } from '../../shared/consumers/resources';
 import { eventTypes } from '../../shared/events/event-types';
-import { type Topology, topologyWith } from '../../shared/topology';
+import type { Topology } from '../../shared/topology';
 import { cdkJsonContext, propertiesOf, resourcesOfType, type Synthesized } from './support/synth';
 
 // A consumer the project does not have, declared with one resource of every kind: the stack

@@ -5,9 +5,9 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { ContentPipeline, type ContentPipelineProps } from '../../infra/aws/content-pipeline';
 import { consumerEnv } from '../../shared/consumers/contract';
-import { topology } from '../../shared/topology';
 import { cdkJsonContext } from './support/synth';
 
 // A user's own app and stack, not PipelineStack: the construct alone, with what the user brings.

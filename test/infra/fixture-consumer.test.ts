@@ -2,10 +2,10 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
+import { topologyWith } from '../../functions/topology';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
-import { topologyWith } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized } from './support/synth';
 

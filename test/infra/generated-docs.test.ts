@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { readMeasuredCosts } from '../../infra/aws/capacity/measured';
 import { capacityText, stageCapacity, stages } from '../../infra/aws/capacity/render';
 import { costText, stageCost } from '../../infra/aws/cost/render';
 import { synthesizeStage } from '../../infra/aws/synthesize';
 import { readDoc, readSection } from '../../infra/docs/doc-section';
-import { topology } from '../../shared/topology';
 
 // The cost and capacity tables in docs/aws.md are what `npm run cost -- --docs` and
 // `npm run capacity -- --docs` wrote, never typed: each is rendered again here from the stacks
 // as they synthesize now, so a change that moves a figure fails until the docs are written
 // again with those commands.
 describe('the generated sections of docs/aws.md', () => {
-  const templates = new Map(stages.map((stage) => [stage, synthesizeStage(stage)]));
+  const templates = new Map(stages.map((stage) => [stage, synthesizeStage(topology, stage)]));
   const template = (stage: (typeof stages)[number]) =>
     templates.get(stage) as ReturnType<typeof synthesizeStage>;
   const docs = readDoc('docs/aws.md');

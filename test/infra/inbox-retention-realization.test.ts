@@ -1,7 +1,8 @@
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { consumerNames, topology } from '../../functions/topology';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
-import { type ConsumerName, consumerNames, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 const day = 24 * 3600;

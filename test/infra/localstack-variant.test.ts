@@ -1,8 +1,8 @@
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import type { Consumer } from '../../infra/aws/constructs/consumer';
 import { defaultLocalStackDatabaseUrl, parseSettings } from '../../infra/aws/settings';
-import { topology } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the LocalStack variant (-c target=localstack)', () => {

@@ -5,6 +5,7 @@ import { Match } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { topology } from '../../functions/topology';
 import {
   ConsumerBucket,
   type ConsumerResource,
@@ -36,7 +37,7 @@ import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { type ConsumerName, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 // One real synthesis for the whole file, as `cdk synth` does it (esbuild bundles, CloudFormation

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { topology } from '../../functions/topology';
 import type { HttpRoute } from '../../shared/http/router';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { topology } from '../../shared/topology';
 import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 // The API Gateway request models and query parameters come from the route tables' zod schemas,

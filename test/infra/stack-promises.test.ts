@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { ConsumerBucket } from '../../infra/aws/constructs/consumer-resources';
 import { pipelineSourceFamily } from '../../infra/aws/constructs/event-fanout';
 import { projectRoot } from '../../infra/aws/constructs/pipeline-function';
@@ -11,7 +12,7 @@ import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { type Topology, topology } from '../../shared/topology';
+import type { Topology } from '../../shared/topology';
 import { deletedWithStack, referencedIds } from '../rehearsal/deploy-order';
 import {
   allows,

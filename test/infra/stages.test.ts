@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { prodGoalApprovalsPerSec } from '../../infra/aws/capacity/goal';
 import { quotas } from '../../infra/aws/capacity/quotas';
 import { writeUnitsPerApproval } from '../../infra/aws/capacity/warm-throughput';
 import { priceBook } from '../../infra/aws/cost/prices';
 import { parseSettings } from '../../infra/aws/settings';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import { topology } from '../../shared/topology';
 import { resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 describe('the prod stage (-c stage=prod)', () => {

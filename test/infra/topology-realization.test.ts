@@ -1,10 +1,11 @@
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import type { ContentPipeline } from '../../infra/aws/content-pipeline';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
-import { type ConsumerName, type Topology, topology } from '../../shared/topology';
+import type { ConsumerName, Topology } from '../../shared/topology';
 import { cdkJsonContext, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 interface RealizedRule {

@@ -65,7 +65,7 @@ import { snsSubject as topicSubject } from '../../shared/consumers/topic-subject
 /** The subject as notify makes it for an approval: its prefix, then the title. */
 const snsSubject = (title: string) => topicSubject(title, 'Approved: ');
 
-import { topology } from '../../shared/topology';
+import { topology } from '../../functions/topology';
 import {
   anonymousCaller,
   CallRecorder,

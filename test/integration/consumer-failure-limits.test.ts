@@ -1,5 +1,6 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { InjectedFaultError } from '../../infra/local/faults';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
@@ -8,7 +9,6 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
-import { topology } from '../../shared/topology';
 import { consumerQueueArn, FakeConsumerQueue, sqsEvent } from '../support/consumer-queue';
 import { describeEachEngine } from '../support/dynamo';
 import {

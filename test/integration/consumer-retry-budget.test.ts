@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type ConsumerContext, createConsumer } from '../../shared/consumers/consumer';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
 import { createQueueConsumer } from '../../shared/consumers/queue-delivery';
@@ -9,7 +10,6 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
-import { topology } from '../../shared/topology';
 import { consumerQueueArn, FakeConsumerQueue, sqsEvent } from '../support/consumer-queue';
 import { describeEachEngine } from '../support/dynamo';
 import {

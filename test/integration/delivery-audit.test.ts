@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { type SqlClient, sqlParam } from '../../shared/db/sql-client';
 import { recordKey } from '../../shared/inbox/dynamo-inbox-table';
 import type { InboxPresence } from '../../shared/inbox/inbox-ops';
 import type { InboxKey, InboxRecord } from '../../shared/inbox/inbox-store';
-import { type AuditConfig, type ConsumerName, topology } from '../../shared/topology';
+import type { AuditSettings, ConsumerName } from '../../shared/topology';
 import { openTestDatabase, type SqlAdapterFactory, sqlAdapters } from '../support/sql-adapters';
 
 const bus = { account: '123456789012', region: 'us-east-1' };
-const settings: AuditConfig = { ...topology.audit, pageSize: 4, maxPagesPerRun: 2, recheckPerRun: 6 };
+const settings: AuditSettings = { ...topology.audit, pageSize: 4, maxPagesPerRun: 2, recheckPerRun: 6 };
 
 /** An inbox that holds exactly the keys a test puts in it (any state: presence is all the audit asks). */
 class KeysInbox implements InboxPresence {
@@ -78,7 +79,7 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
     );
   });
 
-  const run = (over: Partial<AuditConfig> = {}) =>
+  const run = (over: Partial<AuditSettings> = {}) =>
     runDeliveryAudit({ store, inbox, bus, settings: { ...settings, ...over } });
 
   it('reports exactly the events missing from each consumer the rules route them to, in any state counting as there', async () => {

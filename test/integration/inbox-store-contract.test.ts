@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import {
@@ -21,7 +22,6 @@ import {
 } from '../../shared/inbox/errors';
 import { type InboxOps, type InboxPresence, openCounts } from '../../shared/inbox/inbox-ops';
 import type { InboxKey, InboxStore, NewInboxRecord, PoisonRecord } from '../../shared/inbox/inbox-store';
-import { topology } from '../../shared/topology';
 import { describeEachEngine, dynamoClient } from '../support/dynamo';
 import { MemoryInboxOps } from '../support/memory-inbox-ops';
 import { type IndexEntry, MemoryInboxStore } from '../support/memory-inbox-store';

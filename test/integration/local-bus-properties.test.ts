@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
-import { type ConsumerName, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { anyCasing, anyJson, nastyString } from '../support/hostile-input';
 import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw-http';
 

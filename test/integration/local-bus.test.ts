@@ -8,6 +8,7 @@ import {
   type PutEventsResultEntry,
 } from '@aws-sdk/client-eventbridge';
 import { afterEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { FaultInjector, type FaultRates, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus, type LocalBusOptions, type TargetRetry } from '../../infra/local/local-bus';
 import { BusDeadLetters, BusRedelivery } from '../../infra/local/local-ops';
@@ -16,7 +17,7 @@ import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event'
 import type { InboxOps } from '../../shared/inbox/inbox-ops';
 import { createOpsApi, opsApiRoutes } from '../../shared/ops/ops-api';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
-import { type ConsumerName, type EventType, topology } from '../../shared/topology';
+import type { ConsumerName, EventType } from '../../shared/topology';
 import { deferred } from '../support/gates';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

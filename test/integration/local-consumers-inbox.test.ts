@@ -1,12 +1,12 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import type { BusEvent } from '../../infra/local/local-bus';
 import { type LocalConsumers, startLocalConsumers } from '../../infra/local/local-consumers';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { openShard } from '../../shared/inbox/dynamo-inbox-table';
 import { openCounts } from '../../shared/inbox/inbox-ops';
-import { topology } from '../../shared/topology';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 import { tempDataDir } from '../support/pipeline-client';
 

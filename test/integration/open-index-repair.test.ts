@@ -2,12 +2,12 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { DynamoDBClient, GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consumerNames } from '../../functions/topology';
 import { repairOpenIndex } from '../../infra/local/open-index-repair';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { inboxTableSchema, openKey } from '../../shared/inbox/dynamo-inbox-table';
 import { openCounts } from '../../shared/inbox/inbox-ops';
-import { consumerNames } from '../../shared/topology';
 
 const require = createRequire(import.meta.url);
 

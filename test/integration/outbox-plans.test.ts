@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import type { QueryResult, Row, SqlClient, SqlParams } from '../../shared/db/sql-client';
 import { latestEvents, taskCounts } from '../../shared/ops/ops-queries';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
-import { topology } from '../../shared/topology';
 import { seedPending, testSettings } from '../support/outbox-fixtures';
 import { openTestDatabase, pgAdapter } from '../support/sql-adapters';
 

@@ -6,13 +6,13 @@ import {
 } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { type RunReport, runRelay } from '../../shared/outbox/relay';
 import { RelayCircuitStore } from '../../shared/outbox/relay-circuit';
-import { topology } from '../../shared/topology';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { sqlAdapters } from '../support/sql-adapters';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
-import { topology } from '../../shared/topology';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedPending } from '../support/outbox-fixtures';
 import { dataApiAdapter } from '../support/sql-adapters';

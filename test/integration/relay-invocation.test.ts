@@ -15,7 +15,7 @@ import {
 } from '../../shared/outbox/relay-invocation';
 import { RelayLeaseStore } from '../../shared/outbox/relay-lease';
 import { metricsNamespace, relayMetricNames } from '../../shared/outbox/relay-metrics';
-import type { RelayConfig } from '../../shared/topology';
+import type { RelaySettings } from '../../shared/topology';
 import { RecordingPublisher, seedPending, statusCounts, testSettings } from '../support/outbox-fixtures';
 import { openRelayTestDatabase } from '../support/sql-adapters';
 
@@ -81,7 +81,7 @@ describe('relay invocation', () => {
   function build(
     publisher: EventPublisher = new RecordingPublisher(),
     options: {
-      settings?: Partial<RelayConfig>;
+      settings?: Partial<RelaySettings>;
       wakeups?: ReturnType<typeof recordingWakeups>;
       lease?: Partial<RelayLeaseStore>;
     } = {},

@@ -1,11 +1,11 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsCommandInput } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import { OutboxStore } from '../../shared/outbox/outbox-store';
 import { type RunReport, relayOnce, runRelay } from '../../shared/outbox/relay';
-import { topology } from '../../shared/topology';
 import { type HeldPublish, PublishGate } from '../support/gates';
 import {
   expireLeases,

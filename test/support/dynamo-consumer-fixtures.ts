@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { EventBridgeEvent } from 'aws-lambda';
+import { topology } from '../../functions/topology';
 import type { ConsumerContext, ConsumerLogger } from '../../shared/consumers/consumer';
 import { type OutboundEvent, toCloudEvent } from '../../shared/events/cloud-event';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import type { InboxEvent } from '../../shared/inbox/process-once';
 import { type InboxSettings, inboxSettingsFor } from '../../shared/inbox/settings';
-import { eventTypes, topology } from '../../shared/topology';
+import { eventTypes } from '../../shared/topology';
 
 export { deferred } from './gates';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { topology } from '../../functions/topology';
 import { localTableName } from '../../infra/local/consumer-resources/local-ports';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
-import { topology } from '../../shared/topology';
 import type { DynamoEngineInfo } from './dynamo-global-setup';
 
 /**

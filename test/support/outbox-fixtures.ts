@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { topology } from '../../functions/topology';
 import type { SqlClient } from '../../shared/db/sql-client';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import type { ClaimedEvent, OutboxStore } from '../../shared/outbox/outbox-store';
 import type { EventPublisher, PublishOutcome } from '../../shared/outbox/publisher';
 import type { RelayDeps } from '../../shared/outbox/relay';
-import { type RelayConfig, topology } from '../../shared/topology';
+import type { RelaySettings } from '../../shared/topology';
 
 /**
  * Inserts `count` pending content.approved rows in one statement (generate_series), oldest
@@ -61,7 +62,7 @@ export class RecordingPublisher implements EventPublisher {
 }
 
 /** Topology relay settings with test-sized timing. */
-export function testSettings(overrides: Partial<RelayConfig> = {}): RelayConfig {
+export function testSettings(overrides: Partial<RelaySettings> = {}): RelaySettings {
   return {
     ...topology.relay,
     pollIntervalMs: 10,

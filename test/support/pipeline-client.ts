@@ -1,9 +1,9 @@
 import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { topology } from '../../functions/topology';
 import { countersOf } from '../../shared/consumers/define-consumer';
 import type { OpsStatus } from '../../shared/ops/ops-api';
-import { topology } from '../../shared/topology';
 import { rawHttp } from './raw-http';
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { topology, topologyWith } from '../../functions/topology';
 import {
   type CapacityReport,
   type CapacityTopology,
@@ -14,7 +15,6 @@ import { consumerServiceName, inboxGaugesServiceName } from '../../shared/consum
 import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/define-consumer';
 import { database, resourceConstructId, table } from '../../shared/consumers/resources';
 import { relayServiceName } from '../../shared/outbox/relay-metrics';
-import { topology, topologyWith } from '../../shared/topology';
 
 const a = capacityAssumptions;
 const rates = [10, 100, 1_000, 10_000];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { runCli } from '../../infra/ops-tools/cli/cli';
 import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
-import { topology } from '../../shared/topology';
 
 // Each command against a fake fetch: the requests it makes (method, URL, body) and what it prints.
 

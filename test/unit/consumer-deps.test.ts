@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
+import { consumerNames, topology } from '../../functions/topology';
 import { consumerDeps, parseConsumerConfig } from '../../shared/consumers/consumer-deps';
 import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { defineConsumer } from '../../shared/consumers/define-consumer';
@@ -8,7 +9,6 @@ import { bucket, database, resourceEnvName, table, topic } from '../../shared/co
 import { isPipelineError } from '../../shared/errors';
 import { eventTypes } from '../../shared/events/event-types';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import { consumerNames, topology } from '../../shared/topology';
 
 const topicArn = 'arn:aws:sns:eu-west-1:123456789012:approvals';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
+import { consumerNames, topology, topologyWith } from '../../functions/topology';
 import {
   consumerRegistry,
   defaultConsumerPolicy,
@@ -7,7 +8,6 @@ import {
 } from '../../shared/consumers/define-consumer';
 import { bucket, database, table, topic } from '../../shared/consumers/resources';
 import { eventTypes } from '../../shared/events/event-types';
-import { consumerNames, topology, topologyWith } from '../../shared/topology';
 import { translate as fixture } from '../fixtures/consumers/translate/consumer';
 
 // A consumer is declared once, in its folder (functions/consumers/<name>/consumer.ts), and listed

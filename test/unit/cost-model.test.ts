@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { topology, topologyWith } from '../../functions/topology';
 import {
   type CfnResource,
   type CfnTemplate,
@@ -21,7 +22,7 @@ import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/
 import { type ResourceKind, table, topic } from '../../shared/consumers/resources';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
-import { type ConsumerName, topology, topologyWith } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 import { synthPipeline } from '../infra/support/synth';
 
 const { prices, assumptions } = priceBook;

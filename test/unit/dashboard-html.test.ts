@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { uuidPattern } from '../../shared/ids';
-import { topology } from '../../shared/topology';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
 // checked in Chromium by test/e2e/dashboard-browser.test.ts.

@@ -2,10 +2,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { LocalBus } from '../../infra/local/local-bus';
 import { assertValidRules, InvalidEventPatternError } from '../../shared/events/event-pattern';
-import { type RuleSpec, topology } from '../../shared/topology';
+import type { RuleSpec } from '../../shared/topology';
 
 // EventBridge refuses a rule whose pattern it does not accept (PutRule answers
 // InvalidEventPatternException); the local bus refuses it when it starts, before it opens

@@ -1,6 +1,7 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import {
   InvalidEventPatternError,
@@ -9,8 +10,7 @@ import {
   supportedOperators,
 } from '../../shared/events/event-pattern';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
-import type { RulePattern } from '../../shared/topology';
-import { type EventType, topology } from '../../shared/topology';
+import type { EventType, RulePattern } from '../../shared/topology';
 
 /**
  * An EventBridge event as a target receives it, with `detail` to taste

@@ -2,8 +2,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
-import { topology } from '../../shared/topology';
 
 const dynamo = mockClient(DynamoDBDocumentClient);
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { consumerNames, topology } from '../../functions/topology';
 import { leaseLength } from '../../shared/inbox/process-once';
 import { inboxDefaults, inboxSettingsFor } from '../../shared/inbox/settings';
-import { type ConsumerName, consumerNames, type Topology, topology } from '../../shared/topology';
+import type { ConsumerName, Topology } from '../../shared/topology';
 
 const day = 24 * 3600;
 

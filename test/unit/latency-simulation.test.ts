@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { type LatencyModel, latencyModel } from '../../bench/support/latency-model';
 import { consumerCalls, simulateLatency } from '../../bench/support/latency-simulation';
+import { topology } from '../../functions/topology';
 import { defineConsumer } from '../../shared/consumers/define-consumer';
 import { bucket, database, table, topic } from '../../shared/consumers/resources';
-import { topology } from '../../shared/topology';
 
 /** A model where every hop takes exactly `ms` (one point at every fraction). */
 const fixed = (ms: Partial<Record<keyof LatencyModel, number>>): LatencyModel =>

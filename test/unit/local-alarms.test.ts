@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type AlarmInputs, evaluateAlarms } from '../../infra/local/local-alarms';
 import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
-import { type ConsumerName, topology } from '../../shared/topology';
+import type { ConsumerName } from '../../shared/topology';
 
 const t = topology.alarms;
 const now = new Date('2026-11-30T12:00:00Z');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import type { FilePublisher } from '../../infra/local/consumer-resources/file-publisher';
 import { FileWriteOnceStore } from '../../infra/local/consumer-resources/file-write-once-store';
 import {
@@ -17,7 +18,6 @@ import { bucket, database, table, topic } from '../../shared/consumers/resources
 import type { FunctionRole } from '../../shared/db/roles';
 import type { SqlClient } from '../../shared/db/sql-client';
 import { eventTypes } from '../../shared/events/event-types';
-import { topology } from '../../shared/topology';
 
 // Where the local runtime keeps each kind of consumer resource: named by the resource's key, so
 // a consumer added to the registry gets its stand-ins with no line of the runtime changed.

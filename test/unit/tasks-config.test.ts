@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { topology } from '../../functions/topology';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
 import { applicationName, pgTimeouts, schemaOwnerTimeouts } from '../../shared/db/pg-settings';
 import { isPipelineError, type PipelineError } from '../../shared/errors';
-import { topology } from '../../shared/topology';
 
 const dataApiEnv = {
   DB_CLUSTER_ARN: 'arn:aws:rds:eu-west-1:123456789012:cluster:content-pipeline',

@@ -2,7 +2,7 @@ import { consumerServiceName } from '../../../shared/consumers/contract';
 import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
 import { resourceConstructId } from '../../../shared/consumers/resources';
 import { relayServiceName } from '../../../shared/outbox/relay-metrics';
-import type { RelayConfig, Topology } from '../../../shared/topology';
+import type { RelaySettings, Topology } from '../../../shared/topology';
 import {
   approvedConsumers,
   type CfnTemplate,
@@ -108,7 +108,7 @@ export type CapacityTopology = Pick<
   Topology,
   'registry' | 'consumers' | 'rules' | 'eventTypes' | 'inbox' | 'audit' | 'archiveRetentionDays'
 > & {
-  readonly relay: Pick<RelayConfig, 'putEventsMaxEntries' | 'purge'> &
+  readonly relay: Pick<RelaySettings, 'putEventsMaxEntries' | 'purge'> &
     CostTopology['relay'] & {
       /**
        * Relay runs that may drain at once (the run lease in PostgreSQL), when the topology sets a

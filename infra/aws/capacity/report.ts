@@ -1,4 +1,4 @@
-import { topology } from '../../../shared/topology';
+import { topology } from '../../../functions/topology';
 import { writeSection } from '../../docs/doc-section';
 import { synthesizeStage } from '../synthesize';
 import { readMeasuredCosts } from './measured';
@@ -90,7 +90,7 @@ function main(args: readonly string[]): number {
   for (const stage of stages) {
     process.stderr.write(`capacity: synthesizing the ${stage} stage\n`);
     try {
-      results.push(...stageCapacity(stage, synthesizeStage(stage), topology, measured));
+      results.push(...stageCapacity(stage, synthesizeStage(topology, stage), topology, measured));
     } catch (err) {
       process.stderr.write(`capacity: the ${stage} stage: ${(err as Error).message ?? err}\n`);
       return 1;

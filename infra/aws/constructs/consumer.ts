@@ -7,6 +7,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { ConsumerInboxConfig } from '../../../shared/consumers/consumer-deps';
 import { consumerEnv, consumerQueueEnv, consumerServiceName } from '../../../shared/consumers/contract';
 import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
 import {
@@ -29,6 +30,8 @@ export interface ConsumerProps {
   readonly definition: ConsumerDefinition;
   /** `topology.consumers[name]`: its queue, its mapping's batch and concurrency, and its retries come from here. */
   readonly policy: ConsumerPolicy;
+  /** Its inbox settings from its topology (`inboxSettingsFor`) and the inbox index's shards: the function reads them from `INBOX_SETTINGS`. */
+  readonly inboxSettings: ConsumerInboxConfig;
   readonly inbox: InboxTable;
   readonly effect: ConsumerEffectResources;
   /** @default 60 seconds (a consumer that reads the database may wait on an auto-paused Aurora resuming) */
@@ -80,6 +83,7 @@ export class Consumer extends Construct {
       environment: {
         [consumerEnv.consumerName]: this.name,
         [consumerEnv.inboxTable]: props.inbox.table.tableName,
+        [consumerEnv.inboxSettings]: JSON.stringify(props.inboxSettings),
         [consumerQueueEnv.url]: this.queue.queueUrl,
         [consumerQueueEnv.arn]: this.queue.queueArn,
         [consumerQueueEnv.visibilityTimeoutSeconds]: String(visibilityTimeout.toSeconds()),

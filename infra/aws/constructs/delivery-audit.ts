@@ -8,7 +8,7 @@ import { Construct } from 'constructs';
 import { consumerEnv, deliveryAuditServiceName } from '../../../shared/consumers/contract';
 import { gaugeAlarmsEnv } from '../../../shared/ops/adapters/aws/ok-alarms';
 import { opsEnv } from '../../../shared/ops/ops-config';
-import type { AuditConfig, ConsumerName } from '../../../shared/topology';
+import type { AuditSettings, ConsumerName } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import type { InboxTable } from './inbox-table';
 import { allowDescribeAlarms } from './pipeline-alarms';
@@ -24,7 +24,7 @@ export interface DeliveryAuditProps {
    */
   readonly consumerQueues: Readonly<Record<ConsumerName, IQueue>>;
   /** `topology.audit`: the Lambda timeout. */
-  readonly audit: AuditConfig;
+  readonly audit: AuditSettings;
   /**
    * The scheduled rule whose ticks run the audit: the relay's safety sweep, so that the audit
    * and the sweep wake an idle Aurora Serverless v2 cluster together, once per period.

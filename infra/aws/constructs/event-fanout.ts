@@ -13,7 +13,13 @@ import { AnyPrincipal, Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { ConsumerName, ConsumerPolicy, RulePattern, RuleSpec } from '../../../shared/topology';
+import {
+  type ConsumerName,
+  type ConsumerPolicy,
+  consumerPolicyOf,
+  type RulePattern,
+  type RuleSpec,
+} from '../../../shared/topology';
 import { DeadLetterQueue } from './dead-letter-queue';
 
 export interface EventFanoutProps {
@@ -126,7 +132,9 @@ export class EventFanout extends Construct {
         eventPattern: toCdkPattern(spec.pattern),
       });
       for (const consumer of spec.targets) {
-        const policy = props.consumers[consumer];
+        const policy = consumerPolicyOf(props, consumer);
+        const queue = props.targets[consumer];
+        if (!queue) throw new Error(`rule ${spec.name} targets consumer "${consumer}", which has no queue`);
         // One queue per consumer, whichever of its rules could not deliver (each message names
         // its rule: the RULE_ARN attribute): a queue and its alarm per rule and consumer would
         // add $0.10 a month of idle cost for each rule a consumer gains. The queue keeps the id
@@ -139,7 +147,7 @@ export class EventFanout extends Construct {
           });
         deadLetterQueues.set(consumer, deadLetterQueue);
         rule.addTarget(
-          new SqsQueue(props.targets[consumer], {
+          new SqsQueue(queue, {
             deadLetterQueue,
             retryAttempts: policy.targetRetry.maximumRetryAttempts,
             maxEventAge: Duration.seconds(policy.targetRetry.maximumEventAgeSeconds),

@@ -7,7 +7,7 @@ import { Construct } from 'constructs';
 import type { DeadLetterQueueRef } from '../../../shared/ops/adapters/aws/sqs-dead-letters';
 import { opsApiRoutes } from '../../../shared/ops/ops-api';
 import { opsEnv } from '../../../shared/ops/ops-config';
-import type { ConsumerName } from '../../../shared/topology';
+import type { ConsumerName, Topology } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import type { DeadLetterQueue } from './dead-letter-queue';
 import type { InboxTable } from './inbox-table';
@@ -33,6 +33,8 @@ export interface OpsApiProps {
   readonly queues: readonly OpsQueue[];
   /** Each consumer's queue: a redrive sends the event there, as its rules do. */
   readonly consumerQueues: Readonly<Record<ConsumerName, IQueue>>;
+  /** The topology's consumers, whose names the routes' request models list. */
+  readonly consumerNames: Topology['consumerNames'];
   readonly relayFunction: IFunction;
   /**
    * Every alarm of the stack, by name: the ops status reads exactly these (`DescribeAlarms` by
@@ -119,7 +121,7 @@ export class OpsApi extends Construct {
       new PolicyStatement({ actions: ['cloudwatch:GetMetricData'], resources: ['*'] }),
     );
 
-    props.api.addRoutes({ routes: opsApiRoutes, function: this.function });
+    props.api.addRoutes({ routes: opsApiRoutes(props.consumerNames), function: this.function });
 
     const sync = 'Invoked synchronously by API Gateway only; the caller sees every failure.';
     Validations.of(this.function).acknowledge(

@@ -7,7 +7,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { relayServiceName } from '../../../shared/outbox/relay-metrics';
-import type { RelayConfig } from '../../../shared/topology';
+import type { RelaySettings } from '../../../shared/topology';
 import type { DatabaseAccess } from './database';
 import { PipelineFunction } from './pipeline-function';
 
@@ -16,7 +16,7 @@ export interface OutboxRelayProps {
   readonly database: DatabaseAccess;
   readonly eventBus: IEventBus;
   /** `topology.relay`: the Lambda timeout and the rest of the relay's settings. */
-  readonly relay: RelayConfig;
+  readonly relay: RelaySettings;
   /** The safety sweep period (the stage's: an hour in a sandbox, so an idle Aurora pauses). */
   readonly sweep: Duration;
   /** Upper bound on relays running at once; `undefined` (the default) reserves none. */

@@ -745,13 +745,11 @@ export function perMillionApprovals(
       gb +
       n *
         itemGb(a.inboxItemKb.value) *
-        (inboxSettingsFor(c.name as ConsumerName, {}, topology as RetentionTopology).retentionSeconds /
-          monthSeconds),
+        (inboxSettingsFor(topology as RetentionTopology, c.name).retentionSeconds / monthSeconds),
     0,
   );
   const retentionDays = approved.map(
-    (c) =>
-      inboxSettingsFor(c.name as ConsumerName, {}, topology as RetentionTopology).retentionSeconds / 86_400,
+    (c) => inboxSettingsFor(topology as RetentionTopology, c.name).retentionSeconds / 86_400,
   );
   const declaredGbMonths = tables.reduce(
     (gb, t) => gb + n * t.spec.perEvent.writes * itemGb(t.spec.perEvent.itemKb),

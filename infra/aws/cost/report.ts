@@ -1,4 +1,4 @@
-import { topology } from '../../../shared/topology';
+import { topology } from '../../../functions/topology';
 import { writeSection } from '../../docs/doc-section';
 import { synthesizeStage } from '../synthesize';
 import type { CfnTemplate, CostPart } from './model';
@@ -49,7 +49,7 @@ function main(args: readonly string[]): number {
     process.stderr.write(`cost: synthesizing the ${stage} stage\n`);
     let template: CfnTemplate;
     try {
-      template = synthesizeStage(stage);
+      template = synthesizeStage(topology, stage);
     } catch (err) {
       process.stderr.write(
         `cost: synthesis of the ${stage} stage failed: ${(err as Error).message ?? err}\n`,

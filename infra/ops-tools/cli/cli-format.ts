@@ -1,5 +1,6 @@
+import { topology } from '../../../functions/topology';
 import { countersOf } from '../../../shared/consumers/define-consumer';
-import { type ConsumerName, topology } from '../../../shared/topology';
+import type { ConsumerName } from '../../../shared/topology';
 import { consumerNames, type InboxState, inboxState, routedConsumers } from '../trace-view';
 
 /** Colours ALARM/OK when writing to a terminal; plain text otherwise (and with NO_COLOR set). */

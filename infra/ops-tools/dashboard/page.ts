@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { topology } from '../../../functions/topology';
 import { countersOf } from '../../../shared/consumers/define-consumer';
 import { uuidPattern } from '../../../shared/ids';
-import { topology } from '../../../shared/topology';
 import { consumerNames, routingTable } from '../trace-view';
 
 /** How often the page reads the ops API again. */

@@ -6,7 +6,8 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { type ConsumerName, topology } from '../../../topology';
+import { allEventTypes, ruleNameOf } from '../../../events/event-types';
+import type { ConsumerName } from '../../../topology';
 import type { ConsumerRedelivery, DeadLetter, DeadLetterStore } from '../../ops-ports';
 
 /**
@@ -233,15 +234,16 @@ export function toDeadLetter(queue: DeadLetterQueueRef, message: Message): DeadL
 }
 
 /**
- * The topology rule a rule DLQ message names in its RULE_ARN attribute
+ * The pipeline rule a rule DLQ message names in its RULE_ARN attribute
  * (docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html): a consumer's queue is
  * shared by its rules. The deployed rule's name ends with the topology's (`<stack>-<rule>`).
  */
 function ruleOf(ruleArn: string | undefined): string | undefined {
   const deployed = ruleArn?.split('/').at(-1);
   if (!deployed) return undefined;
-  return topology.rules
-    .map((r) => r.name)
+  // Rule names follow from event types alone (one rule per type), whatever a topology's consumers.
+  return allEventTypes
+    .map(ruleNameOf)
     .filter((name) => deployed === name || deployed.endsWith(`-${name}`))
     .sort((a, b) => b.length - a.length)[0];
 }
