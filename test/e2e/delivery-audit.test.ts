@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { AuditListing } from '../../shared/ops/ops-api';
-import type { ConsumerName, RuleSpec } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf, type RuleSpec } from '../../shared/topology';
 import { dynamoClient } from '../support/dynamo';
 import { deliveryBoundMs, type FullStatus, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
@@ -236,12 +236,12 @@ describe('the delivery audit on the local runtime', () => {
       { timeoutMs: 60_000, what: 'a failed archive invoke' },
     );
     busAheadMs +=
-      topology.consumers.archive.maxEventAgeSeconds * 1_000 +
-      topology.consumers.archive.backoff.maxMs +
+      consumerPolicyOf(topology, 'archive').maxEventAgeSeconds * 1_000 +
+      consumerPolicyOf(topology, 'archive').backoff.maxMs +
       1_000;
     await waitFor(client.status, (s) => s.deadLetters === 1, { timeoutMs: 60_000, what: 'the dead letter' });
     // 14 days on, the queue has dropped the letter: nothing holds the event for archive any more.
-    busAheadMs += topology.consumers.archive.deadLetterRetentionSeconds * 1_000 + day;
+    busAheadMs += consumerPolicyOf(topology, 'archive').deadLetterRetentionSeconds * 1_000 + day;
     expect((await client.status()).deadLetters).toBe(0);
     await settle();
 

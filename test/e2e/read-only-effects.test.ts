@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { InboxRecord } from '../../shared/inbox/inbox-store';
+import { consumerPolicyOf } from '../../shared/topology';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { waitFor } from '../support/wait-for';
 
@@ -20,7 +21,9 @@ const approvals = 12;
 /** The consumers whose effects write under `<data>/effects` (a topic's file, a bucket's files). */
 const writingConsumers = ['notify', 'archive'] as const;
 /** Failed attempts each record must have seen before the directory is writable again: past the permanent budget. */
-const failuresSeen = Math.max(...writingConsumers.map((c) => topology.consumers[c].maxPermanentAttempts));
+const failuresSeen = Math.max(
+  ...writingConsumers.map((c) => consumerPolicyOf(topology, c).maxPermanentAttempts),
+);
 
 let runtime: Runtime | undefined;
 let dir: string;

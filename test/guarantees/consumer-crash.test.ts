@@ -3,7 +3,14 @@ import { consumerNames } from '../../functions/topology';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
 import type { InboxKey, InboxStore } from '../../shared/inbox/inbox-store';
 import type { ConsumerName } from '../../shared/topology';
-import { engineEndpoint, type Harness, SimulatedCrashError, startHarness, withOverrides } from './harness';
+import {
+  at,
+  engineEndpoint,
+  type Harness,
+  SimulatedCrashError,
+  startHarness,
+  withOverrides,
+} from './harness';
 import { scenarioTimeoutMs, sized } from './profile';
 
 /** A third of the events crash their consumer once after the effect, a third fail once after it. */
@@ -66,12 +73,14 @@ describe('guarantee: a consumer that crashes after its effect', () => {
       }
       // The second index write found its own version (stale); the second archive put found the
       // object; SNS dedupes nothing, so notify's repeats show, each explained by an attempt above.
-      const indexStale = harness.observed.effectResults.index.filter((r) => r.outcome === 'stale').length;
+      const indexStale = at(harness.observed.effectResults, 'index').filter(
+        (r) => r.outcome === 'stale',
+      ).length;
       expect(indexStale).toBeGreaterThanOrEqual(
         [...crashed, ...failedAfter].filter((id) => id.startsWith('index/')).length,
       );
       expect(
-        harness.observed.effectResults.archive.filter((r) => r.outcome === 'exists').length,
+        at(harness.observed.effectResults, 'archive').filter((r) => r.outcome === 'exists').length,
       ).toBeGreaterThan(0);
       expect(report.figures.duplicates.notification).toBe(harness.observed.actedWithoutCompleting.notify);
       expect(report.violations).toEqual([]);

@@ -176,8 +176,15 @@ const harnessRetry: TargetRetry = {
 // Metrics are not what the suite checks; Powertools would print EMF for every invocation.
 const quietMetrics = { addMetric: () => undefined, setDefaultDimensions: () => undefined } as never;
 
-const perConsumer = <T>(make: (c: ConsumerName) => T) =>
-  Object.fromEntries(consumerNames.map((c) => [c, make(c)])) as Record<ConsumerName, T>;
+const perConsumer = <T>(make: (c: ConsumerName) => T): Record<ConsumerName, T> =>
+  Object.fromEntries(consumerNames.map((c) => [c, make(c)]));
+
+/** `consumer`'s entry of a per-consumer record; a name the topology does not have is a test's mistake. */
+export function at<T>(record: Readonly<Record<ConsumerName, T>>, consumer: ConsumerName): T {
+  const value = record[consumer];
+  if (value === undefined) throw new Error(`no consumer "${consumer}" in the topology`);
+  return value;
+}
 
 /** Starts the pipeline's parts for one scenario. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
@@ -237,7 +244,11 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     const tables = { inboxTable: `g-inbox-${suffix}`, indexTable: tableOf('contentIndex') };
     const admin = dynamoClient(options.dynamoEndpoint);
     stack.push(() => admin.destroy());
-    await ensureTables(admin, { inboxTable: tables.inboxTable, resourceTables });
+    await ensureTables(
+      admin,
+      { inboxTable: tables.inboxTable, resourceTables },
+      { openIndexShards: topology.inbox.openIndexShards },
+    );
     stack.push(async () => {
       for (const table of [tables.inboxTable, ...resourceTables.map((t) => t.tableName)])
         await admin.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined);
@@ -271,7 +282,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         const result = await effect(event, ctx);
         const key = `${consumer}/${event.id}`;
         observed.effectRuns.set(key, (observed.effectRuns.get(key) ?? 0) + 1);
-        observed.effectResults[consumer].push(result);
+        at(observed.effectResults, consumer).push(result);
         const current = invocation.getStore();
         if (current) current.acted = true;
         return result;
@@ -291,7 +302,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     const portOf = (consumer: ConsumerName, key: string, spec: ResourceSpec) => {
       switch (spec.kind) {
         case 'table':
-          return { client: clients[consumer], tableName: tableOf(key) };
+          return { client: at(clients, consumer), tableName: tableOf(key) };
         case 'topic':
           return new SnsPublisher(snsClient, topicArn(key));
         case 'bucket':
@@ -314,14 +325,21 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     }
     const loggers = perConsumer(() => new RecordingLogger());
     const consumers = perConsumer((consumer) => {
-      const deps = consumerDeps(consumer, tables, clients[consumer]);
-      const effect = observe(consumer, effects[consumer]);
+      const deps = consumerDeps(
+        consumer,
+        tables,
+        at(clients, consumer),
+        { openIndexShards: topology.inbox.openIndexShards },
+        inboxSettingsFor(topology, consumer),
+        topology,
+      );
+      const effect = observe(consumer, at(effects, consumer));
       return createConsumer({
         ...deps,
         inbox: options.wrapInbox ? options.wrapInbox(consumer, deps.inbox) : deps.inbox,
-        logger: loggers[consumer],
+        logger: at(loggers, consumer),
         metrics: quietMetrics,
-        settings: inboxSettingsFor(consumer, { ...harnessInbox, ...options.inbox }),
+        settings: inboxSettingsFor(topology, consumer, { ...harnessInbox, ...options.inbox }),
         effect: options.wrapEffect ? options.wrapEffect(consumer, effect) : effect,
       });
     });
@@ -332,18 +350,20 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       const state = { acted: false };
       try {
         const result = await invocation.run(state, () =>
-          consumers[consumer](
+          at(consumers, consumer)(
             event as unknown as EventBridgeEvent<string, unknown>,
             localLambdaContext(consumerServiceName(consumer), 30_000),
           ),
         );
-        if (state.acted && result.status !== 'processed') observed.actedWithoutCompleting[consumer]++;
+        if (state.acted && result.status !== 'processed')
+          observed.actedWithoutCompleting[consumer] = at(observed.actedWithoutCompleting, consumer) + 1;
         return result;
       } catch (err) {
-        if (state.acted) observed.actedWithoutCompleting[consumer]++;
+        if (state.acted)
+          observed.actedWithoutCompleting[consumer] = at(observed.actedWithoutCompleting, consumer) + 1;
         const e = err as { name?: unknown; code?: unknown } | null;
         const name = typeof e?.code === 'string' ? `${String(e?.name)}/${e.code}` : String(e?.name ?? err);
-        const errors = observed.invocationErrors[consumer];
+        const errors = at(observed.invocationErrors, consumer);
         errors.set(name, (errors.get(name) ?? 0) + 1);
         throw err;
       }
@@ -468,7 +488,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       check: (extra = {}) =>
         checkRun(sources(), {
           notifyAttemptsThatActedWithoutCompleting:
-            observed.actedWithoutCompleting.notify + (extra.notifyAttemptsThatActedWithoutCompleting ?? 0),
+            at(observed.actedWithoutCompleting, 'notify') +
+            (extra.notifyAttemptsThatActedWithoutCompleting ?? 0),
         }),
       stop,
     };

@@ -250,8 +250,8 @@ export function checkGuarantees(facts: GuaranteeFacts, explanations: Explanation
   for (const record of facts.inbox) {
     if (!(record.consumer in processed)) continue;
     const consumer = record.consumer as ConsumerName;
-    if (record.status === 'PROCESSED') processed[consumer]++;
-    maxConsumerAttempts[consumer] = Math.max(maxConsumerAttempts[consumer], record.attempts ?? 0);
+    if (record.status === 'PROCESSED') processed[consumer] = (processed[consumer] ?? 0) + 1;
+    maxConsumerAttempts[consumer] = Math.max(maxConsumerAttempts[consumer] ?? 0, record.attempts ?? 0);
   }
   const explained: Partial<Record<DuplicateKind, string>> = {};
   if (publishRepeats > 0)

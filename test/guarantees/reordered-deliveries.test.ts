@@ -3,7 +3,7 @@ import { seededRandom } from '../../infra/local/faults';
 import type { BusEvent } from '../../infra/local/local-bus';
 import type { ConsumerResult } from '../../shared/consumers/consumer';
 import { type ConsumerName, eventTypes } from '../../shared/topology';
-import { engineEndpoint, type Harness, type Interposer, startHarness } from './harness';
+import { at, engineEndpoint, type Harness, type Interposer, startHarness } from './harness';
 import { scenarioTimeoutMs, sized } from './profile';
 
 interface Held {
@@ -94,7 +94,7 @@ describe('guarantee: duplicated and reordered deliveries, a withdrawal overtakin
       expect(new Set(withdrawals.map((h) => h.event.detail.subject)).size).toBe(withdrawn.length);
       expect(report.figures.duplicates.delivery).toBeGreaterThan(0);
       expect(report.figures.duplicates.publish).toBeGreaterThan(0);
-      const staleApprovals = harness.observed.effectResults.index.filter(
+      const staleApprovals = at(harness.observed.effectResults, 'index').filter(
         (r) => r.status === 'approved' && r.outcome === 'stale',
       ).length;
       expect(staleApprovals).toBeGreaterThanOrEqual(withdrawn.length);

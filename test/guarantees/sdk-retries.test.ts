@@ -4,7 +4,7 @@ import type { ConsumerEffect } from '../../shared/consumers/effect';
 import type { ConsumerName } from '../../shared/topology';
 import { describeEachEngine } from '../support/dynamo';
 import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-faults';
-import { type Harness, startHarness } from './harness';
+import { at, type Harness, startHarness } from './harness';
 import { scenarioTimeoutMs, sized } from './profile';
 
 /** Which inbox or index write a request is, from the request itself. */
@@ -86,7 +86,7 @@ describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => 
       // No attempt mistook its own landed write for another's: no in-progress refusal, and no
       // effect ran twice (every repeat here would be the inbox's doing).
       for (const consumer of consumerNames) {
-        const inProgress = [...harness.observed.invocationErrors[consumer]].filter(([name]) =>
+        const inProgress = [...at(harness.observed.invocationErrors, consumer)].filter(([name]) =>
           name.includes('IN_PROGRESS'),
         );
         expect(inProgress, `${consumer} refused its own attempts`).toEqual([]);

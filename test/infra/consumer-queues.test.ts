@@ -8,7 +8,7 @@ import type { Consumer } from '../../infra/aws/constructs/consumer';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
-import type { Topology } from '../../shared/topology';
+import { consumerPolicyOf, type Topology } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import {
   allows,
@@ -131,7 +131,7 @@ describe.each(caseNames)('each consumer’s queue (%s)', (name) => {
   it('is an SQS-encrypted queue that redrives to its own DLQ after queueMaxReceiveCount receives, hides a message six function timeouts, and keeps it as its policy says', () => {
     const c = caseOf(name);
     for (const consumer of consumersOf(c)) {
-      const policy = c.topology.consumers[consumer.name];
+      const policy = consumerPolicyOf(c.topology, consumer.name);
       const queueId = idOf(c, consumer.queue);
       const dlqId = idOf(c, consumer.deadLetters);
       const queue = c.json.Resources[queueId];
@@ -164,7 +164,7 @@ describe.each(caseNames)('each consumer’s queue (%s)', (name) => {
     const c = caseOf(name);
     const mappings = resourcesOfType(c, 'AWS::Lambda::EventSourceMapping');
     for (const consumer of consumersOf(c)) {
-      const policy = c.topology.consumers[consumer.name];
+      const policy = consumerPolicyOf(c.topology, consumer.name);
       const queueId = idOf(c, consumer.queue);
       const fnId = idOf(c, consumer.function);
       const fromQueue = mappings.filter(
@@ -207,7 +207,7 @@ describe.each(caseNames)('each consumer’s queue (%s)', (name) => {
       }
     }
     for (const consumer of consumersOf(c)) {
-      const policy = c.topology.consumers[consumer.name];
+      const policy = consumerPolicyOf(c.topology, consumer.name);
       const queueId = idOf(c, consumer.queue);
       const expected = rulesOf(c, consumer.name);
       expect(expected.length, consumer.name).toBeGreaterThan(0);

@@ -55,7 +55,10 @@ describe('the pipeline in a user’s own stack, on their bus', () => {
   beforeAll(() => {
     stack = userStack();
     const bus = EventBus.fromEventBusName(stack, 'TheirBus', 'their-bus');
-    pipeline = new ContentPipeline(stack, 'Pipeline', { existingEventBus: bus });
+    pipeline = new ContentPipeline(stack, 'Pipeline', {
+      topology,
+      existingEventBus: bus,
+    });
     template = Template.fromStack(stack);
   });
 
@@ -124,6 +127,7 @@ describe('the pipeline on a user’s inbox table and alarm topic', () => {
     const table = theirInbox(stack);
     const topic = new Topic(stack, 'TheirAlarms');
     const pipeline = new ContentPipeline(stack, 'Pipeline', {
+      topology,
       existingInboxTable: table,
       existingAlarmTopic: topic,
       alarmEmail: 'ops@example.com',
@@ -158,9 +162,9 @@ describe('the pipeline on a user’s inbox table and alarm topic', () => {
 
 describe('props checked when the construct is built', () => {
   const build =
-    (props: ContentPipelineProps, stack = userStack()) =>
+    (props: Omit<ContentPipelineProps, 'topology'>, stack = userStack()) =>
     () =>
-      new ContentPipeline(stack, 'Pipeline', props);
+      new ContentPipeline(stack, 'Pipeline', { topology, ...props });
 
   it('rejects a minimum capacity above the maximum, the stage’s default maximum included', () => {
     expect(build({ dbMinCapacity: 8, dbMaxCapacity: 4 })).toThrow(

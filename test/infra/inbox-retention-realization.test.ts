@@ -2,7 +2,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumerNames, topology } from '../../functions/topology';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
-import type { ConsumerName } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 const day = 24 * 3600;
@@ -51,7 +51,7 @@ describe('the inbox retention covers what the stack deploys', () => {
       const { queueSeconds } = realizedPaths(consumer);
       expect(queueSeconds.length).toBeGreaterThan(1);
       for (const seconds of queueSeconds)
-        expect(seconds).toBe(topology.consumers[consumer].deadLetterRetentionSeconds);
+        expect(seconds).toBe(consumerPolicyOf(topology, consumer).deadLetterRetentionSeconds);
     }
     for (const [, archive] of resourcesOfType(s, 'AWS::Events::Archive')) {
       expect(archive.Properties?.RetentionDays).toBe(topology.archiveRetentionDays);
@@ -61,7 +61,7 @@ describe('the inbox retention covers what the stack deploys', () => {
   it('a consumer’s queue keeps a message past its retry budget, and its DLQ keeps one longer than the queue', () => {
     for (const consumer of consumerNames) {
       const p = realizedPaths(consumer);
-      const policy = topology.consumers[consumer];
+      const policy = consumerPolicyOf(topology, consumer);
       expect(p.consumerQueueSeconds).toBeGreaterThanOrEqual(
         policy.maxEventAgeSeconds + policy.backoff.maxMs / 1000,
       );
@@ -81,7 +81,7 @@ describe('the inbox retention covers what the stack deploys', () => {
         // the longest the consumer's queue keeps a message it hands over again and again
         p.consumerQueueSeconds +
         Math.max(...p.queueSeconds);
-      expect(inboxSettingsFor(consumer).retentionSeconds, consumer).toBeGreaterThanOrEqual(longest);
+      expect(inboxSettingsFor(topology, consumer).retentionSeconds, consumer).toBeGreaterThanOrEqual(longest);
     }
   });
 });

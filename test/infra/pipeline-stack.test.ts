@@ -37,7 +37,7 @@ import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { metricsNamespace, relayMetricNames, relayServiceName } from '../../shared/outbox/relay-metrics';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import type { ConsumerName } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 // One real synthesis for the whole file, as `cdk synth` does it (esbuild bundles, CloudFormation
@@ -243,7 +243,7 @@ describe('tasks API', () => {
     const methods = resourcesOfType(s, 'AWS::ApiGateway::Method');
     expect(methods).toHaveLength(tasksApiRoutes.length + opsApiRoutes.length);
     expect(methods.map(([, m]) => m.Properties?.HttpMethod).sort()).toEqual(
-      [...tasksApiRoutes, ...opsApiRoutes].map((r) => r.method).sort(),
+      [...tasksApiRoutes, ...opsApiRoutes(topology.consumerNames)].map((r) => r.method).sort(),
     );
     const validator = resourcesOfType(s, 'AWS::ApiGateway::RequestValidator')[0];
     expect(validator?.[1].Properties).toMatchObject({
@@ -259,7 +259,9 @@ describe('tasks API', () => {
       if (method.Properties?.HttpMethod === 'POST') expect(method.Properties.RequestModels).toBeDefined();
     }
     const parts = new Set(
-      [...tasksApiRoutes, ...opsApiRoutes].flatMap((r) => r.resource.split('/').filter(Boolean)),
+      [...tasksApiRoutes, ...opsApiRoutes(topology.consumerNames)].flatMap((r) =>
+        r.resource.split('/').filter(Boolean),
+      ),
     );
     expect(
       new Set(resourcesOfType(s, 'AWS::ApiGateway::Resource').map(([, r]) => r.Properties?.PathPart)),
@@ -570,8 +572,8 @@ describe('event fan-out', () => {
       }
       expect(targets.map((t) => t.RetryPolicy)).toEqual(
         spec.targets.map((c) => ({
-          MaximumRetryAttempts: topology.consumers[c].targetRetry.maximumRetryAttempts,
-          MaximumEventAgeInSeconds: topology.consumers[c].targetRetry.maximumEventAgeSeconds,
+          MaximumRetryAttempts: consumerPolicyOf(topology, c).targetRetry.maximumRetryAttempts,
+          MaximumEventAgeInSeconds: consumerPolicyOf(topology, c).targetRetry.maximumEventAgeSeconds,
         })),
       );
     }
@@ -602,7 +604,7 @@ describe('consumers', () => {
   it('each read their own queue through an event source mapping sized by their policy, reporting each message on its own', () => {
     for (const name of consumerNames) {
       const consumer = consumerOf(name);
-      const policy = topology.consumers[name];
+      const policy = consumerPolicyOf(topology, name);
       s.template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         FunctionName: ref(consumer.function),
         EventSourceArn: arnOf(consumer.queue),
@@ -819,7 +821,9 @@ describe('stores', () => {
     // partition (1,000 write units a second) takes 500 events a second, so the shards must carry
     // 10,000 events a second of one consumer.
     expect(topology.inbox.openIndexShards * (1_000 / 2)).toBeGreaterThanOrEqual(10_000);
-    expect(openKeys('index', 'PROCESSING')).toHaveLength(topology.inbox.openIndexShards);
+    expect(openKeys('index', 'PROCESSING', topology.inbox.openIndexShards)).toHaveLength(
+      topology.inbox.openIndexShards,
+    );
   });
 
   it('inbox: a table of its own, so a stack that had the one keyed by consumer creates it anew', () => {
@@ -1095,7 +1099,7 @@ describe('alarms', () => {
   });
 
   it('alarm once for every consumer on the oldest PROCESSING lease and the oldest retry age, at the topology’s thresholds', () => {
-    const limits = inboxHealthThresholds();
+    const limits = inboxHealthThresholds(topology);
     expect(limits).toEqual({
       oldestLeaseSeconds: topology.alarms.oldestLeasePeriods * 30,
       retryAgeSeconds: 6 * 3600,

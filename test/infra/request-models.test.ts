@@ -13,7 +13,7 @@ beforeAll(() => {
   s = synthPipeline({ stage: 'sandbox', alarmEmail: 'ops@example.com' });
 });
 
-const routes: readonly HttpRoute[] = [...tasksApiRoutes, ...opsApiRoutes];
+const routes: readonly HttpRoute[] = [...tasksApiRoutes, ...opsApiRoutes(topology.consumerNames)];
 const keyOf = (route: HttpRoute) => `${route.method} ${route.resource}`;
 
 type Props = Record<string, unknown>;

@@ -12,7 +12,7 @@ import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
-import type { Topology } from '../../shared/topology';
+import { consumerPolicyOf, type Topology } from '../../shared/topology';
 import { deletedWithStack, referencedIds } from '../rehearsal/deploy-order';
 import {
   allows,
@@ -72,8 +72,8 @@ describe('who may do what', () => {
   };
 
   it.each([
-    ['Reviewer', tasksApiRoutes, opsApiRoutes],
-    ['Operator', opsApiRoutes, tasksApiRoutes],
+    ['Reviewer', tasksApiRoutes, opsApiRoutes(topology.consumerNames)],
+    ['Operator', opsApiRoutes(topology.consumerNames), tasksApiRoutes],
   ] as const)(
     'the %s policy allows exactly its own routes, and none of the other job’s',
     (name, own, other) => {
@@ -260,8 +260,8 @@ describe('retries a person need not watch', () => {
       consumers: {
         ...topology.consumers,
         notify: {
-          ...topology.consumers.notify,
-          queue: { ...topology.consumers.notify.queue, retentionSeconds: 3_600 },
+          ...consumerPolicyOf(topology, 'notify'),
+          queue: { ...consumerPolicyOf(topology, 'notify').queue, retentionSeconds: 3_600 },
         },
       },
     };

@@ -5,7 +5,7 @@ import { topology } from '../../functions/topology';
 import type { ContentPipeline } from '../../infra/aws/content-pipeline';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
-import type { ConsumerName, Topology } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf, type Topology } from '../../shared/topology';
 import { cdkJsonContext, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
 
 interface RealizedRule {
@@ -98,7 +98,7 @@ describe('the AWS stack realizes shared/topology', () => {
       consumers: {
         ...topology.consumers,
         archive: {
-          ...topology.consumers.archive,
+          ...consumerPolicyOf(topology, 'archive'),
           targetRetry: { maximumRetryAttempts: 7, maximumEventAgeSeconds: 3600 },
           queue: { batchSize: 4, maxConcurrency: 7, retentionSeconds: 5 * 24 * 3600 },
         },

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { archiveEffect, archiveKey, type TaskSnapshot } from '../../functions/consumers/archive/effect';
+import { topology } from '../../functions/topology';
 import { FileWriteOnceStore } from '../../infra/local/consumer-resources/file-write-once-store';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { SqlClient } from '../../shared/db/sql-client';
@@ -51,14 +52,21 @@ describeEachEngine('archive consumer', (fixture) => {
   afterAll(() => closeDb());
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'archive-consumer-'));
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     clock = new TestClock();
     return () => rmSync(dataDir, { recursive: true, force: true });
   });
 
   function build(overrides: { inbox?: InboxStore } = {}) {
     return createConsumer({
+      routes: topology,
       name: 'archive',
       effect: archiveEffect({ archive: new FileWriteOnceStore(join(dataDir, 'archive')), db }),
       inbox: overrides.inbox ?? inbox,

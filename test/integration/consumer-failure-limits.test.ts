@@ -9,6 +9,7 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import { consumerPolicyOf } from '../../shared/topology';
 import { consumerQueueArn, FakeConsumerQueue, sqsEvent } from '../support/consumer-queue';
 import { describeEachEngine } from '../support/dynamo';
 import {
@@ -46,8 +47,14 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
   let calls: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     clock = new TestClock();
     calls = 0;
   });
@@ -61,12 +68,13 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
       return { sent: true };
     };
     return createConsumer({
+      routes: topology,
       name: 'notify',
       effect,
       inbox,
       logger: new RecordingLogger(),
       metrics: new Metrics({ namespace: metricsNamespace, serviceName: 'consumer-notify' }),
-      settings: inboxSettingsFor('notify'),
+      settings: inboxSettingsFor(topology, 'notify'),
       clock: clock.read,
       // Full jitter at its top: every backoff as long as the policy allows.
       random: () => 0.999,
@@ -103,10 +111,10 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
       }),
     );
     const row = approvedRow();
-    const budget = topology.consumers.notify.maxPermanentAttempts;
+    const budget = consumerPolicyOf(topology, 'notify').maxPermanentAttempts;
     for (let i = 1; i < budget; i++) {
       await expect(run(busEvent(row), lambdaContext())).rejects.toThrow('Message too long');
-      clock.advance(topology.consumers.notify.backoff.maxMs);
+      clock.advance(consumerPolicyOf(topology, 'notify').backoff.maxMs);
     }
     const last = await run(busEvent(row), lambdaContext());
     expect(last).toMatchObject({ status: 'dead', attempt: budget });
@@ -126,7 +134,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
       consumer: run,
       queueArn: queue.arn,
       receipts: queue,
-      policy: topology.consumers.notify,
+      policy: consumerPolicyOf(topology, 'notify'),
       logger: new RecordingLogger(),
       random: () => 0,
     });
@@ -169,7 +177,7 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
     // Before the queues, the consumer retries (shared/consumers/retries.ts) judged age by the
     // event's `time`: an event replayed or redriven more than a day after its commit went to the
     // dead letters at its first transient failure.
-    const budgetMs = topology.consumers.notify.maxEventAgeSeconds * 1_000;
+    const budgetMs = consumerPolicyOf(topology, 'notify').maxEventAgeSeconds * 1_000;
     let down = true;
     const run = build(() => (down ? transientFailures[0]?.() : undefined));
     const row = approvedRow();

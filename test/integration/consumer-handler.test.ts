@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
+import { topology } from '../../functions/topology';
 import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { resourceEnvName } from '../../shared/consumers/resources';
@@ -20,9 +21,9 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
 
   beforeAll(async () => {
     const client = dynamoClient(endpoint);
-    await ensureTables(client, tables);
+    await ensureTables(client, tables, { openIndexShards: topology.inbox.openIndexShards });
     // ensureTables is idempotent: a second call over existing tables is a no-op.
-    await ensureTables(client, tables);
+    await ensureTables(client, tables, { openIndexShards: topology.inbox.openIndexShards });
     client.destroy();
   });
   afterAll(async () => {

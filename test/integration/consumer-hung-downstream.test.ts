@@ -9,6 +9,7 @@ import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { resourceEnvName } from '../../shared/consumers/resources';
 import { itemKey } from '../../shared/inbox/dynamo-inbox-table';
+import { consumerPolicyOf } from '../../shared/topology';
 import { CallRecorder } from '../support/aws/calls';
 import { type SqsStandin, startSqsStandin } from '../support/aws/sqs';
 import { sendAndReceive, sqsEvent } from '../support/consumer-queue';
@@ -29,7 +30,7 @@ describe('a consumer whose downstream hangs (notify, SNS never answering)', () =
 
   beforeAll(async () => {
     const client = dynamoClient(endpoint);
-    await ensureTables(client, tables);
+    await ensureTables(client, tables, { openIndexShards: topology.inbox.openIndexShards });
     client.destroy();
     sns = await startHungServer();
     // Its clock moves only when the test says: what comes back when is read, not waited for.
@@ -95,7 +96,7 @@ describe('a consumer whose downstream hangs (notify, SNS never answering)', () =
     expect(inboxRecord.state).toMatchObject({ status: 'FAILED', attempts: 1, lastFailure: 'transient' });
     // Hidden for the backoff of a first failure (the inbox's, at most its cap), not the queue's
     // 360 s visibility timeout: the queue hands it over again once the backoff has passed.
-    clock += topology.consumers.notify.backoff.maxMs + 1_000;
+    clock += consumerPolicyOf(topology, 'notify').backoff.maxMs + 1_000;
     expect(sqs.messages(queueName)[0]).toMatchObject({ messageId: record.messageId, inFlight: false });
   });
 });

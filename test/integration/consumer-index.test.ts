@@ -1,6 +1,7 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
 import { type ContentIndex, DynamoContentIndex, indexEffect } from '../../functions/consumers/index/effect';
+import { topology } from '../../functions/topology';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames } from '../../shared/consumers/contract';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
@@ -30,8 +31,14 @@ describeEachEngine('index consumer', (fixture) => {
   let applied: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     index = new DynamoContentIndex(fixture().client, fixture().table('contentIndex'));
     clock = new TestClock();
     applied = 0;
@@ -50,6 +57,7 @@ describeEachEngine('index consumer', (fixture) => {
     const metrics = new Metrics({ namespace: metricsNamespace, serviceName: 'consumer-index' });
     const logger = new RecordingLogger();
     const run = createConsumer({
+      routes: topology,
       name: 'index',
       effect: indexEffect(counting),
       inbox: overrides.inbox ?? inbox,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { beforeEach, expect, it } from 'vitest';
 import { type Notification, notifyEffect } from '../../functions/consumers/notify/effect';
+import { topology } from '../../functions/topology';
 import { FilePublisher } from '../../infra/local/consumer-resources/file-publisher';
 import { createConsumer } from '../../shared/consumers/consumer';
 import type { Publisher, TopicMessage } from '../../shared/consumers/resources';
@@ -27,13 +28,17 @@ describeEachEngine('notify consumer', (fixture) => {
 
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'notify-consumer-'));
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     clock = new TestClock();
     return () => rmSync(dataDir, { recursive: true, force: true });
   });
 
   function build(publisher: Publisher, overrides: { inbox?: InboxStore } = {}) {
     return createConsumer({
+      routes: topology,
       name: 'notify',
       effect: notifyEffect(publisher),
       inbox: overrides.inbox ?? inbox,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { beforeEach, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { createConsumer } from '../../shared/consumers/consumer';
 import { consumerMetricNames, consumerServiceName } from '../../shared/consumers/contract';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
@@ -32,8 +33,14 @@ describeEachEngine('consumer poison handling', (fixture) => {
   let effectCalls: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     effectCalls = 0;
   });
 
@@ -46,6 +53,7 @@ describeEachEngine('consumer poison handling', (fixture) => {
     const logger = new RecordingLogger();
     // A consumer name of its own per test keeps the dead lists independent.
     const run = createConsumer({
+      routes: topology,
       name,
       effect,
       inbox,

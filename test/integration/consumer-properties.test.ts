@@ -20,6 +20,7 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { maxErrorBytes } from '../../shared/inbox/dynamo-inbox-table';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import { poisonKey } from '../../shared/inbox/process-once';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { type ConsumerName, eventTypes } from '../../shared/topology';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeEachEngine } from '../support/dynamo';
@@ -190,7 +191,10 @@ describeEachEngine(
       db = await createTestDatabase();
       dir = mkdtempSync(join(tmpdir(), 'consumer-properties-'));
       const { client, inboxTable } = fixture();
-      inbox = new DynamoInboxOps(client, { tableName: inboxTable });
+      inbox = new DynamoInboxOps(client, {
+        tableName: inboxTable,
+        openIndexShards: topology.inbox.openIndexShards,
+      });
       const dbAs = (role: FunctionRole) => {
         const pg =
           roles.get(role) ?? new PgSqlClient({ connectionString: db.urlAs(role), maxConnections: 2 });
@@ -214,12 +218,19 @@ describeEachEngine(
         );
         const built = effect(ports);
         const counted: ConsumerEffect = (event, ctx) => {
-          effectCalls[name]++;
+          effectCalls[name] = (effectCalls[name] ?? 0) + 1;
           return built(event, ctx);
         };
         // The per-event core every realization runs (on AWS inside its queue's batch handler).
         handlers[name] = createConsumer({
-          ...consumerDeps(name, { inboxTable }, client),
+          ...consumerDeps(
+            name,
+            { inboxTable },
+            client,
+            { openIndexShards: topology.inbox.openIndexShards },
+            inboxSettingsFor(topology, name),
+            topology,
+          ),
           logger: new Logger({ serviceName: consumerServiceName(name), logLevel: 'SILENT' }),
           effect: counted,
         });
@@ -237,10 +248,9 @@ describeEachEngine(
     /** Delivers `event` and checks the poison path: acknowledged, recorded DEAD, no effect run. */
     async function expectPoison(consumer: ConsumerName, event: unknown): Promise<void> {
       const before = effectCalls[consumer];
-      const result = (await handlers[consumer](
-        event as AnyEvent,
-        lambdaContext(consumer, 'property-run'),
-      )) as {
+      const handler = handlers[consumer];
+      if (!handler) throw new Error(`no handler for ${consumer}`);
+      const result = (await handler(event as AnyEvent, lambdaContext(consumer, 'property-run'))) as {
         status: string;
         eventId: string;
         reason?: string;

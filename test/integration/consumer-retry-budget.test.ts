@@ -10,6 +10,7 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { metricsNamespace } from '../../shared/outbox/relay-metrics';
+import { consumerPolicyOf } from '../../shared/topology';
 import { consumerQueueArn, FakeConsumerQueue, sqsEvent } from '../support/consumer-queue';
 import { describeEachEngine } from '../support/dynamo';
 import {
@@ -28,7 +29,7 @@ import {
 // (a redriven letter, an archive replay, a delivery that waited in a rule's DLQ) was dead-lettered
 // at its first transient failure, with none of its budget spent.
 
-const policy = topology.consumers.notify;
+const policy = consumerPolicyOf(topology, 'notify');
 const day = 24 * 3_600_000;
 
 describeEachEngine(
@@ -42,8 +43,14 @@ describeEachEngine(
     let handler: ReturnType<typeof createQueueConsumer<ConsumerContext>>;
 
     beforeEach(() => {
-      const inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-      inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+      const inbox = new DynamoInboxStore(fixture().client, {
+        tableName: fixture().inboxTable,
+        openIndexShards: topology.inbox.openIndexShards,
+      });
+      inboxOps = new DynamoInboxOps(fixture().client, {
+        tableName: fixture().inboxTable,
+        openIndexShards: topology.inbox.openIndexShards,
+      });
       clock = new TestClock();
       failing = true;
       calls = 0;
@@ -60,12 +67,13 @@ describeEachEngine(
       queue = new FakeConsumerQueue(consumerQueueArn('notify'));
       handler = createQueueConsumer({
         consumer: createConsumer({
+          routes: topology,
           name: 'notify',
           effect,
           inbox,
           logger: new RecordingLogger(),
           metrics: new Metrics({ namespace: metricsNamespace, serviceName: 'consumer-notify' }),
-          settings: inboxSettingsFor('notify'),
+          settings: inboxSettingsFor(topology, 'notify'),
           clock: clock.read,
         }),
         queueArn: queue.arn,

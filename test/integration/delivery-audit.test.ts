@@ -80,7 +80,7 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
   });
 
   const run = (over: Partial<AuditSettings> = {}) =>
-    runDeliveryAudit({ store, inbox, bus, settings: { ...settings, ...over } });
+    runDeliveryAudit({ topology, store, inbox, bus, settings: { ...settings, ...over } });
 
   it('reports exactly the events missing from each consumer the rules route them to, in any state counting as there', async () => {
     const approved = await seedDelivered(owner, topology.eventTypes.approved, 3);
@@ -131,6 +131,7 @@ describe.each(sqlAdapters)('delivery audit [$name]', (adapter: SqlAdapterFactory
     const now = Date.parse('2026-12-05T12:00:00Z');
 
     const report = await runDeliveryAudit({
+      topology,
       store,
       inbox,
       bus,
@@ -236,6 +237,7 @@ describe('delivery audit on an empty outbox', () => {
     const opened = await openTestDatabase();
     try {
       const report = await runDeliveryAudit({
+        topology,
         store: new DeliveryAuditStore(opened.db),
         inbox: new KeysInbox(),
         bus,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { closeIteratorsOnReturn } from '../../infra/local/dynalite-iterators.mjs';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
@@ -50,7 +51,7 @@ describe('local DynamoDB (dynalite): a Query leaves no LevelDB iterator open', (
       region: 'us-east-1',
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
     });
-    await ensureTables(client, { inboxTable: 'inbox' });
+    await ensureTables(client, { inboxTable: 'inbox' }, { openIndexShards: topology.inbox.openIndexShards });
   });
 
   afterAll(async () => {

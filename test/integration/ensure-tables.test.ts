@@ -8,6 +8,7 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { inboxTableSchema } from '../../shared/inbox/dynamo-inbox-table';
@@ -105,13 +106,16 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       await old('d', 'PROCESSING');
       await old('e', 'DEAD');
       try {
-        await ensureTables(client, tablesOf(table));
+        await ensureTables(client, tablesOf(table), { openIndexShards: topology.inbox.openIndexShards });
         const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
         expect(Table?.KeySchema).toEqual([{ AttributeName: inboxTableSchema.partitionKey, KeyType: 'HASH' }]);
         // The table resource beside it, keyed as declared.
         const resource = await client.send(new DescribeTableCommand({ TableName: `${table}-index` }));
         expect(resource.Table?.KeySchema).toEqual([{ AttributeName: 'taskId', KeyType: 'HASH' }]);
-        const inbox = new DynamoInboxOps(client, { tableName: table });
+        const inbox = new DynamoInboxOps(client, {
+          tableName: table,
+          openIndexShards: topology.inbox.openIndexShards,
+        });
         expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
         // Nothing is lost on the way, the processed record included, each under its new key.
         for (const [eventId, status] of [
@@ -128,7 +132,7 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
         }
         expect((await inbox.listDead('index')).records.map((r) => r.eventId)).toEqual(['b', 'e']);
         // A second start finds the current shape and changes nothing.
-        await ensureTables(client, tablesOf(table));
+        await ensureTables(client, tablesOf(table), { openIndexShards: topology.inbox.openIndexShards });
         expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 1, FAILED: 1, DEAD: 2 });
       } finally {
         await dropAll(client, [table, `${table}-index`]);
@@ -152,8 +156,11 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
     await createOldTable(client, backup);
     await putOld(client, backup, 'a', 'PROCESSED');
     try {
-      await ensureTables(client, tablesOf(table));
-      const inbox = new DynamoInboxOps(client, { tableName: table });
+      await ensureTables(client, tablesOf(table), { openIndexShards: topology.inbox.openIndexShards });
+      const inbox = new DynamoInboxOps(client, {
+        tableName: table,
+        openIndexShards: topology.inbox.openIndexShards,
+      });
       for (const id of ['a', 'b', 'c'])
         expect(await inbox.get({ consumer: 'index', eventId: id })).toBeDefined();
       expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 1, DEAD: 1 });
@@ -178,8 +185,11 @@ describeEachEngine('ensureTables on an inbox of an earlier shape', (fixture) => 
       }),
     );
     try {
-      await ensureTables(client, tablesOf(table));
-      const inbox = new DynamoInboxOps(client, { tableName: table });
+      await ensureTables(client, tablesOf(table), { openIndexShards: topology.inbox.openIndexShards });
+      const inbox = new DynamoInboxOps(client, {
+        tableName: table,
+        openIndexShards: topology.inbox.openIndexShards,
+      });
       expect(await inbox.get({ consumer: 'index', eventId: 'a' })).toMatchObject({ status: 'PROCESSED' });
       expect(openCounts(await inbox.openFigures('index'))).toEqual({ PROCESSING: 0, FAILED: 0, DEAD: 1 });
       await expect(client.send(new DescribeTableCommand({ TableName: backup }))).rejects.toThrow();

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxBackoffError, InboxFencedOutError, InboxInProgressError } from '../../shared/inbox/errors';
@@ -26,8 +27,14 @@ describeEachEngine('processOnce state machine', (fixture) => {
   let runs: Map<string, number>;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     clock = new TestClock();
     settings = testInboxSettings();
     runs = new Map();
@@ -68,7 +75,10 @@ describeEachEngine('processOnce state machine', (fixture) => {
       },
       { step: 'build', name: 'callRecorder' },
     );
-    const counted = new DynamoInboxStore(client, { tableName: fixture().inboxTable });
+    const counted = new DynamoInboxStore(client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     const event = inboxEvent('index');
     await processOnce(event, effect(event), deps('a', { inbox: counted }));
     expect(calls).toEqual(['UpdateItem', 'UpdateItem']);

@@ -35,7 +35,7 @@ const shards = topology.inbox.openIndexShards;
 function idsOnOneShard(n: number, shard = 0): string[] {
   const ids: string[] = [];
   for (let i = 0; ids.length < n; i++)
-    if (openShard(`same-shard-${i}`) === shard) ids.push(`same-shard-${i}`);
+    if (openShard(`same-shard-${i}`, topology.inbox.openIndexShards) === shard) ids.push(`same-shard-${i}`);
   return ids;
 }
 
@@ -57,12 +57,21 @@ interface ContractSubject {
 describeEachEngine('inbox store contract', (fixture) => {
   inboxStoreContract(() => ({
     store: (options) =>
-      new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable, ...options }),
-    ops: () => new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable, pageSize: 3 }),
+      new DynamoInboxStore(fixture().client, {
+        tableName: fixture().inboxTable,
+        ...options,
+        openIndexShards: topology.inbox.openIndexShards,
+      }),
+    ops: () =>
+      new DynamoInboxOps(fixture().client, {
+        tableName: fixture().inboxTable,
+        pageSize: 3,
+        openIndexShards: topology.inbox.openIndexShards,
+      }),
     async indexed(consumer, status) {
       const { partitionKey, sortKey } = inboxTableSchema.openIndex;
       const shardsRead = await Promise.all(
-        openKeys(consumer, status).map(async (value) => {
+        openKeys(consumer, status, topology.inbox.openIndexShards).map(async (value) => {
           const raw = await fixture().client.send(
             new QueryCommand({
               TableName: fixture().inboxTable,
@@ -110,8 +119,15 @@ describeEachEngine('inbox store contract', (fixture) => {
       },
       { step: 'initialize', name: 'countQueries' },
     );
-    const store = new DynamoInboxStore(client, { tableName: fixture().inboxTable });
-    const ops = new DynamoInboxOps(client, { tableName: fixture().inboxTable, pageSize: 3 });
+    const store = new DynamoInboxStore(client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    const ops = new DynamoInboxOps(client, {
+      tableName: fixture().inboxTable,
+      pageSize: 3,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     const consumer = `c-${randomUUID().slice(0, 8)}`;
     const done = Array.from({ length: 40 }, () => randomUUID());
     for (const eventId of done) {
@@ -136,7 +152,10 @@ describeEachEngine('inbox store contract', (fixture) => {
   });
 
   it('turns other SDK errors into STORE_ERROR carrying the cause', async () => {
-    const missing = new DynamoInboxStore(fixture().client, { tableName: 'no-such-table' });
+    const missing = new DynamoInboxStore(fixture().client, {
+      tableName: 'no-such-table',
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     const err = await missing
       .begin({
         consumer: 'c',
@@ -540,13 +559,17 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const perShard = new Map<string, number>();
       for (const e of entries) perShard.set(e.openKey, (perShard.get(e.openKey) ?? 0) + 1);
       // Every shard takes a share, none much more than its even share (4 here).
-      expect([...perShard.keys()].sort()).toEqual(openKeys(consumer, 'PROCESSING').sort());
+      expect([...perShard.keys()].sort()).toEqual(
+        openKeys(consumer, 'PROCESSING', topology.inbox.openIndexShards).sort(),
+      );
       expect(Math.max(...perShard.values())).toBeLessThanOrEqual(3 * 4);
       // A record keeps its shard in every status.
       const [first] = records as [NewInboxRecord];
       await store.fail(keyOf(first), 'owner-a', { now: t0 + 1, error: 'e', nextAttemptAt: t0, ...transient });
       const [failed] = await subject().indexed(consumer, 'FAILED');
-      expect(failed?.openKey).toBe(`${consumer}#FAILED#${openShard(first.eventId)}`);
+      expect(failed?.openKey).toBe(
+        `${consumer}#FAILED#${openShard(first.eventId, topology.inbox.openIndexShards)}`,
+      );
     });
 
     it('orders each open status by the time its figure ages from: lease start, first attempt, death', async () => {
@@ -726,7 +749,9 @@ function inboxStoreContract(subject: () => ContractSubject): void {
         await store.recordPoison(poison({ eventId: d.id, now: d.at, event: { d: d.id } }));
       await store.begin(fresh());
       const order = [...deaths].sort((x, y) => x.at - y.at || (x.id < y.id ? -1 : 1)).map((d) => d.id);
-      expect(new Set(order.map((id) => openShard(id))).size).toBeGreaterThan(1);
+      expect(new Set(order.map((id) => openShard(id, topology.inbox.openIndexShards))).size).toBeGreaterThan(
+        1,
+      );
 
       const seen: string[] = [];
       let cursor: string | undefined;
@@ -748,7 +773,7 @@ function inboxStoreContract(subject: () => ContractSubject): void {
       const early = idsOnOneShard(5).map((id, i) => ({ id, at: t0 + (i + 1) * 60_000 }));
       const late: { id: string; at: number }[] = [];
       for (let i = 0; late.length < 4; i++) {
-        if (openShard(`elsewhere-${i}`) !== 0)
+        if (openShard(`elsewhere-${i}`, topology.inbox.openIndexShards) !== 0)
           late.push({ id: `elsewhere-${i}`, at: t0 + (10 + late.length) * 60_000 });
       }
       for (const d of [...late, ...early]) await store.recordPoison(poison({ eventId: d.id, now: d.at }));

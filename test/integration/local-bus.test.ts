@@ -15,7 +15,7 @@ import { BusDeadLetters, BusRedelivery } from '../../infra/local/local-ops';
 import type { OutboundEvent } from '../../shared/events/cloud-event';
 import { localLambdaContext, toProxyEvent } from '../../shared/http/proxy-event';
 import type { InboxOps } from '../../shared/inbox/inbox-ops';
-import { createOpsApi, opsApiRoutes } from '../../shared/ops/ops-api';
+import { createOpsApi, opsApiResources } from '../../shared/ops/ops-api';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
 import type { ConsumerName, EventType } from '../../shared/topology';
 import { deferred } from '../support/gates';
@@ -453,6 +453,7 @@ describe('LocalBus delivery', () => {
       throw new Error('not used by a dead-letter redrive');
     };
     const api = createOpsApi({
+      topology,
       db: { query: unused, transaction: unused, close: async () => {} },
       inbox: {} as InboxOps,
       inboxStore: { markDead: unused },
@@ -471,7 +472,7 @@ describe('LocalBus delivery', () => {
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ all: true }),
         },
-        opsApiRoutes,
+        opsApiResources,
       ),
       localLambdaContext('ops-api-test', 15_000),
     );
@@ -540,20 +541,23 @@ describe('LocalBus journal', () => {
   async function stopWithNotifyPending(dir: string) {
     const notify = deferred();
     cleanups.push(() => notify.resolve());
-    const started = { index: deferred(), archive: deferred(), notify: deferred() };
+    const subscribers = topology.registry
+      .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+      .map((c) => c.name);
+    const started = new Map(subscribers.map((c) => [c, deferred()]));
     const { bus, client, delivered } = await startBus({
       dir,
       invoke: async (consumer) => {
-        started[consumer].resolve();
+        started.get(consumer)?.resolve();
         if (consumer === 'notify') await notify.promise;
       },
     });
     const id = eventIdOf((await put(client, [entry()])).Entries?.[0]);
-    await Promise.all(Object.values(started).map((s) => s.promise));
-    // Index and archive returned at once: once the microtasks after them have run, their
-    // deliveries are recorded and their `done` lines queued for the journal.
+    await Promise.all([...started.values()].map((s) => s.promise));
+    // The others returned at once: once the microtasks after them have run, their deliveries
+    // are recorded and their `done` lines queued for the journal.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(consumersOf(delivered)).toEqual(['archive', 'index']);
+    expect(consumersOf(delivered)).toEqual(subscribers.filter((c) => c !== 'notify').sort());
     await bus.stop(20);
     return id;
   }

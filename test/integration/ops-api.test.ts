@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DeliveryAuditStore } from '../../shared/audit/audit-store';
 import { runDeliveryAudit } from '../../shared/audit/delivery-audit';
 import { readDelivery } from '../../shared/consumers/delivery';
@@ -13,7 +14,7 @@ import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxError } from '../../shared/inbox/errors';
 import type { InboxOps } from '../../shared/inbox/inbox-ops';
-import { createOpsApi, type OpsApiDeps, opsApiRoutes, opsListLimits } from '../../shared/ops/ops-api';
+import { createOpsApi, type OpsApiDeps, opsApiResources, opsListLimits } from '../../shared/ops/ops-api';
 import type {
   ConsumerRedelivery,
   DeadLetter,
@@ -76,8 +77,14 @@ describeEachEngine('ops API', (fixture) => {
   beforeEach(async () => {
     await owner.query('DELETE FROM outbox');
     await owner.query('DELETE FROM tasks');
-    inbox = new DynamoInboxStore(fixture().client, { tableName: fixture().inboxTable });
-    inboxOps = new DynamoInboxOps(fixture().client, { tableName: fixture().inboxTable });
+    inbox = new DynamoInboxStore(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
+    inboxOps = new DynamoInboxOps(fixture().client, {
+      tableName: fixture().inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     deadLetters = new MemoryDeadLetters();
     redelivered = [];
     nudges = 0;
@@ -88,6 +95,7 @@ describeEachEngine('ops API', (fixture) => {
       redeliver: async (consumer, event) => void redelivered.push({ consumer, event }),
     };
     return createOpsApi({
+      topology,
       db: asOps,
       inbox: inboxOps,
       inboxStore: inbox,
@@ -116,7 +124,7 @@ describeEachEngine('ops API', (fixture) => {
           headers: body === undefined ? {} : { 'content-type': 'application/json' },
           body: body === undefined ? null : JSON.stringify(body),
         },
-        opsApiRoutes,
+        opsApiResources,
       ),
       localLambdaContext('ops-api-test', timeoutMs),
     );
@@ -288,6 +296,7 @@ describeEachEngine('ops API', (fixture) => {
     const asAudit = new PgSqlClient({ connectionString: database.urlAs('audit') });
     try {
       return await runDeliveryAudit({
+        topology,
         store: new DeliveryAuditStore(asAudit),
         inbox: inboxOps,
         bus: { account: '123456789012', region: 'us-east-1' },
@@ -343,9 +352,9 @@ describeEachEngine('ops API', (fixture) => {
       'detail-type': row.eventType,
       detail: toCloudEvent(row),
     });
-    const read = readDelivery(sent.event, 'notify');
+    const read = readDelivery(sent.event, 'notify', topology);
     expect(read).toMatchObject({ valid: true, eventId: row.eventId });
-    expect(read.payloadHash).toBe(readDelivery(busEvent(row), 'notify').payloadHash);
+    expect(read.payloadHash).toBe(readDelivery(busEvent(row), 'notify', topology).payloadHash);
 
     // All: only what was not re-sent within the grace period (notify's is on its way).
     expect(await call('POST', '/ops/audit/redrive', { all: true })).toMatchObject({

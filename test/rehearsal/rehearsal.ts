@@ -26,7 +26,7 @@ import { queueBackoffMaxSeconds } from '../../shared/consumers/queue-delivery';
 import { toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
-import type { ConsumerName, RuleSpec } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf, type RuleSpec } from '../../shared/topology';
 import { startAwsStandins } from '../support/aws';
 import { CallRecorder } from '../support/aws/calls';
 import { describeEventBridgeRequest } from '../support/aws/eventbridge';
@@ -340,7 +340,10 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
     cleanups.push(() => standins.close());
     queueUrl = (name) => standins.sqs.queueUrl(name);
     const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
-    const inbox = new DynamoInboxOps(direct, { tableName: inboxTable });
+    const inbox = new DynamoInboxOps(direct, {
+      tableName: inboxTable,
+      openIndexShards: topology.inbox.openIndexShards,
+    });
     const lambdaAsync = new AsyncLambda({
       specs,
       configs: asyncInvokeConfigs(resolver, specs),
@@ -699,8 +702,14 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   const { step, byService, processes, direct, resolver, standins } = ctx;
   const run = (service: string, event: unknown) => ctx.runFunction(byService(service).name, event);
   const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
-  const inbox = new DynamoInboxOps(direct, { tableName: inboxTable });
-  const inboxStore = new DynamoInboxStore(direct, { tableName: inboxTable });
+  const inbox = new DynamoInboxOps(direct, {
+    tableName: inboxTable,
+    openIndexShards: topology.inbox.openIndexShards,
+  });
+  const inboxStore = new DynamoInboxStore(direct, {
+    tableName: inboxTable,
+    openIndexShards: topology.inbox.openIndexShards,
+  });
   const consumers: ConsumerName[] = ctx.specs
     .map((s) => s.environment.CONSUMER_NAME as ConsumerName)
     .filter(Boolean);
@@ -956,7 +965,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
   );
 
   await step(
-    `a permanent failure ends DEAD after maxPermanentAttempts (${topology.consumers.notify.maxPermanentAttempts}), its message acknowledged, in no DLQ`,
+    `a permanent failure ends DEAD after maxPermanentAttempts (${consumerPolicyOf(topology, 'notify').maxPermanentAttempts}), its message acknowledged, in no DLQ`,
     async () => {
       standins.sns.failNext(1_000_000, {
         code: 'AuthorizationError',
@@ -971,7 +980,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       );
       await queuesSettled();
       standins.sns.failNext(0);
-      const budget = topology.consumers.notify.maxPermanentAttempts;
+      const budget = consumerPolicyOf(topology, 'notify').maxPermanentAttempts;
       check(
         record?.lastError?.includes(`permanent failure ${budget} of at most ${budget}`),
         `DEAD for ${record?.lastError}`,

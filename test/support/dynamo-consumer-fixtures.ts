@@ -136,7 +136,7 @@ export class TestClock {
 
 /** Inbox settings with small numbers tests can step through (a minute of transient failures). */
 export function testInboxSettings(overrides: Partial<InboxSettings> = {}): InboxSettings {
-  return inboxSettingsFor('index', {
+  return inboxSettingsFor(topology, 'index', {
     maxPermanentAttempts: 3,
     maxEventAgeMs: 60_000,
     backoff: { baseMs: 1_000, maxMs: 4_000 },

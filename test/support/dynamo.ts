@@ -70,7 +70,11 @@ export function describeEachEngine(title: string, body: (fixture: () => DynamoFi
               : [],
           ),
         );
-        await ensureTables(client, { inboxTable, resourceTables });
+        await ensureTables(
+          client,
+          { inboxTable, resourceTables },
+          { openIndexShards: topology.inbox.openIndexShards },
+        );
         tables = [inboxTable, ...resourceTables.map((t) => t.tableName)];
         const byKey = new Map(resourceTables.map((t) => [t.key, t.tableName]));
         fixture = {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { topology } from '../../functions/topology';
 import {
   boundedError,
   type OpenStatus,
@@ -46,7 +47,10 @@ export interface IndexKeys {
 
 /** The index keys of record `k` in `status` since `at`: the adapter's own key functions. */
 export function indexKeys(k: InboxKey, status: OpenStatus, at: number): IndexKeys {
-  return { openKey: openKey(k.consumer, status, openShard(k.eventId)), openSince: openSince(at, k.eventId) };
+  return {
+    openKey: openKey(k.consumer, status, openShard(k.eventId, topology.inbox.openIndexShards)),
+    openSince: openSince(at, k.eventId),
+  };
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { readDelivery } from '../../shared/consumers/delivery';
 import { payloadHash } from '../../shared/inbox/payload-hash';
 import type { ConsumerName } from '../../shared/topology';
@@ -9,7 +10,7 @@ describe('reading a delivery', () => {
   it('accepts a pipeline event routed to the consumer, identified by the CloudEvent id', () => {
     const row = approvedRow();
     const event = busEvent(row);
-    const delivery = readDelivery(event, 'notify');
+    const delivery = readDelivery(event, 'notify', topology);
     expect(delivery).toMatchObject({
       valid: true,
       eventId: row.eventId,
@@ -22,7 +23,7 @@ describe('reading a delivery', () => {
 
   it('accepts a withdrawal for index, which its rule targets, and an EventBridge replay', () => {
     const event = { ...busEvent(withdrawnRow()), 'replay-name': 'replay-1' };
-    expect(readDelivery(event, 'index').valid).toBe(true);
+    expect(readDelivery(event, 'index', topology).valid).toBe(true);
   });
 
   const cases: [name: string, make: () => unknown, consumer: ConsumerName, reason: string][] = [
@@ -83,7 +84,7 @@ describe('reading a delivery', () => {
   ];
 
   it.each(cases)('rejects %s as poison with the reason', (_name, make, consumer, reason) => {
-    const delivery = readDelivery(make(), consumer);
+    const delivery = readDelivery(make(), consumer, topology);
     expect(delivery.valid).toBe(false);
     expect(!delivery.valid && delivery.reason).toContain(reason);
   });
@@ -91,13 +92,13 @@ describe('reading a delivery', () => {
   it('names poison by the CloudEvent id, else the EventBridge id, and hashes the CloudEvent', () => {
     const event = busEvent(approvedRow());
     event.detail.subject = 'not-a-uuid';
-    const withId = readDelivery(event, 'index');
+    const withId = readDelivery(event, 'index', topology);
     expect(withId).toMatchObject({
       valid: false,
       eventId: event.detail.id,
       payloadHash: payloadHash(event.detail),
     });
-    const noId = readDelivery({ ...event, detail: { ...event.detail, id: 42 } }, 'index');
+    const noId = readDelivery({ ...event, detail: { ...event.detail, id: 42 } }, 'index', topology);
     expect(noId).toMatchObject({ valid: false, eventId: event.id, cloudEventId: null });
   });
 });

@@ -9,6 +9,8 @@ import { bucket, database, resourceEnvName, table, topic } from '../../shared/co
 import { isPipelineError } from '../../shared/errors';
 import { eventTypes } from '../../shared/events/event-types';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
+import { consumerPolicyOf } from '../../shared/topology';
 
 const topicArn = 'arn:aws:sns:eu-west-1:123456789012:approvals';
 
@@ -162,11 +164,18 @@ describe('the parts every consumer shares', () => {
   it('an inbox on the given client, the topology settings, and metrics with the consumer dimension', () => {
     const client = new DynamoDBClient({ region: 'us-east-1' });
     for (const name of consumerNames) {
-      const deps = consumerDeps(name, { inboxTable: 'inbox' }, client);
+      const deps = consumerDeps(
+        name,
+        { inboxTable: 'inbox' },
+        client,
+        { openIndexShards: topology.inbox.openIndexShards },
+        inboxSettingsFor(topology, name),
+        topology,
+      );
       expect(deps.inbox).toBeInstanceOf(DynamoInboxStore);
       expect(deps.settings).toMatchObject({
-        maxPermanentAttempts: topology.consumers[name].maxPermanentAttempts,
-        maxEventAgeMs: topology.consumers[name].maxEventAgeSeconds * 1000,
+        maxPermanentAttempts: consumerPolicyOf(topology, name).maxPermanentAttempts,
+        maxEventAgeMs: consumerPolicyOf(topology, name).maxEventAgeSeconds * 1000,
       });
       deps.metrics.addMetric('X', 'Count', 1);
       expect(deps.metrics.serializeMetrics()).toMatchObject({ Consumer: name, service: `consumer-${name}` });

@@ -443,7 +443,8 @@ describe('cost model: per million approvals', () => {
     const itemGb = (assumptions.inboxItemKb.value * 1024 + assumptions.dynamoItemOverheadBytes.value) / gib;
     const inboxGbMonths = approved.reduce(
       (gb, c) =>
-        gb + 1e6 * itemGb * (inboxSettingsFor(c.name as ConsumerName).retentionSeconds / (hours * 3600)),
+        gb +
+        1e6 * itemGb * (inboxSettingsFor(topology, c.name as ConsumerName).retentionSeconds / (hours * 3600)),
       0,
     );
     const stored = part(cost.parts, 'DynamoDB storage and PITR');

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { createResourceMatcher } from '../../shared/http/resource-match';
 import { opsApiRoutes } from '../../shared/ops/ops-api';
 import { tasksApiRoutes } from '../../shared/tasks/tasks-api';
@@ -37,8 +38,8 @@ describe('the local server picks the REST API resource a path names, as API Gate
   });
 
   it('finds every route of both APIs at its own resource', () => {
-    const both = createResourceMatcher([...tasksApiRoutes, ...opsApiRoutes]);
-    for (const { resource } of [...tasksApiRoutes, ...opsApiRoutes]) {
+    const both = createResourceMatcher([...tasksApiRoutes, ...opsApiRoutes(topology.consumerNames)]);
+    for (const { resource } of [...tasksApiRoutes, ...opsApiRoutes(topology.consumerNames)]) {
       const path = resource.replace(/\{(\w+)\}/g, 'value-of-$1');
       expect(both(path)?.resource, path).toBe(resource);
     }

@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { openShard } from '../../shared/inbox/dynamo-inbox-table';
 import {
@@ -37,6 +38,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
     dynamo.reset();
     store = new DynamoInboxStore(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
       tableName: 'inbox',
+      openIndexShards: topology.inbox.openIndexShards,
     });
   });
 
@@ -104,7 +106,7 @@ describe('DynamoDB inbox adapter: SDK errors become domain errors', () => {
       'SET #state = :state, #consumer = :consumer, #eventId = :eventId, #openKey = :openKey, #openSince = :openSince',
     );
     expect(input?.ExpressionAttributeValues?.[':openKey']).toBe(
-      `${key.consumer}#PROCESSING#${openShard(key.eventId)}`,
+      `${key.consumer}#PROCESSING#${openShard(key.eventId, topology.inbox.openIndexShards)}`,
     );
     expect(input?.ExpressionAttributeValues?.[':openSince']).toBe(
       `${new Date(beginInput().now).toISOString()}#${key.eventId}`,

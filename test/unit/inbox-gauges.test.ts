@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { consumerDimension, inboxGaugeMetricNames } from '../../shared/consumers/contract';
 import { emitInboxGauges, inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-ops';
@@ -79,7 +80,7 @@ describe('inbox gauges', () => {
       oldestLeaseSeconds: 200,
       oldestRetryAgeSeconds: 7_200,
     });
-    expect(report.consumers.index.oldestLeaseSeconds).toBeNull();
+    expect(report.consumers.index?.oldestLeaseSeconds).toBeNull();
   });
 
   it('send one consumer’s DEAD records as that consumer’s count and, for the one inbox-dead alarm, the sum without the Consumer dimension', async () => {

@@ -52,6 +52,7 @@ describe("the operator's index reads: a bounded number of Queries in flight", ()
     const queries = holdQueries();
     const store = new DynamoInboxOps(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
       tableName: 'inbox',
+      openIndexShards: topology.inbox.openIndexShards,
     });
     const figures = await queries.drain(
       Promise.all(['index', 'notify', 'archive'].map((c) => store.openFigures(c))),
@@ -68,11 +69,17 @@ describe("the operator's index reads: a bounded number of Queries in flight", ()
     const store = new DynamoInboxOps(new DynamoDBClient({ region: 'us-east-1', maxAttempts: 1 }), {
       tableName: 'inbox',
       openQueryConcurrency: 3,
+      openIndexShards: topology.inbox.openIndexShards,
     });
     await queries.drain(store.openFigures('index'));
     expect(queries.most()).toBe(3);
     expect(
-      () => new DynamoInboxOps(new DynamoDBClient({}), { tableName: 'inbox', openQueryConcurrency: 0 }),
+      () =>
+        new DynamoInboxOps(new DynamoDBClient({}), {
+          tableName: 'inbox',
+          openQueryConcurrency: 0,
+          openIndexShards: topology.inbox.openIndexShards,
+        }),
     ).toThrow(/concurrency/);
   });
 });

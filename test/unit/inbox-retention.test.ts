@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { consumerNames, topology } from '../../functions/topology';
 import { leaseLength } from '../../shared/inbox/process-once';
 import { inboxDefaults, inboxSettingsFor } from '../../shared/inbox/settings';
-import type { ConsumerName, Topology } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf, type Topology } from '../../shared/topology';
 
 const day = 24 * 3600;
 
@@ -21,8 +21,8 @@ type RetentionTopology = Pick<Topology, 'consumers' | 'relay' | 'archiveRetentio
  * - the bus archive keeps every event for replay for its retention, and a replayed delivery can
  *   take every path above again.
  */
-function redeliveryPaths(t: RetentionTopology, consumer: ConsumerName): [string, number][] {
-  const c = t.consumers[consumer];
+function redeliveryPaths(consumer: ConsumerName, t: RetentionTopology): [string, number][] {
+  const c = consumerPolicyOf(t, consumer);
   const relay = t.relay.maxEventAgeSeconds;
   const target = c.targetRetry.maximumEventAgeSeconds;
   const consumerQueue = c.queue.retentionSeconds;
@@ -40,8 +40,8 @@ function redeliveryPaths(t: RetentionTopology, consumer: ConsumerName): [string,
 
 function expectRetentionCovers(t: RetentionTopology, label: string): void {
   for (const consumer of consumerNames) {
-    const settings = inboxSettingsFor(consumer, {}, t);
-    for (const [path, seconds] of redeliveryPaths(t, consumer)) {
+    const settings = inboxSettingsFor(t, consumer);
+    for (const [path, seconds] of redeliveryPaths(consumer, t)) {
       expect(settings.retentionSeconds, `${label}: ${consumer} PROCESSED vs ${path}`).toBeGreaterThanOrEqual(
         seconds,
       );
@@ -57,7 +57,7 @@ describe('inbox retention, derived from the topology', () => {
   it('keeps a PROCESSED record at least as long as every path a delivery can come back by', () => {
     expectRetentionCovers(topology, 'topology');
     // Today: 14 days of queue retention and 30 of archive put it past six weeks.
-    expect(inboxSettingsFor('index').retentionSeconds).toBeGreaterThanOrEqual(44 * day);
+    expect(inboxSettingsFor(topology, 'index').retentionSeconds).toBeGreaterThanOrEqual(44 * day);
   });
 
   it('follows each path: lengthen any one and the retention still covers them all', () => {
@@ -78,31 +78,31 @@ describe('inbox retention, derived from the topology', () => {
         t.archiveRetentionDays *= 10;
       }),
       'target max event age': stretch((t) => {
-        t.consumers.notify.targetRetry.maximumEventAgeSeconds *= 10;
+        for (const c of Object.values(t.consumers)) c.targetRetry.maximumEventAgeSeconds *= 10;
       }),
       "consumer's queue retention": stretch((t) => {
-        t.consumers.archive.queue.retentionSeconds *= 3;
+        for (const c of Object.values(t.consumers)) c.queue.retentionSeconds *= 3;
       }),
       'dead-letter queue retention': stretch((t) => {
-        t.consumers.index.deadLetterRetentionSeconds *= 10;
+        for (const c of Object.values(t.consumers)) c.deadLetterRetentionSeconds *= 10;
       }),
     };
     for (const [label, t] of Object.entries(longer)) expectRetentionCovers(t, `longer ${label}`);
   });
 
   it('takes the failure limits and backoff from the topology, the rest from defaults, overrides last', () => {
-    const settings = inboxSettingsFor('archive', { leaseMs: 5_000 });
+    const settings = inboxSettingsFor(topology, 'archive', { leaseMs: 5_000 });
     expect(settings).toMatchObject({
-      maxPermanentAttempts: topology.consumers.archive.maxPermanentAttempts,
-      maxEventAgeMs: topology.consumers.archive.maxEventAgeSeconds * 1000,
-      backoff: topology.consumers.archive.backoff,
+      maxPermanentAttempts: consumerPolicyOf(topology, 'archive').maxPermanentAttempts,
+      maxEventAgeMs: consumerPolicyOf(topology, 'archive').maxEventAgeSeconds * 1000,
+      backoff: consumerPolicyOf(topology, 'archive').backoff,
       leaseMs: 5_000,
       leaseGraceMs: inboxDefaults.leaseGraceMs,
     });
   });
 
   it('sizes a lease from the time the invocation has left, capped at the maximum lease', () => {
-    const settings = inboxSettingsFor('index', { leaseMs: 30_000, leaseGraceMs: 2_000 });
+    const settings = inboxSettingsFor(topology, 'index', { leaseMs: 30_000, leaseGraceMs: 2_000 });
     expect(leaseLength(settings, 1_000, 1_000 + 5_000)).toBe(7_000);
     expect(leaseLength(settings, 1_000, 1_000 + 900_000)).toBe(30_000);
     expect(leaseLength(settings, 1_000, 500)).toBe(2_000);

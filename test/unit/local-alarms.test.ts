@@ -5,7 +5,7 @@ import { inboxHealthThresholds } from '../../shared/inbox/settings';
 import { alarmIds } from '../../shared/ops/alarm-ids';
 import type { InboxStatusCounts } from '../../shared/ops/ops-ports';
 import type { OutboxStats } from '../../shared/outbox/outbox-store';
-import type { ConsumerName } from '../../shared/topology';
+import { type ConsumerName, consumerPolicyOf } from '../../shared/topology';
 
 const t = topology.alarms;
 const now = new Date('2026-11-30T12:00:00Z');
@@ -147,7 +147,7 @@ describe('evaluateAlarms', () => {
             },
           }),
         );
-      const limit = inboxHealthThresholds().oldestLeaseSeconds;
+      const limit = inboxHealthThresholds(topology).oldestLeaseSeconds;
       expect(limit).toBe(t.oldestLeasePeriods * 30);
       expect(held(limit)[alarmIds.inboxOldestLease]).toBe('OK');
       expect(alarmsIn(held(limit + 1))).toEqual([alarmIds.inboxOldestLease]);
@@ -166,8 +166,8 @@ describe('evaluateAlarms', () => {
             },
           }),
         );
-      const limit = inboxHealthThresholds().retryAgeSeconds;
-      expect(limit).toBe(topology.consumers[name].maxEventAgeSeconds * t.retryAgeShare);
+      const limit = inboxHealthThresholds(topology).retryAgeSeconds;
+      expect(limit).toBe(consumerPolicyOf(topology, name).maxEventAgeSeconds * t.retryAgeShare);
       expect(waited(limit)[alarmIds.inboxRetryAge]).toBe('OK');
       expect(alarmsIn(waited(limit + 1))).toEqual([alarmIds.inboxRetryAge]);
     },

@@ -4,10 +4,14 @@ import { join } from 'node:path';
 import type { Environment } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { topology } from '../../../functions/topology';
 import { projectRoot } from '../../../infra/aws/constructs/pipeline-function';
 import { createPipelineApp, type PipelineApp } from '../../../infra/aws/pipeline-app';
+import type { Topology } from '../../../shared/topology';
 
 export interface SynthOptions {
+  /** The pipeline to synthesize: a test's variant. @default the project's (`functions/topology.ts`) */
+  readonly topology?: Topology;
   /**
    * Run esbuild for every function. Off, CDK's own `aws:cdk:bundling-stacks` context skips
    * bundling (what `cdk deploy -e OtherStack` does): the template is the same but the assets
@@ -58,6 +62,7 @@ export function synthPipeline(
   if (!options.bundle) ctx['aws:cdk:bundling-stacks'] = [];
   const outdir = mkdtempSync(join(tmpdir(), 'content-pipeline-cdk-'));
   const pipeline = createPipelineApp(
+    options.topology ?? topology,
     { context: ctx, outdir, builtinCloudFormationValidation: options.cfnValidation ?? false },
     { env: options.env },
   );
