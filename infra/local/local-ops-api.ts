@@ -9,7 +9,7 @@ import type { AuditRunner } from './audit-runner';
 import type { ForeignEffectsWatch } from './foreign-effects';
 import type { LocalBus } from './local-bus';
 import type { LocalConsumers } from './local-consumers';
-import { BusDeadLetters, BusRedelivery, LocalHealth, type LocalHealthDeps } from './local-ops';
+import { BusDeadLetters, BusRedelivery, LocalHealth } from './local-ops';
 import type { RelayRunner } from './relay-runner';
 
 /** What the local ops API reads and redrives: the runtime's own services. */

@@ -8,7 +8,7 @@ import type { EventBridgeEvent } from 'aws-lambda';
 import { isInboxError } from '../inbox/errors';
 import type { InboxStore } from '../inbox/inbox-store';
 import { type ProcessOutcome, poisonKey, processOnce, recordPoison } from '../inbox/process-once';
-import { type InboxSettings, inboxSettingsFor } from '../inbox/settings';
+import type { InboxSettings } from '../inbox/settings';
 import type { ConsumerName, Topology } from '../topology';
 import { consumerDimension, consumerMetricNames } from './contract';
 import { readDelivery, type ValidDelivery } from './delivery';

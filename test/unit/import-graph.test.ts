@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The import graph is checked by Biome, the project's linter, with two rules biome.json turns on:
 // `suspicious/noImportCycles` with `ignoreTypes: false` (an `import type` loop still ties the
 // modules together, and the migrations' loop was one), and `style/noRestrictedImports` with a
-// pattern that lets only the migration list import a migration.
+// pattern that lets only the migration list import a migration and, for the files of `shared/`
+// (an override), one that keeps the core from importing the application in `functions/`.
 // https://biomejs.dev/linter/rules/no-import-cycles/
 // https://biomejs.dev/linter/rules/no-restricted-imports/
 // No dedicated cycle finder (madge, dependency-cruiser, dpdm) is a dependency, and the installed
@@ -21,12 +22,15 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const biome = join(root, 'node_modules/.bin/biome');
 const sourceFolders = ['shared', 'functions', 'infra', 'bin', 'bench', 'test', 'types'];
 const migrationRule = /only its list, shared\/db\/migrations\/index\.ts, imports it/;
+const coreRule = /shared\/ is the core: it takes the pipeline as a value/;
 
 interface ImportFindings {
   /** Each import cycle once, as the files along it from its first file (by name). */
   readonly cycles: string[];
   /** Each import of a migration outside the list: `file:line imports 'specifier'`. */
   readonly migrationImports: string[];
+  /** Each import of the application (`functions/`) by the core (`shared/`). */
+  readonly appImports: string[];
 }
 
 /** Lints `paths` under `cwd` and collects the import cycles and the migrations imported. */
@@ -41,6 +45,7 @@ function importFindings(cwd: string, paths: readonly string[]): ImportFindings {
 
   const cycles = new Map<string, string>();
   const migrationImports: string[] = [];
+  const appImports: string[] = [];
   const header = /^(\S+):(\d+):\d+ (lint\/[A-Za-z]+\/[A-Za-z]+).*$/gm;
   const found = [...output.matchAll(header)];
   found.forEach((match, i) => {
@@ -56,12 +61,13 @@ function importFindings(cwd: string, paths: readonly string[]): ImportFindings {
       const first = chain.indexOf([...chain].sort()[0] as string);
       const cycle = [...chain.slice(first), ...chain.slice(0, first), chain[first]].join(' -> ');
       cycles.set(cycle, cycle);
-    } else if (category === 'lint/style/noRestrictedImports' && migrationRule.test(body)) {
+    } else if (category === 'lint/style/noRestrictedImports') {
       const specifier = /^\s*> \d+ │.*?from '([^']+)'/m.exec(body)?.[1] ?? '?';
-      migrationImports.push(`${file}:${line} imports '${specifier}'`);
+      if (migrationRule.test(body)) migrationImports.push(`${file}:${line} imports '${specifier}'`);
+      if (coreRule.test(body)) appImports.push(`${file}:${line} imports '${specifier}'`);
     }
   });
-  return { cycles: [...cycles.values()].sort(), migrationImports };
+  return { cycles: [...cycles.values()].sort(), migrationImports, appImports };
 }
 
 describe('the import graph', () => {
@@ -81,13 +87,19 @@ describe('the import graph', () => {
 
     expect(migrationImports, `migrations imported:\n${migrationImports.join('\n')}`).toEqual([]);
   });
+
+  it('keeps the core (shared/) from importing the application (functions/)', () => {
+    const { appImports } = findings;
+
+    expect(appImports, `the core imports the application:\n${appImports.join('\n')}`).toEqual([]);
+  });
 });
 
 describe('the import rules', () => {
   const fixture = mkdtempSync(join(tmpdir(), 'import-graph-'));
   afterAll(() => rmSync(fixture, { recursive: true, force: true }));
 
-  it('catch a loop closed by a type-only import, and a migration imported outside the list', () => {
+  it('catch a loop closed by a type-only import, a migration imported outside the list, and the core importing the application', () => {
     const config = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8'));
     const files: Record<string, string> = {
       'biome.json': JSON.stringify({ ...config, vcs: { enabled: false } }),
@@ -102,13 +114,19 @@ describe('the import rules', () => {
         "import { migration0001 } from './migrations/0001-first';\n\nexport const first = migration0001.version;\n",
       'shared/db/migrate.ts':
         "import { migrations } from './migrations/index';\n\nexport const count = migrations.length;\n",
+      'functions/topology.ts':
+        "import { count } from '../shared/db/migrate';\n\nexport const topology = { count };\n",
+      'shared/ops/status.ts':
+        "import { topology } from '../../functions/topology';\n\nexport const status = topology.count;\n",
+      'shared/ops/status-type.ts':
+        "import type { topology } from '../../functions/topology';\n\nexport type Status = typeof topology;\n",
     };
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(dirname(join(fixture, path)), { recursive: true });
       writeFileSync(join(fixture, path), text);
     }
 
-    const findings = importFindings(fixture, ['shared']);
+    const findings = importFindings(fixture, ['shared', 'functions']);
 
     expect(findings).toEqual({
       cycles: [
@@ -118,6 +136,11 @@ describe('the import rules', () => {
       migrationImports: [
         "shared/db/migrations/0002-second.ts:1 imports './0001-first'",
         "shared/db/roles.ts:1 imports './migrations/0001-first'",
+      ],
+      // functions/ may import the core; the core may not import functions/, not even a type.
+      appImports: [
+        "shared/ops/status-type.ts:1 imports '../../functions/topology'",
+        "shared/ops/status.ts:1 imports '../../functions/topology'",
       ],
     });
   });

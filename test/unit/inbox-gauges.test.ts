@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { topology } from '../../functions/topology';
 import { consumerDimension, inboxGaugeMetricNames } from '../../shared/consumers/contract';
 import { emitInboxGauges, inboxGaugeAlarmIds } from '../../shared/inbox/inbox-gauges';
 import type { OpenFigure, OpenFigures } from '../../shared/inbox/inbox-ops';

@@ -1,10 +1,10 @@
-import { defineEffect } from '../../../shared/consumers/define-consumer';
-import type { ConsumerEffect } from '../../../shared/consumers/effect';
-import type { WriteOnceStore } from '../../../shared/consumers/resources';
-import type { SqlClient } from '../../../shared/db/sql-client';
-import type { PipelineCloudEvent } from '../../../shared/events/schemas';
-import { getTask } from '../../../shared/tasks/commands';
-import { type TaskJson, toTaskJson } from '../../../shared/tasks/task-store';
+import { defineEffect } from '#shared/consumers/define-consumer';
+import type { ConsumerEffect } from '#shared/consumers/effect';
+import type { WriteOnceStore } from '#shared/consumers/resources';
+import type { SqlClient } from '#shared/db/sql-client';
+import type { PipelineCloudEvent } from '#shared/events/schemas';
+import { getTask } from '#shared/tasks/commands';
+import { type TaskJson, toTaskJson } from '#shared/tasks/task-store';
 import { archive } from './consumer';
 
 /** The archived document: the task as read at archive time, and the event that asked for it. */

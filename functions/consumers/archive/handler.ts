@@ -1,6 +1,6 @@
-import { functionDatabase } from '../../../shared/consumers/adapters/aws/database';
-import { s3Bucket } from '../../../shared/consumers/adapters/aws/s3-write-once-store';
-import { lambdaConsumer } from '../../../shared/consumers/lambda-consumer';
+import { functionDatabase } from '#shared/consumers/adapters/aws/database';
+import { s3Bucket } from '#shared/consumers/adapters/aws/s3-write-once-store';
+import { lambdaConsumer } from '#shared/consumers/lambda-consumer';
 import { archive } from './consumer';
 import { effect } from './effect';
 

@@ -1,6 +1,6 @@
-import { defineConsumer } from '../../../shared/consumers/define-consumer';
-import { table } from '../../../shared/consumers/resources';
-import { eventTypes } from '../../../shared/events/event-types';
+import { defineConsumer } from '#shared/consumers/define-consumer';
+import { table } from '#shared/consumers/resources';
+import { eventTypes } from '#shared/events/event-types';
 
 export const index = defineConsumer({
   name: 'index',

@@ -1,9 +1,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { defineEffect } from '../../../shared/consumers/define-consumer';
-import type { ConsumerEffect } from '../../../shared/consumers/effect';
-import { eventTypes } from '../../../shared/events/event-types';
-import type { PipelineCloudEvent } from '../../../shared/events/schemas';
+import { defineEffect } from '#shared/consumers/define-consumer';
+import type { ConsumerEffect } from '#shared/consumers/effect';
+import { eventTypes } from '#shared/events/event-types';
+import type { PipelineCloudEvent } from '#shared/events/schemas';
 import { index } from './consumer';
 
 /**

@@ -1,4 +1,4 @@
-import { lambdaConsumer } from '../../../shared/consumers/lambda-consumer';
+import { lambdaConsumer } from '#shared/consumers/lambda-consumer';
 import { index } from './consumer';
 import { effect } from './effect';
 

@@ -1,6 +1,6 @@
-import { defineConsumer } from '../../../shared/consumers/define-consumer';
-import { topic } from '../../../shared/consumers/resources';
-import { eventTypes } from '../../../shared/events/event-types';
+import { defineConsumer } from '#shared/consumers/define-consumer';
+import { topic } from '#shared/consumers/resources';
+import { eventTypes } from '#shared/events/event-types';
 
 export const notify = defineConsumer({
   name: 'notify',

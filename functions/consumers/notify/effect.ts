@@ -1,9 +1,9 @@
-import { defineEffect } from '../../../shared/consumers/define-consumer';
-import type { ConsumerEffect } from '../../../shared/consumers/effect';
-import type { Publisher, TopicMessage } from '../../../shared/consumers/resources';
-import { eventTypes } from '../../../shared/events/event-types';
-import type { PipelineCloudEvent } from '../../../shared/events/schemas';
-import { callerDisplayName } from '../../../shared/http/caller';
+import { defineEffect } from '#shared/consumers/define-consumer';
+import type { ConsumerEffect } from '#shared/consumers/effect';
+import type { Publisher, TopicMessage } from '#shared/consumers/resources';
+import { eventTypes } from '#shared/events/event-types';
+import type { PipelineCloudEvent } from '#shared/events/schemas';
+import { callerDisplayName } from '#shared/http/caller';
 import { notify } from './consumer';
 
 /**

@@ -1,5 +1,5 @@
-import { snsTopic } from '../../../shared/consumers/adapters/aws/sns-publisher';
-import { lambdaConsumer } from '../../../shared/consumers/lambda-consumer';
+import { snsTopic } from '#shared/consumers/adapters/aws/sns-publisher';
+import { lambdaConsumer } from '#shared/consumers/lambda-consumer';
 import { notify } from './consumer';
 import { effect } from './effect';
 

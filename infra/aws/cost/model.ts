@@ -10,7 +10,7 @@ import type { ConsumerDefinition } from '../../../shared/consumers/define-consum
 import type { ResourceKind, ResourceSpec } from '../../../shared/consumers/resources';
 import { inboxSettingsFor, type RetentionTopology } from '../../../shared/inbox/settings';
 import { relayMetricNames, relayServiceName } from '../../../shared/outbox/relay-metrics';
-import type { ConsumerName, Topology } from '../../../shared/topology';
+import type { Topology } from '../../../shared/topology';
 import type { PriceBook } from './prices';
 
 /**
