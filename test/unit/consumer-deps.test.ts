@@ -42,6 +42,10 @@ const queueEnv = {
   [consumerQueueEnv.visibilityTimeoutSeconds]: '360',
 };
 
+/** The inbox settings as the stack writes them from the project's topology (here notify's). */
+const inbox = { ...inboxSettingsFor(topology, 'notify'), openIndexShards: topology.inbox.openIndexShards };
+const inboxEnv = { [consumerEnv.inboxSettings]: JSON.stringify(inbox) };
+
 function configError(fn: () => unknown): { path: string; message: string }[] {
   try {
     fn();
@@ -56,13 +60,16 @@ describe('consumer configuration from the environment (contract.ts and resourceE
   it('requires the inbox table, the variable of each table, topic and bucket the consumer declares, and its queue', () => {
     expect(configError(() => parseConsumerConfig(ledger, {})).map((f) => f.path)).toEqual([
       consumerEnv.inboxTable,
+      consumerEnv.inboxSettings,
       entriesVar,
       alertsVar,
       exportsVar,
       ...queueVars,
     ]);
     expect(
-      configError(() => parseConsumerConfig(ledger, { [consumerEnv.inboxTable]: 'inbox', ...queueEnv })),
+      configError(() =>
+        parseConsumerConfig(ledger, { [consumerEnv.inboxTable]: 'inbox', ...inboxEnv, ...queueEnv }),
+      ),
     ).toEqual([
       { path: entriesVar, message: 'required' },
       { path: alertsVar, message: 'required' },
@@ -74,11 +81,13 @@ describe('consumer configuration from the environment (contract.ts and resourceE
         [entriesVar]: 'ledger-entries',
         [alertsVar]: topicArn,
         [exportsVar]: 'ledger-exports',
+        ...inboxEnv,
         ...queueEnv,
       }),
     ).toEqual({
       name: 'ledger',
       inboxTable: 'inbox',
+      inbox,
       // The database has no variable of its own: the function's database settings log in as its role.
       resources: { entries: 'ledger-entries', alerts: topicArn, exports: 'ledger-exports' },
       queue: {
@@ -92,6 +101,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
   it('lists a missing or malformed queue variable with the rest, as one CONFIG error', () => {
     const complete = {
       [consumerEnv.inboxTable]: 'inbox',
+      ...inboxEnv,
       [entriesVar]: 'ledger-entries',
       [alertsVar]: topicArn,
       [exportsVar]: 'ledger-exports',
@@ -124,7 +134,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
       expect(
         configError(() => parseConsumerConfig(consumer, {})).map((f) => f.path),
         consumer.name,
-      ).toEqual([consumerEnv.inboxTable, ...declared, ...queueVars]);
+      ).toEqual([consumerEnv.inboxTable, consumerEnv.inboxSettings, ...declared, ...queueVars]);
     }
   });
 
@@ -136,11 +146,19 @@ describe('consumer configuration from the environment (contract.ts and resourceE
         [entriesVar]: 'a table?',
         [alertsVar]: 'not-an-arn',
         [exportsVar]: 'Not_A_Bucket',
+        // A setting left out: the stack writes every one, so this is a bad deploy.
+        [consumerEnv.inboxSettings]: JSON.stringify({ ...inbox, leaseMs: undefined }),
         ...queueEnv,
       }),
     );
     expect(fields.map((f) => f.path).sort()).toEqual(
-      [consumerEnv.inboxTable, entriesVar, alertsVar, exportsVar].sort(),
+      [
+        consumerEnv.inboxTable,
+        `${consumerEnv.inboxSettings}.leaseMs`,
+        entriesVar,
+        alertsVar,
+        exportsVar,
+      ].sort(),
     );
     expect(fields.find((f) => f.path === alertsVar)?.message).toMatch(/SNS topic ARN/);
     expect(fields.find((f) => f.path === exportsVar)?.message).toMatch(/S3 bucket name/);
@@ -153,6 +171,7 @@ describe('consumer configuration from the environment (contract.ts and resourceE
           [entriesVar]: 'ledger-entries',
           [alertsVar]: topicArn,
           [exportsVar]: 'ledger-exports',
+          ...inboxEnv,
           ...queueEnv,
         }),
       ),

@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { consumers } from '../../functions/consumers/registry';
+import { topologyWith } from '../../functions/topology';
 import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { resourceEnvName } from '../../shared/consumers/resources';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { translate } from '../fixtures/consumers/translate/consumer';
 
 // The fixture consumer's handler.ts is what the CDK bundles for it: with the environment the
@@ -10,6 +13,12 @@ import { translate } from '../fixtures/consumers/translate/consumer';
 
 /** The fixture consumer's queue, as the construct names it in the function's environment. */
 function stubQueueEnv(): void {
+  // The inbox settings the stack writes from its topology (a variant with the fixture added).
+  const t = topologyWith([...consumers, translate]);
+  vi.stubEnv(
+    consumerEnv.inboxSettings,
+    JSON.stringify({ ...inboxSettingsFor(t, translate.name), openIndexShards: t.inbox.openIndexShards }),
+  );
   vi.stubEnv(consumerQueueEnv.url, 'https://sqs.eu-west-1.amazonaws.com/123456789012/translate');
   vi.stubEnv(consumerQueueEnv.arn, 'arn:aws:sqs:eu-west-1:123456789012:translate');
   vi.stubEnv(consumerQueueEnv.visibilityTimeoutSeconds, '360');

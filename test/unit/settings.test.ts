@@ -21,7 +21,8 @@ function documentedProps(): Map<string, string | undefined> {
   const start = source.indexOf('export interface ContentPipelineProps {');
   const body = source.slice(start, source.indexOf('\n}\n', start));
   const props = new Map<string, string | undefined>();
-  for (const m of body.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*readonly (\w+)\??:/g)) {
+  // The optional props: a required one (the topology) has no default to document.
+  for (const m of body.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*readonly (\w+)\?:/g)) {
     const doc = (m[1] as string).replace(/^\s*\* ?/gm, '');
     props.set(m[2] as string, /@default (.+)/.exec(doc)?.[1]?.trim());
   }
@@ -80,7 +81,7 @@ describe('the settings as documented', () => {
     for (const key of contextKeys) expect(page, key).toContain(`| \`${key}\` |`);
   });
 
-  it('makes each setting a prop of ContentPipeline whose @default is the table’s, and documents every prop’s default', () => {
+  it('makes each setting a prop of ContentPipeline whose @default is the table’s, and documents every optional prop’s default', () => {
     const props = documentedProps();
     for (const key of contextKeys) expect(props.get(key), key).toBe(renderDefault(key));
     const undocumented = [...props].filter(([, d]) => d === undefined).map(([name]) => name);

@@ -31,7 +31,7 @@ describe('parseConfig reads the database and relay settings from the environment
     expect(config).toEqual({
       database: { kind: 'pg', url: 'postgres://app:pw@127.0.0.1:5432/content' },
       relayFunctionName: undefined,
-      eventBusName: topology.busName,
+      eventBusName: undefined,
     });
   });
 
