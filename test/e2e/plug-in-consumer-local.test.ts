@@ -1,10 +1,10 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topology, topologyWith } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { topologyAdding } from '../support/topology-variants';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -21,7 +21,7 @@ describe('the local runtime with a plug-in consumer added to the registry', () =
     runtime = await startRuntime({
       dataDir: dir,
       port: 0,
-      topology: topologyWith([...topology.registry, translate]),
+      topology: topologyAdding(translate),
     });
   }, 300_000);
 

@@ -2,8 +2,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { consumers as registry } from '../../functions/consumers/registry';
-import { topology, topologyWith } from '../../functions/topology';
+import { topology } from '../../functions/topology';
 import type { Consumer } from '../../infra/aws/constructs/consumer';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
@@ -19,6 +18,7 @@ import {
   roleStatements,
   TemplateResolver,
 } from '../rehearsal/template';
+import { topologyAdding } from '../support/topology-variants';
 import {
   cdkJsonContext,
   propertiesOf,
@@ -46,7 +46,7 @@ beforeAll(() => {
     const s = synthPipeline({ stage, alarmEmail: 'ops@example.com' });
     cases.set(stage, { stack: s.stack, json: s.json, topology });
   }
-  const withFixture = topologyWith([...registry, translate]);
+  const withFixture = topologyAdding(translate);
   const variant: Topology = {
     ...withFixture,
     consumers: {

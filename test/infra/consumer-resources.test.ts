@@ -3,7 +3,6 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
-import { topologyWith } from '../../functions/topology';
 import { ConsumerBucket, ConsumerTable, ConsumerTopic } from '../../infra/aws/constructs/consumer-resources';
 import type { AuroraDatabase } from '../../infra/aws/constructs/database';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
@@ -12,6 +11,7 @@ import { type ConsumerDefinition, defineConsumer } from '../../shared/consumers/
 import { bucket, database, table, topic } from '../../shared/consumers/resources';
 import { eventTypes } from '../../shared/events/event-types';
 import type { Topology } from '../../shared/topology';
+import { topologyAdding } from '../support/topology-variants';
 import { cdkJsonContext, propertiesOf, resourcesOfType, type Synthesized } from './support/synth';
 
 // A consumer the project does not have, declared with one resource of every kind: the stack
@@ -44,7 +44,7 @@ describe('a consumer added to the registry, on AWS', () => {
   let stack: PipelineStack;
   let s: Pick<Synthesized, 'json'>;
   beforeAll(() => {
-    stack = stackOf(topologyWith([...consumers, fixture]));
+    stack = stackOf(topologyAdding(fixture));
     s = { json: Template.fromStack(stack).toJSON() as Synthesized['json'] };
   });
   const logicalId = (c: IConstruct) => stack.getLogicalId(c.node.defaultChild as never);
@@ -149,13 +149,13 @@ describe('consumer resources the stack refuses', () => {
       folder: fixture.folder,
       resources: { [key]: fixture.resources.approvalLedger },
     });
-    expect(() => stackOf(topologyWith([...consumers, fixture, twin]))).toThrow(
+    expect(() => stackOf(topologyAdding(fixture, twin))).toThrow(
       /consumers fixture and twin both declare a resource "approvalLedger"/,
     );
   });
 
   it('refuses a topology whose consumers are not its registry’s', () => {
-    const variant = { ...topologyWith([...consumers, fixture]), registry: consumers } as Topology;
+    const variant = { ...topologyAdding(fixture), registry: consumers } as Topology;
     expect(() => stackOf(variant)).toThrow(/the topology's consumers \(.*fixture\) are not its registry's/);
   });
 });

@@ -2,11 +2,11 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumers } from '../../functions/consumers/registry';
-import { topologyWith } from '../../functions/topology';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
 import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
 import { translate } from '../fixtures/consumers/translate/consumer';
+import { topologyAdding } from '../support/topology-variants';
 import { type CfnResourceJson, cdkJsonContext, resourcesOfType, type Synthesized } from './support/synth';
 
 // Issue 19: a consumer added through the registry alone (its folder is test/fixtures/consumers/
@@ -43,7 +43,7 @@ beforeAll(() => {
   const settings = parseSettings((k) => app.node.tryGetContext(k));
   const stack = new PipelineStack(app, 'WithFixture', {
     settings,
-    topology: topologyWith([...consumers, translate]),
+    topology: topologyAdding(translate),
   });
   json = Template.fromStack(stack).toJSON() as Synthesized['json'];
   const fns = resourcesOfType({ json }, 'AWS::Lambda::Function').filter(

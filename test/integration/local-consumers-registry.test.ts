@@ -2,7 +2,6 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { topology, topologyWith } from '../../functions/topology';
 import type { LocalPort } from '../../infra/local/consumer-resources/local-ports';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import type { BusEvent } from '../../infra/local/local-bus';
@@ -14,6 +13,7 @@ import { untranslatableTitle } from '../fixtures/consumers/translate/effect';
 import { dynamoClient } from '../support/dynamo';
 import { approvedRow, busEvent } from '../support/dynamo-consumer-fixtures';
 import { tempDataDir } from '../support/pipeline-client';
+import { topologyAdding } from '../support/topology-variants';
 
 /**
  * The local runtime's consumers come from the topology's registry alone: a consumer added there
@@ -42,7 +42,7 @@ describe('local consumers of a registry with a consumer the project does not hav
     dir = tempDataDir('local-consumers-registry-');
     consumers = await startLocalConsumers({
       dataDir: dir,
-      topology: topologyWith([...topology.registry, translate]),
+      topology: topologyAdding(translate),
       dbAs: (role) => {
         roles.push(role);
         return tasks;

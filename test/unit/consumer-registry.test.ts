@@ -7,11 +7,15 @@ import {
   defineConsumer,
 } from '../../shared/consumers/define-consumer';
 import { bucket, database, table, topic } from '../../shared/consumers/resources';
-import { eventTypes } from '../../shared/events/event-types';
+import { type EventType, eventTypes, ruleNameOf } from '../../shared/events/event-types';
 import { translate as fixture } from '../fixtures/consumers/translate/consumer';
 
 // A consumer is declared once, in its folder (functions/consumers/<name>/consumer.ts), and listed
 // once in the registry: the topology's consumers and its rules' targets come from there.
+
+/** A consumer of no resources that subscribes to `types`: a registry of this test's own. */
+const subscriber = (name: string, ...types: EventType[]) =>
+  defineConsumer({ name, description: `${name} (a test's)`, subscribes: types, folder: fixture.folder });
 
 describe('the consumer registry', () => {
   it('is where the topology takes its consumers and their policies from', () => {
@@ -19,29 +23,51 @@ describe('the consumer registry', () => {
     for (const c of consumers) expect(topology.consumers[c.name]).toEqual(c.policy);
   });
 
-  it('routes each event type to the consumers that subscribe to it, one rule per type', () => {
-    expect(topology.rules.map((r) => [r.name, r.pattern, r.targets])).toEqual([
+  it('routes each event type to the consumers that subscribe to it, in the registry’s order, one rule per type', () => {
+    const t = topologyWith([
+      subscriber('b', eventTypes.approved, eventTypes.rejected),
+      subscriber('a', eventTypes.approved),
+      subscriber('c', eventTypes.withdrawn, eventTypes.approved),
+    ]);
+    expect(t.rules.map((r) => [r.name, r.pattern, r.targets])).toEqual([
       [
         'content-approved',
         { source: [topology.source], 'detail-type': ['content.approved'] },
-        ['index', 'notify', 'archive'],
+        ['b', 'a', 'c'],
       ],
-      ['content-withdrawn', { source: [topology.source], 'detail-type': ['content.withdrawn'] }, ['index']],
-      ['content-rejected', { source: [topology.source], 'detail-type': ['content.rejected'] }, ['notify']],
+      ['content-withdrawn', { source: [topology.source], 'detail-type': ['content.withdrawn'] }, ['c']],
+      ['content-rejected', { source: [topology.source], 'detail-type': ['content.rejected'] }, ['b']],
     ]);
+    expect(t.consumerNames).toEqual(['b', 'a', 'c']);
+  });
+
+  it('routes the project’s events as its consumers subscribe, whatever consumers it has', () => {
+    for (const rule of topology.rules) {
+      const type = (rule.pattern['detail-type'] as string[])[0] as EventType;
+      expect(rule.targets, type).toEqual(
+        consumers.filter((c) => c.subscribes.includes(type)).map((c) => c.name),
+      );
+    }
+    for (const c of consumers)
+      for (const type of c.subscribes)
+        expect(topology.rules.find((r) => r.name === ruleNameOf(type))?.targets, c.name).toContain(c.name);
   });
 
   it('takes a consumer added to it into the rules of the events it subscribes to, and nowhere else', () => {
-    const variant = topologyWith([...consumers, fixture]);
-    expect(Object.keys(variant.consumers)).toEqual([...consumerNames, 'translate']);
-    expect(variant.registry.map((c) => c.name)).toEqual([...consumerNames, 'translate']);
-    const targets = Object.fromEntries(variant.rules.map((r) => [r.name, r.targets as readonly string[]]));
+    const base = [
+      subscriber('a', eventTypes.approved, eventTypes.withdrawn),
+      subscriber('b', eventTypes.rejected),
+    ];
+    const variant = topologyWith([...base, fixture]);
+    expect(Object.keys(variant.consumers)).toEqual(['a', 'b', 'translate']);
+    expect(variant.registry.map((c) => c.name)).toEqual(['a', 'b', 'translate']);
+    const targets = Object.fromEntries(variant.rules.map((r) => [r.name, r.targets]));
     expect(targets).toEqual({
-      'content-approved': ['index', 'notify', 'archive', 'translate'],
-      'content-withdrawn': ['index'],
-      'content-rejected': ['notify'],
+      'content-approved': ['a', 'translate'],
+      'content-withdrawn': ['a'],
+      'content-rejected': ['b'],
     });
-    expect((variant.consumers as Record<string, unknown>).translate).toEqual({
+    expect(variant.consumers.translate).toEqual({
       description: 'Translates each approved version (a test fixture)',
       ...defaultConsumerPolicy,
       maxPermanentAttempts: 1,
@@ -49,8 +75,17 @@ describe('the consumer registry', () => {
   });
 
   it('has no rule for an event type nobody subscribes to', () => {
-    const onlyArchive = consumers.filter((c) => c.name === 'archive');
-    expect(topologyWith(onlyArchive).rules.map((r) => r.name)).toEqual(['content-approved']);
+    expect(topologyWith([subscriber('a', eventTypes.approved)]).rules.map((r) => r.name)).toEqual([
+      'content-approved',
+    ]);
+  });
+
+  it('checks a variant as it checks the project’s: a name twice, two counters of one name, no consumer', () => {
+    expect(() =>
+      topologyWith([subscriber('a', eventTypes.approved), subscriber('a', eventTypes.rejected)]),
+    ).toThrow(/lists a more than once/);
+    expect(() => topologyWith([fixture, fixture])).toThrow(/translate more than once/);
+    expect(() => topologyWith([])).toThrow(/registry is empty/);
   });
 });
 

@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { consumers } from '../../functions/consumers/registry';
-import { topologyWith } from '../../functions/topology';
 import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { resourceEnvName } from '../../shared/consumers/resources';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { translate } from '../fixtures/consumers/translate/consumer';
+import { topologyAdding } from '../support/topology-variants';
 
 // The fixture consumer's handler.ts is what the CDK bundles for it: with the environment the
 // construct gives it (its name, the inbox, a variable per declared table, topic and bucket, its
@@ -14,7 +13,7 @@ import { translate } from '../fixtures/consumers/translate/consumer';
 /** The fixture consumer's queue, as the construct names it in the function's environment. */
 function stubQueueEnv(): void {
   // The inbox settings the stack writes from its topology (a variant with the fixture added).
-  const t = topologyWith([...consumers, translate]);
+  const t = topologyAdding(translate);
   vi.stubEnv(
     consumerEnv.inboxSettings,
     JSON.stringify({ ...inboxSettingsFor(t, translate.name), openIndexShards: t.inbox.openIndexShards }),

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { topology } from '../../functions/topology';
 import { createSqlClient, parseConfig } from '../../shared/config';
 import { DataApiSqlClient } from '../../shared/db/data-api-client';
 import { PgSqlClient } from '../../shared/db/pg-client';
