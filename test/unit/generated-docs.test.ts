@@ -5,7 +5,9 @@ import { type ColdStartResult, coldStartMarkdown } from '../../bench/support/col
 import { type GrowthResult, growthMarkdown } from '../../bench/support/growth-report';
 import { type ModelResult, modelMarkdown } from '../../bench/support/model-report';
 import { benchReportSchema, toMarkdown } from '../../bench/support/report';
+import { topology } from '../../functions/topology';
 import { type DocPage, readDoc, readSection, replaceSection } from '../../infra/docs/doc-section';
+import { generatedSections } from '../../scripts/docs';
 
 // Figures a script measures are written into docs/ by that script (`--docs`), between markers
 // naming the command, never typed: each section here is rendered again from the result the
@@ -74,6 +76,29 @@ describe('generated sections of docs/', () => {
         .map(([name, page]) => `${name} in ${page}`)
         .sort(),
     );
+  });
+
+  it('has npm run docs write every one of them, where it is', () => {
+    // `npm run docs` (scripts/docs.ts) is the one command the README names for regenerating them.
+    expect(
+      generatedSections(topology)
+        .map((s) => `${s.name} in ${s.page}`)
+        .sort(),
+    ).toEqual(
+      Object.entries(heldBy)
+        .map(([name, page]) => `${name} in ${page}`)
+        .sort(),
+    );
+  });
+
+  it('renders the measured sections in npm run docs as the benchmarks write them', () => {
+    const sections = generatedSections(topology);
+    for (const name of ['bench', 'model', 'cold-start', 'growth', 'cli']) {
+      const section = sections.find((s) => s.name === name);
+      expect(asSection(section?.render() ?? ''), name).toBe(
+        readSection(readDoc(section?.page ?? 'docs/x.md'), name),
+      );
+    }
   });
 });
 
