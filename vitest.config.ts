@@ -2,8 +2,21 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts', 'test/support/dynamo-global-setup.ts'],
+    // Two projects, one run (`npm test` runs both): `unit` starts no engine (pure code, a few
+    // seconds: `npm run test:unit`); `engines` runs against PostgreSQL and DynamoDB, which its
+    // global setup starts once for all its files.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'engines',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/unit/**'],
+          globalSetup: ['test/support/global-setup.ts', 'test/support/dynamo-global-setup.ts'],
+        },
+      },
+    ],
     // Bounds on a hang, not on speed: a test states its property and waits on events, so these
     // only end one that would never finish. A busy machine (CPU burners beside the suite, as in
     // `npm run test:loaded`, or other suites on the same cores) stretches every step: beside
