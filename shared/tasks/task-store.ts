@@ -1,6 +1,7 @@
 import { type SqlExecutor, type SqlParams, sqlParam } from '../db/sql-client';
 import { PipelineError } from '../errors';
 import { eventTypes } from '../events/event-types';
+import { payloadSql } from '../events/schemas';
 
 /** The lifecycle states a task can be in; the `tasks.status` CHECK constraint allows exactly these. */
 export type TaskStatus = 'pending_review' | 'approved' | 'rejected' | 'withdrawn';
@@ -216,21 +217,16 @@ export interface CommittedChange {
   readonly relayIdle: boolean;
 }
 
-/** ISO-8601 in UTC with milliseconds, as `Date.prototype.toISOString` writes it (the contract's `z.iso.datetime()`). */
-const isoUtc = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
  * The event payload of each change, built in SQL from the row the UPDATE returned, so the
- * change and its event are one statement. The same object `contentApprovedData`,
- * `contentWithdrawnData` and `contentRejectedData` parse (a property test runs them over generated tasks).
+ * change and its event are one statement: the expression `payloadSql` makes of the payload's
+ * one declaration (`eventPayloads`, shared/events/schemas.ts), which the contract's zod schemas
+ * are made of too.
  */
 const payloads = {
-  approved: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title, 'assignee', assignee,
-               'reviewer', reviewer, 'approvedAt', ${isoUtc('approved_at')})`,
-  withdrawn: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title,
-               'withdrawnBy', withdrawn_by, 'reason', withdraw_reason, 'withdrawnAt', ${isoUtc('withdrawn_at')})`,
-  rejected: `jsonb_build_object('taskId', task_id, 'version', version, 'title', title, 'assignee', assignee,
-               'reviewer', reviewer, 'reason', reject_reason, 'rejectedAt', ${isoUtc('rejected_at')})`,
+  approved: payloadSql(eventTypes.approved),
+  withdrawn: payloadSql(eventTypes.withdrawn),
+  rejected: payloadSql(eventTypes.rejected),
 } as const;
 
 /**
