@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { topology } from '../../functions/topology';
 import { runCli } from '../../infra/ops-tools/cli/cli';
 import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
+import { type EventType, ruleNameOf } from '../../shared/events/event-types';
 
 // Each command against a fake fetch: the requests it makes (method, URL, body) and what it prints.
 
@@ -292,6 +293,18 @@ describe('tasks', () => {
     createdAt: '2026-05-04T10:00:00.000Z',
     updatedAt: '2026-05-04T10:05:00.000Z',
   };
+  // Each event's inbox states, one per consumer of the topology: those given, and for the others
+  // "not received" where a rule routes the event to them, "not routed" where none does.
+  const routedTo = (type: EventType) =>
+    topology.rules.find((r) => r.name === ruleNameOf(type))?.targets ?? [];
+  const approvedStates = { index: 'PROCESSED (1)', notify: 'DEAD (5)' } as Record<string, string>;
+  const statesOf = (type: EventType, given: Record<string, string>) =>
+    topology.consumerNames.map(
+      (c) => [c, given[c] ?? (routedTo(type).includes(c) ? 'not received' : 'not routed')] as const,
+    );
+  const approved = statesOf(topology.eventTypes.approved, approvedStates);
+  const withdrawn = statesOf(topology.eventTypes.withdrawn, {});
+  const escaped = (text: string) => text.replace(/[()]/g, '\\$&');
   const trace = {
     taskId,
     events: [
@@ -306,9 +319,9 @@ describe('tasks', () => {
         deliveredAt: '2026-05-04T10:01:01.000Z',
         lastError: null,
         consumers: {
+          ...Object.fromEntries(topology.consumerNames.map((c) => [c, null])),
           index: { status: 'PROCESSED', attempts: 1, lastError: null, updatedAt: 1777888861000 },
           notify: { status: 'DEAD', attempts: 5, lastError: 'SNS publish failed' },
-          archive: null,
         },
       },
       {
@@ -321,7 +334,7 @@ describe('tasks', () => {
         createdAt: '2026-05-04T10:05:00.000Z',
         deliveredAt: null,
         lastError: null,
-        consumers: { index: null, notify: null, archive: null },
+        consumers: Object.fromEntries(topology.consumerNames.map((c) => [c, null])),
       },
     ],
   };
@@ -339,11 +352,15 @@ describe('tasks', () => {
     expect(r.stdout).toContain('title     Spring copy');
     expect(r.stdout).toContain('status    withdrawn (version 3)');
     const lines = r.stdout.split('\n');
-    expect(lines.find((l) => l.startsWith('event '))).toMatch(/index\s+notify\s+archive$/);
-    expect(lines.find((l) => l.startsWith(eventA))).toMatch(/PROCESSED \(1\)\s+DEAD \(5\)\s+not received$/);
+    expect(lines.find((l) => l.startsWith('event '))).toMatch(
+      new RegExp(`${topology.consumerNames.join('\\s+')}$`),
+    );
+    expect(lines.find((l) => l.startsWith(eventA))).toMatch(
+      new RegExp(`${approved.map(([, s]) => escaped(s)).join('\\s+')}$`),
+    );
     // content.withdrawn is routed to the index only: the others are "not routed", not "missing".
     expect(lines.find((l) => l.startsWith(eventW))).toMatch(
-      /pending \(0\).*not received\s+not routed\s+not routed$/,
+      new RegExp(`pending \\(0\\).*${withdrawn.map(([, s]) => s).join('\\s+')}$`),
     );
     expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
   });
@@ -357,8 +374,10 @@ describe('tasks', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
     expect(r.stdout).toContain(`event      ${eventA}\ntype       content.approved\nversion    2\n`);
-    expect(r.stdout).toContain('index      PROCESSED (1)\nnotify     DEAD (5)\narchive    not received');
-    expect(r.stdout).toContain('index      not received\nnotify     not routed\narchive    not routed');
+    const block = (states: readonly (readonly [string, string])[]) =>
+      states.map(([c, s]) => `${c.padEnd(11)}${s}`).join('\n');
+    expect(r.stdout).toContain(block(approved));
+    expect(r.stdout).toContain(block(withdrawn));
     expect(r.stdout).toContain(`${eventA} notify: SNS publish failed`);
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { runCli } from '../../infra/ops-tools/cli/cli';
 import type { FetchLike } from '../../infra/ops-tools/cli/cli-client';
 
@@ -51,7 +52,7 @@ describe('bad arguments', () => {
     [['inbox', 'dead'], "required option '--consumer <name>' not specified", 'pipeline inbox dead'],
     [
       ['inbox', 'dead', '--consumer', 'search'],
-      "option '--consumer <name>' argument 'search' is invalid. Allowed choices are index, notify, archive.",
+      `option '--consumer <name>' argument 'search' is invalid. Allowed choices are ${topology.consumerNames.join(', ')}.`,
       'pipeline inbox dead',
     ],
     [

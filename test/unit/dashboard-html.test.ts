@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { topology } from '../../functions/topology';
 import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
+import { allEventTypes } from '../../shared/events/event-types';
 import { uuidPattern } from '../../shared/ids';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
@@ -65,18 +66,20 @@ describe('the dashboard page', () => {
     const config = /<script type="application\/json" id="config">([^<]*)<\/script>/.exec(html)?.[1];
 
     expect(JSON.parse(config ?? 'null')).toEqual({
-      consumers: ['index', 'notify', 'archive'],
+      consumers: topology.consumerNames,
       // Each counter by the label its consumer declares.
       effectLabels: Object.fromEntries(
         topology.registry.flatMap((c) =>
           Object.entries(c.counters).map(([name, counter]) => [name, counter.label]),
         ),
       ),
-      routes: {
-        'content.approved': ['index', 'notify', 'archive'],
-        'content.withdrawn': ['index'],
-        'content.rejected': ['notify'],
-      },
+      // Each event type to the consumers that subscribe to it, in the registry's order.
+      routes: Object.fromEntries(
+        allEventTypes.map((type) => [
+          type,
+          topology.registry.filter((c) => c.subscribes.includes(type)).map((c) => c.name),
+        ]),
+      ),
       refreshMs: 2000,
       uuidPattern: { source: uuidPattern.source, flags: 'i' },
     });

@@ -89,7 +89,23 @@ export const tasksApiServiceName = 'tasks-api';
 const relayGaugeMetrics = [relayMetricNames.oldestPendingAge, relayMetricNames.dead];
 
 /** Issue 8 item 7: what an idle sandbox may cost, and how much of an idle day Aurora must sleep. */
-export const sandboxGoal = { idleMonthlyUsd: 10, auroraPausedFraction: 0.9 } as const;
+export const sandboxGoal = {
+  idleMonthlyUsd: 10,
+  /**
+   * The consumers `idleMonthlyUsd` holds for: the pipeline as it ships. Each consumer has idle
+   * costs of its own (its queue's and dead-letter queues' alarms, its mapping's pollers, its gauge
+   * reads: $0.51 a month at the fewest pollers for the fixture consumer of test/fixtures), so a
+   * consumer added raises the goal by `perAddedConsumerUsd` instead of breaking it.
+   */
+  consumersIncluded: 3,
+  perAddedConsumerUsd: 0.75,
+  auroraPausedFraction: 0.9,
+} as const;
+
+/** The idle sandbox's goal for a pipeline of `consumers` consumers: {@link sandboxGoal}. */
+export const sandboxIdleGoalUsd = (consumers: number): number =>
+  sandboxGoal.idleMonthlyUsd +
+  Math.max(0, consumers - sandboxGoal.consumersIncluded) * sandboxGoal.perAddedConsumerUsd;
 
 /** Counters a busy, healthy relay sends (counters go out only when non-zero): events published, old rows purged. */
 const relayBusyCounters = [relayMetricNames.published, relayMetricNames.purged];

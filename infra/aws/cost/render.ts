@@ -9,6 +9,7 @@ import {
   type PerMillionApprovalsCost,
   perMillionApprovals,
   sandboxGoal,
+  sandboxIdleGoalUsd,
 } from './model';
 import { type PriceBook, priceBook } from './prices';
 
@@ -26,6 +27,8 @@ export interface StageCost {
   /** The idle month at each end of its assumptions; the tables print `documented`. */
   readonly idle: IdleMonthlyRange;
   readonly perMillion: PerMillionApprovalsCost;
+  /** How many consumers the stage's pipeline has: the sandbox goal grows with each added one. */
+  readonly consumers: number;
 }
 
 /** A stage's bill from its synthesized template: what the report prints and the docs test renders. */
@@ -39,6 +42,7 @@ export function stageCost(
     stage,
     idle: idleMonthlyRange(template, topology, book),
     perMillion: perMillionApprovals(template, topology, book),
+    consumers: topology.registry.length,
   };
 }
 
@@ -62,12 +66,12 @@ const partUsd = (cost: IdleMonthlyCost, name: string): number =>
   cost.parts.find((p) => p.name === name)?.usd ?? 0;
 
 /** Whether an idle month meets the sandbox goal: its total and Aurora's paused share. */
-export const meetsSandboxGoal = (idle: IdleMonthlyCost): boolean =>
-  idle.totalUsd <= sandboxGoal.idleMonthlyUsd &&
+export const meetsSandboxGoal = (idle: IdleMonthlyCost, consumers: number): boolean =>
+  idle.totalUsd <= sandboxIdleGoalUsd(consumers) &&
   idle.auroraPausedFraction >= sandboxGoal.auroraPausedFraction;
 
 /** The range line of an idle month, and for the sandbox the goal at both poller counts, with the trade. */
-function rangeLines(stage: Stage, { low, documented, high }: IdleMonthlyRange): string[] {
+function rangeLines(stage: Stage, { low, documented, high }: IdleMonthlyRange, consumers: number): string[] {
   const polling = 'SQS (event source mappings polling)';
   const lines = [
     `Range: $${money(low.totalUsd)} with each SQS mapping at the fewest pollers Lambda may optimize to, ` +
@@ -75,13 +79,20 @@ function rangeLines(stage: Stage, { low, documented, high }: IdleMonthlyRange): 
       `$${money(high.totalUsd)} if something kept Aurora awake all month at ${priceBook.assumptions.auroraActiveAcu.value} ACU.`,
   ];
   if (stage !== 'sandbox') return lines;
-  const goal = `idle at most $${money(sandboxGoal.idleMonthlyUsd)} with Aurora paused at least ${percent(sandboxGoal.auroraPausedFraction)}`;
-  const documentedMet = meetsSandboxGoal(documented);
+  const goalUsd = sandboxIdleGoalUsd(consumers);
+  const added = consumers - sandboxGoal.consumersIncluded;
+  const goal =
+    `idle at most $${money(goalUsd)}` +
+    (added > 0
+      ? ` ($${money(sandboxGoal.idleMonthlyUsd)} for ${sandboxGoal.consumersIncluded} consumers, $${money(sandboxGoal.perAddedConsumerUsd)} for each of the ${added} added)`
+      : '') +
+    ` with Aurora paused at least ${percent(sandboxGoal.auroraPausedFraction)}`;
+  const documentedMet = meetsSandboxGoal(documented, consumers);
   lines.push(
     `Goal: ${goal}: ${documentedMet ? 'met' : 'not met'} at the pollers AWS documents` +
       (documentedMet
         ? '.'
-        : `, by $${money(documented.totalUsd - sandboxGoal.idleMonthlyUsd)}; ${meetsSandboxGoal(low) ? 'met' : 'not met'} at the fewest. ` +
+        : `, by $${money(documented.totalUsd - goalUsd)}; ${meetsSandboxGoal(low, consumers) ? 'met' : 'not met'} at the fewest. ` +
           `The difference is the polling of the stack's SQS mappings ($${money(partUsd(documented, polling))} a month at the documented count, $${money(partUsd(low, polling))} at the fewest): ` +
           'what each mapping buys is under "What the idle bill buys" below.'),
   );
@@ -98,13 +109,13 @@ export function costText(costs: readonly StageCost[]): string {
       `${confirmed.length} of ${all.length} prices confirmed on AWS pages (${confirmed.join(', ')}); ` +
       'the rest are marked unconfirmed in infra/aws/cost/prices.ts.',
   ];
-  for (const { stage, idle, perMillion } of costs) {
+  for (const { stage, idle, perMillion, consumers } of costs) {
     lines.push(
       '',
       table(`Idle monthly cost, ${stage}`, idle.documented.parts, idle.documented.totalUsd, 'USD/month'),
       '',
       `Aurora paused ${percent(idle.documented.auroraPausedFraction)} of an idle day.`,
-      ...rangeLines(stage, idle),
+      ...rangeLines(stage, idle, consumers),
       '',
       table(
         `Per million approvals spread over a month, ${stage} (added to the idle bill)`,
