@@ -278,7 +278,7 @@ async function opsReads(runtime: Runtime, n: number): Promise<GrowthSamples> {
 }
 
 /**
- * Each source `GET /ops/status` reads (shared/ops/ops-api.ts), timed alone: when the status
+ * Each source `GET /ops/status` reads (shared/ops/ops-status.ts), timed alone: when the status
  * grows with history, these say which read does.
  */
 async function statusParts(runtime: Runtime, n: number): Promise<GrowthSamples> {
