@@ -784,7 +784,11 @@ describe('stores', () => {
     for (const [id, table] of resourcesOfType(s, 'AWS::DynamoDB::Table'))
       expect(table.DeletionPolicy, id).toBe('Delete');
     s.template.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
-    expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(1);
+    // One emptying of each bucket a consumer declares.
+    const buckets = topology.registry.flatMap((c) =>
+      Object.values(c.resources).filter((r) => r.kind === 'bucket'),
+    );
+    expect(resourcesOfType(s, 'Custom::S3AutoDeleteObjects')).toHaveLength(buckets.length);
   });
 
   it('inbox: one partition key per record, <consumer>#<eventId>; TTL expiresAt, point-in-time recovery', () => {

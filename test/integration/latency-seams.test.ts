@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LatencyModel, latencyModel } from '../../bench/support/latency-model';
 import { DataApiSqlClient, HopDelays, latencySeams } from '../../bench/support/latency-seams';
+import { topology } from '../../functions/topology';
 import { type Runtime, type SdkClientSeam, startRuntime } from '../../infra/local/runtime';
 import type { QueryResult, Row, SqlClient, SqlExecutor } from '../../shared/db/sql-client';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
@@ -175,11 +176,28 @@ describe('the latency model at its seams', () => {
         `/tasks/${created.body.taskId}/approve`,
         {},
       );
+      // The consumers an approval goes to, and what their effects put and publish per event.
+      const subscribers = topology.registry.filter((c) =>
+        c.subscribes.includes(topology.eventTypes.approved),
+      );
+      const perEvent = (kind: 'bucket' | 'topic') =>
+        subscribers
+          .flatMap((c) => Object.values(c.resources))
+          .reduce(
+            (n, r) =>
+              n +
+              (r.kind === kind
+                ? kind === 'bucket'
+                  ? (r.perEvent as { puts: number }).puts
+                  : (r.perEvent as { publishes: number }).publishes
+                : 0),
+            0,
+          );
       await waitFor(
         () => Promise.resolve(observed.consumerDone.get(approved.body.eventId)?.size ?? 0),
-        (done) => done === 3,
+        (done) => done === subscribers.length,
         // In-process work with every hop instant: a bound on a hang, not a speed.
-        { timeoutMs: 120_000, what: 'all three consumers done' },
+        { timeoutMs: 120_000, what: 'every consumer of the approval done' },
       );
 
       expect(approved.status).toBe(200);
@@ -193,10 +211,10 @@ describe('the latency model at its seams', () => {
         lambdaInvoke: 2,
         lambdaInvokeApi: 1, // the approve's nudge
         asyncQueue: 1,
-        eventDelivery: 3, // one per consumer
-        queueHop: 3, // and its queue
-        s3Put: 1,
-        snsPublish: 1,
+        eventDelivery: subscribers.length, // one per consumer
+        queueHop: subscribers.length, // and its queue
+        s3Put: perEvent('bucket'),
+        snsPublish: perEvent('topic'),
       });
       // One environment per function that ran, each started cold once.
       const environments = [...observed.containers.values()].reduce((sum, pool) => sum + pool.created, 0);

@@ -30,7 +30,11 @@ import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw
 const numRuns = Number(process.env.PROPERTY_RUNS ?? 300);
 const timeout = 60_000 + numRuns * 50;
 
-const approvedTargets: ConsumerName[] = ['archive', 'index', 'notify'];
+/** The consumers that subscribe to approvals, sorted (as the deliveries are read). */
+const approvedTargets: ConsumerName[] = topology.registry
+  .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
+  .map((c) => c.name)
+  .sort();
 
 let bus: LocalBus;
 let dir: string;
