@@ -5,8 +5,11 @@
  * else runs. It never assigns markup: every value becomes a text node or an attribute, so a title
  * holding markup shows as text. Type-checked by ./tsconfig.json (DOM lib), linted by Biome.
  *
- * The chart helpers at the top are pure and exported for test/unit/dashboard-chart.test.ts; the
- * page itself starts only where there is a document.
+ * The chart helpers at the top are pure and exported for test/unit/dashboard-chart.test.ts. Below
+ * them come the page's helpers, then its parts, each a function drawing one thing the page shows
+ * (the status panels, the chart, the pending tasks and latest events, the dead lists, the task
+ * trace, the refresh loop and its error banner), and startDashboard, which wires them together.
+ * The page itself starts only where there is a document.
  */
 
 /**
@@ -468,69 +471,20 @@ async function call(method, path, body) {
   return json;
 }
 
-/**
- * The running page: its state and renderers, closed over its config.
- * @param {DashboardConfig} config
+/*
+ * The page's parts, one per thing it shows, then startDashboard, which wires them together.
+ * Each part takes what it needs: its config, the consumers known, and what the parts share.
  */
-function startDashboard(config) {
-  // shared/ids.ts's pattern, served in the config: a task id goes into the URL path.
-  const uuid = new RegExp(config.uuidPattern.source, config.uuidPattern.flags);
-  const effectLabels = config.effectLabels;
-  const inboxColumns = [
-    ['processed', 'processed'],
-    ['inProgress', 'in progress'],
-    ['failed', 'failed'],
-    ['dead', 'dead'],
-  ];
-  const consumers = config.consumers.slice();
-  /** @type {string | null} */
-  let traceTaskId = null;
-  /** @type {ReturnType<typeof setTimeout> | undefined} */
-  let timer;
-  let running = false;
-  let again = false;
-  /** The runtime's readings for the chart (`GET /ops/history`), oldest first. */
-  /** @type {Sample[]} */
-  let history = [];
-  /** Alarm and component names of the last status read: shown as unknown while none can be read. */
-  /** @type {string[]} */
-  let alarmNames = [];
-  /** @type {string[]} */
-  let componentNames = [];
-  /** A trace was asked for (a hash, a click, the form): bring it into view once it and the page above it are drawn. */
-  let scrollToTrace = false;
-  let traceShown = false;
-  /** The page each paged list shows, by its key: kept across the refreshes that redraw it. */
+
+/**
+ * The page's paged lists: the page each shows, by its key, kept across the refreshes that redraw
+ * it; a page holds fewer rows on a narrow screen.
+ * @param {MediaQueryList} narrow
+ */
+function pagedLists(narrow) {
   /** @type {Map<string, number>} */
   const pages = new Map();
-  const narrow = window.matchMedia(narrowQuery);
   const pageSize = () => (narrow.matches ? pageSizeNarrow : pageSizeWide);
-  /** Cursors of the pending tasks' pages (`GET /tasks` keyset pages): [0] is the first page's. */
-  /** @type {(string | null)[]} */
-  let pendingCursors = [null];
-  let pendingPage = 0;
-
-  /**
-   * A pager: previous and next buttons around a label, each button enabled where there is a page.
-   * @param {string} key
-   * @param {string} label
-   * @param {boolean} hasPrevious
-   * @param {boolean} hasNext
-   * @param {(delta: number) => void} go
-   */
-  function pager(key, label, hasPrevious, hasNext, go) {
-    const previous = h('button', { type: 'button', testid: `${key}-prev` }, 'Previous');
-    previous.disabled = !hasPrevious;
-    previous.addEventListener('click', () => go(-1));
-    const next = h('button', { type: 'button', testid: `${key}-next` }, 'Next');
-    next.disabled = !hasNext;
-    next.addEventListener('click', () => go(1));
-    return h('div', { class: 'pager', testid: `${key}-pager` }, [
-      previous,
-      h('span', { class: 'muted', testid: `${key}-page` }, label),
-      next,
-    ]);
-  }
 
   /**
    * The rows of list `key` its page shows, and a pager when they do not fit one page.
@@ -562,549 +516,743 @@ function startDashboard(config) {
     };
   }
 
-  /** Scrolls the trace into view, the form and its first rows at the top of the window. */
-  function bringTraceIntoView() {
-    $('trace-section').scrollIntoView({ block: 'start' });
-  }
+  return {
+    pageSize,
+    paged,
+    /** @param {string} key a list shown anew, from its first page */
+    forget: (key) => {
+      pages.delete(key);
+    },
+  };
+}
 
-  /**
-   * @param {string} message
-   * @param {boolean} failed
-   */
-  function notice(message, failed) {
-    const el = $('notice');
-    el.textContent = message;
-    el.className = `banner${failed ? ' failed' : ''}`;
-    el.hidden = false;
-  }
+/** @typedef {ReturnType<typeof pagedLists>} PagedLists */
 
-  /**
-   * @param {string} label
-   * @param {string} testid
-   * @param {string} path
-   * @param {Record<string, unknown>} body
-   * @param {string} what
-   */
-  function redriveButton(label, testid, path, body, what) {
-    const button = h('button', { type: 'button', testid });
-    button.textContent = label;
-    button.addEventListener('click', async () => {
-      if (body.all && !window.confirm(`Redrive ${what}?`)) return;
-      button.disabled = true;
-      try {
-        const result = obj(await call('POST', path, body));
-        const more = result.complete === false ? ' More are left: press it again.' : '';
-        notice(`Redrove ${what}: ${num(result.redriven)} redriven.${more}`, false);
-      } catch (e) {
-        notice(`Redrive of ${what} failed: ${messageOf(e)}`, true);
-      }
-      refresh();
-    });
-    return button;
-  }
+/**
+ * What the parts share: the paged lists, and what any part may start (a refresh, after a redrive
+ * or a page change; a task's trace, from a link).
+ * @typedef {PagedLists & { refresh: () => void, showTrace: (id: string) => void }} Shared
+ */
 
-  /** @param {unknown} status */
-  function renderStatus(status) {
-    const s = obj(status);
-    const tasks = obj(s.tasks);
-    const outbox = obj(s.outbox);
-    const relay = obj(s.relay);
-    const effects = obj(s.effects);
-    const alarms = obj(s.alarms);
-    $('tasks').replaceChildren(
-      ...Object.keys(tasks).map((k) => stat(k.replace(/_/g, ' '), num(tasks[k]), `tasks-${k}`)),
-    );
-    $('outbox').replaceChildren(
-      stat('pending', num(outbox.pending), 'outbox-pending'),
-      stat('delivered', num(outbox.delivered), 'outbox-delivered'),
-      stat('dead', num(outbox.dead), 'outbox-dead', num(outbox.dead) > 0),
-      stat(
-        'oldest pending',
-        age(outbox.oldestPendingAgeSeconds),
-        'outbox-oldest-pending-age',
-        alarms.oldestPendingAge === 'ALARM',
-      ),
-      stat('relay last run', when(relay.lastRunAt), 'relay-last-run'),
-      stat('relay errors', num(relay.errors), 'relay-errors', num(relay.errors) > 0),
-    );
-    $('effects').replaceChildren(
-      ...Object.keys(effects).map((k) => stat(effectLabels[k] ?? k, num(effects[k]), `effects-${k}`)),
-      stat('bus dead letters', num(s.deadLetters), 'dead-letters-count', num(s.deadLetters) > 0),
-    );
+/**
+ * A pager: previous and next buttons around a label, each button enabled where there is a page.
+ * @param {string} key
+ * @param {string} label
+ * @param {boolean} hasPrevious
+ * @param {boolean} hasNext
+ * @param {(delta: number) => void} go
+ */
+function pager(key, label, hasPrevious, hasNext, go) {
+  const previous = h('button', { type: 'button', testid: `${key}-prev` }, 'Previous');
+  previous.disabled = !hasPrevious;
+  previous.addEventListener('click', () => go(-1));
+  const next = h('button', { type: 'button', testid: `${key}-next` }, 'Next');
+  next.disabled = !hasNext;
+  next.addEventListener('click', () => go(1));
+  return h('div', { class: 'pager', testid: `${key}-pager` }, [
+    previous,
+    h('span', { class: 'muted', testid: `${key}-page` }, label),
+    next,
+  ]);
+}
 
-    const inbox = obj(s.consumers);
-    const undelivered = obj(obj(s.audit).undelivered);
-    for (const c of Object.keys(inbox)) if (!consumers.includes(c)) consumers.push(c);
+// The status panels: the header's verdict, the component and alarm pills, the figures, the inboxes.
+
+/** The inbox counts a consumer's row shows, by their key in the status, with their column's label. */
+const inboxColumns = [
+  ['processed', 'processed'],
+  ['inProgress', 'in progress'],
+  ['failed', 'failed'],
+  ['dead', 'dead'],
+];
+
+/**
+ * The status panels, drawn from each status read; while none can be read, the pills of the
+ * components and alarms last read say "unknown".
+ * @param {Record<string, string | undefined>} effectLabels
+ * @param {string[]} consumers the consumers known: one the status names is added
+ */
+function statusPanel(effectLabels, consumers) {
+  /** Alarm and component names of the last status read: shown as unknown while none can be read. */
+  /** @type {string[]} */
+  let alarmNames = [];
+  /** @type {string[]} */
+  let componentNames = [];
+  return {
+    /** @param {unknown} status */
+    render(status) {
+      const s = obj(status);
+      renderFigures(s, effectLabels);
+      for (const c of Object.keys(obj(s.consumers))) if (!consumers.includes(c)) consumers.push(c);
+      renderInbox(s);
+      alarmNames = Object.keys(obj(s.alarms));
+      componentNames = Object.keys(obj(s.components));
+      renderPills(s);
+    },
+
     /**
-     * An age figure of the inbox (null: nothing in that state). One alarm watches it for every
-     * consumer: red is the consumer whose age sets it off while it fires.
-     * @param {string} c
-     * @param {string} key `oldestLeaseSeconds` or `oldestRetryAgeSeconds`
-     * @param {string} alarm
-     * @param {string} testid
+     * The status could not be read: the header and every pill say "unknown", never OK (nor ALARM,
+     * which is no more known). The figures below stay as last read, under the error banner.
+     * @param {string} why
      */
-    const ageCell = (c, key, alarm, testid) => {
-      const seconds = obj(inbox[c])[key];
-      const largest = Math.max(0, ...Object.keys(inbox).map((k) => num(obj(inbox[k])[key])));
-      const bad = alarms[alarm] === 'ALARM' && typeof seconds === 'number' && seconds >= largest;
-      return h(
-        'td',
-        { class: `num value${bad ? ' bad' : ''}`, testid: `inbox-${c}-${testid}` },
-        seconds === null || seconds === undefined ? '-' : age(seconds),
+    renderUnknown(why) {
+      const verdict = unknownSummary(why);
+      const summary = $('alarm-summary');
+      summary.textContent = verdict.text;
+      summary.className = 'unknown';
+      $('alarms').replaceChildren(
+        ...componentNames.map((n) =>
+          h(
+            'span',
+            { class: 'badge unknown', testid: `component-${n}`, 'data-state': 'unknown' },
+            `${n}: unknown`,
+          ),
+        ),
+        ...alarmNames.map((n) =>
+          h(
+            'span',
+            { class: 'badge unknown', testid: `alarm-${n}`, 'data-state': 'UNKNOWN' },
+            `${n}: unknown`,
+          ),
+        ),
       );
-    };
-    $('inbox').replaceChildren(
-      table(
-        [
-          { label: 'consumer' },
-          ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true })),
-          { label: 'oldest lease', num: true },
-          { label: 'retry age', num: true },
-          { label: 'undelivered', num: true },
-        ],
-        Object.keys(inbox).map((c) => {
-          const counts = obj(inbox[c]);
-          const missing = num(undelivered[c]);
-          return h('tr', {}, [
-            h('td', {}, c),
-            ...inboxColumns.map(([key]) => {
-              const v = num(counts[key ?? '']);
-              return h(
-                'td',
-                { class: `num value${key === 'dead' && v > 0 ? ' bad' : ''}`, testid: `inbox-${c}-${key}` },
-                v,
-              );
-            }),
-            ageCell(c, 'oldestLeaseSeconds', 'inbox-oldest-lease', 'oldestLease'),
-            ageCell(c, 'oldestRetryAgeSeconds', 'inbox-retry-age', 'retryAge'),
-            h(
+    },
+  };
+}
+
+/**
+ * The tasks, outbox and relay, and effects cards.
+ * @param {Record<string, unknown>} s a status answer
+ * @param {Record<string, string | undefined>} effectLabels
+ */
+function renderFigures(s, effectLabels) {
+  const tasks = obj(s.tasks);
+  const outbox = obj(s.outbox);
+  const relay = obj(s.relay);
+  const effects = obj(s.effects);
+  const alarms = obj(s.alarms);
+  $('tasks').replaceChildren(
+    ...Object.keys(tasks).map((k) => stat(k.replace(/_/g, ' '), num(tasks[k]), `tasks-${k}`)),
+  );
+  $('outbox').replaceChildren(
+    stat('pending', num(outbox.pending), 'outbox-pending'),
+    stat('delivered', num(outbox.delivered), 'outbox-delivered'),
+    stat('dead', num(outbox.dead), 'outbox-dead', num(outbox.dead) > 0),
+    stat(
+      'oldest pending',
+      age(outbox.oldestPendingAgeSeconds),
+      'outbox-oldest-pending-age',
+      alarms.oldestPendingAge === 'ALARM',
+    ),
+    stat('relay last run', when(relay.lastRunAt), 'relay-last-run'),
+    stat('relay errors', num(relay.errors), 'relay-errors', num(relay.errors) > 0),
+  );
+  $('effects').replaceChildren(
+    ...Object.keys(effects).map((k) => stat(effectLabels[k] ?? k, num(effects[k]), `effects-${k}`)),
+    stat('bus dead letters', num(s.deadLetters), 'dead-letters-count', num(s.deadLetters) > 0),
+  );
+}
+
+/**
+ * The consumer inboxes' table: each consumer's counts, ages and undelivered events.
+ * @param {Record<string, unknown>} s a status answer
+ */
+function renderInbox(s) {
+  const alarms = obj(s.alarms);
+  const inbox = obj(s.consumers);
+  const undelivered = obj(obj(s.audit).undelivered);
+  /**
+   * An age figure of the inbox (null: nothing in that state). One alarm watches it for every
+   * consumer: red is the consumer whose age sets it off while it fires.
+   * @param {string} c
+   * @param {string} key `oldestLeaseSeconds` or `oldestRetryAgeSeconds`
+   * @param {string} alarm
+   * @param {string} testid
+   */
+  const ageCell = (c, key, alarm, testid) => {
+    const seconds = obj(inbox[c])[key];
+    const largest = Math.max(0, ...Object.keys(inbox).map((k) => num(obj(inbox[k])[key])));
+    const bad = alarms[alarm] === 'ALARM' && typeof seconds === 'number' && seconds >= largest;
+    return h(
+      'td',
+      { class: `num value${bad ? ' bad' : ''}`, testid: `inbox-${c}-${testid}` },
+      seconds === null || seconds === undefined ? '-' : age(seconds),
+    );
+  };
+  $('inbox').replaceChildren(
+    table(
+      [
+        { label: 'consumer' },
+        ...inboxColumns.map((c) => ({ label: c[1] ?? '', num: true })),
+        { label: 'oldest lease', num: true },
+        { label: 'retry age', num: true },
+        { label: 'undelivered', num: true },
+      ],
+      Object.keys(inbox).map((c) => {
+        const counts = obj(inbox[c]);
+        const missing = num(undelivered[c]);
+        return h('tr', {}, [
+          h('td', {}, c),
+          ...inboxColumns.map(([key]) => {
+            const v = num(counts[key ?? '']);
+            return h(
               'td',
-              { class: `num value${missing > 0 ? ' bad' : ''}`, testid: `inbox-${c}-undelivered` },
-              missing,
-            ),
-          ]);
-        }),
-        'no consumers',
-        'inbox-table',
-      ),
-    );
-
-    const names = Object.keys(alarms);
-    const components = obj(s.components);
-    alarmNames = names;
-    componentNames = Object.keys(components);
-    $('alarms').replaceChildren(
-      ...Object.keys(components).map((n) => {
-        const c = obj(components[n]);
-        const up = c.up !== false;
-        return h(
-          'span',
-          {
-            class: `badge ${up ? 'ok' : 'alarm'}`,
-            testid: `component-${n}`,
-            'data-state': up ? 'up' : 'down',
-            title: up ? '' : `${text(c.cause)}${c.since ? ` (since ${text(c.since)})` : ''}`,
-          },
-          up ? `${n}: up` : `${n}: down: ${text(c.cause)}`,
-        );
+              { class: `num value${key === 'dead' && v > 0 ? ' bad' : ''}`, testid: `inbox-${c}-${key}` },
+              v,
+            );
+          }),
+          ageCell(c, 'oldestLeaseSeconds', 'inbox-oldest-lease', 'oldestLease'),
+          ageCell(c, 'oldestRetryAgeSeconds', 'inbox-retry-age', 'retryAge'),
+          h(
+            'td',
+            { class: `num value${missing > 0 ? ' bad' : ''}`, testid: `inbox-${c}-undelivered` },
+            missing,
+          ),
+        ]);
       }),
-      ...names.map((n) =>
-        h(
-          'span',
-          {
-            class: `badge ${alarms[n] === 'OK' ? 'ok' : 'alarm'}`,
-            testid: `alarm-${n}`,
-            'data-state': text(alarms[n]),
-          },
-          `${n}: ${text(alarms[n])}`,
-        ),
+      'no consumers',
+      'inbox-table',
+    ),
+  );
+}
+
+/**
+ * The components' and alarms' pills, and the header's verdict.
+ * @param {Record<string, unknown>} s a status answer
+ */
+function renderPills(s) {
+  const alarms = obj(s.alarms);
+  const components = obj(s.components);
+  $('alarms').replaceChildren(
+    ...Object.keys(components).map((n) => {
+      const c = obj(components[n]);
+      const up = c.up !== false;
+      return h(
+        'span',
+        {
+          class: `badge ${up ? 'ok' : 'alarm'}`,
+          testid: `component-${n}`,
+          'data-state': up ? 'up' : 'down',
+          title: up ? '' : `${text(c.cause)}${c.since ? ` (since ${text(c.since)})` : ''}`,
+        },
+        up ? `${n}: up` : `${n}: down: ${text(c.cause)}`,
+      );
+    }),
+    ...Object.keys(alarms).map((n) =>
+      h(
+        'span',
+        {
+          class: `badge ${alarms[n] === 'OK' ? 'ok' : 'alarm'}`,
+          testid: `alarm-${n}`,
+          'data-state': text(alarms[n]),
+        },
+        `${n}: ${text(alarms[n])}`,
       ),
-    );
-    const summary = $('alarm-summary');
-    const verdict = healthSummary(s);
-    summary.textContent = verdict.text;
-    summary.className = verdict.ok ? 'ok' : 'alarm';
-  }
+    ),
+  );
+  const summary = $('alarm-summary');
+  const verdict = healthSummary(s);
+  summary.textContent = verdict.text;
+  summary.className = verdict.ok ? 'ok' : 'alarm';
+}
 
-  /**
-   * The status could not be read: the header and every pill say "unknown", never OK (nor ALARM,
-   * which is no more known). The figures below stay as last read, under the error banner.
-   * @param {string} why
-   */
-  function renderUnknown(why) {
-    const verdict = unknownSummary(why);
-    const summary = $('alarm-summary');
-    summary.textContent = verdict.text;
-    summary.className = 'unknown';
-    $('alarms').replaceChildren(
-      ...componentNames.map((n) =>
-        h(
-          'span',
-          { class: 'badge unknown', testid: `component-${n}`, 'data-state': 'unknown' },
-          `${n}: unknown`,
-        ),
-      ),
-      ...alarmNames.map((n) =>
-        h('span', { class: 'badge unknown', testid: `alarm-${n}`, 'data-state': 'UNKNOWN' }, `${n}: unknown`),
-      ),
-    );
-  }
+// The chart of the last hour.
 
-  /**
-   * Draws one line of the chart: its path across its SVG's viewBox, the values as data (what
-   * the browser test reads) and the top of its scale.
-   * @param {string} id
-   * @param {(number | null)[]} values
-   * @param {(value: number) => number} ceiling the top of the scale that holds a value
-   * @param {(max: number) => string} scaleLabel
-   */
-  function drawLine(id, values, ceiling, scaleLabel) {
-    const path = document.querySelector(`path#chart-${id}`);
-    const box = path?.closest('svg')?.viewBox.baseVal;
-    if (!path || !box) throw new Error(`the page has no chart line #chart-${id}`);
-    const max = ceiling(Math.max(0, ...values.map((v) => v ?? 0)));
-    path.setAttribute('d', linePath(values, max, box.width, box.height));
-    path.setAttribute('data-values', values.map((v) => (v === null ? '' : String(v))).join(','));
-    $(`chart-${id}-max`).textContent = scaleLabel(max);
-  }
+/**
+ * The chart: its titles, set once, and its lines, drawn from the runtime's readings and the
+ * status of each refresh.
+ */
+function historyChart() {
+  const minutes = chartWindowMs / 60_000;
+  $('chart-title').textContent = `Last ${minutes} minutes`;
+  for (const el of document.querySelectorAll('.chart-from')) el.textContent = `${minutes} min ago`;
+  /** The runtime's readings for the chart (`GET /ops/history`), oldest first. */
+  /** @type {Sample[]} */
+  let history = [];
+  return {
+    /** @param {unknown} answer `GET /ops/history` */
+    setHistory(answer) {
+      history = historySamples(answer);
+    },
 
-  /**
-   * Draws the chart of the last hour from the runtime's readings and, newest, this refresh's
-   * status (when it was read with its counters): a reload draws the same chart.
-   * @param {unknown} status null when it could not be read
-   */
-  function renderChart(status) {
-    const now = Date.now();
-    // A reading without its counters (the database down) is no reading: a 0 would draw a drop.
-    const current = obj(status).tasks && obj(status).outbox ? sampleOf(status, now) : null;
-    const samples = current ? [...history.filter((x) => x.at < now), current] : history;
-    const series = chartSeries(samples, now, chartWindowMs, chartBuckets);
-    const per = `per ${chartWindowMs / chartBuckets / 1000} s`;
-    drawLine('approvals', series.approvals, niceCeiling, (max) => `max ${max} ${per}`);
-    drawLine('deliveries', series.deliveries, niceCeiling, (max) => `max ${max} ${per}`);
-    drawLine('oldest-age', series.oldestAge, niceAgeCeiling, (max) => `max ${age(max)}`);
-    $('chart-approvals-total').textContent = String(total(series.approvals));
-    $('chart-deliveries-total').textContent = String(total(series.deliveries));
-    const latest = samples[samples.length - 1];
-    $('chart-oldest-age-now').textContent = latest ? age(latest.oldestPendingAgeSeconds) : '-';
-  }
+    /**
+     * Draws the chart of the last hour from the runtime's readings and, newest, this refresh's
+     * status (when it was read with its counters): a reload draws the same chart.
+     * @param {unknown} status null when it could not be read
+     */
+    render(status) {
+      const now = Date.now();
+      // A reading without its counters (the database down) is no reading: a 0 would draw a drop.
+      const current = obj(status).tasks && obj(status).outbox ? sampleOf(status, now) : null;
+      const samples = current ? [...history.filter((x) => x.at < now), current] : history;
+      const series = chartSeries(samples, now, chartWindowMs, chartBuckets);
+      const per = `per ${chartWindowMs / chartBuckets / 1000} s`;
+      drawLine('approvals', series.approvals, niceCeiling, (max) => `max ${max} ${per}`);
+      drawLine('deliveries', series.deliveries, niceCeiling, (max) => `max ${max} ${per}`);
+      drawLine('oldest-age', series.oldestAge, niceAgeCeiling, (max) => `max ${age(max)}`);
+      $('chart-approvals-total').textContent = String(total(series.approvals));
+      $('chart-deliveries-total').textContent = String(total(series.deliveries));
+      const latest = samples[samples.length - 1];
+      $('chart-oldest-age-now').textContent = latest ? age(latest.oldestPendingAgeSeconds) : '-';
+    },
+  };
+}
 
-  /** @param {unknown} answer `GET /tasks?status=pending` */
-  function renderPending(answer) {
-    const a = obj(answer);
-    const tasks = Array.isArray(a.tasks) ? a.tasks : [];
-    if (tasks.length === 0 && pendingPage > 0) {
-      // The page emptied (its tasks were decided): start again from the newest.
-      pendingPage = 0;
-      pendingCursors = [null];
-      again = true;
-      return;
-    }
-    const next = typeof a.nextCursor === 'string' ? a.nextCursor : null;
-    pendingCursors[pendingPage + 1] = next;
-    const rows = tasks.map((raw) => {
-      const t = obj(raw);
-      const id = text(t.taskId);
-      const link = h('button', {
-        type: 'button',
-        class: 'link title',
-        testid: `pending-task-${id}`,
-        title: 'show the trace of this task',
+/**
+ * Draws one line of the chart: its path across its SVG's viewBox, the values as data (what
+ * the browser test reads) and the top of its scale.
+ * @param {string} id
+ * @param {(number | null)[]} values
+ * @param {(value: number) => number} ceiling the top of the scale that holds a value
+ * @param {(max: number) => string} scaleLabel
+ */
+function drawLine(id, values, ceiling, scaleLabel) {
+  const path = document.querySelector(`path#chart-${id}`);
+  const box = path?.closest('svg')?.viewBox.baseVal;
+  if (!path || !box) throw new Error(`the page has no chart line #chart-${id}`);
+  const max = ceiling(Math.max(0, ...values.map((v) => v ?? 0)));
+  path.setAttribute('d', linePath(values, max, box.width, box.height));
+  path.setAttribute('data-values', values.map((v) => (v === null ? '' : String(v))).join(','));
+  $(`chart-${id}-max`).textContent = scaleLabel(max);
+}
+
+// The tasks pending review, and the latest events.
+
+/**
+ * The tasks pending review, a page of `GET /tasks` at a time (keyset pages, newest first).
+ * @param {Shared} shared
+ */
+function pendingList(shared) {
+  /** Cursors of the pending tasks' pages (`GET /tasks` keyset pages): [0] is the first page's. */
+  /** @type {(string | null)[]} */
+  let pendingCursors = [null];
+  let pendingPage = 0;
+  return {
+    /** The path that reads the page shown. */
+    path() {
+      const cursor = pendingCursors[pendingPage];
+      const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+      return `/tasks?status=pending&limit=${shared.pageSize()}${after}`;
+    },
+
+    /** @param {unknown} answer `GET /tasks?status=pending` */
+    render(answer) {
+      const a = obj(answer);
+      const tasks = Array.isArray(a.tasks) ? a.tasks : [];
+      if (tasks.length === 0 && pendingPage > 0) {
+        // The page emptied (its tasks were decided): start again from the newest. This is drawn
+        // within a refresh, so the refresh asked for here follows it at once.
+        pendingPage = 0;
+        pendingCursors = [null];
+        shared.refresh();
+        return;
+      }
+      const next = typeof a.nextCursor === 'string' ? a.nextCursor : null;
+      pendingCursors[pendingPage + 1] = next;
+      const rows = tasks.map((raw) => {
+        const t = obj(raw);
+        const id = text(t.taskId);
+        const link = h('button', {
+          type: 'button',
+          class: 'link title',
+          testid: `pending-task-${id}`,
+          title: 'show the trace of this task',
+        });
+        link.textContent = text(t.title);
+        link.addEventListener('click', () => shared.showTrace(id));
+        return h('tr', { testid: 'pending-row' }, [
+          h('td', {}, link),
+          h('td', {}, text(t.assignee)),
+          h('td', { title: text(t.createdAt) }, when(t.createdAt)),
+          h('td', { class: 'mono' }, id),
+        ]);
       });
-      link.textContent = text(t.title);
-      link.addEventListener('click', () => showTrace(id));
-      return h('tr', { testid: 'pending-row' }, [
-        h('td', {}, link),
-        h('td', {}, text(t.assignee)),
-        h('td', { title: text(t.createdAt) }, when(t.createdAt)),
-        h('td', { class: 'mono' }, id),
-      ]);
-    });
-    const size = pageSize();
-    const from = pendingPage * size + 1;
-    const pages =
-      pendingPage > 0 || next
-        ? pager(
-            'pending',
-            `${from}-${from + rows.length - 1}${next ? ', more' : ''}`,
-            pendingPage > 0,
-            next !== null,
-            (d) => {
-              pendingPage = Math.max(0, pendingPage + d);
-              refresh();
-            },
-          )
-        : null;
-    $('pending').replaceChildren(
-      table(['title', 'assignee', 'created', 'task'], rows, 'no task is waiting for review', 'pending-table'),
-      ...(pages ? [pages] : []),
-    );
-  }
+      const size = shared.pageSize();
+      const from = pendingPage * size + 1;
+      const pages =
+        pendingPage > 0 || next
+          ? pager(
+              'pending',
+              `${from}-${from + rows.length - 1}${next ? ', more' : ''}`,
+              pendingPage > 0,
+              next !== null,
+              (d) => {
+                pendingPage = Math.max(0, pendingPage + d);
+                shared.refresh();
+              },
+            )
+          : null;
+      $('pending').replaceChildren(
+        table(
+          ['title', 'assignee', 'created', 'task'],
+          rows,
+          'no task is waiting for review',
+          'pending-table',
+        ),
+        ...(pages ? [pages] : []),
+      );
+    },
+  };
+}
 
-  /** @param {unknown} list */
-  function renderEvents(list) {
-    const rows = (Array.isArray(list) ? list : []).map((raw) => {
-      const e = obj(raw);
-      const named = typeof e.title === 'string' && e.title !== '';
-      const link = h('button', {
-        type: 'button',
-        class: named ? 'link title' : 'link',
-        testid: `event-task-${text(e.eventId)}`,
-        title: 'show the trace of this task',
-      });
-      link.textContent = named ? String(e.title) : text(e.taskId);
-      link.addEventListener('click', () => showTrace(String(e.taskId)));
-      return h('tr', { testid: 'event-row', 'data-event-id': text(e.eventId) }, [
-        h('td', { title: text(e.createdAt) }, when(e.createdAt)),
-        h('td', {}, text(e.eventType)),
-        h('td', {}, [
-          link,
-          named
-            ? h('div', { class: 'mono muted', testid: `event-task-id-${text(e.eventId)}` }, text(e.taskId))
-            : null,
-        ]),
-        h('td', { class: 'num' }, text(e.version)),
-        h('td', { class: e.status === 'dead' ? 'bad' : null }, text(e.status)),
-        h('td', { class: 'num' }, num(e.attempts)),
-        h('td', {}, when(e.deliveredAt)),
-        h('td', { class: 'err' }, e.lastError ? String(e.lastError) : ''),
-      ]);
+/**
+ * The latest events, each linking to its task's trace.
+ * @param {unknown} list `GET /ops/events`
+ * @param {Shared} shared
+ */
+function renderEvents(list, shared) {
+  const rows = (Array.isArray(list) ? list : []).map((raw) => {
+    const e = obj(raw);
+    const named = typeof e.title === 'string' && e.title !== '';
+    const link = h('button', {
+      type: 'button',
+      class: named ? 'link title' : 'link',
+      testid: `event-task-${text(e.eventId)}`,
+      title: 'show the trace of this task',
     });
-    const { shown, pager: pages } = paged('events', rows, () => renderEvents(list));
-    $('events').replaceChildren(
-      table(
-        [
-          'created',
-          'type',
-          'task',
-          { label: 'version', num: true },
-          'outbox',
-          { label: 'attempts', num: true },
-          'delivered',
-          'last error',
-        ],
-        shown,
-        'no events yet',
-        'events-table',
-      ),
-      ...(pages ? [pages] : []),
-    );
-  }
-
-  /**
-   * @param {HTMLElement} container
-   * @param {string} listTestid
-   * @param {(string | Column)[]} headers
-   * @param {HTMLTableRowElement[]} rows
-   * @param {string} emptyText
-   * @param {HTMLButtonElement} allButton
-   * @param {() => void} redraw
-   */
-  function deadSection(container, listTestid, headers, rows, emptyText, allButton, redraw) {
-    const { shown, pager: pages } = paged(listTestid, rows, redraw);
-    // replaceChildren would render a null argument as the text "null": pass only real nodes.
-    /** @type {HTMLElement[]} */
-    const parts = [
-      h('div', { class: 'section-head' }, [
-        h('h3', {}, `${container.getAttribute('data-title')} (${rows.length})`),
-        rows.length > 0 ? allButton : null,
+    link.textContent = named ? String(e.title) : text(e.taskId);
+    link.addEventListener('click', () => shared.showTrace(String(e.taskId)));
+    return h('tr', { testid: 'event-row', 'data-event-id': text(e.eventId) }, [
+      h('td', { title: text(e.createdAt) }, when(e.createdAt)),
+      h('td', {}, text(e.eventType)),
+      h('td', {}, [
+        link,
+        named
+          ? h('div', { class: 'mono muted', testid: `event-task-id-${text(e.eventId)}` }, text(e.taskId))
+          : null,
       ]),
-      table(headers, shown, emptyText, listTestid),
-    ];
-    if (pages) parts.push(pages);
-    container.replaceChildren(...parts);
-  }
-
-  /** @param {unknown} list */
-  function renderOutboxDead(list) {
-    const path = '/ops/outbox/dead/redrive';
-    deadSection(
-      $('outbox-dead'),
-      'outbox-dead-list',
-      ['event', 'type', 'task', { label: 'attempts', num: true }, 'created', 'last error', ''],
-      (Array.isArray(list) ? list : []).map((raw) => {
-        const d = obj(raw);
-        const id = text(d.eventId);
-        return h('tr', { testid: 'outbox-dead-row' }, [
-          h('td', { class: 'mono' }, id),
-          h('td', {}, text(d.eventType)),
-          h('td', { class: 'mono' }, text(d.aggregateId)),
-          h('td', { class: 'num' }, num(d.attempts)),
-          h('td', {}, when(d.createdAt)),
-          h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
-          h(
-            'td',
-            {},
-            redriveButton('Redrive', `redrive-outbox-${id}`, path, { eventId: id }, `outbox event ${id}`),
-          ),
-        ]);
-      }),
-      'no dead outbox events',
-      redriveButton('Redrive all', 'redrive-all-outbox', path, { all: true }, 'every dead outbox event'),
-      () => renderOutboxDead(list),
-    );
-  }
-
-  /** @param {Record<string, unknown>} d */
-  function inboxId(d) {
-    return text(d.eventId !== undefined ? d.eventId : d.id);
-  }
-
-  /**
-   * @param {string} consumer
-   * @returns {HTMLElement} the consumer's dead-list container, made on first use
-   */
-  function inboxDeadContainer(consumer) {
-    const found = document.getElementById(`inbox-dead-${consumer}`);
-    if (found) return found;
-    const made = h('div', { id: `inbox-dead-${consumer}`, 'data-title': `${consumer} inbox` });
-    $('inbox-dead').appendChild(made);
-    return made;
-  }
-
-  /**
-   * @param {string} consumer
-   * @param {unknown} list
-   */
-  function renderInboxDead(consumer, list) {
-    const path = `/ops/inbox/${encodeURIComponent(consumer)}/dead/redrive`;
-    deadSection(
-      inboxDeadContainer(consumer),
-      `inbox-dead-${consumer}-list`,
-      ['event', 'type', 'task', { label: 'attempts', num: true }, 'updated', 'last error', ''],
-      (Array.isArray(list) ? list : []).map((raw) => {
-        const d = obj(raw);
-        const id = inboxId(d);
-        return h('tr', { testid: `inbox-dead-${consumer}-row` }, [
-          h('td', { class: 'mono' }, id),
-          h('td', {}, text(d.eventType)),
-          h('td', { class: 'mono' }, text(d.taskId)),
-          h('td', { class: 'num' }, text(d.attempts)),
-          h('td', {}, when(d.updatedAt)),
-          h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
-          h(
-            'td',
-            {},
-            redriveButton(
-              'Redrive',
-              `redrive-inbox-${consumer}-${id}`,
-              path,
-              { eventId: id },
-              `${consumer} inbox record ${id}`,
-            ),
-          ),
-        ]);
-      }),
-      `no dead ${consumer} inbox records`,
-      redriveButton(
-        'Redrive all',
-        `redrive-all-inbox-${consumer}`,
-        path,
-        { all: true },
-        `every dead ${consumer} inbox record`,
-      ),
-      () => renderInboxDead(consumer, list),
-    );
-  }
-
-  /** @param {unknown} list */
-  function renderDeadLetters(list) {
-    const path = '/ops/dead-letters/redrive';
-    deadSection(
-      $('dead-letters'),
-      'dead-letters-list',
-      ['id', 'consumer', 'rule', { label: 'attempts', num: true }, 'dead at', 'error', ''],
-      (Array.isArray(list) ? list : []).map((raw) => {
-        const d = obj(raw);
-        const id = text(d.id);
-        return h('tr', { testid: 'dead-letter-row' }, [
-          h('td', { class: 'mono' }, id),
-          h('td', {}, text(d.consumer)),
-          h('td', {}, text(d.rule)),
-          h('td', { class: 'num' }, num(d.attempts)),
-          h('td', {}, when(d.deadAt)),
-          h('td', { class: 'err' }, d.error ? String(d.error) : ''),
-          h(
-            'td',
-            {},
-            redriveButton(
-              'Redrive',
-              `redrive-dead-letter-${text(d.consumer)}-${id}`,
-              path,
-              { eventId: id, consumer: d.consumer },
-              `dead letter ${id}`,
-            ),
-          ),
-        ]);
-      }),
-      'no dead letters',
-      redriveButton('Redrive all', 'redrive-all-dead-letters', path, { all: true }, 'every dead letter'),
-      () => renderDeadLetters(list),
-    );
-  }
-
-  /** @param {unknown} listing `GET /ops/audit` */
-  function renderAudit(listing) {
-    const a = obj(listing);
-    const path = '/ops/audit/redrive';
-    const container = $('audit-findings');
-    container.setAttribute(
-      'data-title',
-      `Undelivered (delivery audit, last run ${when(a.lastRunAt)}, behind ${age(a.behindSeconds)})`,
-    );
-    deadSection(
-      container,
-      'audit-list',
-      ['event', 'consumer', 'delivered at', 'found at', 're-sent', ''],
-      (Array.isArray(a.findings) ? a.findings : []).map((raw) => {
-        const f = obj(raw);
-        const id = text(f.eventId);
-        const consumer = text(f.consumer);
-        return h('tr', { testid: 'audit-row' }, [
-          h('td', { class: 'mono' }, id),
-          h('td', {}, consumer),
-          h('td', {}, when(f.deliveredAt)),
-          h('td', {}, when(f.foundAt)),
-          h('td', {}, f.redrivenAt ? `${when(f.redrivenAt)} (${num(f.redrives)}x)` : ''),
-          h(
-            'td',
-            {},
-            redriveButton(
-              'Re-send',
-              `redrive-audit-${consumer}-${id}`,
-              path,
-              { eventId: id, consumer },
-              `event ${id} to ${consumer}`,
-            ),
-          ),
-        ]);
-      }),
-      'every audited event reached every consumer its rules route it to',
-      redriveButton('Re-send all', 'redrive-all-audit', path, { all: true }, 'every undelivered event'),
-      () => renderAudit(listing),
-    );
-  }
-
-  /**
-   * @param {string} eventType
-   * @param {string} consumer
-   * @param {unknown} raw
-   */
-  function traceCell(eventType, consumer, raw) {
-    const routed = config.routes[eventType];
-    if (raw === null || raw === undefined || typeof raw !== 'object') {
-      const label = routed && !routed.includes(consumer) ? 'not routed' : 'not received';
-      return h('td', { class: 'muted' }, label);
-    }
-    const r = obj(raw);
-    const status = typeof r.status === 'string' ? r.status : 'UNKNOWN';
-    const attempts = typeof r.attempts === 'number' ? ` (${r.attempts})` : '';
-    const updated = r.updatedAt === undefined ? '' : when(r.updatedAt);
-    return h('td', { title: updated ? `updated ${updated}` : null }, [
-      h('span', { class: `state-${status.replace(/[^A-Za-z_]/g, '')}` }, status + attempts),
-      r.lastError ? h('div', { class: 'err' }, String(r.lastError)) : null,
+      h('td', { class: 'num' }, text(e.version)),
+      h('td', { class: e.status === 'dead' ? 'bad' : null }, text(e.status)),
+      h('td', { class: 'num' }, num(e.attempts)),
+      h('td', {}, when(e.deliveredAt)),
+      h('td', { class: 'err' }, e.lastError ? String(e.lastError) : ''),
     ]);
-  }
+  });
+  const { shown, pager: pages } = shared.paged('events', rows, () => renderEvents(list, shared));
+  $('events').replaceChildren(
+    table(
+      [
+        'created',
+        'type',
+        'task',
+        { label: 'version', num: true },
+        'outbox',
+        { label: 'attempts', num: true },
+        'delivered',
+        'last error',
+      ],
+      shown,
+      'no events yet',
+      'events-table',
+    ),
+    ...(pages ? [pages] : []),
+  );
+}
+
+// The dead lists and their redrive buttons: the outbox's, each consumer inbox's, the bus's dead
+// letters, and the delivery audit's undelivered events.
+
+/**
+ * @param {string} message
+ * @param {boolean} failed
+ */
+function notice(message, failed) {
+  const el = $('notice');
+  el.textContent = message;
+  el.className = `banner${failed ? ' failed' : ''}`;
+  el.hidden = false;
+}
+
+/**
+ * @param {string} label
+ * @param {string} testid
+ * @param {string} path
+ * @param {Record<string, unknown>} body
+ * @param {string} what
+ * @param {() => void} refresh
+ */
+function redriveButton(label, testid, path, body, what, refresh) {
+  const button = h('button', { type: 'button', testid });
+  button.textContent = label;
+  button.addEventListener('click', async () => {
+    if (body.all && !window.confirm(`Redrive ${what}?`)) return;
+    button.disabled = true;
+    try {
+      const result = obj(await call('POST', path, body));
+      const more = result.complete === false ? ' More are left: press it again.' : '';
+      notice(`Redrove ${what}: ${num(result.redriven)} redriven.${more}`, false);
+    } catch (e) {
+      notice(`Redrive of ${what} failed: ${messageOf(e)}`, true);
+    }
+    refresh();
+  });
+  return button;
+}
+
+/**
+ * @param {HTMLElement} container
+ * @param {string} listTestid
+ * @param {(string | Column)[]} headers
+ * @param {HTMLTableRowElement[]} rows
+ * @param {string} emptyText
+ * @param {HTMLButtonElement} allButton
+ * @param {PagedLists} paging
+ * @param {() => void} redraw
+ */
+function deadSection(container, listTestid, headers, rows, emptyText, allButton, paging, redraw) {
+  const { shown, pager: pages } = paging.paged(listTestid, rows, redraw);
+  // replaceChildren would render a null argument as the text "null": pass only real nodes.
+  /** @type {HTMLElement[]} */
+  const parts = [
+    h('div', { class: 'section-head' }, [
+      h('h3', {}, `${container.getAttribute('data-title')} (${rows.length})`),
+      rows.length > 0 ? allButton : null,
+    ]),
+    table(headers, shown, emptyText, listTestid),
+  ];
+  if (pages) parts.push(pages);
+  container.replaceChildren(...parts);
+}
+
+/**
+ * @param {unknown} list `GET /ops/outbox/dead`
+ * @param {Shared} shared
+ */
+function renderOutboxDead(list, shared) {
+  const path = '/ops/outbox/dead/redrive';
+  deadSection(
+    $('outbox-dead'),
+    'outbox-dead-list',
+    ['event', 'type', 'task', { label: 'attempts', num: true }, 'created', 'last error', ''],
+    (Array.isArray(list) ? list : []).map((raw) => {
+      const d = obj(raw);
+      const id = text(d.eventId);
+      return h('tr', { testid: 'outbox-dead-row' }, [
+        h('td', { class: 'mono' }, id),
+        h('td', {}, text(d.eventType)),
+        h('td', { class: 'mono' }, text(d.aggregateId)),
+        h('td', { class: 'num' }, num(d.attempts)),
+        h('td', {}, when(d.createdAt)),
+        h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
+        h(
+          'td',
+          {},
+          redriveButton(
+            'Redrive',
+            `redrive-outbox-${id}`,
+            path,
+            { eventId: id },
+            `outbox event ${id}`,
+            shared.refresh,
+          ),
+        ),
+      ]);
+    }),
+    'no dead outbox events',
+    redriveButton(
+      'Redrive all',
+      'redrive-all-outbox',
+      path,
+      { all: true },
+      'every dead outbox event',
+      shared.refresh,
+    ),
+    shared,
+    () => renderOutboxDead(list, shared),
+  );
+}
+
+/** @param {Record<string, unknown>} d */
+function inboxId(d) {
+  return text(d.eventId !== undefined ? d.eventId : d.id);
+}
+
+/**
+ * @param {string} consumer
+ * @returns {HTMLElement} the consumer's dead-list container, made on first use
+ */
+function inboxDeadContainer(consumer) {
+  const found = document.getElementById(`inbox-dead-${consumer}`);
+  if (found) return found;
+  const made = h('div', { id: `inbox-dead-${consumer}`, 'data-title': `${consumer} inbox` });
+  $('inbox-dead').appendChild(made);
+  return made;
+}
+
+/**
+ * @param {string} consumer
+ * @param {unknown} list `GET /ops/inbox/{consumer}/dead`
+ * @param {Shared} shared
+ */
+function renderInboxDead(consumer, list, shared) {
+  const path = `/ops/inbox/${encodeURIComponent(consumer)}/dead/redrive`;
+  deadSection(
+    inboxDeadContainer(consumer),
+    `inbox-dead-${consumer}-list`,
+    ['event', 'type', 'task', { label: 'attempts', num: true }, 'updated', 'last error', ''],
+    (Array.isArray(list) ? list : []).map((raw) => {
+      const d = obj(raw);
+      const id = inboxId(d);
+      return h('tr', { testid: `inbox-dead-${consumer}-row` }, [
+        h('td', { class: 'mono' }, id),
+        h('td', {}, text(d.eventType)),
+        h('td', { class: 'mono' }, text(d.taskId)),
+        h('td', { class: 'num' }, text(d.attempts)),
+        h('td', {}, when(d.updatedAt)),
+        h('td', { class: 'err' }, d.lastError ? String(d.lastError) : ''),
+        h(
+          'td',
+          {},
+          redriveButton(
+            'Redrive',
+            `redrive-inbox-${consumer}-${id}`,
+            path,
+            { eventId: id },
+            `${consumer} inbox record ${id}`,
+            shared.refresh,
+          ),
+        ),
+      ]);
+    }),
+    `no dead ${consumer} inbox records`,
+    redriveButton(
+      'Redrive all',
+      `redrive-all-inbox-${consumer}`,
+      path,
+      { all: true },
+      `every dead ${consumer} inbox record`,
+      shared.refresh,
+    ),
+    shared,
+    () => renderInboxDead(consumer, list, shared),
+  );
+}
+
+/**
+ * @param {unknown} list `GET /ops/dead-letters`
+ * @param {Shared} shared
+ */
+function renderDeadLetters(list, shared) {
+  const path = '/ops/dead-letters/redrive';
+  deadSection(
+    $('dead-letters'),
+    'dead-letters-list',
+    ['id', 'consumer', 'rule', { label: 'attempts', num: true }, 'dead at', 'error', ''],
+    (Array.isArray(list) ? list : []).map((raw) => {
+      const d = obj(raw);
+      const id = text(d.id);
+      return h('tr', { testid: 'dead-letter-row' }, [
+        h('td', { class: 'mono' }, id),
+        h('td', {}, text(d.consumer)),
+        h('td', {}, text(d.rule)),
+        h('td', { class: 'num' }, num(d.attempts)),
+        h('td', {}, when(d.deadAt)),
+        h('td', { class: 'err' }, d.error ? String(d.error) : ''),
+        h(
+          'td',
+          {},
+          redriveButton(
+            'Redrive',
+            `redrive-dead-letter-${text(d.consumer)}-${id}`,
+            path,
+            { eventId: id, consumer: d.consumer },
+            `dead letter ${id}`,
+            shared.refresh,
+          ),
+        ),
+      ]);
+    }),
+    'no dead letters',
+    redriveButton(
+      'Redrive all',
+      'redrive-all-dead-letters',
+      path,
+      { all: true },
+      'every dead letter',
+      shared.refresh,
+    ),
+    shared,
+    () => renderDeadLetters(list, shared),
+  );
+}
+
+/**
+ * @param {unknown} listing `GET /ops/audit`
+ * @param {Shared} shared
+ */
+function renderAudit(listing, shared) {
+  const a = obj(listing);
+  const path = '/ops/audit/redrive';
+  const container = $('audit-findings');
+  container.setAttribute(
+    'data-title',
+    `Undelivered (delivery audit, last run ${when(a.lastRunAt)}, behind ${age(a.behindSeconds)})`,
+  );
+  deadSection(
+    container,
+    'audit-list',
+    ['event', 'consumer', 'delivered at', 'found at', 're-sent', ''],
+    (Array.isArray(a.findings) ? a.findings : []).map((raw) => {
+      const f = obj(raw);
+      const id = text(f.eventId);
+      const consumer = text(f.consumer);
+      return h('tr', { testid: 'audit-row' }, [
+        h('td', { class: 'mono' }, id),
+        h('td', {}, consumer),
+        h('td', {}, when(f.deliveredAt)),
+        h('td', {}, when(f.foundAt)),
+        h('td', {}, f.redrivenAt ? `${when(f.redrivenAt)} (${num(f.redrives)}x)` : ''),
+        h(
+          'td',
+          {},
+          redriveButton(
+            'Re-send',
+            `redrive-audit-${consumer}-${id}`,
+            path,
+            { eventId: id, consumer },
+            `event ${id} to ${consumer}`,
+            shared.refresh,
+          ),
+        ),
+      ]);
+    }),
+    'every audited event reached every consumer its rules route it to',
+    redriveButton(
+      'Re-send all',
+      'redrive-all-audit',
+      path,
+      { all: true },
+      'every undelivered event',
+      shared.refresh,
+    ),
+    shared,
+    () => renderAudit(listing, shared),
+  );
+}
+
+// The task trace.
+
+/** Scrolls the trace into view, the form and its first rows at the top of the window. */
+function bringTraceIntoView() {
+  $('trace-section').scrollIntoView({ block: 'start' });
+}
+
+/**
+ * The trace of the task asked for (by the form, a link or the page's hash): its facts and its
+ * events through every consumer, read again with each refresh. It is brought into view when
+ * asked for, and again once the page above it is drawn.
+ * @param {RegExp} uuid a task id goes into the URL path
+ * @param {Record<string, string[] | undefined>} routes the consumers each event type is routed to
+ * @param {readonly string[]} consumers the consumers known: a column each
+ * @param {PagedLists} paging
+ * @param {() => boolean} refreshing whether a refresh is under way
+ */
+function taskTrace(uuid, routes, consumers, paging, refreshing) {
+  /** @type {string | null} */
+  let traceTaskId = null;
+  /** A trace was asked for (a hash, a click, the form): bring it into view once it and the page above it are drawn. */
+  let scrollToTrace = false;
+  let traceShown = false;
 
   /**
    * @param {string} id
@@ -1177,13 +1325,13 @@ function startDashboard(config) {
         h('td', { class: e.status === 'dead' ? 'bad' : null }, `${text(e.status)} (${num(e.attempts)})`),
         h('td', {}, when(e.deliveredAt)),
         ...columns.map((c) => {
-          const cell = traceCell(String(e.eventType), c, states[c]);
+          const cell = traceCell(routes, String(e.eventType), c, states[c]);
           cell.setAttribute('data-testid', `trace-${eventId}-${c}`);
           return cell;
         }),
       ]);
     });
-    const { shown, pager: pages } = paged('trace-events', rows, () => renderTrace(task, trace));
+    const { shown, pager: pages } = paging.paged('trace-events', rows, () => renderTrace(task, trace));
     out.replaceChildren(
       facts,
       table(
@@ -1198,104 +1346,67 @@ function startDashboard(config) {
     if (scrollToTrace) {
       bringTraceIntoView();
       // Drawn after the rest of the page: nothing above it will move it again.
-      if (!running) scrollToTrace = false;
+      if (!refreshing()) scrollToTrace = false;
     }
   }
 
-  /** @param {string} asked */
-  function showTrace(asked) {
-    const id = String(asked).trim();
-    /** @type {HTMLInputElement} */ ($('trace-input')).value = id;
-    traceTaskId = id;
-    traceShown = false;
-    scrollToTrace = true;
-    pages.delete('trace-events');
-    if (location.hash !== `#task=${id}`) window.history.replaceState(null, '', `#task=${id}`);
-    bringTraceIntoView();
-    void loadTrace(id, false);
-  }
-
-  /** Reads every figure once, then again after config.refreshMs; one refresh at a time. */
-  async function refresh() {
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    clearTimeout(timer);
-    /** @type {ReadFailure[]} */
-    const failures = [];
-    /**
-     * @param {string} path
-     * @param {(body: unknown) => void} render
-     * @returns {Promise<boolean>} whether it was read
-     */
-    const read = async (path, render) => {
-      try {
-        render(await call('GET', path));
-        return true;
-      } catch (e) {
-        failures.push(
-          e instanceof UnreachableError
-            ? { message: e.message, unreachable: e.reason }
-            : { message: messageOf(e) },
-        );
-        return false;
-      }
-    };
-    /** @type {unknown} */
-    let status = null;
-    const cursor = pendingCursors[pendingPage];
-    const [statusRead] = await Promise.all([
-      read('/ops/status', (s) => {
-        status = s;
-        renderStatus(s);
-      }),
-      read('/ops/history', (answer) => {
-        history = historySamples(answer);
-      }),
-      read(
-        `/tasks?status=pending&limit=${pageSize()}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        renderPending,
-      ),
-      read('/ops/events?limit=20', renderEvents),
-      read('/ops/outbox/dead', renderOutboxDead),
-      read('/ops/dead-letters', renderDeadLetters),
-      read('/ops/audit', renderAudit),
-      ...consumers.map((c) =>
-        read(`/ops/inbox/${encodeURIComponent(c)}/dead`, (list) => renderInboxDead(c, list)),
-      ),
-      ...(traceTaskId && uuid.test(traceTaskId) ? [loadTrace(traceTaskId, true)] : []),
-    ]);
-    if (!statusRead) renderUnknown('the status could not be read');
-    renderChart(status);
-    if (scrollToTrace && traceShown) {
-      // The sections above the trace are drawn now: where it is now is where it stays.
+  return {
+    /** @param {string} asked */
+    show(asked) {
+      const id = String(asked).trim();
+      /** @type {HTMLInputElement} */ ($('trace-input')).value = id;
+      traceTaskId = id;
+      traceShown = false;
+      scrollToTrace = true;
+      paging.forget('trace-events');
+      if (location.hash !== `#task=${id}`) window.history.replaceState(null, '', `#task=${id}`);
       bringTraceIntoView();
-      scrollToTrace = false;
-    }
-    const banner = $('error-banner');
-    if (failures.length > 0) {
-      banner.textContent = failureBanner(failures, config.refreshMs);
-      banner.hidden = false;
-    } else {
-      banner.hidden = true;
-      $('last-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
-    }
-    running = false;
-    if (again) {
-      again = false;
-      void refresh();
-      return;
-    }
-    timer = setTimeout(refresh, config.refreshMs);
-  }
+      void loadTrace(id, false);
+    },
 
-  const minutes = chartWindowMs / 60_000;
-  $('chart-title').textContent = `Last ${minutes} minutes`;
-  for (const el of document.querySelectorAll('.chart-from')) el.textContent = `${minutes} min ago`;
-  // One section per consumer, in the topology's order, before any answer arrives.
-  for (const c of consumers) inboxDeadContainer(c);
+    /** @returns {Promise<void>[]} a refresh's read of the trace shown, if any */
+    reload() {
+      return traceTaskId && uuid.test(traceTaskId) ? [loadTrace(traceTaskId, true)] : [];
+    },
+
+    /** A refresh drew the sections above the trace: where it is now is where it stays. */
+    refreshed() {
+      if (scrollToTrace && traceShown) {
+        bringTraceIntoView();
+        scrollToTrace = false;
+      }
+    },
+  };
+}
+
+/**
+ * @param {Record<string, string[] | undefined>} routes
+ * @param {string} eventType
+ * @param {string} consumer
+ * @param {unknown} raw
+ */
+function traceCell(routes, eventType, consumer, raw) {
+  const routed = routes[eventType];
+  if (raw === null || raw === undefined || typeof raw !== 'object') {
+    const label = routed && !routed.includes(consumer) ? 'not routed' : 'not received';
+    return h('td', { class: 'muted' }, label);
+  }
+  const r = obj(raw);
+  const status = typeof r.status === 'string' ? r.status : 'UNKNOWN';
+  const attempts = typeof r.attempts === 'number' ? ` (${r.attempts})` : '';
+  const updated = r.updatedAt === undefined ? '' : when(r.updatedAt);
+  return h('td', { title: updated ? `updated ${updated}` : null }, [
+    h('span', { class: `state-${status.replace(/[^A-Za-z_]/g, '')}` }, status + attempts),
+    r.lastError ? h('div', { class: 'err' }, String(r.lastError)) : null,
+  ]);
+}
+
+/**
+ * Shows the trace a `#task=<id>` hash names: the page's own, and each it changes to (a pasted
+ * link, back and forward), as a link opened does; and the trace the form asks for.
+ * @param {(id: string) => void} showTrace
+ */
+function traceRequests(showTrace) {
   $('trace-form').addEventListener('submit', (event) => {
     event.preventDefault();
     showTrace(/** @type {HTMLInputElement} */ ($('trace-input')).value);
@@ -1312,7 +1423,138 @@ function startDashboard(config) {
   });
   const fromHash = hashTask();
   if (fromHash !== null) showTrace(fromHash);
-  void refresh();
+}
+
+// The refresh loop, and the error banner of the reads that failed.
+
+/**
+ * The refresh loop: reads every figure once, then again `refreshMs` after it ends; one refresh at
+ * a time, and one asked for meanwhile follows it at once.
+ * @param {number} refreshMs
+ * @param {() => Promise<() => void>} readAll reads every figure, resolving to what ends the
+ *   refresh; that runs with the loop's own end, so a refresh is under way until it is done
+ */
+function refreshLoop(refreshMs, readAll) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  let running = false;
+  let again = false;
+
+  async function refresh() {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    clearTimeout(timer);
+    const end = await readAll();
+    end();
+    running = false;
+    if (again) {
+      again = false;
+      void refresh();
+      return;
+    }
+    timer = setTimeout(refresh, refreshMs);
+  }
+
+  return { refresh, refreshing: () => running };
+}
+
+/**
+ * One refresh's reads: each draws its answer, or adds why it could not be read to `failures`.
+ */
+function refreshReads() {
+  /** @type {ReadFailure[]} */
+  const failures = [];
+  /**
+   * @param {string} path
+   * @param {(body: unknown) => void} render
+   * @returns {Promise<boolean>} whether it was read
+   */
+  const read = async (path, render) => {
+    try {
+      render(await call('GET', path));
+      return true;
+    } catch (e) {
+      failures.push(
+        e instanceof UnreachableError
+          ? { message: e.message, unreachable: e.reason }
+          : { message: messageOf(e) },
+      );
+      return false;
+    }
+  };
+  return { read, failures };
+}
+
+/**
+ * The error banner of a refresh's reads that failed; when none did, the time it was read.
+ * @param {readonly ReadFailure[]} failures
+ * @param {number} refreshMs
+ */
+function showFailures(failures, refreshMs) {
+  const banner = $('error-banner');
+  if (failures.length > 0) {
+    banner.textContent = failureBanner(failures, refreshMs);
+    banner.hidden = false;
+  } else {
+    banner.hidden = true;
+    $('last-updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+  }
+}
+
+/**
+ * The running page: its parts, wired together, and their first reads.
+ * @param {DashboardConfig} config
+ */
+function startDashboard(config) {
+  // shared/ids.ts's pattern, served in the config: a task id goes into the URL path.
+  const uuid = new RegExp(config.uuidPattern.source, config.uuidPattern.flags);
+  /** The topology's consumers, then any a status answer names. */
+  const consumers = config.consumers.slice();
+  const paging = pagedLists(window.matchMedia(narrowQuery));
+  const loop = refreshLoop(config.refreshMs, readAll);
+  const trace = taskTrace(uuid, config.routes, consumers, paging, loop.refreshing);
+  /** @type {Shared} */
+  const shared = { ...paging, refresh: loop.refresh, showTrace: trace.show };
+  const figures = statusPanel(config.effectLabels, consumers);
+  const chart = historyChart();
+  const pending = pendingList(shared);
+
+  /** Reads every figure; resolves to what ends the refresh once all are drawn. */
+  async function readAll() {
+    const { read, failures } = refreshReads();
+    /** @type {unknown} */
+    let status = null;
+    const [statusRead] = await Promise.all([
+      read('/ops/status', (s) => {
+        status = s;
+        figures.render(s);
+      }),
+      read('/ops/history', chart.setHistory),
+      read(pending.path(), pending.render),
+      read('/ops/events?limit=20', (list) => renderEvents(list, shared)),
+      read('/ops/outbox/dead', (list) => renderOutboxDead(list, shared)),
+      read('/ops/dead-letters', (list) => renderDeadLetters(list, shared)),
+      read('/ops/audit', (listing) => renderAudit(listing, shared)),
+      ...consumers.map((c) =>
+        read(`/ops/inbox/${encodeURIComponent(c)}/dead`, (list) => renderInboxDead(c, list, shared)),
+      ),
+      ...trace.reload(),
+    ]);
+    return () => {
+      if (!statusRead) figures.renderUnknown('the status could not be read');
+      chart.render(status);
+      trace.refreshed();
+      showFailures(failures, config.refreshMs);
+    };
+  }
+
+  // One section per consumer, in the topology's order, before any answer arrives.
+  for (const c of consumers) inboxDeadContainer(c);
+  traceRequests(trace.show);
+  void loop.refresh();
 }
 
 // Node (the unit test of the helpers above) has no document: only a browser starts the page.
