@@ -8,7 +8,7 @@ import { consumers } from '../../functions/consumers/registry';
 // benchmarks) reads the registry, so a consumer added or taken away is one folder and one line.
 
 const root = join(import.meta.dirname, '../..');
-const sourceDirs = ['shared', 'infra', 'functions', 'bench', 'bin'];
+const sourceDirs = ['shared', 'infra', 'functions', 'bench', 'bin', 'scripts'];
 const sourceFile = /\.(ts|tsx|mts|mjs|js)$/;
 
 function sources(dir: string): string[] {
