@@ -1,6 +1,8 @@
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { consumerNames, topology } from '../../functions/topology';
+import { inboxSettingsVariable } from '../../shared/consumers/consumer-deps';
+import { consumerEnv } from '../../shared/consumers/contract';
 import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { type ConsumerName, consumerPolicyOf } from '../../shared/topology';
 import { propertiesOf, resourcesOfType, type Synthesized, synthPipeline } from './support/synth';
@@ -82,6 +84,24 @@ describe('the inbox retention covers what the stack deploys', () => {
         p.consumerQueueSeconds +
         Math.max(...p.queueSeconds);
       expect(inboxSettingsFor(topology, consumer).retentionSeconds, consumer).toBeGreaterThanOrEqual(longest);
+    }
+  });
+});
+
+describe('each consumer function’s inbox settings', () => {
+  it('are its topology’s, written into INBOX_SETTINGS by the stack, with the inbox index’s shards', () => {
+    for (const consumer of consumerNames) {
+      const c = s.stack.pipeline.consumers.get(consumer);
+      if (!c) throw new Error(`no ${consumer} consumer`);
+      const env = (
+        propertiesOf(s, logicalId(c.function)).Environment as { Variables: Record<string, string> }
+      ).Variables;
+      expect(JSON.parse(env[consumerEnv.inboxSettings] ?? 'null'), consumer).toEqual({
+        ...inboxSettingsFor(topology, consumer),
+        openIndexShards: topology.inbox.openIndexShards,
+      });
+      // What the function parses from it at its cold start.
+      expect(inboxSettingsVariable.safeParse(env[consumerEnv.inboxSettings]).success, consumer).toBe(true);
     }
   });
 });
