@@ -152,8 +152,11 @@ describe('the pipeline on a user’s inbox table and alarm topic', () => {
       expect(alarm.Properties.AlarmActions).toEqual([theirTopic]);
       expect(alarm.Properties.OKActions).toEqual([theirTopic]);
     }
-    // Theirs and the notify consumer's: no alarm topic or key of ours.
-    template.resourceCountIs('AWS::SNS::Topic', 2);
+    // Theirs and the topics the consumers declare: no alarm topic or key of ours.
+    const declaredTopics = topology.registry.flatMap((c) =>
+      Object.values(c.resources).filter((r) => r.kind === 'topic'),
+    );
+    template.resourceCountIs('AWS::SNS::Topic', 1 + declaredTopics.length);
     template.resourceCountIs('AWS::KMS::Key', 0);
     template.hasResourceProperties('AWS::SNS::Subscription', {
       TopicArn: theirTopic,

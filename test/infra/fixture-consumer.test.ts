@@ -78,7 +78,7 @@ describe('a fixture consumer added through the registry alone, on AWS', () => {
       'dynamodb:PutItem',
     ]);
     expect(text).toContain('translate#*');
-    for (const other of consumers) {
+    for (const other of consumers.filter((c) => c.name !== (translate.name as string))) {
       expect(text).not.toContain(`${other.name}#*`);
       for (const key of Object.keys(other.resources))
         expect(text).not.toContain(`${key[0]?.toUpperCase()}${key.slice(1)}`);

@@ -6,6 +6,7 @@ import { topology } from '../../functions/topology';
 import { consumerEnv, consumerMetricNames } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { resourceEnvName } from '../../shared/consumers/resources';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { CallRecorder } from '../support/aws/calls';
 import { startSnsStandin } from '../support/aws/sns';
 import { dynamoClient, dynamoEngines } from '../support/dynamo';
@@ -44,6 +45,13 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
     for (const [name, value] of Object.entries(queue.env)) vi.stubEnv(name, value);
     vi.stubEnv(consumerEnv.consumerName, 'notify');
     vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
+    vi.stubEnv(
+      consumerEnv.inboxSettings,
+      JSON.stringify({
+        ...inboxSettingsFor(topology, 'notify'),
+        openIndexShards: topology.inbox.openIndexShards,
+      }),
+    );
     vi.stubEnv(resourceEnvName('notifications', 'topic'), topic);
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoint);
     vi.stubEnv('AWS_ENDPOINT_URL_SNS', sns.endpoint);
@@ -76,6 +84,7 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
         spec.kind === 'database' ? [] : [resourceEnvName(key, spec.kind)],
       );
       vi.stubEnv(consumerEnv.inboxTable, '');
+      vi.stubEnv(consumerEnv.inboxSettings, '');
       for (const variable of variables) vi.stubEnv(variable, '');
       vi.resetModules();
       await expect(
@@ -84,7 +93,9 @@ describe('consumer Lambda handlers (module wiring, env from contract.ts)', () =>
       ).rejects.toMatchObject({
         code: 'CONFIG',
         message: expect.stringContaining(
-          [consumerEnv.inboxTable, ...variables].map((v) => `${v}: required`).join('; '),
+          [consumerEnv.inboxTable, consumerEnv.inboxSettings, ...variables]
+            .map((v) => `${v}: required`)
+            .join('; '),
         ),
       });
     }

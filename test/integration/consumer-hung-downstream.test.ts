@@ -9,6 +9,7 @@ import { consumerEnv, consumerQueueEnv } from '../../shared/consumers/contract';
 import { ensureTables } from '../../shared/consumers/ensure-tables';
 import { resourceEnvName } from '../../shared/consumers/resources';
 import { itemKey } from '../../shared/inbox/dynamo-inbox-table';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { consumerPolicyOf } from '../../shared/topology';
 import { CallRecorder } from '../support/aws/calls';
 import { type SqsStandin, startSqsStandin } from '../support/aws/sqs';
@@ -54,6 +55,13 @@ describe('a consumer whose downstream hangs (notify, SNS never answering)', () =
     const topic = 'arn:aws:sns:us-east-1:123456789012:approvals';
     vi.stubEnv(consumerEnv.consumerName, 'notify');
     vi.stubEnv(consumerEnv.inboxTable, tables.inboxTable);
+    vi.stubEnv(
+      consumerEnv.inboxSettings,
+      JSON.stringify({
+        ...inboxSettingsFor(topology, 'notify'),
+        openIndexShards: topology.inbox.openIndexShards,
+      }),
+    );
     vi.stubEnv(resourceEnvName('notifications', 'topic'), topic);
     vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', endpoint);
     vi.stubEnv('AWS_ENDPOINT_URL_SNS', sns.endpoint);

@@ -210,7 +210,9 @@ describe('LocalBus PutEvents through the AWS SDK', () => {
     expect(consumersOf(delivered, busId(row(2, topology.eventTypes.withdrawn).eventId))).toEqual(
       subscribersOf(topology.eventTypes.withdrawn),
     );
-    expect(delivered).toHaveLength(4);
+    expect(delivered).toHaveLength(
+      approvedTargets.length + subscribersOf(topology.eventTypes.withdrawn).length,
+    );
   });
 
   it('answers invalid entries per entry like AWS and delivers only the valid one', async () => {
@@ -345,7 +347,11 @@ describe('LocalBus delivery', () => {
         event: expect.objectContaining({ id, source: topology.source }),
       }),
     ]);
-    expect(bus.counters).toMatchObject({ delivered: 2, retried: tinyRetry.maxAttempts - 1, deadLettered: 1 });
+    expect(bus.counters).toMatchObject({
+      delivered: approvedTargets.length - 1,
+      retried: tinyRetry.maxAttempts - 1,
+      deadLettered: 1,
+    });
   });
 
   it('dead-letters a target once the event is older than maxAgeMs, before maxAttempts', async () => {
@@ -410,7 +416,7 @@ describe('LocalBus delivery', () => {
     await settle(bus);
     expect(consumersOf(delivered, routed)).toEqual(approvedTargets);
     expect(consumersOf(delivered, edited)).toEqual(['notify']);
-    expect(delivered).toHaveLength(4);
+    expect(delivered).toHaveLength(approvedTargets.length + 1);
     // A pattern EventBridge would refuse is refused, and changes nothing.
     expect(() =>
       bus.putRule({ ...(topology.rules[0] as (typeof topology.rules)[number]), pattern: { source: 'x' } }),

@@ -27,10 +27,13 @@ describe('local consumers of a registry with a consumer the project does not hav
   const wrapped: string[] = [];
   const roles: FunctionRole[] = [];
   // The task the fixture reads, as its database role would find it.
+  const idOf = (param: unknown) =>
+    String(typeof param === 'object' && param !== null && 'value' in param ? param.value : param);
   const tasks: SqlClient = {
     query: async <R extends Row>(_sql: string, params?: SqlParams) =>
       ({
-        rows: [{ title: String(params?.taskId).startsWith('0') ? untranslatableTitle : 'Spring launch' }],
+        // The id as the effect passes it: a typed UUID parameter.
+        rows: [{ title: idOf(params?.taskId).startsWith('0') ? untranslatableTitle : 'Spring launch' }],
       }) as unknown as QueryResult<R>,
     transaction: async () => {
       throw new Error('the fixture runs no transaction');

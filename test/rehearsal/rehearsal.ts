@@ -22,6 +22,7 @@ import { topology } from '../../functions/topology';
 import { startDynalite } from '../../infra/local/dynamo';
 import { FaultInjector, noFaults } from '../../infra/local/faults';
 import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
+import { consumerServiceName } from '../../shared/consumers/contract';
 import { queueBackoffMaxSeconds } from '../../shared/consumers/queue-delivery';
 import { toProxyEvent } from '../../shared/http/proxy-event';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
@@ -701,6 +702,15 @@ const bodyOf = (answer: unknown) =>
 async function walkThePath(ctx: PathContext): Promise<void> {
   const { step, byService, processes, direct, resolver, standins } = ctx;
   const run = (service: string, event: unknown) => ctx.runFunction(byService(service).name, event);
+  // notify's notifications: what it publishes to the topics its environment names (another
+  // consumer may publish to topics of its own).
+  const notifyTopics = new Set(
+    Object.values(byService(consumerServiceName('notify')).environment).filter((v) =>
+      /^arn:[\w-]+:sns:/.test(v),
+    ),
+  );
+  const notificationsOf = (id: string) =>
+    standins.sns.published.filter((m) => notifyTopics.has(m.topicArn) && m.message.includes(id));
   const inboxTable = byService('ops-api').environment.INBOX_TABLE_NAME as string;
   const inbox = new DynamoInboxOps(direct, {
     tableName: inboxTable,
@@ -785,7 +795,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
       (states) => states.every((s) => s === 'PROCESSED'),
       { ...rehearsalWait, what: 'consumer inbox states' },
     );
-    const published = standins.sns.published.filter((m) => m.message.includes(eventId));
+    const published = notificationsOf(eventId);
     check(published.length === 1, `${published.length} notifications`);
     return `${consumers.join(', ')} PROCESSED; 1 notification`;
   });
@@ -817,7 +827,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         (state) => state === 'PROCESSED',
         { ...rehearsalWait, what: 'notify inbox state of the rejection' },
       );
-      const sent = standins.sns.published.filter((m) => m.message.includes(rejection));
+      const sent = notificationsOf(rejection);
       check(
         sent.length === 1 && sent[0]?.subject === 'Rejected: Rehearsal: rejected',
         `${sent.length} notifications`,
@@ -957,7 +967,7 @@ async function walkThePath(ctx: PathContext): Promise<void> {
         { ...rehearsalWait, what: 'notify PROCESSED after the outage' },
       );
       await queuesSettled();
-      const sent = standins.sns.published.filter((m) => m.message.includes(outageEvent));
+      const sent = notificationsOf(outageEvent);
       check(sent.length === 1, `${sent.length} notifications`);
       check(standins.sqs.messages(queueDeadLetters('notify')).length === 0, 'a dead letter');
       return `FAILED ${during?.attempts} times (${failedCalls} SNS calls failed), each a receive of its queue after its backoff; PROCESSED on attempt ${after?.attempts}; 1 notification, 0 dead letters`;
