@@ -5,6 +5,7 @@
  */
 // First: before any module below builds an AWS SDK client.
 import './quiet-sdk-warning';
+import { topology } from '../../functions/topology';
 import { isPipelineError } from '../../shared/errors';
 import { defaultPort } from '../../shared/local-port';
 import { type FaultRates, parseFaults } from './faults';
@@ -113,6 +114,8 @@ async function main(): Promise<void> {
   }
 
   const started = await startRuntime({
+    // The project's pipeline: `npm start` is an entry point, as the CDK app and each handler are.
+    topology,
     dataDir: config.PIPELINE_DATA_DIR,
     port: config.PORT,
     dynamo: config.PIPELINE_DYNAMO,
