@@ -13,6 +13,7 @@ import {
 } from '../support/pipeline-client';
 import { rawStatus } from '../support/raw-http';
 import { fillLeaving, freeBytes, mountTmpfs, tmpfsUnavailable } from '../support/tmpfs';
+import { approvalEffects } from '../support/topology-expectations';
 import { reachedWithin } from '../support/wait-for';
 
 /**
@@ -45,7 +46,8 @@ const approvalEveryMs = 50;
 /** What the filler leaves free on the journal's filesystem. */
 const leftFreeBytes = 8 * 1024;
 
-const once = (n: number) => ({ indexDocuments: n, notificationsSent: n, archivedObjects: n });
+/** Each effect of `n` approvals of distinct tasks, once. */
+const once = approvalEffects;
 
 describe('the bus journal on a filesystem that fills up', () => {
   it.skipIf(unavailable !== undefined)(

@@ -3,9 +3,11 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { freePort } from '../../infra/local/ports';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { deliveryBoundMs, tempDataDir } from '../support/pipeline-client';
+import { subscriberNames } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 // The real launcher as a user runs it (`npx pipeline` runs bin/pipeline.mjs), from another
@@ -37,7 +39,7 @@ describe('bin/pipeline.mjs without a pipeline', () => {
     expect(help.stdout).toMatch(/^Usage: pipeline \[options\] \[command\]/);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(
-      "option '--consumer <name>' argument 'search' is invalid. Allowed choices are index, notify, archive.",
+      `option '--consumer <name>' argument 'search' is invalid. Allowed choices are ${topology.consumerNames.join(', ')}.`,
     );
   });
 
@@ -95,22 +97,28 @@ describe('bin/pipeline.mjs against the local runtime', () => {
         task: { status: string; reviewer: string };
         trace: { events: { consumers: Record<string, { status: string } | null> }[] };
       };
+      const approvedBy = subscriberNames(topology.eventTypes.approved);
       const shown = await waitFor(
         async () =>
           JSON.parse((await pipeline([...at(), 'tasks', 'show', taskId, '--json'])).stdout) as Shown,
-        (s) => Object.values(s.trace.events[0]?.consumers ?? {}).every((c) => c?.status === 'PROCESSED'),
+        (s) => approvedBy.every((c) => s.trace.events[0]?.consumers[c]?.status === 'PROCESSED'),
         { timeoutMs: deliveryBoundMs, intervalMs: 250 },
       );
       expect(shown.task.status).toBe('approved');
       // The reviewer is the caller the server vouches for: the CLI sends no name.
       expect(shown.task.reviewer).toBe('local:cli-tester');
-      expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(['index', 'notify', 'archive']);
+      // The trace has an entry for every consumer of the topology, in the registry's order.
+      expect(Object.keys(shown.trace.events[0]?.consumers ?? {})).toEqual(topology.consumerNames);
 
       const human = await pipeline([...at(), 'tasks', 'show', taskId, '--wide']);
       expect(human.stdout).toContain('title     CLI task');
+      // One column per consumer: PROCESSED (1) under each consumer of content.approved.
+      const processed = approvedBy.map(() => 'PROCESSED \\(1\\)').join('\\s+');
       expect(human.stdout).toMatch(
-        /content\.approved\s+2\s+delivered \(1\).*PROCESSED \(1\)\s+PROCESSED \(1\)\s+PROCESSED \(1\)$/m,
+        new RegExp(`content\\.approved\\s+2\\s+delivered \\(1\\).*${processed}$`, 'm'),
       );
+      const approvedLine = human.stdout.split('\n').find((l) => l.includes('content.approved')) ?? '';
+      expect(approvedLine.match(/PROCESSED \(1\)/g)).toHaveLength(approvedBy.length);
       const status = JSON.parse((await pipeline([...at(), 'status', '--json'])).stdout) as {
         tasks: Record<string, number>;
       };

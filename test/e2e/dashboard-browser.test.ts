@@ -3,9 +3,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { everyCounter, perConsumer, subscriberNames } from '../support/topology-expectations';
 
 /*
  * The dashboard page in headless Chromium against a fake ops server: node http serving
@@ -49,40 +51,39 @@ interface Fake {
 
 const now = new Date('2026-05-04T10:00:00Z').toISOString();
 
+/*
+ * The fake's figures are the page's: one entry per consumer of the topology, as the ops API
+ * answers (the page is configured with the topology's consumers). Three of them have figures of
+ * their own that the tests read (notify's dead record and lease, archive's retry and missing
+ * delivery); every other consumer is a healthy one.
+ */
+const healthyConsumer: Entry = {
+  processed: 7,
+  inProgress: 0,
+  failed: 0,
+  dead: 0,
+  oldestLeaseSeconds: null,
+  oldestRetryAgeSeconds: null,
+};
+const consumerFigures: Record<string, Entry> = {
+  index: { processed: 8 },
+  notify: { processed: 6, inProgress: 1, dead: 1, oldestLeaseSeconds: 200 },
+  archive: { processed: 7, failed: 1, oldestRetryAgeSeconds: 90 },
+};
+/** Each counter's figure: 7 where the tests read none of its own. */
+const effectFigures = { ...everyCounter(7), indexDocuments: 7, notificationsSent: 6, archivedObjects: 7 };
+/** The consumer whose delivery the audit found missing (one). */
+const undelivered = () => perConsumer((c) => (c === 'archive' ? 1 : 0));
+
 function freshFake(): Fake {
   return {
     status: {
       tasks: { pending_review: 4, approved: 7, rejected: 0, withdrawn: 1 },
       outbox: { pending: 3, delivered: 8, dead: 1, oldestPendingAgeSeconds: 400 },
-      consumers: {
-        index: {
-          processed: 8,
-          inProgress: 0,
-          failed: 0,
-          dead: 0,
-          oldestLeaseSeconds: null,
-          oldestRetryAgeSeconds: null,
-        },
-        notify: {
-          processed: 6,
-          inProgress: 1,
-          failed: 0,
-          dead: 1,
-          oldestLeaseSeconds: 200,
-          oldestRetryAgeSeconds: null,
-        },
-        archive: {
-          processed: 7,
-          inProgress: 0,
-          failed: 1,
-          dead: 0,
-          oldestLeaseSeconds: null,
-          oldestRetryAgeSeconds: 90,
-        },
-      },
-      effects: { indexDocuments: 7, notificationsSent: 6, archivedObjects: 7 },
+      consumers: perConsumer((c) => ({ ...healthyConsumer, ...consumerFigures[c] })),
+      effects: { ...effectFigures },
       deadLetters: 1,
-      audit: { undelivered: { index: 0, notify: 0, archive: 1 }, lastRunAt: now, behindSeconds: 0 },
+      audit: { undelivered: undelivered(), lastRunAt: now, behindSeconds: 0 },
       alarms: {
         oldestPendingAge: 'ALARM',
         outboxDead: 'ALARM',
@@ -130,21 +131,21 @@ function freshFake(): Fake {
         createdAt: now,
       },
     ],
-    inboxDead: {
-      index: [],
-      notify: [
-        {
-          eventId: deadInboxEvent,
-          eventType: 'content.approved',
-          taskId,
-          status: 'DEAD',
-          attempts: 5,
-          lastError: 'SNS publish failed',
-          updatedAt: Date.parse(now),
-        },
-      ],
-      archive: [],
-    },
+    inboxDead: perConsumer<Entry[]>((c) =>
+      c === 'notify'
+        ? [
+            {
+              eventId: deadInboxEvent,
+              eventType: 'content.approved',
+              taskId,
+              status: 'DEAD',
+              attempts: 5,
+              lastError: 'SNS publish failed',
+              updatedAt: Date.parse(now),
+            },
+          ]
+        : [],
+    ),
     deadLetters: [
       {
         id: deadLetterId,
@@ -161,7 +162,7 @@ function freshFake(): Fake {
       lastRunAudited: 8,
       audited: 8,
       behindSeconds: 0,
-      undelivered: { index: 0, notify: 0, archive: 1 },
+      undelivered: undelivered(),
       findings: [
         {
           eventId: approvedEvent,
@@ -200,11 +201,13 @@ function freshFake(): Fake {
             createdAt: now,
             deliveredAt: now,
             lastError: null,
-            consumers: {
-              index: { status: 'PROCESSED', attempts: 1, lastError: null, updatedAt: Date.parse(now) },
-              notify: { status: 'DEAD', attempts: 5, lastError: 'SNS publish failed', updatedAt: now },
-              archive: null,
-            },
+            consumers: perConsumer<Entry | null>(
+              (c) =>
+                ({
+                  index: { status: 'PROCESSED', attempts: 1, lastError: null, updatedAt: Date.parse(now) },
+                  notify: { status: 'DEAD', attempts: 5, lastError: 'SNS publish failed', updatedAt: now },
+                })[c] ?? null,
+            ),
           },
           {
             eventId: withdrawnEvent,
@@ -216,7 +219,7 @@ function freshFake(): Fake {
             createdAt: now,
             deliveredAt: null,
             lastError: null,
-            consumers: { index: null, notify: null, archive: null },
+            consumers: perConsumer(null),
           },
         ],
       },
@@ -860,12 +863,14 @@ describe.skipIf(!haveChromium)(
       );
       expect(offScreen).toEqual([]);
       // The columns the issue found cut off: each inbox row's "dead" and the trace's consumer states.
-      expect(cells.cells.filter((c) => c.table === 'inbox-table' && c.label === 'dead')).toHaveLength(3);
+      const consumerNames: readonly string[] = topology.consumerNames;
+      expect(cells.cells.filter((c) => c.table === 'inbox-table' && c.label === 'dead')).toHaveLength(
+        consumerNames.length,
+      );
+      // Two events in the trace, a state for each consumer of the topology.
       expect(
-        cells.cells.filter(
-          (c) => c.table === 'trace-events' && ['index', 'notify', 'archive'].includes(c.label ?? ''),
-        ),
-      ).toHaveLength(6);
+        cells.cells.filter((c) => c.table === 'trace-events' && consumerNames.includes(c.label ?? '')),
+      ).toHaveLength(2 * consumerNames.length);
       // The column's name is shown beside each value.
       const deadLabel = await page.evaluate(() => {
         const g = globalThis as unknown as {
@@ -1054,9 +1059,12 @@ describe.skipIf(!haveChromium)(
       const id = (testId: string) => live.getByTestId(testId);
 
       await live.goto(`${runtime.url}/`);
-      await expect
-        .poll(() => id('inbox-archive-processed').textContent(), { timeout: deliveryBoundMs })
-        .toBe('1');
+      // Every consumer of the approval has processed it before its trace is opened.
+      const approvedBy = subscriberNames(topology.eventTypes.approved);
+      for (const c of approvedBy)
+        await expect
+          .poll(() => id(`inbox-${c}-processed`).textContent(), { timeout: deliveryBoundMs })
+          .toBe('1');
       await id(`event-task-${approved.eventId}`).click();
       await expect.poll(() => id(`trace-${approved.eventId}-notify`).textContent()).toBe('PROCESSED (1)');
 
@@ -1066,8 +1074,8 @@ describe.skipIf(!haveChromium)(
       expect(await id('alarm-outbox-dead').getAttribute('data-state')).toBe('OK');
       expect(await id('trace-task-title').textContent()).toBe(title);
       expect(await id(`event-task-${approved.eventId}`).textContent()).toBe(title);
-      expect(await id(`trace-${approved.eventId}-index`).textContent()).toBe('PROCESSED (1)');
-      expect(await id(`trace-${approved.eventId}-archive`).textContent()).toBe('PROCESSED (1)');
+      for (const c of approvedBy)
+        expect(await id(`trace-${approved.eventId}-${c}`).textContent(), c).toBe('PROCESSED (1)');
       expect(await id('error-banner').isVisible()).toBe(false);
       // Empty dead lists render their empty text and nothing else (once a stray "null").
       const deadText = (await live.locator('#dead').textContent()) ?? '';

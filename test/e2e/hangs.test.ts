@@ -10,6 +10,7 @@ import { alarmIds } from '../../shared/ops/alarm-ids';
 import { deferred } from '../support/gates';
 import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
+import { approvalEffects } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -195,7 +196,7 @@ describe('a hung PostgreSQL is a failure the runtime answers for', () => {
     expect(upAgain.body.components.postgres).toEqual({ up: true });
     expect(approved.status).toBe(200);
     const once = before + 1;
-    expect(settled.effects).toEqual({ indexDocuments: once, notificationsSent: once, archivedObjects: once });
+    expect(settled.effects).toEqual(approvalEffects(once));
     expect(logged.map((l) => l.message)).toEqual(
       expect.arrayContaining([
         expect.stringMatching(
@@ -273,7 +274,7 @@ describe('a hung PostgreSQL is a failure the runtime answers for', () => {
     // Delivered while the backend was still stopped: no run waited for it.
     expect(stateWhenDelivered).toBe('T');
     const all = before + 3;
-    expect(settled.effects).toEqual({ indexDocuments: all, notificationsSent: all, archivedObjects: all });
+    expect(settled.effects).toEqual(approvalEffects(all));
     expect(failing.alarms[alarmIds.relayErrors]).toBe('ALARM');
     expect(failing.relay.errors).toBeGreaterThan(0);
     expect(logged).toContainEqual({

@@ -15,6 +15,7 @@ import {
   tempDataDir,
 } from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
+import { approvalEffects } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -122,7 +123,7 @@ describe('the local runtime under faults answers honestly', () => {
     const approved = await client.call('POST', `/tasks/${created.body.taskId}/approve`, {});
     expect(approved.status).toBe(200);
     const status = await settledWith(1);
-    expect(status.effects).toEqual({ indexDocuments: 1, notificationsSent: 1, archivedObjects: 1 });
+    expect(status.effects).toEqual(approvalEffects(1));
   }, 600_000);
 
   it('alarms relay-errors for a failed relay run only over the alarm period, and delivers its event once', async () => {
@@ -141,7 +142,7 @@ describe('the local runtime under faults answers honestly', () => {
 
     // The runner retries on its own (1 s later): the event is delivered, once, without the sweep.
     const status = await settledWith(2);
-    expect(status.effects).toEqual({ indexDocuments: 2, notificationsSent: 2, archivedObjects: 2 });
+    expect(status.effects).toEqual(approvalEffects(2));
     expect(failing.alarms[alarmIds.relayErrors]).toBe('ALARM');
     expect(status.relay.errors).toBeGreaterThanOrEqual(1);
     // A period later the failure is out of the alarm's window, as CloudWatch sums Errors per period.

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { clearStaleServer } from '../../infra/local/postgres';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { approvalCounters, approvalEffects } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -107,10 +108,7 @@ describe('the bus journal at start', () => {
     const smallBytes = statSync(journal).size;
     const status = await waitFor(
       pipelineClient(second.url).status,
-      (s) =>
-        (s.effects.indexDocuments ?? 0) >= 5 &&
-        (s.effects.notificationsSent ?? 0) >= 5 &&
-        (s.effects.archivedObjects ?? 0) >= 5,
+      (s) => approvalCounters().every((counter) => (s.effects[counter] ?? 0) >= 5),
       { timeoutMs: deliveryBoundMs, intervalMs: 200, what: 'the five pending events delivered' },
     );
     await second.bus.idle();
@@ -119,11 +117,7 @@ describe('the bus journal at start', () => {
     // Compacted at start to the five pending events.
     expect(smallBytes).toBeLessThan(64 * 1024);
     expect(status.tasks.approved).toBe(5);
-    expect(await second.consumers.countEffects()).toEqual({
-      indexDocuments: 5,
-      notificationsSent: 5,
-      archivedObjects: 5,
-    });
+    expect(await second.consumers.countEffects()).toEqual(approvalEffects(5));
     const recovered = logged.find((l) => l.message === 'bus journal recovered');
     console.log(
       `a ${Math.round(bigBytes / 2 ** 20)} MiB journal recovered at start in ${recovered?.extra?.ms} ms`,

@@ -4,6 +4,7 @@ import { DynamoDBClient, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { converged, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { approvalEffects, approvalsProcessed } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 // The local status reads what the effects did and what each consumer processed from counters
@@ -47,14 +48,16 @@ describe('the local counters', () => {
     // count: converged (by the effects) can be seen before the last processed counts land.
     const first = await waitFor(
       pipelineClient(runtime.url).status,
-      (s) => converged(s, 6) && Object.values(s.consumers).every((c) => (c.processed ?? 0) >= 6),
+      (s) =>
+        converged(s, 6) &&
+        Object.entries(approvalsProcessed(6)).every(([c, n]) => (s.consumers[c]?.processed ?? 0) >= n),
       {
         // The pipeline's own pace: a bound, ten times what it takes here.
         timeoutMs: 120_000,
         intervalMs: 100,
       },
     );
-    expect(first.effects).toEqual({ indexDocuments: 6, notificationsSent: 6, archivedObjects: 6 });
+    expect(first.effects).toEqual(approvalEffects(6));
     expect(first.consumers.archive?.processed).toBe(6);
 
     // Lost counts: the runtime died between effects and their counts.
@@ -72,7 +75,7 @@ describe('the local counters', () => {
     writeFileSync(join(dir, 'runtime.pid'), '2147483646');
     runtime = await startRuntime({ dataDir: dir, port: 0 });
     const recounted = await pipelineClient(runtime.url).status();
-    expect(recounted.effects).toEqual({ indexDocuments: 6, notificationsSent: 6, archivedObjects: 6 });
+    expect(recounted.effects).toEqual(approvalEffects(6));
     expect(recounted.consumers.notify?.processed).toBe(6);
     expect(await runtime.consumers.countEffects()).toEqual(recounted.effects);
   }, 300_000);

@@ -7,19 +7,25 @@ import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import type { InboxRecord } from '../../shared/inbox/inbox-store';
 import { consumerPolicyOf } from '../../shared/topology';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { approvalEffects, subscribersOf } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /**
  * Transient I/O is transient: the effects directory made read-only under a running pipeline (a
- * real read-only bind mount, EROFS for every write the notify and archive effects try) fails
+ * real read-only bind mount, EROFS for every write the topic and bucket effects try) fails
  * their attempts, and once it is writable again every effect happens, once, and nothing is DEAD.
  * The inbox must judge EROFS as a failure that passes (retried until the maximum event age), not
  * as one that needs a person (DEAD after three attempts).
  */
 
 const approvals = 12;
-/** The consumers whose effects write under `<data>/effects` (a topic's file, a bucket's files). */
-const writingConsumers = ['notify', 'archive'] as const;
+/**
+ * The consumers of an approval whose effects write under `<data>/effects`: those with a topic (a
+ * file) or a bucket (files); a table lives in the local DynamoDB, a database in PostgreSQL.
+ */
+const writingConsumers = subscribersOf(topology.eventTypes.approved)
+  .filter((c) => Object.values(c.resources).some((r) => r.kind === 'topic' || r.kind === 'bucket'))
+  .map((c) => c.name);
 /** Failed attempts each record must have seen before the directory is writable again: past the permanent budget. */
 const failuresSeen = Math.max(
   ...writingConsumers.map((c) => consumerPolicyOf(topology, c).maxPermanentAttempts),
@@ -95,10 +101,6 @@ describe('effects on a directory that is read-only for a while', () => {
     expect(errors).toEqual(new Set(['EROFS']));
     expect(during.filter((r) => r?.status === 'DEAD')).toEqual([]);
     expect(after.map((r) => r?.status)).toEqual(keys.map(() => 'PROCESSED'));
-    expect(counted).toEqual({
-      indexDocuments: approvals,
-      notificationsSent: approvals,
-      archivedObjects: approvals,
-    });
+    expect(counted).toEqual(approvalEffects(approvals));
   }, 900_000);
 });

@@ -1,13 +1,15 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { type Runtime, startRuntime } from '../../infra/local/runtime';
 import { deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { perConsumer, subscriberNames } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 // Through the local runtime's HTTP server, as an operator reaches it: a pending task is found
 // again with GET /tasks, and its rejection travels the outbox and the bus to notify, which
-// tells the assignee why; the index and the archive are not sent it (docs/architecture.md "Tasks API").
+// tells the assignee why; no consumer that does not subscribe to it is sent it (docs/architecture.md "Tasks API").
 
 interface Trace {
   events: { eventType: string; consumers: Record<string, { status: string } | null> }[];
@@ -53,15 +55,18 @@ describe('rejecting a task found in the listing, on the local runtime', () => {
       );
       expect(rejected).toMatchObject({ status: 200, body: { status: 'rejected' } });
 
+      // notify among them: the consumers of content.rejected, as the topology routes it.
+      const rejectedBy = subscriberNames(topology.eventTypes.rejected);
+      expect(rejectedBy).toContain('notify');
       const trace = await waitFor(
         async () => (await client.call<Trace>('GET', `/ops/tasks/${created.body.taskId}/trace`)).body,
-        (t) => t.events[0]?.consumers.notify?.status === 'PROCESSED',
+        (t) => rejectedBy.every((c) => t.events[0]?.consumers[c]?.status === 'PROCESSED'),
         { timeoutMs: deliveryBoundMs },
       );
       expect(trace.events).toHaveLength(1);
       expect(trace.events[0]).toMatchObject({
         eventType: 'content.rejected',
-        consumers: { notify: { status: 'PROCESSED' }, index: null, archive: null },
+        consumers: perConsumer((c) => (rejectedBy.includes(c) ? { status: 'PROCESSED' } : null)),
       });
       // One topic message a line, its body the notification.
       const lines = readFileSync(join(dataDir, 'effects', 'notifications.jsonl'), 'utf8')

@@ -15,6 +15,7 @@ import {
   tempDataDir,
 } from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
+import { approvalEffects } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -118,7 +119,8 @@ async function settledWith(approvals: number) {
   return { status, counted: await runtime.consumers.countEffects() };
 }
 
-const once = (n: number) => ({ indexDocuments: n, notificationsSent: n, archivedObjects: n });
+/** Each effect of `n` approvals of distinct tasks, once. */
+const once = approvalEffects;
 
 /** A process's parent and state from /proc (Linux), or undefined once it is gone. */
 function procStat(pid: number): { ppid: number; state: string } | undefined {

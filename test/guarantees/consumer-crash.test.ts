@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consumerNames } from '../../functions/topology';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
+import { TransientError } from '../../shared/inbox/failure-kind';
 import type { InboxKey, InboxStore } from '../../shared/inbox/inbox-store';
 import type { ConsumerName } from '../../shared/topology';
 import {
@@ -38,7 +39,8 @@ describe('guarantee: a consumer that crashes after its effect', () => {
             return inbox.complete(key, owner, at);
           },
         }),
-      // The effect acted, then the invocation failed (a timeout, an error after the call returned).
+      // The effect acted, then the invocation failed (a timeout, an error after the call returned):
+      // a failure that passes, retried whatever a consumer's budget of permanent failures.
       wrapEffect:
         (consumer: ConsumerName, effect: ConsumerEffect): ConsumerEffect =>
         async (event, ctx) => {
@@ -46,7 +48,7 @@ describe('guarantee: a consumer that crashes after its effect', () => {
           const id = `${consumer}/${event.id}`;
           if (fate(event.id) === 'fail' && !failedAfter.has(id)) {
             failedAfter.add(id);
-            throw new Error(`${consumer} failed after its effect on ${event.id}`);
+            throw new TransientError(`${consumer} failed after its effect on ${event.id}`);
           }
           return result;
         },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { consumerNames } from '../../functions/topology';
 import type { ConsumerEffect } from '../../shared/consumers/effect';
+import { TransientError } from '../../shared/inbox/failure-kind';
 import type { ConsumerName } from '../../shared/topology';
 import { describeEachEngine } from '../support/dynamo';
 import { type LostResponse, loseResponsesAfterLanding } from '../support/sdk-faults';
@@ -64,7 +65,7 @@ describeEachEngine('guarantee: SDK retries of writes that landed', (fixture) => 
           const id = `${consumer}/${event.id}`;
           if (Number.parseInt(event.id.slice(0, 4), 16) % 3 === 0 && !firstTries.has(id)) {
             firstTries.add(id);
-            throw new Error(`${consumer}: a transient failure before acting on ${event.id}`);
+            throw new TransientError(`${consumer}: a transient failure before acting on ${event.id}`);
           }
           return effect(event, ctx);
         },
