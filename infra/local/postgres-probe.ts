@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { applicationName, probeSettings } from '../../shared/db/pg-settings';
 import type { ComponentState } from '../../shared/ops/ops-ports';
+import { Pause } from './pause';
 
 /**
  * Whether PostgreSQL answered `SELECT 1` on a new connection within `timeoutMs`: undefined when
@@ -89,7 +90,7 @@ export class PostgresProbe {
   private firstMissAt = 0;
   private stopped = false;
   private loop: Promise<void> | undefined;
-  private wait: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  private readonly pause = new Pause();
   private readonly clock: () => number;
 
   constructor(private readonly options: PostgresProbeOptions) {
@@ -108,10 +109,7 @@ export class PostgresProbe {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.wait) {
-      clearTimeout(this.wait.timer);
-      this.wait.resolve();
-    }
+    this.pause.wake();
     await this.loop;
   }
 
@@ -123,7 +121,7 @@ export class PostgresProbe {
       if (this.options.supervised && !this.options.supervised().up) {
         this.misses = 0;
         this.down = undefined;
-        await this.pause(this.options.periodMs ?? probeSettings.periodMs);
+        await this.pause.for(this.options.periodMs ?? probeSettings.periodMs);
         continue;
       }
       const at = this.clock();
@@ -146,17 +144,7 @@ export class PostgresProbe {
           this.options.log(`postgres not answering: ${miss}`, { component: 'postgres', cause });
         }
       }
-      await this.pause(this.options.periodMs ?? probeSettings.periodMs);
+      await this.pause.for(this.options.periodMs ?? probeSettings.periodMs);
     }
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wait = undefined;
-        resolve();
-      }, ms);
-      this.wait = { timer, resolve };
-    });
   }
 }

@@ -1,4 +1,5 @@
 import type { ComponentState, StatusComponent } from '../../shared/ops/ops-ports';
+import { Pause } from './pause';
 import { relayRetryDelayMs } from './relay-runner';
 
 /** An engine the runtime runs and watches: it says when it died on its own, and stops on request. */
@@ -57,7 +58,7 @@ export class Supervisor<H extends Supervised> {
   private down: { cause: string; since: number } | undefined;
   private stopped = false;
   private restarting: Promise<void> | undefined;
-  private wait: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  private readonly pause = new Pause();
   private upSince: number;
   private failures = 0;
   private readonly clock: () => number;
@@ -86,10 +87,7 @@ export class Supervisor<H extends Supervised> {
   /** Stops watching, waits for a restart under way, and stops the engine. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.wait) {
-      clearTimeout(this.wait.timer);
-      this.wait.resolve();
-    }
+    this.pause.wake();
     await this.restarting;
     await this.engine.stop();
   }
@@ -109,7 +107,7 @@ export class Supervisor<H extends Supervised> {
     log(`${component} failed: ${cause}; restarting it`, { component, cause });
     for (;;) {
       this.failures++;
-      await this.pause(restartDelayMs(this.failures));
+      await this.pause.for(restartDelayMs(this.failures));
       if (this.stopped) return;
       await this.options.beforeRestart?.(component, cause);
       if (this.stopped) return;
@@ -135,16 +133,5 @@ export class Supervisor<H extends Supervised> {
     log(`${component} recovered: restarted after ${this.upSince - since} ms`, { component, cause });
     this.watch(this.engine);
     this.options.onRecovered?.(component);
-  }
-
-  private pause(ms: number): Promise<void> {
-    if (ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wait = undefined;
-        resolve();
-      }, ms);
-      this.wait = { timer, resolve };
-    });
   }
 }

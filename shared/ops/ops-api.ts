@@ -1,74 +1,24 @@
 import middy, { type MiddyfiedHandler } from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import { DeliveryAuditStore } from '../audit/audit-store';
-import type { SqlClient } from '../db/sql-client';
 import { withDeadline } from '../deadline';
-import { type BusIdentity, localBusIdentity } from '../events/bus-event';
+import { localBusIdentity } from '../events/bus-event';
 import { HttpError, httpErrors } from '../http/error-responses';
 import { type JsonBodyEvent, jsonBody } from '../http/json-body';
 import { createRouter } from '../http/router';
 import { retryAfterSeconds } from '../http/unavailable';
-import type { InboxOps } from '../inbox/inbox-ops';
-import type { InboxStore } from '../inbox/inbox-store';
 import { OutboxStore } from '../outbox/outbox-store';
-import type { RelayNudger } from '../tasks/relay-nudger';
-import type { ConsumerName, Topology } from '../topology';
-import { type JournalStatus, noAnswer, type OpsApiLogger, type OpsContext } from './ops-context';
-import type { ConsumerRedelivery, DeadLetterStore, EffectCounts, PipelineHealth } from './ops-ports';
+import { noAnswer, type OpsApiDeps, type OpsContext } from './ops-context';
 import { createOpsRedrives } from './ops-redrive';
 import { type OpsRouteDeps, opsApiRoutes } from './ops-routes';
 import { createOpsStatus } from './ops-status';
 import { createOpsTrace } from './ops-trace';
 
 // The names the parts' modules declare, re-exported so that this module's importers keep them.
-export { type JournalStatus, type OpsApiLogger, opsListLimits } from './ops-context';
+export { type JournalStatus, type OpsApiDeps, type OpsApiLogger, opsListLimits } from './ops-context';
 export { type OpsRouteDeps, opsApiResources, opsApiRoutes } from './ops-routes';
 export type { AuditStatus, OpsStatus } from './ops-status';
 export type { AuditListing, TaskTrace, TraceEntry } from './ops-trace';
-
-/** Everything the ops API reads and changes, injected so Lambda, the local runtime and tests share one API. */
-export interface OpsApiDeps {
-  /** The pipeline it operates: the consumers it lists, checks and redrives, the audit's figures. */
-  readonly topology: Topology;
-  /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
-  readonly db: SqlClient;
-  /** The consumers' inbox as operators read and redrive it (one table; each consumer's records keyed `<consumer>#<eventId>`). */
-  readonly inbox: InboxOps;
-  /**
-   * The same table through the consumers' port, for one write: a redriven record whose re-send
-   * failed goes back `DEAD` (`markDead`, fenced on the redrive's ownership), so it stays listed.
-   */
-  readonly inboxStore: Pick<InboxStore, 'markDead'>;
-  readonly deadLetters: DeadLetterStore;
-  readonly redelivery: ConsumerRedelivery;
-  readonly health: PipelineHealth;
-  /** Woken after an outbox redrive, so the events go out now rather than at the next sweep. */
-  readonly nudger: RelayNudger;
-  readonly logger: OpsApiLogger;
-  /** Local only: counts of what the effects did (their files and tables). */
-  readonly effects?: () => Promise<EffectCounts>;
-  /** Local only: the bus journal's lines kept aside (there is no journal on AWS). */
-  readonly journal?: () => Promise<JournalStatus>;
-  /** Local only: effects of events without an outbox row the audit found, per consumer (shared/audit/foreign-effects.ts). */
-  readonly foreignEffects?: () => Promise<Record<ConsumerName, number>>;
-  /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
-  readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
-  /**
-   * The bus's account and Region, written into an event an audit redrive re-sends, told by the
-   * invocation (on AWS its function's ARN). @default the local bus's
-   */
-  readonly bus?: (context: Context) => BusIdentity;
-  /** The delivery audit's grace period, from which its lag is told. @default the topology's `audit.graceSeconds` */
-  readonly auditGraceSeconds?: number;
-  /**
-   * How long an open record nothing was due on stays before its redrive re-sends it (see
-   * shared/audit/stuck-records.ts). @default the topology's `audit.stuckAfterSeconds`
-   */
-  readonly stuckAfterSeconds?: number;
-  readonly clock?: () => number;
-  /** How long a read waits for its stores. @default {@link opsReadTimeoutMs} */
-  readonly readTimeoutMs?: number;
-}
 
 /**
  * How long an ops read (a status section, a list, a trace) waits for the stores it reads before
@@ -95,22 +45,10 @@ const answerMarginMs = 5_000;
 export function createOpsApi(deps: OpsApiDeps): OpsApi {
   const { topology, db, logger } = deps;
   const ctx: OpsContext = {
-    topology,
+    ...deps,
     consumerNames: topology.consumerNames,
-    db,
     outbox: new OutboxStore(db),
     audits: new DeliveryAuditStore(db),
-    inbox: deps.inbox,
-    inboxStore: deps.inboxStore,
-    deadLetters: deps.deadLetters,
-    redelivery: deps.redelivery,
-    health: deps.health,
-    nudger: deps.nudger,
-    logger,
-    effects: deps.effects,
-    journal: deps.journal,
-    foreignEffects: deps.foreignEffects,
-    processedCount: deps.processedCount,
     auditGraceSeconds: deps.auditGraceSeconds ?? topology.audit.graceSeconds,
     stuckAfterSeconds: deps.stuckAfterSeconds ?? topology.audit.stuckAfterSeconds,
     clock: deps.clock ?? Date.now,

@@ -1,5 +1,7 @@
+import type { Context } from 'aws-lambda';
 import type { DeliveryAuditStore } from '../audit/audit-store';
 import type { SqlClient } from '../db/sql-client';
+import type { BusIdentity } from '../events/bus-event';
 import type { ErrorLogger } from '../http/error-responses';
 import type { InboxOps } from '../inbox/inbox-ops';
 import type { InboxStore } from '../inbox/inbox-store';
@@ -24,24 +26,18 @@ export interface JournalStatus {
 /** The largest lists the API returns in one answer (a Lambda response holds 6 MB; stored events go along). */
 export const opsListLimits = { outboxDead: 500, inboxDead: 50, deadLetters: 50, audit: 500 } as const;
 
-/**
- * What the ops API's parts (its status read, its redrives, its trace) share, built once per API
- * by `createOpsApi` (ops-api.ts) from its deps with their defaults applied.
- */
-export interface OpsContext {
+/** Everything the ops API reads and changes, injected so Lambda, the local runtime and tests share one API. */
+export interface OpsApiDeps {
   /** The pipeline it operates: the consumers it lists, checks and redrives, the audit's figures. */
   readonly topology: Topology;
-  /** The topology's consumers, in its order. */
-  readonly consumerNames: Topology['consumerNames'];
   /** As the ops database role: reads tasks and the outbox, puts dead outbox rows back. */
   readonly db: SqlClient;
-  /** The outbox as the ops database role reads and redrives it. */
-  readonly outbox: OutboxStore;
-  /** The delivery audit's state and findings. */
-  readonly audits: DeliveryAuditStore;
-  /** The consumers' inbox as operators read and redrive it. */
+  /** The consumers' inbox as operators read and redrive it (one table; each consumer's records keyed `<consumer>#<eventId>`). */
   readonly inbox: InboxOps;
-  /** The same table through the consumers' port: a redriven record whose re-send failed goes back `DEAD`. */
+  /**
+   * The same table through the consumers' port, for one write: a redriven record whose re-send
+   * failed goes back `DEAD` (`markDead`, fenced on the redrive's ownership), so it stays listed.
+   */
   readonly inboxStore: Pick<InboxStore, 'markDead'>;
   readonly deadLetters: DeadLetterStore;
   readonly redelivery: ConsumerRedelivery;
@@ -53,16 +49,43 @@ export interface OpsContext {
   readonly effects?: () => Promise<EffectCounts>;
   /** Local only: the bus journal's lines kept aside (there is no journal on AWS). */
   readonly journal?: () => Promise<JournalStatus>;
-  /** Local only: effects of events without an outbox row the audit found, per consumer. */
+  /** Local only: effects of events without an outbox row the audit found, per consumer (shared/audit/foreign-effects.ts). */
   readonly foreignEffects?: () => Promise<Record<ConsumerName, number>>;
-  /** Local only: events each consumer processed, from a maintained counter. */
+  /** Local only: events each consumer processed, from a maintained counter (the inbox cannot count its history). */
   readonly processedCount?: (consumer: ConsumerName) => Promise<number>;
-  /** The delivery audit's grace period, from which its lag is told. */
+  /**
+   * The bus's account and Region, written into an event an audit redrive re-sends, told by the
+   * invocation (on AWS its function's ARN). @default the local bus's
+   */
+  readonly bus?: (context: Context) => BusIdentity;
+  /** The delivery audit's grace period, from which its lag is told. @default the topology's `audit.graceSeconds` */
+  readonly auditGraceSeconds?: number;
+  /**
+   * How long an open record nothing was due on stays before its redrive re-sends it (see
+   * shared/audit/stuck-records.ts). @default the topology's `audit.stuckAfterSeconds`
+   */
+  readonly stuckAfterSeconds?: number;
+  readonly clock?: () => number;
+  /** How long a read waits for its stores. @default `opsReadTimeoutMs` (ops-api.ts) */
+  readonly readTimeoutMs?: number;
+}
+
+/**
+ * What the ops API's parts (its status read, its redrives, its trace) share, built once per API
+ * by `createOpsApi` (ops-api.ts): its deps with their defaults applied, and the stores over its
+ * database.
+ */
+export interface OpsContext
+  extends Omit<OpsApiDeps, 'bus' | 'auditGraceSeconds' | 'stuckAfterSeconds' | 'clock' | 'readTimeoutMs'> {
+  /** The topology's consumers, in its order. */
+  readonly consumerNames: Topology['consumerNames'];
+  /** The outbox as the ops database role reads and redrives it. */
+  readonly outbox: OutboxStore;
+  /** The delivery audit's state and findings. */
+  readonly audits: DeliveryAuditStore;
   readonly auditGraceSeconds: number;
-  /** How long an open record nothing was due on stays before its redrive re-sends it. */
   readonly stuckAfterSeconds: number;
   readonly clock: () => number;
-  /** How long a read waits for its stores. */
   readonly readTimeoutMs: number;
 }
 

@@ -10,6 +10,7 @@ import { alarmIds } from '../../shared/ops/alarm-ids';
 import { deferred } from '../support/gates';
 import { converged, deliveryBoundMs, pipelineClient, tempDataDir } from '../support/pipeline-client';
 import { rawHttp, rawStatus } from '../support/raw-http';
+import { stoppedProcesses } from '../support/stopped-processes';
 import { approvalEffects } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
@@ -31,8 +32,8 @@ const relayTimeoutSeconds = 8;
 let runtime: Runtime;
 let dir: string;
 const logged: { message: string; extra?: Record<string, unknown> }[] = [];
-/** Every process this file stopped, continued again whatever happens. */
-const stopped = new Set<number>();
+/** Every process this file stopped, continued again whatever happens (`continueAll`). */
+const { stop, cont, continueAll } = stoppedProcesses();
 
 beforeAll(async () => {
   expect(relayTimeoutSeconds * 1_000).toBeLessThan(pgTimeouts.queryMs);
@@ -49,23 +50,10 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const pid of stopped) cont(pid);
+  continueAll();
   await runtime?.stop();
   rmSync(dir, { recursive: true, force: true });
 }, 120_000);
-
-function stop(pid: number): void {
-  stopped.add(pid);
-  process.kill(pid, 'SIGSTOP');
-}
-
-function cont(pid: number): void {
-  try {
-    process.kill(pid, 'SIGCONT');
-  } catch {
-    // Gone already: nothing left to continue.
-  }
-}
 
 /** The state letter of a process (`T`: stopped), from /proc. */
 const processState = (pid: number) => /^\d+ \(.*\) (\w)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];

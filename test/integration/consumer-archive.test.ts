@@ -52,14 +52,8 @@ describeEachEngine('archive consumer', (fixture) => {
   afterAll(() => closeDb());
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'archive-consumer-'));
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     clock = new TestClock();
     return () => rmSync(dataDir, { recursive: true, force: true });
   });

@@ -47,14 +47,8 @@ describeEachEngine('consumer failure limits: DEAD only for what needs a person',
   let calls: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     clock = new TestClock();
     calls = 0;
   });

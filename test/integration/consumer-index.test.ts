@@ -31,14 +31,8 @@ describeEachEngine('index consumer', (fixture) => {
   let applied: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     index = new DynamoContentIndex(fixture().client, fixture().table('contentIndex'));
     clock = new TestClock();
     applied = 0;

@@ -28,10 +28,7 @@ describeEachEngine('notify consumer', (fixture) => {
 
   beforeEach(() => {
     dataDir = mkdtempSync(join(tmpdir(), 'notify-consumer-'));
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
     clock = new TestClock();
     return () => rmSync(dataDir, { recursive: true, force: true });
   });

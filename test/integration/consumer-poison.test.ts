@@ -33,14 +33,8 @@ describeEachEngine('consumer poison handling', (fixture) => {
   let effectCalls: number;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     effectCalls = 0;
   });
 

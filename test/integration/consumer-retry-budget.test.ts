@@ -43,14 +43,8 @@ describeEachEngine(
     let handler: ReturnType<typeof createQueueConsumer<ConsumerContext>>;
 
     beforeEach(() => {
-      const inbox = new DynamoInboxStore(fixture().client, {
-        tableName: fixture().inboxTable,
-        openIndexShards: topology.inbox.openIndexShards,
-      });
-      inboxOps = new DynamoInboxOps(fixture().client, {
-        tableName: fixture().inboxTable,
-        openIndexShards: topology.inbox.openIndexShards,
-      });
+      const inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+      inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
       clock = new TestClock();
       failing = true;
       calls = 0;

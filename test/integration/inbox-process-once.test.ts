@@ -1,5 +1,4 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { topology } from '../../functions/topology';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { InboxBackoffError, InboxFencedOutError, InboxInProgressError } from '../../shared/inbox/errors';
@@ -27,14 +26,8 @@ describeEachEngine('processOnce state machine', (fixture) => {
   let runs: Map<string, number>;
 
   beforeEach(() => {
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     clock = new TestClock();
     settings = testInboxSettings();
     runs = new Map();
@@ -75,10 +68,7 @@ describeEachEngine('processOnce state machine', (fixture) => {
       },
       { step: 'build', name: 'callRecorder' },
     );
-    const counted = new DynamoInboxStore(client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    const counted = new DynamoInboxStore(client, fixture().inbox);
     const event = inboxEvent('index');
     await processOnce(event, effect(event), deps('a', { inbox: counted }));
     expect(calls).toEqual(['UpdateItem', 'UpdateItem']);

@@ -1,6 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { topology } from '../../functions/topology';
 import { DynamoInboxOps } from '../../shared/inbox/dynamo-inbox-ops';
 import { DynamoInboxStore } from '../../shared/inbox/dynamo-inbox-store';
 import { type InboxEvent, processOnce } from '../../shared/inbox/process-once';
@@ -52,21 +51,9 @@ describeEachEngine('inbox writes the AWS SDK resends after they landed', (fixtur
   });
   afterEach(() => client.destroy());
 
-  const store = () =>
-    new DynamoInboxStore(client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-  const plain = () =>
-    new DynamoInboxStore(dynamoClient(fixture().endpoint), {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-  const plainOps = () =>
-    new DynamoInboxOps(dynamoClient(fixture().endpoint), {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+  const store = () => new DynamoInboxStore(client, fixture().inbox);
+  const plain = () => new DynamoInboxStore(dynamoClient(fixture().endpoint), fixture().inbox);
+  const plainOps = () => new DynamoInboxOps(dynamoClient(fixture().endpoint), fixture().inbox);
   const work = async () => {
     runs++;
     return 'done';

@@ -56,18 +56,8 @@ interface ContractSubject {
 
 describeEachEngine('inbox store contract', (fixture) => {
   inboxStoreContract(() => ({
-    store: (options) =>
-      new DynamoInboxStore(fixture().client, {
-        tableName: fixture().inboxTable,
-        ...options,
-        openIndexShards: topology.inbox.openIndexShards,
-      }),
-    ops: () =>
-      new DynamoInboxOps(fixture().client, {
-        tableName: fixture().inboxTable,
-        pageSize: 3,
-        openIndexShards: topology.inbox.openIndexShards,
-      }),
+    store: (options) => new DynamoInboxStore(fixture().client, { ...fixture().inbox, ...options }),
+    ops: () => new DynamoInboxOps(fixture().client, { ...fixture().inbox, pageSize: 3 }),
     async indexed(consumer, status) {
       const { partitionKey, sortKey } = inboxTableSchema.openIndex;
       const shardsRead = await Promise.all(
@@ -119,15 +109,8 @@ describeEachEngine('inbox store contract', (fixture) => {
       },
       { step: 'initialize', name: 'countQueries' },
     );
-    const store = new DynamoInboxStore(client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    const ops = new DynamoInboxOps(client, {
-      tableName: fixture().inboxTable,
-      pageSize: 3,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    const store = new DynamoInboxStore(client, fixture().inbox);
+    const ops = new DynamoInboxOps(client, { ...fixture().inbox, pageSize: 3 });
     const consumer = `c-${randomUUID().slice(0, 8)}`;
     const done = Array.from({ length: 40 }, () => randomUUID());
     for (const eventId of done) {

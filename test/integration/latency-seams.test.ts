@@ -7,6 +7,7 @@ import { type Runtime, type SdkClientSeam, startRuntime } from '../../infra/loca
 import type { QueryResult, Row, SqlClient, SqlExecutor } from '../../shared/db/sql-client';
 import type { RelayNudger } from '../../shared/tasks/relay-nudger';
 import { pipelineClient, tempDataDir } from '../support/pipeline-client';
+import { subscribersOf } from '../support/topology-expectations';
 import { waitFor } from '../support/wait-for';
 
 /** The model with every hop at 0 ms: the seams draw (and count) as under the real one, without waiting. */
@@ -177,22 +178,10 @@ describe('the latency model at its seams', () => {
         {},
       );
       // The consumers an approval goes to, and what their effects put and publish per event.
-      const subscribers = topology.registry.filter((c) =>
-        c.subscribes.includes(topology.eventTypes.approved),
-      );
-      const perEvent = (kind: 'bucket' | 'topic') =>
-        subscribers
-          .flatMap((c) => Object.values(c.resources))
-          .reduce(
-            (n, r) =>
-              n +
-              (r.kind === kind
-                ? kind === 'bucket'
-                  ? (r.perEvent as { puts: number }).puts
-                  : (r.perEvent as { publishes: number }).publishes
-                : 0),
-            0,
-          );
+      const subscribers = subscribersOf(topology.eventTypes.approved);
+      const resources = subscribers.flatMap((c) => Object.values(c.resources));
+      const puts = resources.reduce((n, r) => n + (r.kind === 'bucket' ? r.perEvent.puts : 0), 0);
+      const publishes = resources.reduce((n, r) => n + (r.kind === 'topic' ? r.perEvent.publishes : 0), 0);
       await waitFor(
         () => Promise.resolve(observed.consumerDone.get(approved.body.eventId)?.size ?? 0),
         (done) => done === subscribers.length,
@@ -213,8 +202,8 @@ describe('the latency model at its seams', () => {
         asyncQueue: 1,
         eventDelivery: subscribers.length, // one per consumer
         queueHop: subscribers.length, // and its queue
-        s3Put: perEvent('bucket'),
-        snsPublish: perEvent('topic'),
+        s3Put: puts,
+        snsPublish: publishes,
       });
       // One environment per function that ran, each started cold once.
       const environments = [...observed.containers.values()].reduce((sum, pool) => sum + pool.created, 0);

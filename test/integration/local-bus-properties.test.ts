@@ -10,6 +10,7 @@ import { type BusEvent, LocalBus } from '../../infra/local/local-bus';
 import type { ConsumerName } from '../../shared/topology';
 import { anyCasing, anyJson, nastyString } from '../support/hostile-input';
 import { type RawAnswer, rawBytes, rawHttp, sendPartially } from '../support/raw-http';
+import { subscriberNames } from '../support/topology-expectations';
 
 // Property-based tests of the local bus's PutEvents endpoint over raw HTTP (the relay reaches it
 // through @aws-sdk/client-eventbridge; anything else on loopback may send anything). What AWS
@@ -31,10 +32,7 @@ const numRuns = Number(process.env.PROPERTY_RUNS ?? 300);
 const timeout = 60_000 + numRuns * 50;
 
 /** The consumers that subscribe to approvals, sorted (as the deliveries are read). */
-const approvedTargets: ConsumerName[] = topology.registry
-  .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
-  .map((c) => c.name)
-  .sort();
+const approvedTargets: ConsumerName[] = subscriberNames(topology.eventTypes.approved).sort();
 
 let bus: LocalBus;
 let dir: string;

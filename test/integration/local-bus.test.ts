@@ -19,14 +19,11 @@ import { createOpsApi, opsApiResources } from '../../shared/ops/ops-api';
 import { EventBridgePublisher, entrySize } from '../../shared/outbox/eventbridge-publisher';
 import type { ConsumerName, EventType } from '../../shared/topology';
 import { deferred } from '../support/gates';
+import { subscriberNames } from '../support/topology-expectations';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** The consumers that subscribe to `type`, sorted (as `consumersOf` lists deliveries). */
-const subscribersOf = (type: EventType): ConsumerName[] =>
-  topology.registry
-    .filter((c) => c.subscribes.includes(type))
-    .map((c) => c.name)
-    .sort();
+const subscribersOf = (type: EventType): ConsumerName[] => subscriberNames(type).sort();
 const approvedTargets = subscribersOf(topology.eventTypes.approved);
 
 /** A tiny retry policy so a failing target is dead within milliseconds. */
@@ -555,9 +552,7 @@ describe('LocalBus journal', () => {
   async function stopWithNotifyPending(dir: string) {
     const notify = deferred();
     cleanups.push(() => notify.resolve());
-    const subscribers = topology.registry
-      .filter((c) => c.subscribes.includes(topology.eventTypes.approved))
-      .map((c) => c.name);
+    const subscribers = subscriberNames(topology.eventTypes.approved);
     const started = new Map(subscribers.map((c) => [c, deferred()]));
     const { bus, client, delivered } = await startBus({
       dir,

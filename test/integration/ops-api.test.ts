@@ -83,14 +83,8 @@ describeEachEngine('ops API', (fixture) => {
   beforeEach(async () => {
     await owner.query('DELETE FROM outbox');
     await owner.query('DELETE FROM tasks');
-    inbox = new DynamoInboxStore(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
-    inboxOps = new DynamoInboxOps(fixture().client, {
-      tableName: fixture().inboxTable,
-      openIndexShards: topology.inbox.openIndexShards,
-    });
+    inbox = new DynamoInboxStore(fixture().client, fixture().inbox);
+    inboxOps = new DynamoInboxOps(fixture().client, fixture().inbox);
     deadLetters = new MemoryDeadLetters();
     redelivered = [];
     nudges = 0;

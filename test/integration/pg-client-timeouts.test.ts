@@ -8,6 +8,7 @@ import { isPipelineError, PipelineError } from '../../shared/errors';
 import { unavailableCause } from '../../shared/http/unavailable';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { deferred } from '../support/gates';
+import { stoppedProcesses } from '../support/stopped-processes';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -27,26 +28,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const pid of stopped) cont(pid);
+  continueAll();
   await owner.close();
   await database.drop();
 });
 
-/** Every backend this file stopped, continued again whatever happens. */
-const stopped = new Set<number>();
-
-function stop(pid: number): void {
-  stopped.add(pid);
-  process.kill(pid, 'SIGSTOP');
-}
-
-function cont(pid: number): void {
-  try {
-    process.kill(pid, 'SIGCONT');
-  } catch {
-    // Gone already.
-  }
-}
+/** Every process this file stopped, continued again whatever happens (`continueAll`). */
+const { stop, cont, continueAll } = stoppedProcesses();
 
 /**
  * Whether a signal waits for a stopped process (`/proc/<pid>/status`: SigPnd for the thread,

@@ -481,12 +481,16 @@ export async function runRehearsal(options: RehearsalOptions = {}): Promise<Rehe
             }),
           );
           const wait = Math.min(5_000, Math.max(0, Math.max(...dueAt) - Date.now() + 5));
+          // A wait on the real clock, and nothing else can work: the consumers' bundles run in
+          // processes of their own and stamp their records with Date.now, as deployed; no clock
+          // of the test's reaches them. Only the SQS stand-in's clock is the test's to move.
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
           sqsClockOffsetMs += (queueBackoffMaxSeconds + 1) * 1_000;
           continue;
         }
         // Nothing to hand over: the pause between a mapping's empty polls, as Lambda's pollers
         // ask again (their long poll); no step waits on it, they wait for the state it leads to.
+        // A poll, not an event: what arrives is sent by other processes (the functions, the bus).
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     })();

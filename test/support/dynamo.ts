@@ -29,6 +29,8 @@ export interface DynamoFixture {
   readonly endpoint: string;
   readonly client: DynamoDBClient;
   readonly inboxTable: string;
+  /** The inbox adapters' options for that table: its name and the project's shard count. */
+  readonly inbox: { readonly tableName: string; readonly openIndexShards: number };
   /** The table made for the table resource `key` (`contentIndex`) of a consumer of the registry. */
   table(key: string): string;
 }
@@ -82,6 +84,7 @@ export function describeEachEngine(title: string, body: (fixture: () => DynamoFi
           endpoint,
           client,
           inboxTable,
+          inbox: { tableName: inboxTable, openIndexShards: topology.inbox.openIndexShards },
           table: (key) => {
             const name = byKey.get(key);
             if (name === undefined) throw new Error(`no consumer of the registry declares a table ${key}`);

@@ -5,6 +5,7 @@ import { topology } from '../../functions/topology';
 import { dashboardHtml } from '../../infra/ops-tools/dashboard/page';
 import { allEventTypes } from '../../shared/events/event-types';
 import { uuidPattern } from '../../shared/ids';
+import { subscriberNames } from '../support/topology-expectations';
 
 // What the browser test cannot see statically: the page's own text. Rendering and escaping are
 // checked in Chromium by test/e2e/dashboard-browser.test.ts.
@@ -74,12 +75,7 @@ describe('the dashboard page', () => {
         ),
       ),
       // Each event type to the consumers that subscribe to it, in the registry's order.
-      routes: Object.fromEntries(
-        allEventTypes.map((type) => [
-          type,
-          topology.registry.filter((c) => c.subscribes.includes(type)).map((c) => c.name),
-        ]),
-      ),
+      routes: Object.fromEntries(allEventTypes.map((type) => [type, subscriberNames(type)])),
       refreshMs: 2000,
       uuidPattern: { source: uuidPattern.source, flags: 'i' },
     });

@@ -11,6 +11,7 @@ import {
 } from '../../shared/events/event-pattern';
 import { EventBridgePublisher } from '../../shared/outbox/eventbridge-publisher';
 import type { EventType, RulePattern } from '../../shared/topology';
+import { subscriberNames } from '../support/topology-expectations';
 
 /**
  * An EventBridge event as a target receives it, with `detail` to taste
@@ -453,11 +454,7 @@ describe('topology rules', () => {
         .flatMap((r) => r.targets)
         .sort();
     };
-    const subscribers = (type: EventType) =>
-      topology.registry
-        .filter((c) => c.subscribes.includes(type))
-        .map((c) => c.name)
-        .sort();
+    const subscribers = (type: EventType) => subscriberNames(type).sort();
     expect(await targetsOf(topology.eventTypes.approved)).toEqual(subscribers(topology.eventTypes.approved));
     expect(await targetsOf(topology.eventTypes.withdrawn)).toEqual(
       subscribers(topology.eventTypes.withdrawn),
