@@ -1,6 +1,15 @@
 import { allEventTypes, type EventType } from '../events/event-types';
 import type { ConsumerEffect, EffectResult } from './effect';
+import {
+  queueBackoffMaxSeconds,
+  queueGrowingReceives,
+  queueSecondsToDeadLetter,
+  sqsMaxReceiveCount,
+} from './queue-timing';
 import { type Ports, type ResourceSpecs, resourceKeyPattern } from './resources';
+
+/** The longest SQS keeps a message: 14 days (`MessageRetentionPeriod`). */
+const sqsMaxRetentionSeconds = 14 * 24 * 3600;
 
 /**
  * Retry policy of one consumer: the inbox's limits (`DEAD` only for what needs a person), the
@@ -49,8 +58,10 @@ export const defaultConsumerPolicy: Omit<ConsumerPolicy, 'description'> = {
   targetRetry: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 24 * 3600 },
   // 50 invocations of 10 messages: at ~0.2 s an invocation, 2,500 events a second, well above
   // the 1,000 approvals a second prod is sized for, while three consumers hold at most 150 of
-  // the account's executions. Four days keep a message past the day of retries.
-  queue: { batchSize: 10, maxConcurrency: 50, retentionSeconds: 4 * 24 * 3600 },
+  // the account's executions. A week keeps a message the function fails on at every receive
+  // until the queue moves it to the DLQ (at most ~4.5 days for a day of retries, see
+  // queueSecondsToDeadLetter), and leaves the DLQ's 14 days longer.
+  queue: { batchSize: 10, maxConcurrency: 50, retentionSeconds: 7 * 24 * 3600 },
   // The longest SQS keeps a message: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html
   deadLetterRetentionSeconds: 14 * 24 * 3600,
 };
@@ -164,19 +175,17 @@ export function defineConsumer<const N extends string, const R extends ResourceS
   });
 }
 
-/** The longest a failed message waits hidden in its queue before its next receive: 10 minutes. */
-export const queueBackoffMaxSeconds = 600;
-
-/** The most receives SQS lets a redrive policy allow before the DLQ (`maxReceiveCount`). */
-const sqsMaxReceiveCount = 1_000;
-
 /**
  * What SQS and Lambda refuse of a consumer's queue settings, found at synth rather than at
  * deploy: a standard queue's batch of at most 10 without a batching window, a mapping's maximum
  * concurrency of 2 to 1,000, a retention of at most 14 days and, so a failing message is not
- * dropped before its retries end, at least the retry budget plus a backoff
+ * dropped before its retries end, at least the longest a message can take to reach the DLQ
+ * ({@link queueSecondsToDeadLetter}), which is longer than the retry budget; and a DLQ that
+ * keeps a message longer than the queue does, as SQS counts a dead letter's retention from its
+ * first enqueue
  * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-parameters.html,
- * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html).
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html,
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html).
  */
 export function queuePolicyProblems(policy: ConsumerPolicy): string[] {
   const { batchSize, maxConcurrency, retentionSeconds } = policy.queue;
@@ -186,14 +195,23 @@ export function queuePolicyProblems(policy: ConsumerPolicy): string[] {
   if (!(Number.isInteger(maxConcurrency) && maxConcurrency >= 2 && maxConcurrency <= 1_000))
     problems.push(`its queue.maxConcurrency ${maxConcurrency} is not a whole number from 2 to 1000`);
   const budget = policy.maxEventAgeSeconds + policy.backoff.maxMs / 1_000;
-  if (!(retentionSeconds >= budget && retentionSeconds <= 14 * 24 * 3600))
+  const toDeadLetter = queueSecondsToDeadLetter(policy);
+  if (!(retentionSeconds >= toDeadLetter && retentionSeconds <= sqsMaxRetentionSeconds))
     problems.push(
-      `its queue.retentionSeconds ${retentionSeconds} must cover its retries (${budget} s) and be at most 14 days`,
+      `its queue.retentionSeconds ${retentionSeconds} must cover the longest a failing message takes to reach its DLQ (${toDeadLetter} s) and be at most 14 days`,
+    );
+  if (
+    !(
+      policy.deadLetterRetentionSeconds > retentionSeconds &&
+      policy.deadLetterRetentionSeconds <= sqsMaxRetentionSeconds
+    )
+  )
+    problems.push(
+      `its deadLetterRetentionSeconds ${policy.deadLetterRetentionSeconds} must be longer than its queue's retention (${retentionSeconds} s: SQS counts a dead letter's from its first enqueue) and at most 14 days`,
     );
   // SQS moves a message to the DLQ after at most 1,000 receives: those must outlast the budget at
   // the capped wait, or the queue gives up on a message the inbox would still retry.
-  const growing = Math.ceil(Math.log2((queueBackoffMaxSeconds * 1_000) / policy.backoff.baseMs)) + 1;
-  const receivable = (sqsMaxReceiveCount - growing) * queueBackoffMaxSeconds;
+  const receivable = (sqsMaxReceiveCount - queueGrowingReceives(policy)) * queueBackoffMaxSeconds;
   if (budget > receivable)
     problems.push(
       `its retries (${budget} s) outlast the ${sqsMaxReceiveCount} receives SQS allows a message (${receivable} s at ${queueBackoffMaxSeconds} s each): a shorter maxEventAgeSeconds`,

@@ -1,6 +1,7 @@
 import type { EventBridgeEvent, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { isInboxError } from '../inbox/errors';
-import { type ConsumerPolicy, queueBackoffMaxSeconds } from './define-consumer';
+import type { ConsumerPolicy } from './define-consumer';
+import { queueFailureDelaySeconds } from './queue-timing';
 
 /**
  * A consumer on AWS reads its own queue: rule -> SQS queue -> event source mapping -> function,
@@ -22,54 +23,13 @@ import { type ConsumerPolicy, queueBackoffMaxSeconds } from './define-consumer';
  *   redrive sends its messages back to the queue.
  */
 
-export { queueBackoffMaxSeconds } from './define-consumer';
-
-/**
- * Lambda's advice for an SQS source: the queue's visibility timeout at least six times the
- * function's timeout, so a message is not handed over again while a throttled batch waits
- * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html).
- */
-export const visibilityTimeoutPerFunctionTimeout = 6;
-
-/** The most visibility SQS gives a message: 12 hours (ChangeMessageVisibility). */
-const maxVisibilitySeconds = 43_200;
-
-/**
- * How long a message that failed stays hidden before its next receive: the consumer's base
- * backoff doubled per receive, with jitter upwards of it (up to half as much again, so many
- * messages that failed together do not come back together), capped at
- * {@link queueBackoffMaxSeconds}; never less than the longest backoff the inbox may have set the
- * record (its full-jitter ceiling for that attempt, `shared/db/retry.ts`), nor than
- * `retryAfterMs`, when the inbox said when it takes the event again: a receive before then would
- * only be refused.
- */
-export function queueFailureDelaySeconds(
-  policy: Pick<ConsumerPolicy, 'backoff'>,
-  receiveCount: number,
-  retryAfterMs: number | undefined,
-  random: () => number = Math.random,
-): number {
-  const step = Math.max(0, Math.min(30, Math.floor(receiveCount) - 1));
-  const exponential = policy.backoff.baseMs * 2 ** step;
-  const jittered = Math.min(queueBackoffMaxSeconds * 1_000, exponential * (1 + random() / 2));
-  const inboxCeiling = Math.min(policy.backoff.maxMs, exponential);
-  const seconds = Math.ceil(Math.max(jittered, inboxCeiling, retryAfterMs ?? 0) / 1_000);
-  return Math.min(maxVisibilitySeconds, Math.max(1, seconds));
-}
-
-/**
- * Receives of one message before its queue moves it to the DLQ: twice as many as the failures
- * the retry budget (maximum age plus a backoff) can hold at half the longest wait
- * {@link queueFailureDelaySeconds} gives once grown, plus the growing ones, at most SQS's 1,000. A message that is never handled at all (the function dies on it) comes back
- * after the queue's visibility timeout instead, which is longer still.
- * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
- */
-export function queueMaxReceiveCount(policy: Pick<ConsumerPolicy, 'maxEventAgeSeconds' | 'backoff'>): number {
-  const budgetSeconds = policy.maxEventAgeSeconds + policy.backoff.maxMs / 1_000;
-  const growing = Math.ceil(Math.log2((queueBackoffMaxSeconds * 1_000) / policy.backoff.baseMs)) + 1;
-  const grown = Math.ceil(budgetSeconds / (queueBackoffMaxSeconds / 2));
-  return Math.min(1_000, 2 * (growing + grown));
-}
+export {
+  queueBackoffMaxSeconds,
+  queueFailureDelaySeconds,
+  queueMaxReceiveCount,
+  queueSecondsToDeadLetter,
+  visibilityTimeoutPerFunctionTimeout,
+} from './queue-timing';
 
 /**
  * The receipt of a message as SQS knows it: proof that a record came from the queue, and its

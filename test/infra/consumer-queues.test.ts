@@ -1,12 +1,15 @@
-import { App } from 'aws-cdk-lib';
+import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { topology } from '../../functions/topology';
-import type { Consumer } from '../../infra/aws/constructs/consumer';
+import { Consumer } from '../../infra/aws/constructs/consumer';
+import { InboxTable } from '../../infra/aws/constructs/inbox-table';
 import { PipelineStack } from '../../infra/aws/pipeline-stack';
 import { parseSettings } from '../../infra/aws/settings';
-import { queueMaxReceiveCount } from '../../shared/consumers/queue-delivery';
+import { queueMaxReceiveCount, queueSecondsToDeadLetter } from '../../shared/consumers/queue-delivery';
+import { inboxSettingsFor } from '../../shared/inbox/settings';
 import { consumerPolicyOf, type Topology } from '../../shared/topology';
 import { translate } from '../fixtures/consumers/translate/consumer';
 import {
@@ -38,7 +41,7 @@ interface Case {
 }
 
 /** The fixture consumer's queue, set apart from the defaults, so a figure read from anywhere else fails. */
-const translateQueue = { batchSize: 3, maxConcurrency: 5, retentionSeconds: 2 * 24 * 3600 };
+const translateQueue = { batchSize: 3, maxConcurrency: 5, retentionSeconds: 6 * 24 * 3600 };
 
 const cases = new Map<string, Case>();
 beforeAll(() => {
@@ -445,5 +448,36 @@ describe('the Deny that keeps a consumer’s queue to its rules and redrives, ev
         'aws:SourceArn': ['arn:aws:events:eu-west-1:123456789012:rule/someone-elses'],
       }),
     ).toBe(true);
+  });
+});
+
+describe('a consumer given a longer function timeout', () => {
+  /** A Consumer on its own, in a stack of its own, with `timeoutSeconds` and the fixture's policy. */
+  function build(timeoutSeconds: number) {
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Alone');
+    return new Consumer(stack, 'Translate', {
+      definition: translate,
+      policy: translate.policy,
+      inboxSettings: { ...inboxSettingsFor(topologyAdding(translate), 'translate'), openIndexShards: 4 },
+      inbox: new InboxTable(stack, 'Inbox', {
+        removalPolicy: RemovalPolicy.DESTROY,
+        deletionProtection: false,
+      }),
+      effect: { environment: {}, grant: () => {} },
+      timeout: Duration.seconds(timeoutSeconds),
+      logRetention: RetentionDays.ONE_WEEK,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+  }
+
+  it('is refused when its receives, spaced by the longer run and visibility, outlast its queue’s retention', () => {
+    // 60 s: the policy's own check; 300 s: six times it is a 30-minute visibility per receive.
+    expect(queueSecondsToDeadLetter(translate.policy, 300)).toBeGreaterThan(
+      translate.policy.queue.retentionSeconds,
+    );
+    expect(() => build(60)).not.toThrow();
+    expect(() => build(300)).toThrow(
+      /consumer translate: its queue keeps a message 604800 s, less than the \d+ s/,
+    );
   });
 });

@@ -269,7 +269,7 @@ describe('retries a person need not watch', () => {
     const settings = parseSettings((k) => app.node.tryGetContext(k));
 
     expect(() => new PipelineStack(app, 'ForgetfulQueue', { settings, topology: variant })).toThrow(
-      /consumer notify: its queue.retentionSeconds 3600 must cover its retries/,
+      /consumer notify: its queue.retentionSeconds 3600 must cover the longest a failing message takes to reach its DLQ/,
     );
   });
 });

@@ -2,17 +2,25 @@ import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@
 import type { SQSEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { topology } from '../../functions/topology';
 import { SqsQueueReceipts } from '../../shared/consumers/adapters/aws/sqs-queue-receipts';
 import type { ConsumerFunction } from '../../shared/consumers/consumer';
-import { defaultConsumerPolicy, queuePolicyProblems } from '../../shared/consumers/define-consumer';
+import {
+  type ConsumerPolicy,
+  defaultConsumerPolicy,
+  queuePolicyProblems,
+} from '../../shared/consumers/define-consumer';
 import {
   createQueueConsumer,
   type QueueReceipts,
   queueBackoffMaxSeconds,
   queueFailureDelaySeconds,
   queueMaxReceiveCount,
+  visibilityTimeoutPerFunctionTimeout,
 } from '../../shared/consumers/queue-delivery';
+import { consumerFunctionTimeoutSeconds } from '../../shared/consumers/queue-timing';
 import { InboxBackoffError } from '../../shared/inbox/errors';
+import { consumerPolicyOf } from '../../shared/topology';
 import { RecordingLogger } from '../support/dynamo-consumer-fixtures';
 
 const policy = { ...defaultConsumerPolicy, description: 'test' };
@@ -90,6 +98,51 @@ describe('queueMaxReceiveCount', () => {
   });
 });
 
+describe('a message the function fails on at every receive (it never reaches the inbox)', () => {
+  /**
+   * The longest it can be in its queue before the queue moves it to the DLQ: at each of its
+   * receives the function runs up to its timeout and then hides the message for the longest
+   * backoff (upper jitter, the inbox's longest say); or it never finishes, and the queue's
+   * visibility timeout hands the message over again.
+   */
+  function longestToDeadLetter(p: ConsumerPolicy, functionTimeoutSeconds: number): number {
+    const visibility = functionTimeoutSeconds * visibilityTimeoutPerFunctionTimeout;
+    let seconds = 0;
+    for (let n = 1; n <= queueMaxReceiveCount(p); n++) {
+      const hidden = queueFailureDelaySeconds(p, n, p.backoff.maxMs, () => 0.999_999);
+      seconds += Math.max(functionTimeoutSeconds + hidden, visibility);
+    }
+    return seconds;
+  }
+
+  it('reaches its DLQ before its queue forgets it, and the DLQ keeps it longer than the queue would have', () => {
+    for (const [name, p] of [
+      ['the default', policy] as const,
+      ...topology.consumerNames.map((n) => [n, consumerPolicyOf(topology, n)] as const),
+    ]) {
+      const toDeadLetter = longestToDeadLetter(p, consumerFunctionTimeoutSeconds);
+      expect(
+        p.queue.retentionSeconds,
+        `${name}: retention vs ${toDeadLetter} s to the DLQ`,
+      ).toBeGreaterThanOrEqual(toDeadLetter);
+      // SQS counts a dead letter's retention from its first enqueue: the DLQ's must be longer.
+      expect(p.deadLetterRetentionSeconds, name).toBeGreaterThan(p.queue.retentionSeconds);
+      expect(queuePolicyProblems(p), name).toEqual([]);
+    }
+  });
+
+  it('is a problem in a policy whose queue forgets first, or whose DLQ keeps no longer than the queue', () => {
+    const toDeadLetter = longestToDeadLetter(policy, consumerFunctionTimeoutSeconds);
+    const short = { ...policy, queue: { ...policy.queue, retentionSeconds: toDeadLetter - 60 } };
+    expect(queuePolicyProblems(short)).toEqual([expect.stringContaining(`${toDeadLetter - 60}`)]);
+    const fit = { ...policy, queue: { ...policy.queue, retentionSeconds: toDeadLetter } };
+    expect(queuePolicyProblems(fit)).toEqual([]);
+    expect(queuePolicyProblems({ ...fit, deadLetterRetentionSeconds: toDeadLetter })).toEqual([
+      expect.stringContaining('deadLetterRetentionSeconds'),
+    ]);
+  });
+});
+
 describe('queuePolicyProblems', () => {
   it('refuses what SQS and Lambda would refuse at deploy, and a queue that forgets before the retries end', () => {
     expect(queuePolicyProblems(policy)).toEqual([]);
@@ -98,7 +151,7 @@ describe('queuePolicyProblems', () => {
     const long = {
       ...policy,
       maxEventAgeSeconds: 7 * 86_400,
-      queue: { ...policy.queue, retentionSeconds: 14 * 86_400 },
+      queue: { ...policy.queue, retentionSeconds: 10 * 86_400 },
     };
     expect(queuePolicyProblems(long)).toEqual([
       expect.stringContaining('outlast the 1000 receives SQS allows'),

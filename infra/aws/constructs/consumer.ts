@@ -11,9 +11,11 @@ import type { ConsumerInboxConfig } from '../../../shared/consumers/consumer-dep
 import { consumerEnv, consumerQueueEnv, consumerServiceName } from '../../../shared/consumers/contract';
 import type { ConsumerDefinition } from '../../../shared/consumers/define-consumer';
 import {
+  consumerFunctionTimeoutSeconds,
   queueMaxReceiveCount,
+  queueSecondsToDeadLetter,
   visibilityTimeoutPerFunctionTimeout,
-} from '../../../shared/consumers/queue-delivery';
+} from '../../../shared/consumers/queue-timing';
 import type { ConsumerName, ConsumerPolicy } from '../../../shared/topology';
 import { DeadLetterQueue } from './dead-letter-queue';
 import type { InboxTable } from './inbox-table';
@@ -34,7 +36,7 @@ export interface ConsumerProps {
   readonly inboxSettings: ConsumerInboxConfig;
   readonly inbox: InboxTable;
   readonly effect: ConsumerEffectResources;
-  /** @default 60 seconds (a consumer that reads the database may wait on an auto-paused Aurora resuming) */
+  /** @default consumerFunctionTimeoutSeconds (60: a consumer that reads the database may wait on an auto-paused Aurora resuming) */
   readonly timeout?: Duration;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
@@ -63,8 +65,14 @@ export class Consumer extends Construct {
     super(scope, id);
     // Typed as the project's registry names it; a topology variant's consumers are realized alike.
     this.name = props.definition.name as ConsumerName;
-    const timeout = props.timeout ?? Duration.seconds(60);
+    const timeout = props.timeout ?? Duration.seconds(consumerFunctionTimeoutSeconds);
     const visibilityTimeout = Duration.seconds(timeout.toSeconds() * visibilityTimeoutPerFunctionTimeout);
+    // The policy's checks assume the default timeout; a longer one spaces the receives further.
+    const toDeadLetter = queueSecondsToDeadLetter(props.policy, timeout.toSeconds());
+    if (props.policy.queue.retentionSeconds < toDeadLetter)
+      throw new Error(
+        `consumer ${this.name}: its queue keeps a message ${props.policy.queue.retentionSeconds} s, less than the ${toDeadLetter} s a message its function fails on can take to reach the DLQ at a ${timeout.toSeconds()} s timeout`,
+      );
     this.deadLetters = new DeadLetterQueue(this, 'DeadLetters', {
       purpose: `events the ${this.name} consumer could never handle (its function failed on every receive for its whole retry budget)`,
       retention: Duration.seconds(props.policy.deadLetterRetentionSeconds),
