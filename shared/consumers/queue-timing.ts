@@ -66,7 +66,8 @@ export function queueGrowingReceives(policy: Pick<QueueTimingPolicy, 'backoff'>)
  * the retry budget (maximum age plus a backoff) can hold at half the longest wait
  * {@link queueFailureDelaySeconds} gives once grown, plus the growing ones, at most SQS's 1,000.
  * A message that is never handled at all (the function dies on it) comes back after the queue's
- * visibility timeout instead, which is longer still.
+ * visibility timeout instead (six function timeouts): the longest either can take is
+ * {@link queueSecondsToDeadLetter}.
  * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
  */
 export function queueMaxReceiveCount(policy: QueueTimingPolicy): number {
